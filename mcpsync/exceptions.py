@@ -1,0 +1,363 @@
+"""Every exception mcpsync raises, in one tree.
+
+::
+
+    McpError                              base of everything below; never raised bare
+    ├── ServerError(code, message, data)  a JSON-RPC error response, verbatim
+    │   ├── ParseError                    -32700
+    │   ├── InvalidRequest                -32600
+    │   ├── MethodNotFound                -32601
+    │   ├── InvalidParams                 -32602
+    │   ├── InternalError                 -32603
+    │   ├── ResourceNotFound              -32002
+    │   ├── UrlElicitationRequired        -32042
+    │   └── ServerUnsupportedProtocolVersion  -32022 (also an UnsupportedProtocolVersion)
+    ├── TransportError                    the connection failed; cause chained
+    │   ├── ConnectionClosed              transport died (exit code, stderr tail)
+    │   │   ├── ServerStartError          the server could not be started / exited early
+    │   │   ├── ClientClosed              the client was closed (by you)
+    │   │   └── MessageTooLarge           a frame exceeded ``max_message_bytes``
+    │   ├── HTTPStatusError               non-2xx HTTP reply (status, redacted excerpt)
+    │   │   └── SessionExpired            the HTTP session was lost for good
+    │   └── ForkedClientError             a stdio client used in a forked child
+    ├── RequestTimeout                    also a builtin ``TimeoutError``
+    ├── RequestCancelled                  the call was cancelled locally
+    ├── ProtocolError                     the peer broke JSON-RPC / MCP rules
+    ├── CapabilityNotSupported            the server did not declare the capability
+    ├── UnsupportedProtocolVersion        no protocol version both sides speak
+    ├── ToolError                         ``CallToolResult.raise_for_error()``
+    └── AuthError                         base of :mod:`mcpsync.auth` errors
+
+A tool result with ``isError: true`` is *data*, not an exception: call
+``result.raise_for_error()`` to opt into :class:`ToolError`.
+
+Exception messages never contain credentials; excerpts of peer data are
+truncated (see :func:`excerpt`).
+"""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar
+
+__all__ = [
+    "McpError",
+    "ServerError",
+    "ParseError",
+    "InvalidRequest",
+    "MethodNotFound",
+    "InvalidParams",
+    "InternalError",
+    "ResourceNotFound",
+    "UrlElicitationRequired",
+    "ServerUnsupportedProtocolVersion",
+    "TransportError",
+    "ConnectionClosed",
+    "ServerStartError",
+    "ClientClosed",
+    "MessageTooLarge",
+    "HTTPStatusError",
+    "SessionExpired",
+    "ForkedClientError",
+    "RequestTimeout",
+    "RequestCancelled",
+    "ProtocolError",
+    "CapabilityNotSupported",
+    "UnsupportedProtocolVersion",
+    "ToolError",
+    "AuthError",
+    "error_from_response",
+    "excerpt",
+]
+
+_EXCERPT_LIMIT = 200
+
+
+def excerpt(value: object, limit: int = _EXCERPT_LIMIT) -> str:
+    """Return a short, single-line ``repr``-ish excerpt of untrusted peer data."""
+    if isinstance(value, bytes):
+        text = value.decode("utf-8", errors="replace")
+    else:
+        text = value if isinstance(value, str) else repr(value)
+    text = text.replace("\r", "\\r").replace("\n", "\\n")
+    if len(text) > limit:
+        return text[:limit] + f"... ({len(text) - limit} more chars)"
+    return text
+
+
+class McpError(Exception):
+    """Base class of every exception raised by mcpsync."""
+
+
+class ServerError(McpError):
+    """The server answered a request with a JSON-RPC error.
+
+    ``code``, ``message`` and ``data`` are kept exactly as the server sent
+    them; only ``str()`` truncates.
+    """
+
+    #: The JSON-RPC error code this class stands for (``None`` on the base).
+    CODE: ClassVar[int | None] = None
+
+    def __init__(self, code: int, message: str, data: Any = None) -> None:
+        super().__init__(code, message, data)
+        #: The JSON-RPC error code.
+        self.code = code
+        #: The error message, verbatim.
+        self.message = message
+        #: The optional ``data`` member, verbatim.
+        self.data = data
+
+    def __str__(self) -> str:
+        return f"[{self.code}] {excerpt(self.message, 500)}"
+
+
+class ParseError(ServerError):
+    """The server could not parse what we sent (-32700)."""
+
+    CODE = -32700
+
+
+class InvalidRequest(ServerError):
+    """The server found our request invalid (-32600)."""
+
+    CODE = -32600
+
+
+class MethodNotFound(ServerError):
+    """The server does not implement the method (-32601)."""
+
+    CODE = -32601
+
+
+class InvalidParams(ServerError):
+    """The server rejected the parameters (-32602)."""
+
+    CODE = -32602
+
+
+class InternalError(ServerError):
+    """The server failed internally (-32603)."""
+
+    CODE = -32603
+
+
+class ResourceNotFound(ServerError):
+    """The resource does not exist (-32002)."""
+
+    CODE = -32002
+
+
+class UrlElicitationRequired(ServerError):
+    """The server needs the user to visit a URL first (-32042)."""
+
+    CODE = -32042
+
+
+class UnsupportedProtocolVersion(McpError):
+    """Client and server share no protocol version.
+
+    :ivar requested: the version the client asked for (or ``None``).
+    :ivar supported: the versions the other side says it supports.
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        requested: str | None = None,
+        supported: list[str] | None = None,
+    ) -> None:
+        super().__init__(message)
+        self.requested = requested
+        self.supported = list(supported or [])
+
+
+class ServerUnsupportedProtocolVersion(ServerError, UnsupportedProtocolVersion):
+    """The server answered -32022: it does not speak the requested version."""
+
+    CODE = -32022
+
+    def __init__(self, code: int, message: str, data: Any = None) -> None:
+        ServerError.__init__(self, code, message, data)
+        supported: list[str] = []
+        requested: str | None = None
+        if isinstance(data, dict):
+            raw = data.get("supported")
+            if isinstance(raw, list):
+                supported = [v for v in raw if isinstance(v, str)]
+            req = data.get("requested")
+            requested = req if isinstance(req, str) else None
+        self.supported = supported
+        self.requested = requested
+
+
+_CODES: dict[int, type[ServerError]] = {
+    cls.CODE: cls
+    for cls in (
+        ParseError,
+        InvalidRequest,
+        MethodNotFound,
+        InvalidParams,
+        InternalError,
+        ResourceNotFound,
+        UrlElicitationRequired,
+        ServerUnsupportedProtocolVersion,
+    )
+    if cls.CODE is not None
+}
+
+
+def error_from_response(error: dict[str, Any]) -> ServerError:
+    """Build the most specific :class:`ServerError` for a JSON-RPC ``error`` member.
+
+    The caller has already checked that ``code`` is an int and ``message`` a str.
+    """
+    code = error["code"]
+    cls = _CODES.get(code, ServerError)
+    return cls(code, error["message"], error.get("data"))
+
+
+class TransportError(McpError):
+    """The transport failed; the original exception is chained as ``__cause__``."""
+
+
+class ConnectionClosed(TransportError):
+    """The connection to the server is gone.
+
+    Every call pending when the connection dies fails with this at once.
+
+    :ivar exit_code: a stdio server's exit status (negative: killed by that
+        signal), or ``None``.
+    :ivar stderr_tail: the last lines the stdio server wrote to stderr
+        (untrusted text, truncated), or ``""``.
+    :ivar outcome_unknown: ``True`` when the request may have reached the
+        server before the connection died.
+    """
+
+    def __init__(
+        self,
+        message: str = "connection closed",
+        *,
+        exit_code: int | None = None,
+        stderr_tail: str = "",
+        outcome_unknown: bool = False,
+    ) -> None:
+        super().__init__(message)
+        self.message = message
+        self.exit_code = exit_code
+        self.stderr_tail = stderr_tail
+        self.outcome_unknown = outcome_unknown
+
+    def __str__(self) -> str:
+        text = self.message
+        if self.exit_code is not None:
+            text += f" (exit code {self.exit_code})"
+        if self.stderr_tail:
+            text += "; server stderr ends with:\n" + self.stderr_tail
+        return text
+
+
+class ServerStartError(ConnectionClosed):
+    """The server could not be started, or exited before the handshake ended."""
+
+
+class ClientClosed(ConnectionClosed):
+    """The client was closed; calls pending at that moment fail with this."""
+
+
+class MessageTooLarge(ConnectionClosed):
+    """A message exceeded the configured ``max_message_bytes``.
+
+    The connection is closed: the reply that was too large cannot be matched to
+    its caller, so every pending call fails with this.
+    """
+
+
+class HTTPStatusError(TransportError):
+    """The server answered an HTTP request with a non-success status.
+
+    :ivar status: the HTTP status code.
+    :ivar body_excerpt: the start of the body (redacted, truncated).
+    :ivar retry_after: seconds from ``Retry-After``, if given.
+    """
+
+    def __init__(
+        self,
+        status: int,
+        message: str = "",
+        *,
+        body_excerpt: str = "",
+        retry_after: float | None = None,
+    ) -> None:
+        super().__init__(status, message)
+        self.status = status
+        self.message = message
+        self.body_excerpt = body_excerpt
+        self.retry_after = retry_after
+
+    def __str__(self) -> str:
+        text = f"HTTP {self.status}"
+        if self.message:
+            text += f": {self.message}"
+        if self.body_excerpt:
+            text += f" ({self.body_excerpt})"
+        return text
+
+
+class SessionExpired(HTTPStatusError):
+    """The HTTP session expired and could not be re-established safely."""
+
+
+class ForkedClientError(TransportError):
+    """A client whose connection cannot cross ``fork()`` was used in the child."""
+
+
+class RequestTimeout(McpError, TimeoutError):
+    """A request got no reply in time; ``notifications/cancelled`` was sent.
+
+    :ivar method: the request's method.
+    :ivar elapsed: seconds since the request was sent.
+    """
+
+    def __init__(self, message: str, *, method: str = "", elapsed: float = 0.0) -> None:
+        super().__init__(message)
+        self.method = method
+        self.elapsed = elapsed
+
+
+class RequestCancelled(McpError):
+    """The request was cancelled locally before its reply arrived."""
+
+
+class ProtocolError(McpError):
+    """The peer sent something that breaks JSON-RPC or MCP."""
+
+
+class CapabilityNotSupported(McpError):
+    """The server did not declare the capability this call needs; nothing was sent.
+
+    :ivar capability: the missing capability, e.g. ``"resources.subscribe"``.
+    """
+
+    def __init__(self, capability: str, method: str = "") -> None:
+        msg = f"server does not declare the {capability!r} capability"
+        if method:
+            msg += f" needed by {method!r}"
+        super().__init__(msg)
+        self.capability = capability
+        self.method = method
+
+
+class ToolError(McpError):
+    """A tool call returned ``isError: true`` and :meth:`raise_for_error` was called.
+
+    :ivar result: the :class:`mcpsync.types.CallToolResult`.
+    """
+
+    def __init__(self, message: str, result: Any = None) -> None:
+        super().__init__(message)
+        self.result = result
+
+
+class AuthError(McpError):
+    """Base class of authorization failures (see :mod:`mcpsync.auth`)."""

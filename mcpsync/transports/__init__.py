@@ -1,0 +1,11 @@
+"""Transports: the byte-moving layer under :class:`mcpsync.Client`.
+
+A transport moves whole JSON-RPC messages; it knows nothing of ids, futures or
+MCP methods.  See :class:`~mcpsync.transports.base.Transport`.
+"""
+
+from __future__ import annotations
+
+from .base import MessageHandler, CloseHandler, Transport, encode_message
+
+__all__ = ["Transport", "MessageHandler", "CloseHandler", "encode_message"]

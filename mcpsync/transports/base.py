@@ -1,0 +1,73 @@
+"""The transport seam: a tiny ABC every transport implements.
+
+Contract (the session engine and :class:`~mcpsync.Client` rely on it):
+
+* :meth:`Transport.start` is called once, with two callbacks.  From then on the
+  transport calls ``on_message(obj)`` for each JSON value it receives (already
+  parsed; may be any JSON value, validation is the session's job) and calls
+  ``on_close(exc)`` exactly once when the connection ends, for whatever reason
+  (``exc`` is a :class:`~mcpsync.exceptions.ConnectionClosed` describing why).
+  Callbacks are invoked from the transport's own reader thread(s) and must not
+  block for long.
+* :meth:`Transport.send` is thread-safe and writes one whole message or
+  nothing.  It raises :class:`~mcpsync.exceptions.ConnectionClosed` (or another
+  :class:`~mcpsync.exceptions.TransportError`) when the message cannot be sent.
+* :meth:`Transport.close` is idempotent, callable from any thread, and bounded
+  in time.  It triggers ``on_close`` if that has not happened yet.
+"""
+
+from __future__ import annotations
+
+import abc
+import json
+from typing import Any, Callable, Mapping
+
+__all__ = ["Transport", "MessageHandler", "CloseHandler", "encode_message"]
+
+#: Called with each parsed JSON value received from the peer.
+MessageHandler = Callable[[Any], None]
+#: Called once when the connection ends, with the reason.
+CloseHandler = Callable[[BaseException], None]
+
+
+def encode_message(message: Mapping[str, Any]) -> bytes:
+    """Serialise one JSON-RPC message to compact UTF-8 JSON, without a newline.
+
+    Done before any lock is taken, so bad input (``NaN``, lone surrogates,
+    objects JSON cannot represent) raises ``ValueError``/``TypeError`` in the
+    caller and nothing partial is ever written.
+
+    :raises ValueError: for NaN/Infinity or text that is not valid Unicode.
+    :raises TypeError: for values JSON cannot represent.
+    """
+    text = json.dumps(message, allow_nan=False, separators=(",", ":"), ensure_ascii=False)
+    try:
+        return text.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        raise ValueError(f"message contains text that is not valid Unicode: {exc.reason}") from None
+
+
+class Transport(abc.ABC):
+    """A bidirectional channel carrying JSON-RPC messages to one MCP server."""
+
+    @abc.abstractmethod
+    def start(self, on_message: MessageHandler, on_close: CloseHandler) -> None:
+        """Open the connection and begin delivering messages.
+
+        :raises ~mcpsync.exceptions.ServerStartError: when the peer cannot be reached or started.
+        """
+
+    @abc.abstractmethod
+    def send(self, message: Mapping[str, Any]) -> None:
+        """Send one message, whole, thread-safely.
+
+        :raises ~mcpsync.exceptions.ConnectionClosed: when the connection is gone.
+        """
+
+    @abc.abstractmethod
+    def close(self) -> None:
+        """Close the connection; idempotent and bounded in time."""
+
+    def describe(self) -> str:
+        """A short human-readable description for logs and errors (no secrets)."""
+        return type(self).__name__
