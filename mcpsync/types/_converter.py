@@ -1,0 +1,353 @@
+"""The one cattrs converter for every protocol type, and :func:`to_wire` / :func:`from_wire`.
+
+How it maps: python ``snake_case`` names become ``camelCase`` on the wire
+(``meta`` is ``_meta``); ``None`` optionals are left out; unknown wire keys go
+to each object's ``extra`` dict and come back verbatim; unions are told apart
+by a tag (``type``, ``mode``) or a key (``text``/``blob``).
+
+Both hook factories build on cattrs' generated code
+(:func:`cattrs.gen.make_dict_structure_fn`/``make_dict_unstructure_fn``), so
+a class costs one generated function call plus a few dict operations.
+
+Primitives are checked strictly: a number where a string is expected is a
+:class:`~mcpsync.exceptions.ProtocolError`, not silently ``str()``-ed.
+
+.. versionadded:: 0.1
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import Any, TypeVar, Union, get_args, get_origin, overload
+
+import attrs
+import cattrs
+from cattrs.gen import make_dict_structure_fn, make_dict_unstructure_fn, override
+
+from ..exceptions import ProtocolError, excerpt
+from .content import (
+    BlobResourceContents,
+    ContentBlock,
+    SamplingContent,
+    TextResourceContents,
+    UnknownContent,
+)
+from .elicitation import ElicitRequestFormParams, ElicitRequestParams, ElicitRequestURLParams
+from .misc import CompletionReference, ProgressToken
+from .sampling import SamplingMessageContent
+
+__all__ = ["converter", "to_wire", "from_wire", "wire_name"]
+
+T = TypeVar("T")
+_Hook = Callable[[Any, Any], Any]
+
+#: The converter for every type in :mod:`mcpsync.types`.
+converter = cattrs.Converter(detailed_validation=False)
+
+
+def wire_name(name: str) -> str:
+    """Return the wire (JSON) name of a python attribute: ``mime_type`` -> ``mimeType``."""
+    if name == "meta":
+        return "_meta"
+    head, *rest = name.split("_")
+    return head + "".join(part[:1].upper() + part[1:] for part in rest)
+
+
+# --- strict primitives -------------------------------------------------------
+# cattrs' defaults coerce (``str(5)``, ``int("5")``); a peer sending the wrong
+# JSON type is a protocol error we want to report, not paper over.
+
+
+def _type_error(expected: str, value: object) -> TypeError:
+    return TypeError(f"expected {expected}, got {type(value).__name__}")
+
+
+def _structure_str(value: Any, _: Any) -> str:
+    if isinstance(value, str):
+        return value
+    raise _type_error("a string", value)
+
+
+def _structure_int(value: Any, _: Any) -> int:
+    if isinstance(value, int) and not isinstance(value, bool):
+        return value
+    raise _type_error("an integer", value)
+
+
+def _structure_float(value: Any, _: Any) -> float:
+    # Ints stay ints: ``"progress": 1`` must be sent back as ``1``, not ``1.0``.
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        return value
+    raise _type_error("a number", value)
+
+
+def _structure_bool(value: Any, _: Any) -> bool:
+    if isinstance(value, bool):
+        return value
+    raise _type_error("a boolean", value)
+
+
+def _structure_object(value: Any, _: Any) -> dict[str, Any]:
+    # JSON objects we do not model (schemas, arguments, _meta) are kept as is:
+    # copying them would cost time for nothing.
+    if isinstance(value, dict):
+        return value
+    raise _type_error("an object", value)
+
+
+def _structure_str_or_int(value: Any, _: Any) -> str | int:
+    if isinstance(value, str) or (isinstance(value, int) and not isinstance(value, bool)):
+        return value
+    raise _type_error("a string or an integer", value)
+
+
+def _identity(value: Any) -> Any:
+    return value
+
+
+def _is_list(tp: Any) -> bool:
+    return get_origin(tp) is list
+
+
+def _list_structure_factory(tp: Any) -> _Hook:
+    args = get_args(tp)
+    elem = args[0] if args else Any
+    if elem is Any:
+
+        def structure_any_list(value: Any, _: Any) -> list[Any]:
+            if isinstance(value, list):
+                return value
+            raise _type_error("an array", value)
+
+        return structure_any_list
+    hook = converter.get_structure_hook(elem)
+
+    def structure_list(value: Any, _: Any) -> list[Any]:
+        # Without this check a string would be iterated into characters.
+        if not isinstance(value, list):
+            raise _type_error("an array", value)
+        return [hook(item, elem) for item in value]
+
+    return structure_list
+
+
+# --- attrs classes -----------------------------------------------------------
+
+
+def _structure_factory(cls: type[Any]) -> _Hook:
+    overrides: dict[str, Any] = {}
+    known: set[str] = set()
+    has_extra = False
+    for field in attrs.fields(cls):
+        if field.name == "extra":
+            has_extra = True
+            overrides["extra"] = override(omit=True)
+            continue
+        wire = wire_name(field.name)
+        # init=False fields (fixed tags) are not structured but are known keys.
+        known.add(wire)
+        overrides[field.name] = override(rename=wire)
+    generated = make_dict_structure_fn(cls, converter, **overrides)
+    known_keys = frozenset(known)
+    name = cls.__name__
+
+    def structure(data: Any, _: Any) -> Any:
+        if not isinstance(data, dict):
+            raise TypeError(f"expected an object for {name}, got {type(data).__name__}")
+        obj = generated(data, cls)
+        if has_extra and not known_keys.issuperset(data):
+            obj.extra = {k: v for k, v in data.items() if k not in known_keys}
+        return obj
+
+    return structure
+
+
+def _unstructure_factory(cls: type[Any]) -> Callable[[Any], dict[str, Any]]:
+    overrides: dict[str, Any] = {}
+    has_extra = False
+    for field in attrs.fields(cls):
+        if field.name == "extra":
+            has_extra = True
+            overrides["extra"] = override(omit=True)
+            continue
+        # Only optional (default None) fields are left out; fixed tags and
+        # lists the schema requires are always sent.
+        overrides[field.name] = override(
+            rename=wire_name(field.name), omit_if_default=field.default is None
+        )
+    generated = make_dict_unstructure_fn(
+        cls, converter, _cattrs_include_init_false=True, **overrides
+    )
+    if not has_extra:
+        return generated
+
+    def unstructure(obj: Any) -> dict[str, Any]:
+        data = generated(obj)
+        if obj.extra:
+            for key, value in obj.extra.items():
+                data.setdefault(key, value)
+        return data
+
+    return unstructure
+
+
+# --- unions ------------------------------------------------------------------
+
+
+def _tagged_union_hook(
+    union: Any,
+    key: str,
+    *,
+    tags: Mapping[str | None, type[Any]] | None = None,
+    fallback: type[Any] | None = None,
+) -> _Hook:
+    """Build a structure hook for ``union`` dispatching on ``data[key]``.
+
+    By default each member's tag is the default of its ``key`` field (the
+    fixed ``type``); ``tags[None]`` is used when the key is absent; an unknown
+    tag structures into ``fallback`` or fails.
+    """
+    if tags is None:
+        tags = {
+            attrs.fields_dict(cls)[key].default: cls
+            for cls in get_args(union)
+            if cls is not fallback
+        }
+    table = dict(tags)
+    # Hooks are looked up on first use: members may contain unions that are
+    # registered after this one.
+    hooks: dict[type[Any], _Hook] = {}
+
+    def structure(data: Any, _: Any) -> Any:
+        if not isinstance(data, dict):
+            raise _type_error("an object", data)
+        tag = data.get(key)
+        cls = table.get(tag)
+        if cls is None:
+            if tag is None and None not in table:
+                raise ValueError(f"missing {key!r}")
+            if fallback is None or not isinstance(tag, str):
+                raise ValueError(f"unknown {key} {excerpt(tag, 60)}")
+            cls = fallback
+        hook = hooks.get(cls)
+        if hook is None:
+            hook = hooks[cls] = converter.get_structure_hook(cls)
+        return hook(data, cls)
+
+    return structure
+
+
+def _keyed_union_hook(keys: Mapping[str, type[Any]]) -> _Hook:
+    """Build a structure hook choosing the member by which of ``keys`` is present."""
+    hooks: dict[type[Any], _Hook] = {}
+
+    def structure(data: Any, _: Any) -> Any:
+        if not isinstance(data, dict):
+            raise _type_error("an object", data)
+        for key, cls in keys.items():
+            if key in data:
+                hook = hooks.get(cls)
+                if hook is None:
+                    hook = hooks[cls] = converter.get_structure_hook(cls)
+                return hook(data, cls)
+        raise ValueError(f"expected one of the keys {sorted(keys)}")
+
+    return structure
+
+
+def _one_or_many_hook(single: Any) -> _Hook:
+    """Structure ``single | list[single]`` keeping the shape received."""
+    list_type = list[single]
+
+    def structure(data: Any, _: Any) -> Any:
+        if isinstance(data, list):
+            return converter.get_structure_hook(list_type)(data, list_type)
+        return converter.get_structure_hook(single)(data, single)
+
+    return structure
+
+
+def _configure() -> None:
+    for tp, hook in (
+        (str, _structure_str),
+        (int, _structure_int),
+        (float, _structure_float),
+        (bool, _structure_bool),
+    ):
+        converter.register_structure_hook(tp, hook)
+    objects = (dict[str, Any], Union[dict[str, Any], None])
+    converter.register_structure_hook_func(lambda t: t in objects, _structure_object)
+    converter.register_unstructure_hook_func(lambda t: t in objects, _identity)
+    converter.register_unstructure_hook(Any, _identity)
+    converter.register_structure_hook(ProgressToken, _structure_str_or_int)
+    converter.register_structure_hook(
+        Union[ProgressToken, None],
+        lambda v, t: None if v is None else _structure_str_or_int(v, t),
+    )
+    converter.register_structure_hook_factory(_is_list, _list_structure_factory)
+    converter.register_structure_hook_factory(attrs.has, _structure_factory)
+    converter.register_unstructure_hook_factory(attrs.has, _unstructure_factory)
+
+    converter.register_structure_hook(
+        ContentBlock, _tagged_union_hook(ContentBlock, "type", fallback=UnknownContent)
+    )
+    converter.register_structure_hook(
+        SamplingContent, _tagged_union_hook(SamplingContent, "type", fallback=UnknownContent)
+    )
+    converter.register_structure_hook(
+        SamplingMessageContent, _one_or_many_hook(SamplingContent)
+    )
+    converter.register_structure_hook(
+        CompletionReference, _tagged_union_hook(CompletionReference, "type")
+    )
+    converter.register_structure_hook(
+        Union[TextResourceContents, BlobResourceContents],
+        _keyed_union_hook({"text": TextResourceContents, "blob": BlobResourceContents}),
+    )
+    converter.register_structure_hook(
+        ElicitRequestParams,
+        _tagged_union_hook(
+            ElicitRequestParams,
+            "mode",
+            tags={
+                None: ElicitRequestFormParams,
+                "form": ElicitRequestFormParams,
+                "url": ElicitRequestURLParams,
+            },
+        ),
+    )
+
+
+_configure()
+
+
+def to_wire(obj: Any) -> dict[str, Any]:
+    """Return the JSON-ready ``dict`` for a protocol object.
+
+    Unset optional fields are left out and ``extra`` keys are merged back in.
+    Plain JSON values (schemas, arguments) are shared, not copied.
+    """
+    data: dict[str, Any] = converter.unstructure(obj)
+    return data
+
+
+@overload
+def from_wire(cls: type[T], data: Any) -> T: ...
+
+
+@overload
+def from_wire(cls: Any, data: Any) -> Any: ...
+
+
+def from_wire(cls: Any, data: Any) -> Any:
+    """Build a protocol object of type ``cls`` (a class or a union alias) from JSON data.
+
+    :raises mcpsync.ProtocolError: if ``data`` does not fit ``cls``; the
+        cattrs error is chained as ``__cause__``.
+    """
+    try:
+        return converter.structure(data, cls)
+    except Exception as exc:
+        name = getattr(cls, "__name__", None) or repr(cls)
+        detail = excerpt(f"{type(exc).__name__}: {exc}", 200)
+        raise ProtocolError(f"invalid {name} from peer ({detail}): {excerpt(data)}") from exc

@@ -1,0 +1,80 @@
+"""Elicitation: the server asks the user for input (``elicitation/create``).
+
+Form mode (``mode`` absent or ``"form"``) asks for fields described by a
+restricted JSON Schema; URL mode (2025-11-25) sends the user to a URL.
+
+.. versionadded:: 0.1
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal, Union
+
+import attrs
+
+from .misc import TaskMetadata
+
+__all__ = [
+    "ElicitRequestFormParams",
+    "ElicitRequestURLParams",
+    "ElicitRequestParams",
+    "ElicitResult",
+    "ElicitationCompleteNotificationParams",
+]
+
+
+@attrs.define
+class ElicitRequestFormParams:
+    """Ask the user to fill in a form."""
+
+    #: The message to show the user.
+    message: str
+    #: A flat JSON Schema object of primitive properties.
+    requested_schema: dict[str, Any]
+    #: ``"form"``, or ``None`` when the server left it out (before 2025-11-25).
+    mode: Literal["form"] | None = None
+    task: TaskMetadata | None = None
+    meta: dict[str, Any] | None = None
+    extra: dict[str, Any] = attrs.field(factory=dict, kw_only=True)
+
+
+@attrs.define
+class ElicitRequestURLParams:
+    """Ask the user to complete an interaction at a URL (2025-11-25)."""
+
+    message: str
+    url: str
+    elicitation_id: str
+    mode: Literal["url"] = attrs.field(default="url", init=False)
+    task: TaskMetadata | None = None
+    meta: dict[str, Any] | None = None
+    extra: dict[str, Any] = attrs.field(factory=dict, kw_only=True)
+
+
+#: The ``params`` of ``elicitation/create``, told apart by ``mode``.
+ElicitRequestParams = Union[ElicitRequestFormParams, ElicitRequestURLParams]
+
+
+@attrs.define
+class ElicitResult:
+    """The client's answer to ``elicitation/create``.
+
+    ::
+
+        ElicitResult("accept", {"name": "Ada"})
+        ElicitResult("decline")
+    """
+
+    action: Literal["accept", "decline", "cancel"]
+    #: The submitted values (form mode with ``"accept"`` only).
+    content: dict[str, Any] | None = None
+    meta: dict[str, Any] | None = None
+    extra: dict[str, Any] = attrs.field(factory=dict, kw_only=True)
+
+
+@attrs.define
+class ElicitationCompleteNotificationParams:
+    """A URL-mode elicitation finished (``notifications/elicitation/complete``)."""
+
+    elicitation_id: str
+    extra: dict[str, Any] = attrs.field(factory=dict, kw_only=True)

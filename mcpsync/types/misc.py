@@ -1,0 +1,273 @@
+"""Roots, logging, completion, progress, cancellation, pagination and tasks.
+
+.. versionadded:: 0.1
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal, Union
+
+import attrs
+
+__all__ = [
+    "RequestId",
+    "ProgressToken",
+    "LoggingLevel",
+    "EmptyResult",
+    "PaginatedRequestParams",
+    "Root",
+    "ListRootsResult",
+    "SetLevelRequestParams",
+    "LoggingMessageNotificationParams",
+    "ProgressNotificationParams",
+    "CancelledNotificationParams",
+    "ResourceUpdatedNotificationParams",
+    "PromptReference",
+    "ResourceTemplateReference",
+    "ResourceReference",
+    "CompletionReference",
+    "CompletionArgument",
+    "CompletionContext",
+    "CompleteRequestParams",
+    "Completion",
+    "CompleteResult",
+    "TaskMetadata",
+    "Task",
+    "GetTaskResult",
+    "CreateTaskResult",
+    "ListTasksResult",
+    "TaskStatusNotificationParams",
+]
+
+#: A JSON-RPC request id.
+RequestId = Union[str, int]
+#: A progress token: chosen by the requester, echoed in progress notifications.
+ProgressToken = Union[str, int]
+#: Severity of a log message, as in RFC 5424 (syslog).
+LoggingLevel = Literal[
+    "debug", "info", "notice", "warning", "error", "critical", "alert", "emergency"
+]
+
+
+@attrs.define
+class EmptyResult:
+    """A result with no content, e.g. the answer to ``ping``."""
+
+    meta: dict[str, Any] | None = None
+    extra: dict[str, Any] = attrs.field(factory=dict, kw_only=True)
+
+
+@attrs.define
+class PaginatedRequestParams:
+    """The ``params`` of a ``*/list`` request."""
+
+    #: The ``next_cursor`` of the previous page; ``None`` for the first page.
+    cursor: str | None = None
+    meta: dict[str, Any] | None = None
+    extra: dict[str, Any] = attrs.field(factory=dict, kw_only=True)
+
+
+@attrs.define
+class Root:
+    """A directory or file the server may work in. ``Root("file:///home/me/project")``."""
+
+    #: A ``file://`` URI.
+    uri: str
+    name: str | None = None
+    meta: dict[str, Any] | None = None
+    extra: dict[str, Any] = attrs.field(factory=dict, kw_only=True)
+
+
+@attrs.define
+class ListRootsResult:
+    """The client's answer to ``roots/list``."""
+
+    roots: list[Root] = attrs.field(factory=list)
+    meta: dict[str, Any] | None = None
+    extra: dict[str, Any] = attrs.field(factory=dict, kw_only=True)
+
+
+@attrs.define
+class SetLevelRequestParams:
+    """The ``params`` of ``logging/setLevel``."""
+
+    level: LoggingLevel
+    meta: dict[str, Any] | None = None
+    extra: dict[str, Any] = attrs.field(factory=dict, kw_only=True)
+
+
+@attrs.define
+class LoggingMessageNotificationParams:
+    """A log message from the server (``notifications/message``)."""
+
+    level: LoggingLevel
+    #: Any JSON value: a string or an object.
+    data: Any
+    #: Name of the logger that issued the message.
+    logger: str | None = None
+    meta: dict[str, Any] | None = None
+    extra: dict[str, Any] = attrs.field(factory=dict, kw_only=True)
+
+
+@attrs.define
+class ProgressNotificationParams:
+    """Progress of a long-running request (``notifications/progress``)."""
+
+    progress_token: ProgressToken
+    #: Increases with every notification, even if ``total`` is unknown.
+    progress: float
+    total: float | None = None
+    message: str | None = None
+    meta: dict[str, Any] | None = None
+    extra: dict[str, Any] = attrs.field(factory=dict, kw_only=True)
+
+
+@attrs.define
+class CancelledNotificationParams:
+    """A request was cancelled (``notifications/cancelled``)."""
+
+    #: The id of the cancelled request (absent only for task cancellation).
+    request_id: RequestId | None = None
+    reason: str | None = None
+    meta: dict[str, Any] | None = None
+    extra: dict[str, Any] = attrs.field(factory=dict, kw_only=True)
+
+
+@attrs.define
+class ResourceUpdatedNotificationParams:
+    """A subscribed resource changed (``notifications/resources/updated``)."""
+
+    uri: str
+    meta: dict[str, Any] | None = None
+    extra: dict[str, Any] = attrs.field(factory=dict, kw_only=True)
+
+
+@attrs.define
+class PromptReference:
+    """Completion target: a prompt. ``PromptReference("greeting")``."""
+
+    name: str
+    type: Literal["ref/prompt"] = attrs.field(default="ref/prompt", init=False)
+    title: str | None = None
+    extra: dict[str, Any] = attrs.field(factory=dict, kw_only=True)
+
+
+@attrs.define
+class ResourceTemplateReference:
+    """Completion target: a resource template. ``ResourceTemplateReference("file:///{path}")``."""
+
+    #: The URI or URI template.
+    uri: str
+    type: Literal["ref/resource"] = attrs.field(default="ref/resource", init=False)
+    extra: dict[str, Any] = attrs.field(factory=dict, kw_only=True)
+
+
+#: The name of :class:`ResourceTemplateReference` before 2025-06-18.
+ResourceReference = ResourceTemplateReference
+
+#: What ``completion/complete`` completes, told apart by ``type``.
+CompletionReference = Union[PromptReference, ResourceTemplateReference]
+
+
+@attrs.define
+class CompletionArgument:
+    """The argument being completed."""
+
+    name: str
+    value: str
+    extra: dict[str, Any] = attrs.field(factory=dict, kw_only=True)
+
+
+@attrs.define
+class CompletionContext:
+    """Already-resolved arguments, to help the server complete (2025-06-18+)."""
+
+    arguments: dict[str, str] | None = None
+    extra: dict[str, Any] = attrs.field(factory=dict, kw_only=True)
+
+
+@attrs.define
+class CompleteRequestParams:
+    """The ``params`` of ``completion/complete``."""
+
+    ref: CompletionReference
+    argument: CompletionArgument
+    context: CompletionContext | None = None
+    meta: dict[str, Any] | None = None
+    extra: dict[str, Any] = attrs.field(factory=dict, kw_only=True)
+
+
+@attrs.define
+class Completion:
+    """Completion values for an argument (at most 100)."""
+
+    values: list[str] = attrs.field(factory=list)
+    #: Total number of options, which may exceed ``len(values)``.
+    total: int | None = None
+    #: More options exist beyond ``values``.
+    has_more: bool | None = None
+    extra: dict[str, Any] = attrs.field(factory=dict, kw_only=True)
+
+
+@attrs.define
+class CompleteResult:
+    """The result of ``completion/complete``."""
+
+    completion: Completion
+    meta: dict[str, Any] | None = None
+    extra: dict[str, Any] = attrs.field(factory=dict, kw_only=True)
+
+
+@attrs.define
+class TaskMetadata:
+    """Asks for a task-augmented request (2025-11-25)."""
+
+    #: Requested lifetime of the task, in milliseconds.
+    ttl: int | None = None
+    extra: dict[str, Any] = attrs.field(factory=dict, kw_only=True)
+
+
+@attrs.define
+class Task:
+    """The state of a task (2025-11-25)."""
+
+    task_id: str
+    #: ``"working"``, ``"input_required"``, ``"completed"``, ``"failed"``, ``"cancelled"``.
+    status: str
+    created_at: str
+    last_updated_at: str
+    #: Lifetime in milliseconds; ``None`` (sent as ``null``) means unlimited.
+    ttl: int | None
+    status_message: str | None = None
+    poll_interval: int | None = None
+    meta: dict[str, Any] | None = None
+    extra: dict[str, Any] = attrs.field(factory=dict, kw_only=True)
+
+
+@attrs.define
+class GetTaskResult(Task):
+    """The result of ``tasks/get`` (and of ``tasks/cancel``): a task."""
+
+
+@attrs.define
+class TaskStatusNotificationParams(Task):
+    """A task changed status (``notifications/tasks/status``)."""
+
+
+@attrs.define
+class CreateTaskResult:
+    """The answer to a task-augmented request (2025-11-25)."""
+
+    task: Task
+    meta: dict[str, Any] | None = None
+    extra: dict[str, Any] = attrs.field(factory=dict, kw_only=True)
+
+
+@attrs.define
+class ListTasksResult:
+    """One page of ``tasks/list``."""
+
+    tasks: list[Task] = attrs.field(factory=list)
+    next_cursor: str | None = None
+    meta: dict[str, Any] | None = None
+    extra: dict[str, Any] = attrs.field(factory=dict, kw_only=True)

@@ -1,0 +1,85 @@
+"""Prompts: ``prompts/list`` and ``prompts/get``.
+
+.. versionadded:: 0.1
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import attrs
+
+from .content import ContentBlock, Role
+from .lifecycle import Icon
+
+__all__ = [
+    "PromptArgument",
+    "Prompt",
+    "ListPromptsResult",
+    "GetPromptRequestParams",
+    "PromptMessage",
+    "GetPromptResult",
+]
+
+
+@attrs.define
+class PromptArgument:
+    """An argument a prompt template accepts."""
+
+    name: str
+    title: str | None = None
+    description: str | None = None
+    required: bool | None = None
+    extra: dict[str, Any] = attrs.field(factory=dict, kw_only=True)
+
+
+@attrs.define
+class Prompt:
+    """A prompt or prompt template the server offers."""
+
+    name: str
+    title: str | None = None
+    description: str | None = None
+    arguments: list[PromptArgument] | None = None
+    icons: list[Icon] | None = None
+    meta: dict[str, Any] | None = None
+    extra: dict[str, Any] = attrs.field(factory=dict, kw_only=True)
+
+
+@attrs.define
+class ListPromptsResult:
+    """One page of ``prompts/list``."""
+
+    prompts: list[Prompt] = attrs.field(factory=list)
+    next_cursor: str | None = None
+    meta: dict[str, Any] | None = None
+    extra: dict[str, Any] = attrs.field(factory=dict, kw_only=True)
+
+
+@attrs.define
+class GetPromptRequestParams:
+    """The ``params`` of ``prompts/get``."""
+
+    name: str
+    arguments: dict[str, str] | None = None
+    meta: dict[str, Any] | None = None
+    extra: dict[str, Any] = attrs.field(factory=dict, kw_only=True)
+
+
+@attrs.define
+class PromptMessage:
+    """One message of a prompt."""
+
+    role: Role
+    content: ContentBlock
+    extra: dict[str, Any] = attrs.field(factory=dict, kw_only=True)
+
+
+@attrs.define
+class GetPromptResult:
+    """The result of ``prompts/get``: ``.messages`` is the list of :class:`PromptMessage`."""
+
+    messages: list[PromptMessage] = attrs.field(factory=list)
+    description: str | None = None
+    meta: dict[str, Any] | None = None
+    extra: dict[str, Any] = attrs.field(factory=dict, kw_only=True)

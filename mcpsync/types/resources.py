@@ -1,0 +1,119 @@
+"""Resources: ``resources/list``, ``resources/templates/list``, ``resources/read``.
+
+.. versionadded:: 0.1
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import attrs
+
+from .content import Annotations, ResourceContents
+from .lifecycle import Icon
+
+__all__ = [
+    "Resource",
+    "ListResourcesResult",
+    "ResourceTemplate",
+    "ListResourceTemplatesResult",
+    "ReadResourceRequestParams",
+    "ReadResourceResult",
+    "SubscribeRequestParams",
+    "UnsubscribeRequestParams",
+]
+
+
+@attrs.define
+class Resource:
+    """A resource the server can read. ``Resource("file:///a.txt", "a.txt")``."""
+
+    uri: str
+    name: str
+    title: str | None = None
+    description: str | None = None
+    mime_type: str | None = None
+    #: Size in bytes before encoding, if known.
+    size: int | None = None
+    annotations: Annotations | None = None
+    icons: list[Icon] | None = None
+    meta: dict[str, Any] | None = None
+    extra: dict[str, Any] = attrs.field(factory=dict, kw_only=True)
+
+
+@attrs.define
+class ListResourcesResult:
+    """One page of ``resources/list``."""
+
+    resources: list[Resource] = attrs.field(factory=list)
+    next_cursor: str | None = None
+    meta: dict[str, Any] | None = None
+    extra: dict[str, Any] = attrs.field(factory=dict, kw_only=True)
+
+
+@attrs.define
+class ResourceTemplate:
+    """A family of resources described by an RFC 6570 URI template."""
+
+    uri_template: str
+    name: str
+    title: str | None = None
+    description: str | None = None
+    mime_type: str | None = None
+    annotations: Annotations | None = None
+    icons: list[Icon] | None = None
+    meta: dict[str, Any] | None = None
+    extra: dict[str, Any] = attrs.field(factory=dict, kw_only=True)
+
+
+@attrs.define
+class ListResourceTemplatesResult:
+    """One page of ``resources/templates/list``."""
+
+    resource_templates: list[ResourceTemplate] = attrs.field(factory=list)
+    next_cursor: str | None = None
+    meta: dict[str, Any] | None = None
+    extra: dict[str, Any] = attrs.field(factory=dict, kw_only=True)
+
+
+@attrs.define
+class ReadResourceRequestParams:
+    """The ``params`` of ``resources/read``."""
+
+    uri: str
+    meta: dict[str, Any] | None = None
+    extra: dict[str, Any] = attrs.field(factory=dict, kw_only=True)
+
+
+@attrs.define
+class ReadResourceResult:
+    """The result of ``resources/read``.
+
+    ::
+
+        for part in client.read_resource("file:///a.txt").contents:
+            print(part.text if isinstance(part, TextResourceContents) else part.blob)
+    """
+
+    #: :class:`TextResourceContents` and :class:`BlobResourceContents` items.
+    contents: list[ResourceContents] = attrs.field(factory=list)
+    meta: dict[str, Any] | None = None
+    extra: dict[str, Any] = attrs.field(factory=dict, kw_only=True)
+
+
+@attrs.define
+class SubscribeRequestParams:
+    """The ``params`` of ``resources/subscribe``."""
+
+    uri: str
+    meta: dict[str, Any] | None = None
+    extra: dict[str, Any] = attrs.field(factory=dict, kw_only=True)
+
+
+@attrs.define
+class UnsubscribeRequestParams:
+    """The ``params`` of ``resources/unsubscribe``."""
+
+    uri: str
+    meta: dict[str, Any] | None = None
+    extra: dict[str, Any] = attrs.field(factory=dict, kw_only=True)
