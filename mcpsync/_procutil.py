@@ -1,0 +1,335 @@
+"""Process helpers for the stdio transport: safe environment, group kill, stderr drain.
+
+Kept apart from :mod:`mcpsync.transports.stdio` so that the transport module
+holds only framing and lifecycle logic.  Nothing here starts a thread or a
+process at import time.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import select
+import signal
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Callable, Mapping
+from typing import IO, Any, Union
+
+__all__ = [
+    "StderrDrain",
+    "StderrOption",
+    "build_environment",
+    "default_environment",
+    "group_exists",
+    "signal_group",
+    "stop_process_tree",
+    "wait_readable",
+]
+
+_log = logging.getLogger("mcpsync.transports.stdio")
+
+_WINDOWS = sys.platform == "win32"
+
+# Why an allow-list: a Django/Flask process holds SECRET_KEY, database URLs and
+# cloud credentials in its environment, and a third-party MCP server has no
+# business seeing them.  These names are what programs need to find their
+# tools, home directory, locale and temporary files.
+_POSIX_ENV = frozenset(
+    {"HOME", "LOGNAME", "PATH", "SHELL", "TERM", "USER", "LANG", "LANGUAGE", "TMPDIR", "TZ"}
+)
+_WINDOWS_ENV = frozenset(
+    {
+        "APPDATA", "COMSPEC", "HOMEDRIVE", "HOMEPATH", "LOCALAPPDATA", "PATH", "PATHEXT",
+        "PROCESSOR_ARCHITECTURE", "PROGRAMDATA", "PROGRAMFILES", "SYSTEMDRIVE",
+        "SYSTEMROOT", "TEMP", "TMP", "USERNAME", "USERPROFILE", "WINDIR",
+    }
+)
+
+#: What ``stderr=`` accepts: ``None`` (log lines to ``mcpsync.server``), a
+#: callable taking one decoded line, an OS file descriptor, or a file object.
+StderrOption = Union[None, int, IO[Any], Callable[[str], None]]  # noqa: UP007 - runtime alias on 3.10
+
+
+def default_environment(source: Mapping[str, str] | None = None) -> dict[str, str]:
+    """Return the allow-listed subset of ``source`` (default: ``os.environ``).
+
+    Values starting with ``()`` are dropped: they are exported bash functions,
+    a classic injection vector (Shellshock).
+    """
+    env = os.environ if source is None else source
+    allowed = _WINDOWS_ENV if _WINDOWS else _POSIX_ENV
+    result: dict[str, str] = {}
+    for key, value in env.items():
+        name = key.upper() if _WINDOWS else key
+        wanted = name in allowed or (not _WINDOWS and key.startswith("LC_"))
+        if wanted and not value.startswith("()"):
+            result[key] = value
+    return result
+
+
+def build_environment(overrides: Mapping[str, str] | None) -> dict[str, str]:
+    """The child's environment: the safe default with ``overrides`` merged over it.
+
+    :raises TypeError: if a key or value is not a ``str``.
+    """
+    env = default_environment()
+    for key, value in (overrides or {}).items():
+        if not isinstance(key, str) or not isinstance(value, str):
+            raise TypeError("env keys and values must be str")
+        env[key] = value
+    return env
+
+
+def signal_group(pgid: int, sig: int) -> bool:
+    """Send ``sig`` to process group ``pgid``; ``False`` if the group is gone."""
+    try:
+        os.killpg(pgid, sig)
+    except (ProcessLookupError, PermissionError):
+        return False
+    return True
+
+
+def group_exists(pgid: int) -> bool:
+    """Whether any process (zombies included) is still in group ``pgid``."""
+    return signal_group(pgid, 0)
+
+
+def _wait_exit(proc: subprocess.Popen[bytes], timeout: float) -> bool:
+    try:
+        proc.wait(timeout=max(timeout, 0.0))
+    except subprocess.TimeoutExpired:
+        return False
+    return True
+
+
+def _wait_group_gone(pgid: int, timeout: float) -> bool:
+    # No event exists for "a process we are not the parent of has died", so
+    # poll; the interval is short and the whole wait is bounded by timeout.
+    deadline = time.monotonic() + timeout
+    while group_exists(pgid):
+        if time.monotonic() >= deadline:
+            return False
+        time.sleep(0.02)
+    return True
+
+
+def stop_process_tree(
+    proc: subprocess.Popen[bytes],
+    pgid: int | None,
+    *,
+    close_grace: float,
+    terminate_grace: float,
+    on_signal: Callable[[str], None] | None = None,
+) -> None:
+    """Stop a server whose stdin was already closed, then its whole group.
+
+    Waits ``close_grace`` for the server to exit by itself; then SIGTERM to the
+    group, ``terminate_grace``, SIGKILL.  The leader is always reaped.  Group
+    members still alive after the leader exited (grandchildren that inherited
+    our pipes) get the same TERM-then-KILL treatment, so no signal reaches a
+    server that exited on stdin EOF.  Only ``pgid`` is ever signalled.
+    """
+
+    def send(sig: int, name: str) -> None:
+        if pgid is not None and not _WINDOWS:
+            if signal_group(pgid, sig) and on_signal is not None:
+                on_signal(name)
+        else:  # Windows has no process groups to signal; the leader only.
+            try:
+                if name == "KILL":
+                    proc.kill()
+                else:
+                    proc.terminate()
+            except OSError:
+                return
+            if on_signal is not None:
+                on_signal(name)
+
+    if not _wait_exit(proc, close_grace):
+        send(signal.SIGTERM, "TERM")
+        if not _wait_exit(proc, terminate_grace):
+            send(getattr(signal, "SIGKILL", signal.SIGTERM), "KILL")
+            _wait_exit(proc, 5.0)
+    if pgid is None or _WINDOWS or not group_exists(pgid):
+        return
+    if signal_group(pgid, signal.SIGTERM) and on_signal is not None:
+        on_signal("TERM-group")
+    if not _wait_group_gone(pgid, terminate_grace):
+        if signal_group(pgid, signal.SIGKILL) and on_signal is not None:
+            on_signal("KILL-group")
+        _wait_group_gone(pgid, 2.0)
+
+
+def wait_readable(fd: int, timeout: float) -> bool:
+    """Whether ``fd`` became readable (data, EOF or error) within ``timeout``.
+
+    ``poll`` rather than ``select``: a busy web process may hold more than
+    FD_SETSIZE descriptors.  Windows pipes cannot be polled; there the caller
+    simply blocks in ``os.read``.
+    """
+    if _WINDOWS:
+        return True
+    poller = select.poll()
+    poller.register(fd, select.POLLIN | select.POLLHUP | select.POLLERR)
+    return bool(poller.poll(int(timeout * 1000)))
+
+
+class StderrDrain:
+    """Drain a child's stderr on a named daemon thread; keep a bounded tail.
+
+    Reads chunks with ``os.read`` (a server that writes progress bars without
+    newlines must not make us buffer forever), keeps the last ``tail_bytes``
+    bytes for error reports and forwards output to ``sink``.
+    """
+
+    _LINE_LIMIT = 8192
+
+    def __init__(
+        self,
+        stream: IO[bytes],
+        sink: StderrOption,
+        *,
+        label: str,
+        tail_bytes: int = 8192,
+        tail_lines: int = 20,
+    ) -> None:
+        self._stream = stream
+        self._sink = sink
+        self._label = label
+        self._tail_bytes = tail_bytes
+        self._tail_lines = tail_lines
+        self._tail = bytearray()
+        self._tail_lock = threading.Lock()
+        self._partial = bytearray()
+        self._stop = threading.Event()
+        self._eof = threading.Event()
+        self._thread: threading.Thread | None = None
+        self._server_log = logging.getLogger("mcpsync.server")
+
+    def start(self, name: str) -> None:
+        """Start the drain thread, named ``name``."""
+        self._thread = threading.Thread(target=self._run, name=name, daemon=True)
+        self._thread.start()
+
+    @property
+    def running(self) -> bool:
+        """Whether the drain thread is alive."""
+        return self._thread is not None and self._thread.is_alive()
+
+    def stop(self) -> None:
+        """Ask the thread to finish even if a stray process keeps stderr open."""
+        self._stop.set()
+
+    def join(self, timeout: float) -> None:
+        """Wait up to ``timeout`` seconds for the thread to end."""
+        if self._thread is not None and self._thread is not threading.current_thread():
+            self._thread.join(timeout)
+
+    def wait_eof(self, timeout: float) -> bool:
+        """Wait until the child's stderr reached EOF (so the tail is complete)."""
+        return self._eof.wait(timeout)
+
+    def tail(self) -> str:
+        """The last lines of stderr, decoded leniently (untrusted text)."""
+        with self._tail_lock:
+            data = bytes(self._tail[-self._tail_bytes :])
+        lines = data.decode("utf-8", errors="replace").splitlines()
+        return "\n".join(lines[-self._tail_lines :]).strip()
+
+    def _run(self) -> None:
+        fd = self._stream.fileno()
+        try:
+            while True:
+                if not wait_readable(fd, 0.1):
+                    if self._stop.is_set():
+                        break
+                    continue
+                chunk = os.read(fd, 65536)
+                if not chunk:
+                    break
+                self._keep(chunk)
+                self._forward(chunk)
+        except BaseException:  # noqa: BLE001 - the drain must never die silently
+            _log.exception("stderr drain of %s failed", self._label)
+        finally:
+            self._eof.set()
+            if self._partial:
+                self._emit(bytes(self._partial))
+                self._partial.clear()
+            self._stream.close()
+
+    def _keep(self, chunk: bytes) -> None:
+        with self._tail_lock:
+            self._tail += chunk
+            if len(self._tail) > 2 * self._tail_bytes:
+                del self._tail[: -self._tail_bytes]
+
+    def _forward(self, chunk: bytes) -> None:
+        sink = self._sink
+        if sink is None or callable(sink):
+            if sink is None and not self._server_log.isEnabledFor(logging.INFO):
+                return  # nobody listens: skip the line splitting entirely
+            self._split(chunk)
+        elif isinstance(sink, int):
+            if sink >= 0:
+                self._write_fd(sink, chunk)
+        else:
+            self._write_file(sink, chunk)
+
+    def _split(self, chunk: bytes) -> None:
+        start = 0
+        while True:
+            nl = chunk.find(b"\n", start)
+            if nl < 0:
+                break
+            if self._partial:
+                self._partial += chunk[start:nl]
+                self._emit(bytes(self._partial))
+                self._partial.clear()
+            else:
+                self._emit(chunk[start:nl])
+            start = nl + 1
+        self._partial += chunk[start:]
+        # A newline-free flood is forwarded in pieces to keep memory bounded.
+        while len(self._partial) >= self._LINE_LIMIT:
+            self._emit(bytes(self._partial[: self._LINE_LIMIT]))
+            del self._partial[: self._LINE_LIMIT]
+
+    def _emit(self, raw: bytes) -> None:
+        line = raw.decode("utf-8", errors="replace").rstrip("\r")
+        sink = self._sink
+        if callable(sink):
+            try:
+                sink(line)
+            except Exception:  # noqa: BLE001 - user code must not stop the drain
+                _log.exception("stderr callback for %s raised", self._label)
+        elif sink is None:
+            self._server_log.info("[%s] %s", self._label, line)
+
+    def _write_fd(self, fd: int, chunk: bytes) -> None:
+        try:
+            view = memoryview(chunk)
+            while view:
+                view = view[os.write(fd, view) :]
+        except OSError:
+            _log.warning("cannot forward stderr of %s; dropping it from now on", self._label)
+            self._sink = -1
+
+    def _write_file(self, sink: IO[Any], chunk: bytes) -> None:
+        try:
+            raw = getattr(sink, "buffer", None)
+            if raw is not None:
+                raw.write(chunk)
+                raw.flush()
+            else:
+                try:
+                    sink.write(chunk)
+                except TypeError:
+                    sink.write(chunk.decode("utf-8", errors="replace"))
+                sink.flush()
+        except (OSError, ValueError):
+            _log.warning("cannot forward stderr of %s; dropping it from now on", self._label)
+            self._sink = -1

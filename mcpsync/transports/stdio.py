@@ -1,0 +1,529 @@
+"""The stdio transport: an MCP server run as a child process.
+
+Messages are newline-delimited JSON on the child's stdin/stdout (spec,
+*Transports → stdio*).  One daemon thread reads stdout, another drains stderr;
+callers write under a lock.  Death of the server is noticed by EOF *or* by the
+process exiting (a grandchild may hold stdout open after the server died), and
+the whole process group is stopped on every way out.
+
+Example::
+
+    t = StdioTransport(["python", "-m", "mcpsync.demo"])
+    t.start(on_message=print, on_close=lambda exc: print("closed:", exc))
+    t.send({"jsonrpc": "2.0", "id": 1, "method": "ping"})
+    t.close()
+
+.. versionadded:: 0.1
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import logging
+import os
+import select
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from .. import _procutil
+from .._procutil import StderrDrain, StderrOption
+from ..exceptions import (
+    ClientClosed,
+    ConnectionClosed,
+    ForkedClientError,
+    MessageTooLarge,
+    ServerStartError,
+    excerpt,
+)
+from .base import CloseHandler, MessageHandler, Transport, encode_message
+
+__all__ = ["StdioTransport"]
+
+log = logging.getLogger(__name__)
+
+_WINDOWS = sys.platform == "win32"
+_POLL = 0.1  # how often blocked threads re-check for close / process exit
+_CHUNK = 65536
+_WARN_BURST = 5  # skipped-line warnings per window; the rest are counted only
+_WARN_WINDOW = 60.0
+_ids = itertools.count(1)
+
+
+class _TooLarge(Exception):
+    """Internal: the current line passed ``max_message_bytes``."""
+
+
+class StdioTransport(Transport):
+    """Run an MCP server as a subprocess and talk to it over stdin/stdout.
+
+    :param command: the program, or a list of program and arguments.
+    :param args: more arguments, appended to ``command``.
+    :param env: variables merged over a small safe default environment (the
+        parent's environment is *not* inherited wholesale).
+    :param cwd: the child's working directory.
+    :param stderr: where the server's stderr goes; it is always drained.
+        ``None`` logs each line at INFO on ``mcpsync.server``; a callable gets
+        each decoded line; an fd or file object gets the raw bytes.  Keep a
+        callable quick: it runs on the drain thread.
+    :param max_message_bytes: longest accepted stdout line; a longer one
+        closes the connection with :class:`~mcpsync.exceptions.MessageTooLarge`.
+    :param close_grace: seconds to wait for the server to exit after its
+        stdin is closed, before SIGTERM.
+    :param terminate_grace: seconds between SIGTERM and SIGKILL.
+    """
+
+    def __init__(
+        self,
+        command: str | Sequence[str],
+        args: Sequence[str] | None = None,
+        *,
+        env: Mapping[str, str] | None = None,
+        cwd: str | os.PathLike[str] | None = None,
+        stderr: StderrOption = None,
+        max_message_bytes: int = 32 * 1024 * 1024,
+        close_grace: float = 2.0,
+        terminate_grace: float = 2.0,
+    ) -> None:
+        argv = [command] if isinstance(command, str) else list(command)
+        argv += list(args or ())
+        if not argv or not all(isinstance(a, str) for a in argv):
+            raise TypeError("command must be a non-empty str or sequence of str")
+        if max_message_bytes < 1:
+            raise ValueError("max_message_bytes must be positive")
+        self._argv = argv
+        self._env = dict(env) if env is not None else None
+        self._cwd = cwd
+        self._stderr_opt = stderr
+        self._max = max_message_bytes
+        self._close_grace = close_grace
+        self._terminate_grace = terminate_grace
+        self._n = next(_ids)
+        #: Stdout lines skipped because they were not valid JSON.
+        self.skipped_lines = 0
+        #: Signals sent by this transport, in order (for diagnostics and tests).
+        self.signals_sent: list[str] = []
+        self._state_lock = threading.Lock()
+        self._write_lock = threading.Lock()
+        self._closing = threading.Event()  # set once, by whoever reports on_close
+        self._done = threading.Event()  # the shutdown sequence has finished
+        self._stop_reader = threading.Event()
+        self._started = False
+        self._forked_closed = False
+        self._close_exc: ConnectionClosed | None = None
+        self._proc: subprocess.Popen[bytes] | None = None
+        self._owner_pid: int | None = None
+        self._reader: threading.Thread | None = None
+        self._drain: StderrDrain | None = None
+        self._on_message: MessageHandler | None = None
+        self._on_close: CloseHandler | None = None
+        self._received_any = False
+        self._warn_start = 0.0
+        self._warn_count = 0
+
+    # -- public properties --------------------------------------------------
+
+    @property
+    def pid(self) -> int | None:
+        """The server's process id, once started."""
+        return self._proc.pid if self._proc is not None else None
+
+    @property
+    def returncode(self) -> int | None:
+        """The server's exit status (negative: killed by that signal), or ``None``."""
+        proc = self._proc
+        if proc is None:
+            return None
+        if self._owner_pid == os.getpid() and proc.returncode is None:
+            proc.poll()
+        return proc.returncode
+
+    @property
+    def stderr_tail(self) -> str:
+        """The last lines the server wrote to stderr (untrusted, truncated)."""
+        return self._drain.tail() if self._drain is not None else ""
+
+    @property
+    def closed(self) -> bool:
+        """Whether the connection is closed or closing."""
+        return self._closing.is_set() or self._forked_closed
+
+    def describe(self) -> str:
+        """``stdio:<program name>``; never arguments or environment (they may hold secrets)."""
+        return "stdio:" + os.path.basename(self._argv[0])
+
+    # -- lifecycle ----------------------------------------------------------
+
+    def start(self, on_message: MessageHandler, on_close: CloseHandler) -> None:
+        """Spawn the server and start the reader and stderr threads.
+
+        :raises ~mcpsync.exceptions.ServerStartError: if the program cannot be run.
+        """
+        with self._state_lock:
+            if self._started:
+                raise RuntimeError("StdioTransport.start() may be called only once")
+            if self._closing.is_set():
+                raise ClientClosed("the transport was closed before it started")
+            self._started = True
+        self._on_message, self._on_close = on_message, on_close
+        try:
+            proc = self._spawn()
+        except BaseException:
+            self._closing.set()
+            self._done.set()
+            raise
+        self._proc, self._owner_pid = proc, os.getpid()
+        assert proc.stdin is not None and proc.stdout is not None and proc.stderr is not None
+        if not _WINDOWS:
+            os.set_blocking(proc.stdin.fileno(), False)  # writes must stay interruptible
+        try:
+            self._drain = StderrDrain(proc.stderr, self._stderr_opt, label=self.describe())
+            self._drain.start(f"mcpsync-stdio-stderr-{self._n}")
+            self._reader = threading.Thread(
+                target=self._read_loop, name=f"mcpsync-stdio-reader-{self._n}", daemon=True
+            )
+            self._reader.start()
+        except BaseException as exc:
+            self._closing.set()
+            self._shutdown()
+            if self._reader is None or not self._reader.is_alive():
+                proc.stdout.close()
+            if self._drain is None or not self._drain.running:
+                proc.stderr.close()
+            raise ServerStartError(f"cannot start the threads for {self.describe()}") from exc
+        log.info("started MCP server %s (pid %d)", self.describe(), proc.pid)
+
+    def _spawn(self) -> subprocess.Popen[bytes]:
+        kwargs: dict[str, Any] = {}
+        if _WINDOWS:
+            kwargs["creationflags"] = getattr(subprocess, "CREATE_NEW_PROCESS_GROUP", 0)
+        else:
+            kwargs["start_new_session"] = True  # our own group: killpg reaches the whole tree
+        try:
+            return subprocess.Popen(
+                self._argv,
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                env=_procutil.build_environment(self._env),
+                cwd=self._cwd,
+                bufsize=0,
+                close_fds=True,
+                **kwargs,
+            )
+        except (OSError, ValueError) as exc:
+            reason = getattr(exc, "strerror", None) or str(exc)
+            where = getattr(exc, "filename", None)
+            detail = f" ({where})" if where and where != self._argv[0] else ""
+            raise ServerStartError(
+                f"cannot start MCP server {self._argv[0]!r}: {reason}{detail}"
+            ) from exc
+
+    def close(self) -> None:
+        """Close stdin, wait, then SIGTERM and SIGKILL the server's process group.
+
+        Idempotent, callable from any thread, bounded by roughly
+        ``close_grace + 2 * terminate_grace`` plus a few seconds.  In a forked
+        child it only marks the transport closed: the parent's process and
+        pipes are never touched.
+        """
+        if self._owner_pid is not None and os.getpid() != self._owner_pid:
+            self._forked_closed = True
+            return
+        if not self._started:
+            with self._state_lock:
+                if not self._started:
+                    self._closing.set()
+                    self._done.set()
+                    return
+        if not self._fail(ClientClosed("client closed"), inline=True):
+            self._done.wait(self._close_grace + 2 * self._terminate_grace + 10.0)
+
+    def _fail(self, exc: ConnectionClosed, *, inline: bool = False) -> bool:
+        """Enter the closing state once: report ``exc`` and start the shutdown.
+
+        Returns ``False`` if someone else got there first.  ``inline`` runs the
+        shutdown in this thread; otherwise a short-lived closer thread does it,
+        so the reader keeps draining stdout while the server is stopped.
+        """
+        with self._state_lock:
+            if self._closing.is_set():
+                return False
+            self._close_exc = exc
+            self._closing.set()
+        if self._on_close is not None:
+            try:
+                self._on_close(exc)
+            except Exception:
+                log.exception("on_close callback of %s raised", self.describe())
+        if inline:
+            self._shutdown()
+        else:
+            try:
+                threading.Thread(
+                    target=self._shutdown, name=f"mcpsync-stdio-closer-{self._n}", daemon=True
+                ).start()
+            except RuntimeError:  # cannot start threads (interpreter exiting)
+                self._shutdown()
+        return True
+
+    def _shutdown(self) -> None:
+        proc = self._proc
+        try:
+            if proc is not None:
+                self._close_stdin()
+                _procutil.stop_process_tree(
+                    proc,
+                    proc.pid,
+                    close_grace=self._close_grace,
+                    terminate_grace=self._terminate_grace,
+                    on_signal=self.signals_sent.append,
+                )
+        except BaseException:
+            log.exception("stopping %s failed", self.describe())
+        finally:
+            self._stop_reader.set()
+            me = threading.current_thread()
+            if self._reader is not None and self._reader is not me:
+                self._reader.join(2.0)
+            if self._drain is not None:
+                self._drain.stop()
+                self._drain.join(2.0)
+            self._done.set()
+            if proc is not None:
+                log.info("MCP server %s stopped (exit code %s)", self.describe(), proc.returncode)
+
+    def _close_stdin(self) -> None:
+        proc = self._proc
+        if proc is None or proc.stdin is None:
+            return
+        # Writers notice _closing within _POLL and release the lock.
+        if self._write_lock.acquire(timeout=2.0):
+            try:
+                proc.stdin.close()
+            except OSError:
+                pass
+            finally:
+                self._write_lock.release()
+
+    # -- sending ------------------------------------------------------------
+
+    def send(self, message: Mapping[str, Any]) -> None:
+        """Write one message and its newline, whole, under the write lock.
+
+        :raises ~mcpsync.exceptions.ForkedClientError: in a forked child.
+        :raises ~mcpsync.exceptions.ClientClosed: after :meth:`close`.
+        :raises ~mcpsync.exceptions.ConnectionClosed: if the server is gone.
+        :raises ValueError: or :class:`TypeError` if ``message`` is not JSON.
+        """
+        if self._owner_pid is not None and os.getpid() != self._owner_pid:
+            raise ForkedClientError(
+                f"this {self.describe()} connection belongs to process {self._owner_pid}; "
+                "a forked child must open its own client"
+            )
+        data = encode_message(message) + b"\n"
+        if self._proc is None:
+            raise ConnectionClosed("the stdio transport has not been started")
+        while not self._write_lock.acquire(timeout=_POLL):
+            if self._closing.is_set():
+                raise self._closed_error()
+        try:
+            if self._closing.is_set():
+                raise self._closed_error()
+            self._write_all(data)
+        except OSError as exc:
+            failure = exc
+        else:
+            return
+        finally:
+            self._write_lock.release()
+        # The pipe broke: the server is dying.  Report it with its exit code.
+        self._fail(self._death_error(f"cannot write to MCP server {self.describe()}", failure))
+        raise self._closed_error() from failure
+
+    def _write_all(self, data: bytes) -> None:
+        assert self._proc is not None and self._proc.stdin is not None
+        fd = self._proc.stdin.fileno()
+        view = memoryview(data)
+        while view:
+            if self._closing.is_set():
+                raise self._closed_error()
+            try:
+                view = view[os.write(fd, view) :]
+            except BlockingIOError:
+                _wait_writable(fd, _POLL)
+
+    def _closed_error(self) -> ConnectionClosed:
+        exc = self._close_exc
+        if exc is None or isinstance(exc, ClientClosed):
+            return ClientClosed("client closed")
+        fresh = type(exc)(exc.message, exit_code=exc.exit_code, stderr_tail=exc.stderr_tail)
+        fresh.__cause__ = exc
+        return fresh
+
+    # -- reading ------------------------------------------------------------
+
+    def _read_loop(self) -> None:
+        proc = self._proc
+        assert proc is not None and proc.stdout is not None
+        stream = proc.stdout
+        try:
+            self._pump(proc, stream.fileno())
+        except BaseException as exc:  # the reader never dies silently
+            log.exception("stdio reader of %s failed", self.describe())
+            err = ConnectionClosed(
+                f"the stdio reader of {self.describe()} failed: {type(exc).__name__}",
+                exit_code=proc.poll(),
+                stderr_tail=self.stderr_tail,
+            )
+            err.__cause__ = exc
+            self._fail(err)
+        finally:
+            stream.close()
+
+    def _pump(self, proc: subprocess.Popen[bytes], fd: int) -> None:
+        buf = bytearray()
+        next_check = time.monotonic() + _POLL
+        while True:
+            if _procutil.wait_readable(fd, _POLL):
+                chunk = os.read(fd, _CHUNK)
+                if not chunk:
+                    break
+                if not self._closing.is_set():
+                    self._feed_guarded(chunk, buf)
+            elif self._stop_reader.is_set():
+                return
+            if self._closing.is_set():
+                buf.clear()
+                if self._stop_reader.is_set():
+                    return
+            elif time.monotonic() >= next_check:
+                next_check = time.monotonic() + _POLL
+                if proc.poll() is not None:
+                    # Exited while something (a grandchild) may still hold
+                    # stdout: take what is already in the pipe, then report.
+                    self._drain_after_exit(fd, buf)
+                    self._fail(self._death_error(f"MCP server {self.describe()} exited"))
+        # EOF
+        if not self._closing.is_set():
+            if buf:
+                self._handle_line(bytes(buf))  # a last line without its newline
+            self._fail(self._death_error(f"MCP server {self.describe()} closed its stdout"))
+
+    def _drain_after_exit(self, fd: int, buf: bytearray) -> None:
+        deadline = time.monotonic() + 0.5  # bounded: a grandchild may keep writing
+        while time.monotonic() < deadline and _procutil.wait_readable(fd, 0):
+            chunk = os.read(fd, _CHUNK)
+            if not chunk:
+                break
+            self._feed_guarded(chunk, buf)
+            if self._closing.is_set():
+                return
+        if buf and not self._closing.is_set():
+            self._handle_line(bytes(buf))
+        buf.clear()
+
+    def _feed_guarded(self, chunk: bytes, buf: bytearray) -> None:
+        try:
+            self._feed(chunk, buf)
+        except _TooLarge:
+            buf.clear()
+            self._fail(
+                MessageTooLarge(
+                    f"a message from MCP server {self.describe()} exceeded "
+                    f"max_message_bytes={self._max}",
+                    stderr_tail=self.stderr_tail,
+                )
+            )
+
+    def _feed(self, chunk: bytes, buf: bytearray) -> None:
+        # Only the new chunk is searched for newlines and the partial line is
+        # grown in place, so reading is linear in the bytes received; the size
+        # check happens before bytes are copied, so memory stays O(cap).
+        cap, start = self._max, 0
+        while True:
+            nl = chunk.find(b"\n", start)
+            if nl < 0:
+                break
+            if len(buf) + (nl - start) > cap:
+                raise _TooLarge
+            if buf:
+                buf += memoryview(chunk)[start:nl]
+                self._handle_line(buf)
+                buf.clear()
+            else:
+                self._handle_line(chunk[start:nl])
+            start = nl + 1
+            if self._closing.is_set():
+                return
+        if len(buf) + (len(chunk) - start) > cap:
+            raise _TooLarge
+        buf += memoryview(chunk)[start:]
+
+    def _handle_line(self, line: bytes | bytearray) -> None:
+        end = len(line)
+        if end and line[end - 1] == 13:  # one trailing "\r" (CRLF servers)
+            end -= 1
+        text = str(memoryview(line)[:end], "utf-8", "replace")
+        if not text or text.isspace():
+            return
+        try:
+            message = json.loads(text)
+        except Exception as exc:  # noqa: BLE001 - incl. RecursionError on "[[[[…"
+            self._skip(text, exc)
+            return
+        self._received_any = True
+        if self._closing.is_set() or self._on_message is None:
+            return
+        try:
+            self._on_message(message)
+        except Exception:
+            log.exception("on_message callback of %s raised; message dropped", self.describe())
+
+    def _skip(self, text: str, exc: BaseException) -> None:
+        self.skipped_lines += 1
+        now = time.monotonic()
+        if now - self._warn_start > _WARN_WINDOW:
+            self._warn_start, self._warn_count = now, 0
+        self._warn_count += 1
+        if self._warn_count <= _WARN_BURST:
+            log.warning(
+                "skipped a non-JSON line from %s (%s): %s",
+                self.describe(),
+                type(exc).__name__,
+                excerpt(text, 120),
+            )
+        elif self._warn_count == _WARN_BURST + 1:
+            log.warning(
+                "skipping more non-JSON lines from %s; warnings suppressed for %d s "
+                "(see skipped_lines)",
+                self.describe(),
+                int(_WARN_WINDOW),
+            )
+
+    def _death_error(self, message: str, cause: BaseException | None = None) -> ConnectionClosed:
+        proc = self._proc
+        code: int | None = None
+        if proc is not None:
+            try:
+                code = proc.wait(timeout=1.0)
+            except subprocess.TimeoutExpired:
+                code = None
+        if self._drain is not None:
+            self._drain.wait_eof(0.5)  # let the last stderr lines arrive
+        cls = ConnectionClosed if self._received_any else ServerStartError
+        err = cls(message, exit_code=code, stderr_tail=self.stderr_tail)
+        if cause is not None:
+            err.__cause__ = cause
+        return err
+
+
+def _wait_writable(fd: int, timeout: float) -> None:
+    poller = select.poll()
+    poller.register(fd, select.POLLOUT | select.POLLERR | select.POLLHUP)
+    poller.poll(int(timeout * 1000))
+
