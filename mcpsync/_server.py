@@ -1,0 +1,633 @@
+"""A small synchronous MCP *server* engine, for :mod:`mcpsync.testing` and the demo.
+
+It speaks the handshake era (2024-11-05 … 2025-11-25, preferring the newest)
+over one connection: a memory transport end or this process's stdin/stdout.
+It works on plain wire-format dicts and knows nothing of tools' Python
+functions: the features live in a :class:`ServerApp` (the
+:class:`~mcpsync.testing.FakeServer`), the engine does JSON-RPC, the
+lifecycle, pagination, cancellation, logging levels, subscriptions and
+server→client requests.
+
+Threads: messages are fed from one reader thread (the memory transport's
+delivery thread, or the caller of :func:`serve_stdio`).  Cheap methods are
+answered on it; every ``tools/call`` runs on its own named daemon thread, so a
+tool may block, wait for :attr:`ToolContext.cancelled` or make a server→client
+request (whose reply arrives on the reader thread) while others proceed.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import itertools
+import json
+import logging
+import threading
+import time
+from typing import Any, BinaryIO, Callable, Mapping, Protocol
+
+from .exceptions import ConnectionClosed, McpError, RequestTimeout
+from .transports.base import encode_message
+
+__all__ = [
+    "PROTOCOL_VERSIONS",
+    "LATEST_PROTOCOL_VERSION",
+    "LOGGING_LEVELS",
+    "RpcError",
+    "ServerApp",
+    "ServerConnection",
+    "ToolContext",
+    "serve_stdio",
+]
+
+_log = logging.getLogger(__name__)
+
+#: Protocol revisions this engine negotiates, newest first.
+PROTOCOL_VERSIONS = ("2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05")
+#: The revision offered when the client asks for one we do not speak.
+LATEST_PROTOCOL_VERSION = PROTOCOL_VERSIONS[0]
+#: RFC 5424 severities, least severe first, as MCP names them.
+LOGGING_LEVELS = ("debug", "info", "notice", "warning", "error", "critical", "alert", "emergency")
+
+#: How long losing the connection waits, in total, for tool threads to finish.
+TOOL_JOIN_TIMEOUT = 2.0
+
+_PARSE_ERROR, _INVALID_REQUEST, _METHOD_NOT_FOUND, _INVALID_PARAMS, _INTERNAL_ERROR = (
+    -32700, -32600, -32601, -32602, -32603)
+
+_thread_numbers = itertools.count(1)
+
+
+class RpcError(Exception):
+    """A JSON-RPC error: raise it from a handler to answer with this error.
+
+    Also raised by :meth:`ToolContext.request` when the client answers with an error.
+
+    :param code: the JSON-RPC error code, e.g. ``-32602``.
+    :param message: the error message.
+    :param data: optional ``data`` member.
+    """
+
+    def __init__(self, code: int, message: str, data: Any = None) -> None:
+        super().__init__(code, message, data)
+        self.code = code
+        self.message = message
+        self.data = data
+
+    def __str__(self) -> str:
+        return f"[{self.code}] {self.message}"
+
+    def to_wire(self) -> dict[str, Any]:
+        """The ``error`` member of a JSON-RPC response."""
+        error: dict[str, Any] = {"code": self.code, "message": self.message}
+        if self.data is not None:
+            error["data"] = self.data
+        return error
+
+
+class ServerApp(Protocol):
+    """What the engine needs from the server's features (plain wire dicts).
+
+    Methods raise :class:`RpcError` for protocol errors (unknown tool, bad
+    arguments, unknown resource); any other exception becomes -32603.
+    """
+
+    def server_info(self) -> dict[str, Any]: ...
+    def server_capabilities(self, protocol_version: str) -> dict[str, Any]: ...
+    def server_instructions(self) -> str | None: ...
+    def list_tools(self) -> list[dict[str, Any]]: ...
+    def call_tool(self, name: str, arguments: dict[str, Any], ctx: ToolContext) -> dict[str, Any]: ...
+    def list_resources(self) -> list[dict[str, Any]]: ...
+    def list_resource_templates(self) -> list[dict[str, Any]]: ...
+    def read_resource(self, uri: str) -> dict[str, Any]: ...
+    def list_prompts(self) -> list[dict[str, Any]]: ...
+    def get_prompt(self, name: str, arguments: dict[str, str]) -> dict[str, Any]: ...
+    def complete(self, ref: dict[str, Any], argument: dict[str, Any],
+                 context: dict[str, Any] | None) -> dict[str, Any]: ...
+    def connection_opened(self, conn: ServerConnection) -> None: ...
+    def connection_closed(self, conn: ServerConnection) -> None: ...
+
+
+class _Waiter:
+    """One pending server→client request; settled only by whoever pops it."""
+
+    __slots__ = ("event", "response", "error")
+
+    def __init__(self) -> None:
+        self.event = threading.Event()
+        self.response: dict[str, Any] | None = None
+        self.error: BaseException | None = None
+
+
+class ToolContext:
+    """Given to a tool that declares a ``ctx: ToolContext`` parameter.
+
+    Lets the tool report progress, log to the client, make server→client
+    requests and notice cancellation.  Every method is safe to call from the
+    tool's thread while other tools run.
+
+    Example::
+
+        @server.tool()
+        def slow(n: int, ctx: ToolContext) -> str:
+            for i in range(n):
+                if ctx.cancelled.wait(0.1):
+                    return "stopped"
+                ctx.report_progress(i + 1, n)
+            return "done"
+    """
+
+    def __init__(self, conn: ServerConnection, request_id: Any, meta: Mapping[str, Any]) -> None:
+        #: The JSON-RPC id of the ``tools/call`` request.
+        self.request_id = request_id
+        #: The request's ``_meta`` (may hold ``progressToken``).
+        self.meta: dict[str, Any] = dict(meta)
+        #: Set when the client sends ``notifications/cancelled`` for this call or disconnects.
+        self.cancelled = threading.Event()
+        self._conn = conn
+
+    @property
+    def protocol_version(self) -> str | None:
+        """The revision negotiated with this client."""
+        return self._conn.protocol_version
+
+    @property
+    def client_capabilities(self) -> dict[str, Any]:
+        """The capabilities the client declared in ``initialize``."""
+        return self._conn.client_capabilities
+
+    def report_progress(self, progress: float, total: float | None = None, message: str | None = None) -> None:
+        """Send ``notifications/progress`` if the client asked for progress (else do nothing)."""
+        token = self.meta.get("progressToken")
+        if token is None:
+            return
+        params: dict[str, Any] = {"progressToken": token, "progress": progress}
+        if total is not None:
+            params["total"] = total
+        if message is not None and self._conn.protocol_version != "2024-11-05":
+            params["message"] = message
+        self._conn.notify("notifications/progress", params)
+
+    def log(self, level: str, data: Any, logger: str | None = None) -> None:
+        """Send ``notifications/message`` unless the client's level filters it out."""
+        self._conn.log(level, data, logger)
+
+    def request(self, method: str, params: Mapping[str, Any] | None = None, *,
+                timeout: float | None = 60.0) -> dict[str, Any]:
+        """Send a raw server→client request and block until its result."""
+        return self._conn.request(method, params, timeout=timeout)
+
+    def sample(self, messages: list[Any] | str, *, max_tokens: int = 256, timeout: float | None = 60.0,
+               **kwargs: Any) -> dict[str, Any]:
+        """Ask the client's LLM (``sampling/createMessage``); returns the raw result dict.
+
+        :param messages: message dicts, or strings (each becomes a user text message).
+        :param kwargs: more params in snake_case (``system_prompt=`` → ``systemPrompt``).
+        :raises RuntimeError: if the client did not declare the ``sampling`` capability.
+        """
+        self._require("sampling")
+        if isinstance(messages, str):
+            messages = [messages]
+        wire = [{"role": "user", "content": {"type": "text", "text": m}} if isinstance(m, str) else m
+                for m in messages]
+        params: dict[str, Any] = {"messages": wire, "maxTokens": max_tokens}
+        params.update({_camel(k): v for k, v in kwargs.items()})
+        return self.request("sampling/createMessage", params, timeout=timeout)
+
+    def elicit(self, message: str, requested_schema: Mapping[str, Any], *,
+               timeout: float | None = 60.0) -> dict[str, Any]:
+        """Ask the user for input (``elicitation/create``, form mode); returns the raw result.
+
+        :raises RuntimeError: if the client did not declare the ``elicitation`` capability.
+        """
+        self._require("elicitation")
+        params = {"message": message, "requestedSchema": dict(requested_schema)}
+        return self.request("elicitation/create", params, timeout=timeout)
+
+    def list_roots(self, *, timeout: float | None = 60.0) -> list[dict[str, Any]]:
+        """Ask the client for its roots (``roots/list``).
+
+        :raises RuntimeError: if the client did not declare the ``roots`` capability.
+        """
+        self._require("roots")
+        roots = self.request("roots/list", None, timeout=timeout).get("roots")
+        return list(roots) if isinstance(roots, list) else []
+
+    def _require(self, capability: str) -> None:
+        if capability not in self._conn.client_capabilities:
+            raise RuntimeError(f"the client did not declare the {capability!r} capability")
+
+
+def _camel(name: str) -> str:
+    head, *rest = name.split("_")
+    return head + "".join(part.title() for part in rest)
+
+
+def _valid_id(value: Any) -> bool:
+    return isinstance(value, (str, int)) and not isinstance(value, bool)
+
+
+class ServerConnection:
+    """The server side of one connection: JSON-RPC, lifecycle and feature methods.
+
+    :param app: the features (normally a :class:`~mcpsync.testing.FakeServer`).
+    :param send: writes one message to the client; thread-safe; raises
+        :class:`~mcpsync.exceptions.ConnectionClosed` once the client is gone.
+    :param page_size: items per page of list results; ``None`` = one page.
+    """
+
+    def __init__(self, app: ServerApp, send: Callable[[Mapping[str, Any]], None], *,
+                 page_size: int | None = None) -> None:
+        self._app = app
+        self._send = send
+        self._page_size = page_size
+        self._lock = threading.Lock()
+        self._ids = itertools.count(1)
+        self._waiters: dict[int, _Waiter] = {}
+        self._inflight: dict[Any, ToolContext] = {}
+        self._threads: set[threading.Thread] = set()
+        self._closed = False
+        self._log_level: str | None = None
+        #: The negotiated protocol revision (``None`` before ``initialize``).
+        self.protocol_version: str | None = None
+        #: What the client declared in ``initialize``.
+        self.client_capabilities: dict[str, Any] = {}
+        #: The client's ``clientInfo``.
+        self.client_info: dict[str, Any] = {}
+        #: Set once ``notifications/initialized`` arrived.
+        self.initialized = threading.Event()
+        #: Resource URIs the client subscribed to.
+        self.subscriptions: set[str] = set()
+
+    # -- outgoing ----------------------------------------------------------
+
+    @property
+    def closed(self) -> bool:
+        """Whether the connection has been lost."""
+        return self._closed
+
+    def notify(self, method: str, params: Mapping[str, Any] | None = None) -> None:
+        """Send a notification; silently dropped once the client is gone."""
+        message: dict[str, Any] = {"jsonrpc": "2.0", "method": method}
+        if params is not None:
+            message["params"] = dict(params)
+        self._write(message)
+
+    def log(self, level: str, data: Any, logger: str | None = None) -> None:
+        """Send ``notifications/message`` if *level* passes the client's ``logging/setLevel``."""
+        if level not in LOGGING_LEVELS:
+            raise ValueError(f"unknown logging level {level!r}")
+        threshold = self._log_level
+        if threshold is not None and LOGGING_LEVELS.index(level) < LOGGING_LEVELS.index(threshold):
+            return
+        params: dict[str, Any] = {"level": level, "data": data}
+        if logger is not None:
+            params["logger"] = logger
+        self.notify("notifications/message", params)
+
+    def request(self, method: str, params: Mapping[str, Any] | None = None, *,
+                timeout: float | None = 60.0) -> dict[str, Any]:
+        """Send a server→client request and block until the client answers.
+
+        Must not be called on the reader thread (the reply arrives there);
+        tools run on their own threads, so they may call it.
+
+        :raises RpcError: when the client answers with an error.
+        :raises ~mcpsync.exceptions.RequestTimeout: after *timeout* seconds
+            (``notifications/cancelled`` is sent).
+        :raises ~mcpsync.exceptions.ConnectionClosed: when the client disconnects.
+        """
+        waiter = _Waiter()
+        with self._lock:
+            if self._closed:
+                raise ConnectionClosed("the client disconnected")
+            request_id = next(self._ids)
+            self._waiters[request_id] = waiter
+        message: dict[str, Any] = {"jsonrpc": "2.0", "id": request_id, "method": method}
+        if params is not None:
+            message["params"] = dict(params)
+        try:
+            self._send(message)
+        except BaseException:
+            with self._lock:
+                self._waiters.pop(request_id, None)
+            raise
+        started = time.monotonic()
+        if not waiter.event.wait(timeout):
+            with self._lock:
+                mine = self._waiters.pop(request_id, None) is waiter
+            if mine:
+                self.notify("notifications/cancelled", {"requestId": request_id, "reason": "timeout"})
+                raise RequestTimeout(f"client did not answer {method} in time", method=method,
+                                     elapsed=time.monotonic() - started)
+            waiter.event.wait()  # popped by the reader or by connection_lost: settled imminently
+        if waiter.error is not None:
+            raise waiter.error
+        response = waiter.response or {}
+        if "error" in response:
+            error = response["error"] if isinstance(response["error"], dict) else {}
+            code = error.get("code")
+            raise RpcError(code if isinstance(code, int) else _INTERNAL_ERROR, str(error.get("message", "")),
+                           error.get("data"))
+        result = response.get("result")
+        return result if isinstance(result, dict) else {}
+
+    def _write(self, message: Mapping[str, Any]) -> None:
+        try:
+            self._send(message)
+        except McpError:
+            _log.debug("client gone; dropping %s", message.get("method", "response"))
+
+    def _respond(self, request_id: Any, result: Mapping[str, Any]) -> None:
+        try:
+            self._send({"jsonrpc": "2.0", "id": request_id, "result": dict(result)})
+        except (ValueError, TypeError) as exc:  # the app produced something JSON cannot carry
+            self._error(request_id, RpcError(_INTERNAL_ERROR, f"result is not valid JSON: {exc}"))
+        except McpError:
+            _log.debug("client gone; dropping response to %r", request_id)
+
+    def _error(self, request_id: Any, error: RpcError) -> None:
+        self._write({"jsonrpc": "2.0", "id": request_id, "error": error.to_wire()})
+
+    # -- incoming ----------------------------------------------------------
+
+    def feed(self, message: Any) -> None:
+        """Handle one parsed message from the client (called on the reader thread)."""
+        if not isinstance(message, dict):
+            self._error(None, RpcError(_INVALID_REQUEST, "expected a JSON-RPC object (batches are not supported)"))
+            return
+        method = message.get("method")
+        if method is None and "id" in message and ("result" in message or "error" in message):
+            self._on_response(message)
+            return
+        if not isinstance(method, str) or message.get("jsonrpc") != "2.0":
+            if _valid_id(message.get("id")):
+                self._error(message["id"], RpcError(_INVALID_REQUEST, "not a JSON-RPC 2.0 request"))
+            return
+        params = message.get("params", {})
+        if "id" not in message:
+            if isinstance(params, dict):
+                self._on_notification(method, params)
+            return
+        request_id = message["id"]
+        if not _valid_id(request_id):
+            self._error(None, RpcError(_INVALID_REQUEST, "request id must be a string or an integer"))
+            return
+        if not isinstance(params, dict):
+            self._error(request_id, RpcError(_INVALID_PARAMS, "params must be an object"))
+            return
+        self._on_request(request_id, method, params)
+
+    def connection_lost(self, exc: BaseException | None = None) -> None:
+        """The client is gone: cancel running tools, fail pending requests, join threads (bounded)."""
+        with self._lock:
+            if self._closed:
+                return
+            self._closed = True
+            waiters = list(self._waiters.values())
+            self._waiters.clear()
+            contexts = list(self._inflight.values())
+            threads = list(self._threads)
+        for waiter in waiters:
+            waiter.error = ConnectionClosed("the client disconnected")
+            waiter.event.set()
+        for ctx in contexts:
+            ctx.cancelled.set()
+        deadline = time.monotonic() + TOOL_JOIN_TIMEOUT
+        for thread in threads:
+            if thread is not threading.current_thread():
+                thread.join(max(0.0, deadline - time.monotonic()))
+                if thread.is_alive():
+                    _log.warning("tool thread %s still running after the client disconnected", thread.name)
+        try:
+            self._app.connection_closed(self)
+        except Exception:
+            _log.exception("connection_closed hook failed")
+
+    def _on_response(self, message: dict[str, Any]) -> None:
+        with self._lock:
+            waiter = self._waiters.pop(message["id"], None)
+        if waiter is None:
+            _log.debug("dropping a response for unknown id %r", message["id"])
+            return
+        waiter.response = message
+        waiter.event.set()
+
+    def _on_notification(self, method: str, params: dict[str, Any]) -> None:
+        if method == "notifications/initialized":
+            self.initialized.set()
+        elif method == "notifications/cancelled":
+            with self._lock:
+                ctx = self._inflight.get(params.get("requestId"))
+            if ctx is not None:
+                ctx.cancelled.set()
+        # Anything else (roots/list_changed, progress, unknown) needs no action here.
+
+    def _on_request(self, request_id: Any, method: str, params: dict[str, Any]) -> None:
+        handler = _HANDLERS.get(method)
+        if handler is None:
+            self._error(request_id, RpcError(_METHOD_NOT_FOUND, f"Method not found: {method}"))
+            return
+        if self.protocol_version is None and method not in ("initialize", "ping"):
+            self._error(request_id, RpcError(_INVALID_REQUEST, "the session is not initialized"))
+            return
+        if method == "tools/call":
+            self._start_tool(request_id, params)
+            return
+        try:
+            result = handler(self, params)
+        except RpcError as exc:
+            self._error(request_id, exc)
+        except Exception as exc:
+            _log.debug("%s failed", method, exc_info=True)
+            self._error(request_id, RpcError(_INTERNAL_ERROR, f"{type(exc).__name__}: {exc}"))
+        else:
+            self._respond(request_id, result)
+
+    # -- tools/call on its own thread -------------------------------------
+
+    def _start_tool(self, request_id: Any, params: dict[str, Any]) -> None:
+        meta = params.get("_meta")
+        ctx = ToolContext(self, request_id, meta if isinstance(meta, dict) else {})
+        thread = threading.Thread(target=self._run_tool, args=(request_id, params, ctx),
+                                  name=f"mcpsync-fakeserver-tool-{next(_thread_numbers)}", daemon=True)
+        with self._lock:
+            if self._closed:
+                return
+            # Registered before the thread starts so a cancel arriving right away finds it.
+            self._inflight[request_id] = ctx
+            self._threads.add(thread)
+        thread.start()
+
+    def _run_tool(self, request_id: Any, params: dict[str, Any], ctx: ToolContext) -> None:
+        try:
+            name = params.get("name")
+            arguments = params.get("arguments", {})
+            if not isinstance(name, str) or not isinstance(arguments, dict):
+                raise RpcError(_INVALID_PARAMS, "tools/call needs a string name and object arguments")
+            result = self._app.call_tool(name, arguments, ctx)
+        except RpcError as exc:
+            outcome: tuple[str, Any] = ("error", exc)
+        except Exception as exc:
+            outcome = ("error", RpcError(_INTERNAL_ERROR, f"{type(exc).__name__}: {exc}"))
+        else:
+            outcome = ("result", result)
+        finally:
+            with self._lock:
+                self._inflight.pop(request_id, None)
+                self._threads.discard(threading.current_thread())
+        if ctx.cancelled.is_set():
+            return  # the spec says a cancelled request gets no response
+        if outcome[0] == "error":
+            self._error(request_id, outcome[1])
+        else:
+            self._respond(request_id, outcome[1])
+
+    # -- the methods -------------------------------------------------------
+
+    def _initialize(self, params: dict[str, Any]) -> dict[str, Any]:
+        requested = params.get("protocolVersion")
+        if not isinstance(requested, str):
+            raise RpcError(_INVALID_PARAMS, "initialize needs a protocolVersion string")
+        if self.protocol_version is not None:
+            raise RpcError(_INVALID_REQUEST, "already initialized")
+        version = requested if requested in PROTOCOL_VERSIONS else LATEST_PROTOCOL_VERSION
+        caps = params.get("capabilities")
+        info = params.get("clientInfo")
+        self.client_capabilities = caps if isinstance(caps, dict) else {}
+        self.client_info = info if isinstance(info, dict) else {}
+        self.protocol_version = version
+        result: dict[str, Any] = {
+            "protocolVersion": version,
+            "capabilities": self._app.server_capabilities(version),
+            "serverInfo": self._app.server_info(),
+        }
+        instructions = self._app.server_instructions()
+        if instructions is not None:
+            result["instructions"] = instructions
+        return result
+
+    def _page(self, items: list[dict[str, Any]], params: dict[str, Any], key: str) -> dict[str, Any]:
+        start = 0
+        cursor = params.get("cursor")
+        if cursor is not None:
+            start = _decode_cursor(cursor, key)
+            if start > len(items):
+                raise RpcError(_INVALID_PARAMS, "invalid cursor")
+        if self._page_size is None:
+            return {key: items[start:]}
+        end = start + self._page_size
+        result: dict[str, Any] = {key: items[start:end]}
+        if end < len(items):
+            result["nextCursor"] = _encode_cursor(end, key)
+        return result
+
+    def _set_level(self, params: dict[str, Any]) -> dict[str, Any]:
+        level = params.get("level")
+        if level not in LOGGING_LEVELS:
+            raise RpcError(_INVALID_PARAMS, f"unknown logging level {level!r}")
+        self._log_level = str(level)
+        return {}
+
+    def _subscribe(self, params: dict[str, Any], on: bool) -> dict[str, Any]:
+        uri = params.get("uri")
+        if not isinstance(uri, str):
+            raise RpcError(_INVALID_PARAMS, "uri must be a string")
+        with self._lock:
+            if on:
+                self.subscriptions.add(uri)
+            else:
+                self.subscriptions.discard(uri)
+        return {}
+
+
+def _required_str(params: dict[str, Any], key: str) -> str:
+    value = params.get(key)
+    if not isinstance(value, str):
+        raise RpcError(_INVALID_PARAMS, f"{key} must be a string")
+    return value
+
+
+def _complete(conn: ServerConnection, params: dict[str, Any]) -> dict[str, Any]:
+    ref, argument, context = params.get("ref"), params.get("argument"), params.get("context")
+    if not isinstance(ref, dict) or not isinstance(argument, dict) or not isinstance(argument.get("name"), str):
+        raise RpcError(_INVALID_PARAMS, "completion/complete needs a ref and an argument name")
+    return conn._app.complete(ref, argument, context if isinstance(context, dict) else None)
+
+
+def _get_prompt(conn: ServerConnection, params: dict[str, Any]) -> dict[str, Any]:
+    arguments = params.get("arguments") or {}
+    if not isinstance(arguments, dict):
+        raise RpcError(_INVALID_PARAMS, "arguments must be an object")
+    return conn._app.get_prompt(_required_str(params, "name"), arguments)
+
+
+def _encode_cursor(offset: int, key: str) -> str:
+    return base64.urlsafe_b64encode(f"{key}:{offset}".encode()).decode("ascii")
+
+
+def _decode_cursor(cursor: Any, key: str) -> int:
+    try:
+        kind, _, number = base64.urlsafe_b64decode(str(cursor).encode("ascii")).decode().partition(":")
+        offset = int(number)
+    except (ValueError, binascii.Error, UnicodeError):
+        raise RpcError(_INVALID_PARAMS, "invalid cursor") from None
+    if kind != key or offset < 0:
+        raise RpcError(_INVALID_PARAMS, "invalid cursor")
+    return offset
+
+
+_Handler = Callable[[ServerConnection, dict[str, Any]], dict[str, Any]]
+
+_HANDLERS: dict[str, _Handler] = {
+    "initialize": ServerConnection._initialize,
+    "ping": lambda conn, params: {},
+    "tools/list": lambda conn, params: conn._page(conn._app.list_tools(), params, "tools"),
+    "tools/call": lambda conn, params: {},  # dispatched to its own thread instead
+    "resources/list": lambda conn, params: conn._page(conn._app.list_resources(), params, "resources"),
+    "resources/templates/list": lambda conn, params: conn._page(
+        conn._app.list_resource_templates(), params, "resourceTemplates"),
+    "resources/read": lambda conn, params: conn._app.read_resource(_required_str(params, "uri")),
+    "resources/subscribe": lambda conn, params: conn._subscribe(params, True),
+    "resources/unsubscribe": lambda conn, params: conn._subscribe(params, False),
+    "prompts/list": lambda conn, params: conn._page(conn._app.list_prompts(), params, "prompts"),
+    "prompts/get": _get_prompt,
+    "completion/complete": _complete,
+    "logging/setLevel": ServerConnection._set_level,
+}
+
+
+def serve_stdio(app: ServerApp, stdin: BinaryIO, stdout: BinaryIO, *, page_size: int | None = None) -> None:
+    """Serve one client on newline-delimited JSON over *stdin*/*stdout* until EOF.
+
+    Runs on the calling thread, which becomes the reader thread.
+
+    :param stdin: binary stream the client writes to.
+    :param stdout: binary stream the client reads; nothing else may write to it.
+    """
+    write_lock = threading.Lock()
+
+    def send(message: Mapping[str, Any]) -> None:
+        data = encode_message(message) + b"\n"  # raises before anything is written
+        with write_lock:
+            try:
+                stdout.write(data)
+                stdout.flush()
+            except (OSError, ValueError) as exc:  # broken pipe, or stdout closed
+                raise ConnectionClosed("stdout is closed") from exc
+
+    conn = ServerConnection(app, send, page_size=page_size)
+    app.connection_opened(conn)
+    try:
+        for line in stdin:
+            line = line.strip()
+            if not line:
+                continue
+            try:
+                message = json.loads(line.decode("utf-8"))
+            except (ValueError, RecursionError):  # bad UTF-8 or JSON, or absurdly deep nesting
+                conn._error(None, RpcError(_PARSE_ERROR, "Parse error"))
+                continue
+            conn.feed(message)
+    finally:
+        conn.connection_lost(ConnectionClosed("stdin closed"))
