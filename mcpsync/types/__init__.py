@@ -18,14 +18,14 @@ from __future__ import annotations
 
 from . import content, elicitation, lifecycle, misc, prompts, resources, sampling, tools
 from ._converter import converter, from_wire, to_wire, wire_name
-from .content import *  # noqa: F401,F403
-from .elicitation import *  # noqa: F401,F403
-from .lifecycle import *  # noqa: F401,F403
-from .misc import *  # noqa: F401,F403
-from .prompts import *  # noqa: F401,F403
-from .resources import *  # noqa: F401,F403
-from .sampling import *  # noqa: F401,F403
-from .tools import *  # noqa: F401,F403
+from .content import *
+from .elicitation import *
+from .lifecycle import *
+from .misc import *
+from .prompts import *
+from .resources import *
+from .sampling import *
+from .tools import *
 
 __all__ = [
     "converter",

@@ -18,7 +18,7 @@ Primitives are checked strictly: a number where a string is expected is a
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from typing import Any, TypeVar, Union, get_args, get_origin, overload
+from typing import Any, TypeVar, get_args, get_origin, overload
 
 import attrs
 import cattrs
@@ -32,11 +32,15 @@ from .content import (
     TextResourceContents,
     UnknownContent,
 )
-from .elicitation import ElicitRequestFormParams, ElicitRequestParams, ElicitRequestURLParams
+from .elicitation import (
+    ElicitRequestFormParams,
+    ElicitRequestParams,
+    ElicitRequestURLParams,
+)
 from .misc import CompletionReference, ProgressToken
 from .sampling import SamplingMessageContent
 
-__all__ = ["converter", "to_wire", "from_wire", "wire_name"]
+__all__ = ["converter", "from_wire", "to_wire", "wire_name"]
 
 T = TypeVar("T")
 _Hook = Callable[[Any, Any], Any]
@@ -275,13 +279,13 @@ def _configure() -> None:
         (bool, _structure_bool),
     ):
         converter.register_structure_hook(tp, hook)
-    objects = (dict[str, Any], Union[dict[str, Any], None])
+    objects = (dict[str, Any], dict[str, Any] | None)
     converter.register_structure_hook_func(lambda t: t in objects, _structure_object)
     converter.register_unstructure_hook_func(lambda t: t in objects, _identity)
     converter.register_unstructure_hook(Any, _identity)
     converter.register_structure_hook(ProgressToken, _structure_str_or_int)
     converter.register_structure_hook(
-        Union[ProgressToken, None],
+        ProgressToken | None,
         lambda v, t: None if v is None else _structure_str_or_int(v, t),
     )
     converter.register_structure_hook_factory(_is_list, _list_structure_factory)
@@ -301,7 +305,7 @@ def _configure() -> None:
         CompletionReference, _tagged_union_hook(CompletionReference, "type")
     )
     converter.register_structure_hook(
-        Union[TextResourceContents, BlobResourceContents],
+        TextResourceContents | BlobResourceContents,
         _keyed_union_hook({"text": TextResourceContents, "blob": BlobResourceContents}),
     )
     converter.register_structure_hook(

@@ -15,28 +15,28 @@ passed by hand. ::
 
 from __future__ import annotations
 
-from typing import Any, Literal, Union
+from typing import Any, Literal
 
 import attrs
 
 from .lifecycle import Icon
 
 __all__ = [
-    "Role",
     "Annotations",
-    "TextContent",
-    "ImageContent",
     "AudioContent",
-    "ResourceLink",
-    "TextResourceContents",
     "BlobResourceContents",
-    "ResourceContents",
-    "EmbeddedResource",
-    "ToolUseContent",
-    "ToolResultContent",
-    "UnknownContent",
     "ContentBlock",
+    "EmbeddedResource",
+    "ImageContent",
+    "ResourceContents",
+    "ResourceLink",
+    "Role",
     "SamplingContent",
+    "TextContent",
+    "TextResourceContents",
+    "ToolResultContent",
+    "ToolUseContent",
+    "UnknownContent",
 ]
 
 #: The sender or recipient of a message.
@@ -132,7 +132,7 @@ class BlobResourceContents:
 
 
 #: Resource contents, told apart by the ``text`` or ``blob`` key.
-ResourceContents = Union[TextResourceContents, BlobResourceContents]
+ResourceContents = TextResourceContents | BlobResourceContents
 
 
 @attrs.define
@@ -159,9 +159,9 @@ class UnknownContent:
 
 
 #: A block in a tool result, prompt message or embedded tool result.
-ContentBlock = Union[
-    TextContent, ImageContent, AudioContent, ResourceLink, EmbeddedResource, UnknownContent
-]
+ContentBlock = (
+    TextContent | ImageContent | AudioContent | ResourceLink | EmbeddedResource | UnknownContent
+)
 
 
 @attrs.define
@@ -190,6 +190,6 @@ class ToolResultContent:
 
 
 #: A block in a sampling message.
-SamplingContent = Union[
-    TextContent, ImageContent, AudioContent, ToolUseContent, ToolResultContent, UnknownContent
-]
+SamplingContent = (
+    TextContent | ImageContent | AudioContent | ToolUseContent | ToolResultContent | UnknownContent
+)

@@ -8,7 +8,7 @@ restricted JSON Schema; URL mode (2025-11-25) sends the user to a URL.
 
 from __future__ import annotations
 
-from typing import Any, Literal, Union
+from typing import Any, Literal
 
 import attrs
 
@@ -16,8 +16,8 @@ from .misc import TaskMetadata
 
 __all__ = [
     "ElicitRequestFormParams",
-    "ElicitRequestURLParams",
     "ElicitRequestParams",
+    "ElicitRequestURLParams",
     "ElicitResult",
     "ElicitationCompleteNotificationParams",
 ]
@@ -44,7 +44,8 @@ class ElicitRequestURLParams:
 
     message: str
     url: str
-    elicitation_id: str
+    #: Correlates ``notifications/elicitation/complete`` (2025-11-25; absent in 2026-07-28).
+    elicitation_id: str | None = None
     mode: Literal["url"] = attrs.field(default="url", init=False)
     task: TaskMetadata | None = None
     meta: dict[str, Any] | None = None
@@ -52,7 +53,7 @@ class ElicitRequestURLParams:
 
 
 #: The ``params`` of ``elicitation/create``, told apart by ``mode``.
-ElicitRequestParams = Union[ElicitRequestFormParams, ElicitRequestURLParams]
+ElicitRequestParams = ElicitRequestFormParams | ElicitRequestURLParams
 
 
 @attrs.define

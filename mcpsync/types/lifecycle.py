@@ -15,18 +15,18 @@ from typing import Any
 import attrs
 
 __all__ = [
+    "ClientCapabilities",
+    "ElicitationCapability",
     "Icon",
     "Implementation",
-    "RootsCapability",
-    "SamplingCapability",
-    "ElicitationCapability",
-    "ClientCapabilities",
-    "PromptsCapability",
-    "ResourcesCapability",
-    "ToolsCapability",
-    "ServerCapabilities",
     "InitializeRequestParams",
     "InitializeResult",
+    "PromptsCapability",
+    "ResourcesCapability",
+    "RootsCapability",
+    "SamplingCapability",
+    "ServerCapabilities",
+    "ToolsCapability",
 ]
 
 

@@ -5,44 +5,46 @@
 
 from __future__ import annotations
 
-from typing import Any, Literal, Union
+from typing import Any, Literal
 
 import attrs
 
 __all__ = [
-    "RequestId",
-    "ProgressToken",
-    "LoggingLevel",
-    "EmptyResult",
-    "PaginatedRequestParams",
-    "Root",
-    "ListRootsResult",
-    "SetLevelRequestParams",
-    "LoggingMessageNotificationParams",
-    "ProgressNotificationParams",
     "CancelledNotificationParams",
-    "ResourceUpdatedNotificationParams",
-    "PromptReference",
-    "ResourceTemplateReference",
-    "ResourceReference",
-    "CompletionReference",
+    "CompleteRequestParams",
+    "CompleteResult",
+    "Completion",
     "CompletionArgument",
     "CompletionContext",
-    "CompleteRequestParams",
-    "Completion",
-    "CompleteResult",
-    "TaskMetadata",
-    "Task",
-    "GetTaskResult",
+    "CompletionReference",
     "CreateTaskResult",
+    "EmptyResult",
+    "GetTaskResult",
+    "ListRootsResult",
     "ListTasksResult",
+    "LoggingLevel",
+    "LoggingMessageNotificationParams",
+    "NotificationParams",
+    "PaginatedRequestParams",
+    "ProgressNotificationParams",
+    "ProgressToken",
+    "PromptReference",
+    "RequestId",
+    "RequestParams",
+    "ResourceReference",
+    "ResourceTemplateReference",
+    "ResourceUpdatedNotificationParams",
+    "Root",
+    "SetLevelRequestParams",
+    "Task",
+    "TaskMetadata",
     "TaskStatusNotificationParams",
 ]
 
 #: A JSON-RPC request id.
-RequestId = Union[str, int]
+RequestId = str | int
 #: A progress token: chosen by the requester, echoed in progress notifications.
-ProgressToken = Union[str, int]
+ProgressToken = str | int
 #: Severity of a log message, as in RFC 5424 (syslog).
 LoggingLevel = Literal[
     "debug", "info", "notice", "warning", "error", "critical", "alert", "emergency"
@@ -52,6 +54,22 @@ LoggingLevel = Literal[
 @attrs.define
 class EmptyResult:
     """A result with no content, e.g. the answer to ``ping``."""
+
+    meta: dict[str, Any] | None = None
+    extra: dict[str, Any] = attrs.field(factory=dict, kw_only=True)
+
+
+@attrs.define
+class RequestParams:
+    """The ``params`` of a request that takes no arguments (``ping``, ``roots/list``)."""
+
+    meta: dict[str, Any] | None = None
+    extra: dict[str, Any] = attrs.field(factory=dict, kw_only=True)
+
+
+@attrs.define
+class NotificationParams:
+    """The ``params`` of a notification with no arguments (``*/list_changed``)."""
 
     meta: dict[str, Any] | None = None
     extra: dict[str, Any] = attrs.field(factory=dict, kw_only=True)
@@ -166,7 +184,7 @@ class ResourceTemplateReference:
 ResourceReference = ResourceTemplateReference
 
 #: What ``completion/complete`` completes, told apart by ``type``.
-CompletionReference = Union[PromptReference, ResourceTemplateReference]
+CompletionReference = PromptReference | ResourceTemplateReference
 
 
 @attrs.define

@@ -13,12 +13,12 @@ from .content import ContentBlock, Role
 from .lifecycle import Icon
 
 __all__ = [
-    "PromptArgument",
-    "Prompt",
-    "ListPromptsResult",
     "GetPromptRequestParams",
-    "PromptMessage",
     "GetPromptResult",
+    "ListPromptsResult",
+    "Prompt",
+    "PromptArgument",
+    "PromptMessage",
 ]
 
 

@@ -13,12 +13,12 @@ from .content import Annotations, ResourceContents
 from .lifecycle import Icon
 
 __all__ = [
-    "Resource",
-    "ListResourcesResult",
-    "ResourceTemplate",
     "ListResourceTemplatesResult",
+    "ListResourcesResult",
     "ReadResourceRequestParams",
     "ReadResourceResult",
+    "Resource",
+    "ResourceTemplate",
     "SubscribeRequestParams",
     "UnsubscribeRequestParams",
 ]

@@ -8,7 +8,7 @@ shape received is the shape kept and sent back.
 
 from __future__ import annotations
 
-from typing import Any, Literal, Union
+from typing import Any, Literal
 
 import attrs
 
@@ -17,16 +17,16 @@ from .misc import TaskMetadata
 from .tools import Tool, ToolChoice
 
 __all__ = [
-    "SamplingMessageContent",
+    "CreateMessageRequestParams",
+    "CreateMessageResult",
     "ModelHint",
     "ModelPreferences",
     "SamplingMessage",
-    "CreateMessageRequestParams",
-    "CreateMessageResult",
+    "SamplingMessageContent",
 ]
 
 #: One content block or a list of them.
-SamplingMessageContent = Union[SamplingContent, list[SamplingContent]]
+SamplingMessageContent = SamplingContent | list[SamplingContent]
 
 
 @attrs.define

@@ -15,13 +15,13 @@ from .lifecycle import Icon
 from .misc import TaskMetadata
 
 __all__ = [
-    "ToolAnnotations",
-    "ToolExecution",
-    "Tool",
-    "ListToolsResult",
     "CallToolRequestParams",
     "CallToolResult",
+    "ListToolsResult",
+    "Tool",
+    "ToolAnnotations",
     "ToolChoice",
+    "ToolExecution",
 ]
 
 
