@@ -34,6 +34,7 @@ __all__ = [
     "LATEST_PROTOCOL_VERSION",
     "LOGGING_LEVELS",
     "RpcError",
+    "ClientRequestError",
     "ServerApp",
     "ServerConnection",
     "ToolContext",
@@ -83,6 +84,14 @@ class RpcError(Exception):
         if self.data is not None:
             error["data"] = self.data
         return error
+
+
+class ClientRequestError(RpcError):
+    """The client answered a server→client request (sampling, elicitation, roots) with an error.
+
+    Raised by :meth:`ToolContext.request` and friends; a tool that lets it
+    escape returns ``isError: true`` (unlike a plain :class:`RpcError`).
+    """
 
 
 class ServerApp(Protocol):
@@ -292,7 +301,7 @@ class ServerConnection:
         Must not be called on the reader thread (the reply arrives there);
         tools run on their own threads, so they may call it.
 
-        :raises RpcError: when the client answers with an error.
+        :raises ClientRequestError: when the client answers with an error.
         :raises ~mcpsync.exceptions.RequestTimeout: after *timeout* seconds
             (``notifications/cancelled`` is sent).
         :raises ~mcpsync.exceptions.ConnectionClosed: when the client disconnects.
@@ -327,7 +336,7 @@ class ServerConnection:
         if "error" in response:
             error = response["error"] if isinstance(response["error"], dict) else {}
             code = error.get("code")
-            raise RpcError(code if isinstance(code, int) else _INTERNAL_ERROR, str(error.get("message", "")),
+            raise ClientRequestError(code if isinstance(code, int) else _INTERNAL_ERROR, str(error.get("message", "")),
                            error.get("data"))
         result = response.get("result")
         return result if isinstance(result, dict) else {}

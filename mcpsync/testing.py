@@ -34,14 +34,14 @@ import threading
 from typing import TYPE_CHECKING, Any, Callable, Mapping, TypeVar, overload
 
 from . import _server_convert as convert
-from ._server import RpcError, ServerConnection, ToolContext, serve_stdio
+from ._server import ClientRequestError, RpcError, ServerConnection, ToolContext, serve_stdio
 from .transports.base import CloseHandler, MessageHandler, Transport
 from .transports.memory import MemoryTransport, create_pair
 
 if TYPE_CHECKING:
     from .client import Client
 
-__all__ = ["FakeServer", "ToolContext", "ToolFailure", "RpcError", "MemoryTransport", "create_pair"]
+__all__ = ["FakeServer", "ToolContext", "ToolFailure", "RpcError", "ClientRequestError", "MemoryTransport", "create_pair"]
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -336,8 +336,10 @@ class FakeServer:
             kwargs[tool.ctx_param] = ctx
         try:
             value = tool.fn(**kwargs)
+        except ClientRequestError as exc:
+            return {"content": [{"type": "text", "text": f"request to the client failed: {exc}"}], "isError": True}
         except RpcError:
-            raise
+            raise  # deliberate: the tool asked for a JSON-RPC error response
         except Exception as exc:
             text = str(exc) if isinstance(exc, ToolFailure) else f"{type(exc).__name__}: {exc}"
             return {"content": [{"type": "text", "text": text}], "isError": True}
