@@ -44,18 +44,23 @@ def definitions(version: str) -> frozenset[str]:
 
 
 @functools.cache
-def _validator(version: str, definition: str) -> Any:
+def _root_validator(version: str) -> Any:
     root = load_schema(version)
-    key = _defs_key(version)
-    if definition not in root[key]:
-        raise KeyError(f"{version} has no definition {definition!r}")
-    # The root keeps its definitions so that nested $refs resolve; the $ref
-    # makes the definition the thing validated.
-    schema = dict(root)
-    schema["$ref"] = f"#/{key}/{definition}"
     cls = validator_for(root)
     cls.check_schema(root)
-    return cls(schema)
+    # One validator per revision: its reference resolution is built (and
+    # cached) once, which is what makes repeated validation cheap.
+    return cls(root)
+
+
+def _validator(version: str, definition: str) -> Any:
+    key = _defs_key(version)
+    if definition not in load_schema(version)[key]:
+        raise KeyError(f"{version} has no definition {definition!r}")
+    # Validate against the definition itself, resolving nested $refs in the
+    # revision's document.
+    root = _root_validator(version)
+    return root.evolve(schema=root.schema[key][definition])
 
 
 def validate_against(version: str, definition: str, instance: Any) -> None:
