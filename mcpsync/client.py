@@ -145,8 +145,10 @@ class Client:
         self._transport: Transport | None = transport
         self._factory = _transport_factory
         self._listeners = Listeners()
-        self._lock = threading.RLock()
+        self._connect_lock = threading.Lock()
+        self._state_lock = threading.Lock()
         self._conn: Connection | None = None
+        self._connecting: Connection | None = None
         self._closed = False
         self._tools: dict[str, types.Tool] = {}
 
@@ -194,44 +196,63 @@ class Client:
         conn = self._conn
         if conn is not None and conn.pid == os.getpid():
             return conn
-        with self._lock:
-            if self._closed:
-                raise ClientClosed("client is closed")
-            conn = self._conn
-            if conn is not None and conn.pid != os.getpid():
-                # Forked: the parent's pipes, sockets and threads are not ours.
-                conn.abandon()
-                self._conn = conn = None
-                if self._factory is None:
-                    raise ForkedClientError(
-                        "this client was connected before os.fork(); create a new Client in"
-                        " the child process (or construct it with Client.stdio/Client.http,"
-                        " which reconnect by themselves)"
-                    )
-                self._transport = self._factory()
-            if conn is None:
-                transport = self._transport
-                if transport is None:
-                    if self._factory is None:
-                        raise ClientClosed("client has no transport")
-                    transport = self._factory()
-                self._transport = None
+        # One thread connects; the others wait here.  close() never takes this
+        # lock, so it can interrupt a slow handshake from any thread.
+        with self._connect_lock:
+            with self._state_lock:
+                if self._closed:
+                    raise ClientClosed("client is closed")
+                conn = self._conn
+                if conn is not None and conn.pid == os.getpid():
+                    return conn
+                transport = self._next_transport(conn)
                 conn = Connection(transport, self._options, self._listeners)
+                self._connecting = conn
+            try:
                 conn.open(self._options.timeout)
+            finally:
+                with self._state_lock:
+                    self._connecting = None
+            with self._state_lock:
+                if self._closed:
+                    conn.close()
+                    raise ClientClosed("client was closed while connecting")
                 self._conn = conn
             return conn
 
+    def _next_transport(self, old: Connection | None) -> Transport:
+        if old is not None:
+            # Forked: the parent's pipes, sockets and threads are not ours.
+            old.abandon()
+            self._conn = None
+            if self._factory is None:
+                raise ForkedClientError(
+                    "this client was connected before os.fork(); create a new Client in"
+                    " the child process (or construct it with Client.stdio/Client.http,"
+                    " which reconnect by themselves)"
+                )
+            self._transport = None
+        transport = self._transport
+        self._transport = None
+        if transport is None:
+            if self._factory is None:
+                raise ClientClosed("client has no transport")
+            transport = self._factory()
+        return transport
+
     def close(self) -> None:
         """Close the connection; idempotent, callable from any thread, bounded in time."""
-        with self._lock:
+        with self._state_lock:
             if self._closed:
                 return
             self._closed = True
-            conn, self._conn = self._conn, None
+            conns = [c for c in (self._conn, self._connecting) if c is not None]
+            self._conn = None
             transport, self._transport = self._transport, None
-        if conn is not None and conn.pid == os.getpid():
-            conn.close()
-        elif transport is not None:
+        for conn in conns:
+            if conn.pid == os.getpid():
+                conn.close()
+        if transport is not None:
             transport.close()
 
     @property

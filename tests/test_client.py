@@ -355,3 +355,29 @@ def test_fork_child_of_stdio_client_gets_its_own_server() -> None:
         os.waitpid(pid, 0)
         assert outcome == b"5:True"
         assert client.call_tool("add", {"a": 1, "b": 1}).text == "2"
+
+
+@pytest.mark.timeout(20)
+def test_close_from_another_thread_interrupts_a_hanging_handshake() -> None:
+    client_end, server_end = create_pair()
+    server_end.start(lambda message: None, lambda exc: None)  # never answers initialize
+    client = mcpsync.Client(client_end, timeout=60)
+    outcome: list[BaseException] = []
+
+    def connect() -> None:
+        try:
+            client.connect()
+        except BaseException as exc:  # asserted below
+            outcome.append(exc)
+
+    thread = threading.Thread(target=connect)
+    thread.start()
+    for _ in range(200):  # wait until the handshake is in flight
+        if client._connecting is not None:
+            break
+        threading.Event().wait(0.01)
+    client.close()
+    thread.join(5)
+    server_end.close()
+    assert not thread.is_alive()
+    assert len(outcome) == 1 and isinstance(outcome[0], mcpsync.ClientClosed)
