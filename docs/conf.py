@@ -60,3 +60,23 @@ html_theme_options = {
     "fixed_sidebar": True,
 }
 html_static_path: list[str] = []
+
+
+def _check_api_lists_every_exception(app: object) -> None:
+    """Warn (failing the -W build) when api.rst misses a public exception."""
+    from sphinx.util import logging as sphinx_logging
+
+    import mcpsync.exceptions
+
+    here = os.path.dirname(os.path.abspath(__file__))
+    with open(os.path.join(here, "api.rst"), encoding="utf-8") as f:
+        text = f.read()
+    for name in mcpsync.exceptions.__all__:
+        if f":: mcpsync.{name}\n" not in text:
+            sphinx_logging.getLogger(__name__).warning(
+                "api.rst does not document mcpsync.%s (add it to the Exceptions list)", name
+            )
+
+
+def setup(app: object) -> None:
+    app.connect("builder-inited", _check_api_lists_every_exception)  # type: ignore[attr-defined]
