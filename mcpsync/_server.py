@@ -24,8 +24,17 @@ import json
 import logging
 import threading
 import time
-from typing import Any, BinaryIO, Callable, Mapping, Protocol
+from typing import Any, BinaryIO, Callable, Mapping
 
+from ._server_context import (
+    LATEST_PROTOCOL_VERSION,
+    LOGGING_LEVELS,
+    PROTOCOL_VERSIONS,
+    ClientRequestError,
+    RpcError,
+    ServerApp,
+    ToolContext,
+)
 from .exceptions import ConnectionClosed, McpError, RequestTimeout
 from .transports.base import encode_message
 
@@ -43,78 +52,15 @@ __all__ = [
 
 _log = logging.getLogger(__name__)
 
-#: Protocol revisions this engine negotiates, newest first.
-PROTOCOL_VERSIONS = ("2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05")
-#: The revision offered when the client asks for one we do not speak.
-LATEST_PROTOCOL_VERSION = PROTOCOL_VERSIONS[0]
-#: RFC 5424 severities, least severe first, as MCP names them.
-LOGGING_LEVELS = ("debug", "info", "notice", "warning", "error", "critical", "alert", "emergency")
-
-#: How long losing the connection waits, in total, for tool threads to finish.
+#: How long losing the connection waits, in total, for cancelled tool threads to finish.
 TOOL_JOIN_TIMEOUT = 2.0
+#: How long stdin EOF lets running tools finish and answer before they are cancelled.
+DRAIN_TIMEOUT = 5.0
 
 _PARSE_ERROR, _INVALID_REQUEST, _METHOD_NOT_FOUND, _INVALID_PARAMS, _INTERNAL_ERROR = (
     -32700, -32600, -32601, -32602, -32603)
 
 _thread_numbers = itertools.count(1)
-
-
-class RpcError(Exception):
-    """A JSON-RPC error: raise it from a handler to answer with this error.
-
-    Also raised by :meth:`ToolContext.request` when the client answers with an error.
-
-    :param code: the JSON-RPC error code, e.g. ``-32602``.
-    :param message: the error message.
-    :param data: optional ``data`` member.
-    """
-
-    def __init__(self, code: int, message: str, data: Any = None) -> None:
-        super().__init__(code, message, data)
-        self.code = code
-        self.message = message
-        self.data = data
-
-    def __str__(self) -> str:
-        return f"[{self.code}] {self.message}"
-
-    def to_wire(self) -> dict[str, Any]:
-        """The ``error`` member of a JSON-RPC response."""
-        error: dict[str, Any] = {"code": self.code, "message": self.message}
-        if self.data is not None:
-            error["data"] = self.data
-        return error
-
-
-class ClientRequestError(RpcError):
-    """The client answered a server→client request (sampling, elicitation, roots) with an error.
-
-    Raised by :meth:`ToolContext.request` and friends; a tool that lets it
-    escape returns ``isError: true`` (unlike a plain :class:`RpcError`).
-    """
-
-
-class ServerApp(Protocol):
-    """What the engine needs from the server's features (plain wire dicts).
-
-    Methods raise :class:`RpcError` for protocol errors (unknown tool, bad
-    arguments, unknown resource); any other exception becomes -32603.
-    """
-
-    def server_info(self) -> dict[str, Any]: ...
-    def server_capabilities(self, protocol_version: str) -> dict[str, Any]: ...
-    def server_instructions(self) -> str | None: ...
-    def list_tools(self) -> list[dict[str, Any]]: ...
-    def call_tool(self, name: str, arguments: dict[str, Any], ctx: ToolContext) -> dict[str, Any]: ...
-    def list_resources(self) -> list[dict[str, Any]]: ...
-    def list_resource_templates(self) -> list[dict[str, Any]]: ...
-    def read_resource(self, uri: str) -> dict[str, Any]: ...
-    def list_prompts(self) -> list[dict[str, Any]]: ...
-    def get_prompt(self, name: str, arguments: dict[str, str]) -> dict[str, Any]: ...
-    def complete(self, ref: dict[str, Any], argument: dict[str, Any],
-                 context: dict[str, Any] | None) -> dict[str, Any]: ...
-    def connection_opened(self, conn: ServerConnection) -> None: ...
-    def connection_closed(self, conn: ServerConnection) -> None: ...
 
 
 class _Waiter:
@@ -126,110 +72,6 @@ class _Waiter:
         self.event = threading.Event()
         self.response: dict[str, Any] | None = None
         self.error: BaseException | None = None
-
-
-class ToolContext:
-    """Given to a tool that declares a ``ctx: ToolContext`` parameter.
-
-    Lets the tool report progress, log to the client, make server→client
-    requests and notice cancellation.  Every method is safe to call from the
-    tool's thread while other tools run.
-
-    Example::
-
-        @server.tool()
-        def slow(n: int, ctx: ToolContext) -> str:
-            for i in range(n):
-                if ctx.cancelled.wait(0.1):
-                    return "stopped"
-                ctx.report_progress(i + 1, n)
-            return "done"
-    """
-
-    def __init__(self, conn: ServerConnection, request_id: Any, meta: Mapping[str, Any]) -> None:
-        #: The JSON-RPC id of the ``tools/call`` request.
-        self.request_id = request_id
-        #: The request's ``_meta`` (may hold ``progressToken``).
-        self.meta: dict[str, Any] = dict(meta)
-        #: Set when the client sends ``notifications/cancelled`` for this call or disconnects.
-        self.cancelled = threading.Event()
-        self._conn = conn
-
-    @property
-    def protocol_version(self) -> str | None:
-        """The revision negotiated with this client."""
-        return self._conn.protocol_version
-
-    @property
-    def client_capabilities(self) -> dict[str, Any]:
-        """The capabilities the client declared in ``initialize``."""
-        return self._conn.client_capabilities
-
-    def report_progress(self, progress: float, total: float | None = None, message: str | None = None) -> None:
-        """Send ``notifications/progress`` if the client asked for progress (else do nothing)."""
-        token = self.meta.get("progressToken")
-        if token is None:
-            return
-        params: dict[str, Any] = {"progressToken": token, "progress": progress}
-        if total is not None:
-            params["total"] = total
-        if message is not None and self._conn.protocol_version != "2024-11-05":
-            params["message"] = message
-        self._conn.notify("notifications/progress", params)
-
-    def log(self, level: str, data: Any, logger: str | None = None) -> None:
-        """Send ``notifications/message`` unless the client's level filters it out."""
-        self._conn.log(level, data, logger)
-
-    def request(self, method: str, params: Mapping[str, Any] | None = None, *,
-                timeout: float | None = 60.0) -> dict[str, Any]:
-        """Send a raw server→client request and block until its result."""
-        return self._conn.request(method, params, timeout=timeout)
-
-    def sample(self, messages: list[Any] | str, *, max_tokens: int = 256, timeout: float | None = 60.0,
-               **kwargs: Any) -> dict[str, Any]:
-        """Ask the client's LLM (``sampling/createMessage``); returns the raw result dict.
-
-        :param messages: message dicts, or strings (each becomes a user text message).
-        :param kwargs: more params in snake_case (``system_prompt=`` → ``systemPrompt``).
-        :raises RuntimeError: if the client did not declare the ``sampling`` capability.
-        """
-        self._require("sampling")
-        if isinstance(messages, str):
-            messages = [messages]
-        wire = [{"role": "user", "content": {"type": "text", "text": m}} if isinstance(m, str) else m
-                for m in messages]
-        params: dict[str, Any] = {"messages": wire, "maxTokens": max_tokens}
-        params.update({_camel(k): v for k, v in kwargs.items()})
-        return self.request("sampling/createMessage", params, timeout=timeout)
-
-    def elicit(self, message: str, requested_schema: Mapping[str, Any], *,
-               timeout: float | None = 60.0) -> dict[str, Any]:
-        """Ask the user for input (``elicitation/create``, form mode); returns the raw result.
-
-        :raises RuntimeError: if the client did not declare the ``elicitation`` capability.
-        """
-        self._require("elicitation")
-        params = {"message": message, "requestedSchema": dict(requested_schema)}
-        return self.request("elicitation/create", params, timeout=timeout)
-
-    def list_roots(self, *, timeout: float | None = 60.0) -> list[dict[str, Any]]:
-        """Ask the client for its roots (``roots/list``).
-
-        :raises RuntimeError: if the client did not declare the ``roots`` capability.
-        """
-        self._require("roots")
-        roots = self.request("roots/list", None, timeout=timeout).get("roots")
-        return list(roots) if isinstance(roots, list) else []
-
-    def _require(self, capability: str) -> None:
-        if capability not in self._conn.client_capabilities:
-            raise RuntimeError(f"the client did not declare the {capability!r} capability")
-
-
-def _camel(name: str) -> str:
-    head, *rest = name.split("_")
-    return head + "".join(part.title() for part in rest)
 
 
 def _valid_id(value: Any) -> bool:
@@ -254,6 +96,7 @@ class ServerConnection:
         self._ids = itertools.count(1)
         self._waiters: dict[int, _Waiter] = {}
         self._inflight: dict[Any, ToolContext] = {}
+        self._cancelled: set[Any] = set()  # in-flight ids the client sent notifications/cancelled for
         self._threads: set[threading.Thread] = set()
         self._closed = False
         self._log_level: str | None = None
@@ -387,31 +230,42 @@ class ServerConnection:
             return
         self._on_request(request_id, method, params)
 
-    def connection_lost(self, exc: BaseException | None = None) -> None:
-        """The client is gone: cancel running tools, fail pending requests, join threads (bounded)."""
+    def connection_lost(self, exc: BaseException | None = None, *, drain: bool = False) -> None:
+        """The client is gone: fail pending requests, stop running tools, join them (bounded).
+
+        :param drain: the client only stopped *sending* (stdin EOF) and may still
+            read: give running tools up to :data:`DRAIN_TIMEOUT` to finish and
+            answer before they are cancelled.
+        """
         with self._lock:
             if self._closed:
                 return
             self._closed = True
             waiters = list(self._waiters.values())
             self._waiters.clear()
-            contexts = list(self._inflight.values())
-            threads = list(self._threads)
-        for waiter in waiters:
+        for waiter in waiters:  # no reply can arrive any more
             waiter.error = ConnectionClosed("the client disconnected")
             waiter.event.set()
+        if drain:
+            self._join_tools(DRAIN_TIMEOUT, warn=False)
+        with self._lock:
+            contexts = list(self._inflight.values())
         for ctx in contexts:
             ctx.cancelled.set()
-        deadline = time.monotonic() + TOOL_JOIN_TIMEOUT
-        for thread in threads:
-            if thread is not threading.current_thread():
-                thread.join(max(0.0, deadline - time.monotonic()))
-                if thread.is_alive():
-                    _log.warning("tool thread %s still running after the client disconnected", thread.name)
+        self._join_tools(TOOL_JOIN_TIMEOUT, warn=True)
         try:
             self._app.connection_closed(self)
         except Exception:
             _log.exception("connection_closed hook failed")
+
+    def _join_tools(self, timeout: float, *, warn: bool) -> None:
+        with self._lock:
+            threads = [t for t in self._threads if t is not threading.current_thread()]
+        deadline = time.monotonic() + timeout
+        for thread in threads:
+            thread.join(max(0.0, deadline - time.monotonic()))
+            if warn and thread.is_alive():
+                _log.warning("tool thread %s still running after the client disconnected", thread.name)
 
     def _on_response(self, message: dict[str, Any]) -> None:
         with self._lock:
@@ -428,6 +282,8 @@ class ServerConnection:
         elif method == "notifications/cancelled":
             with self._lock:
                 ctx = self._inflight.get(params.get("requestId"))
+                if ctx is not None:
+                    self._cancelled.add(ctx.request_id)
             if ctx is not None:
                 ctx.cancelled.set()
         # Anything else (roots/list_changed, progress, unknown) needs no action here.
@@ -485,8 +341,10 @@ class ServerConnection:
             with self._lock:
                 self._inflight.pop(request_id, None)
                 self._threads.discard(threading.current_thread())
-        if ctx.cancelled.is_set():
-            return  # the spec says a cancelled request gets no response
+                client_cancelled = request_id in self._cancelled
+                self._cancelled.discard(request_id)
+        if client_cancelled:
+            return  # the spec says a request the client cancelled gets no response
         if outcome[0] == "error":
             self._error(request_id, outcome[1])
         else:
@@ -639,4 +497,4 @@ def serve_stdio(app: ServerApp, stdin: BinaryIO, stdout: BinaryIO, *, page_size:
                 continue
             conn.feed(message)
     finally:
-        conn.connection_lost(ConnectionClosed("stdin closed"))
+        conn.connection_lost(ConnectionClosed("stdin closed"), drain=True)

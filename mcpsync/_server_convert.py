@@ -105,7 +105,7 @@ def _hints(fn: Callable[..., Any]) -> dict[str, Any]:
 
 
 def _is_context(hint: Any) -> bool:
-    from ._server import ToolContext
+    from ._server_context import ToolContext
 
     if isinstance(hint, str):
         return hint == "ToolContext" or hint.endswith(".ToolContext")
