@@ -43,9 +43,8 @@ root_doc = "index"
 language = "en"
 
 autodoc_member_order = "bysource"
-autodoc_default_options = {
-    "show-inheritance": True,
-}
+# "Bases:" is switched on per directive in api.rst (exceptions, transports):
+# on plain classes it would only ever say "object".
 autodoc_typehints = "signature"
 autoclass_content = "class"
 
