@@ -1,4 +1,7 @@
-"""Process helpers for the stdio transport: safe environment, group kill, stderr drain.
+"""Process and pipe helpers for the stdio transport.
+
+Safe environment, process-group kill, stdout framing (:class:`JsonLineFramer`)
+and stderr draining (:class:`StderrDrain`).
 
 Kept apart from :mod:`mcpsync.transports.stdio` so that the transport module
 holds only framing and lifecycle logic.  Nothing here starts a thread or a
@@ -7,6 +10,7 @@ process at import time.
 
 from __future__ import annotations
 
+import json
 import logging
 import os
 import select
@@ -18,7 +22,11 @@ import time
 from collections.abc import Callable, Mapping
 from typing import IO, Any, Union
 
+from .exceptions import excerpt
+
 __all__ = [
+    "JsonLineFramer",
+    "LineTooLong",
     "StderrDrain",
     "StderrOption",
     "build_environment",
@@ -27,11 +35,14 @@ __all__ = [
     "signal_group",
     "stop_process_tree",
     "wait_readable",
+    "wait_writable",
 ]
 
 _log = logging.getLogger("mcpsync.transports.stdio")
 
 _WINDOWS = sys.platform == "win32"
+_WARN_BURST = 5  # skipped-line warnings per window; the rest are only counted
+_WARN_WINDOW = 60.0
 
 # Why an allow-list: a Django/Flask process holds SECRET_KEY, database URLs and
 # cloud credentials in its environment, and a third-party MCP server has no
@@ -175,6 +186,113 @@ def wait_readable(fd: int, timeout: float) -> bool:
     poller = select.poll()
     poller.register(fd, select.POLLIN | select.POLLHUP | select.POLLERR)
     return bool(poller.poll(int(timeout * 1000)))
+
+
+def wait_writable(fd: int, timeout: float) -> None:
+    """Block until ``fd`` can take more bytes (or broke), at most ``timeout`` seconds."""
+    if _WINDOWS:
+        return
+    poller = select.poll()
+    poller.register(fd, select.POLLOUT | select.POLLERR | select.POLLHUP)
+    poller.poll(int(timeout * 1000))
+
+
+class LineTooLong(Exception):
+    """A line passed the framer's cap; the caller decides what that means."""
+
+
+class JsonLineFramer:
+    """Split a byte stream on ``\\n`` and hand each JSON line to ``deliver``.
+
+    Linear time: only the new chunk is searched for newlines and the partial
+    line grows in place.  The cap is checked *before* bytes are copied, so
+    memory stays O(cap).  One trailing ``\\r`` is stripped, blank lines are
+    ignored, text is decoded with ``errors="replace"``, and a line that is not
+    JSON (``RecursionError`` on ``[[[[…`` included) is skipped with a
+    rate-limited WARNING and counted in :attr:`skipped`.
+    """
+
+    def __init__(self, cap: int, deliver: Callable[[Any], None], *, label: str) -> None:
+        self._cap = cap
+        self._deliver = deliver
+        self._label = label
+        self._buf = bytearray()
+        #: Lines skipped because they were not JSON.
+        self.skipped = 0
+        #: Whether any JSON line was seen.
+        self.received_any = False
+        self._warn_start = 0.0
+        self._warn_count = 0
+
+    def feed(self, chunk: bytes, stop: Callable[[], bool]) -> None:
+        """Process ``chunk``; stop early once ``stop()`` is true.
+
+        :raises LineTooLong: when the current line exceeds the cap.
+        """
+        buf, cap, start = self._buf, self._cap, 0
+        while True:
+            nl = chunk.find(b"\n", start)
+            if nl < 0:
+                break
+            if len(buf) + (nl - start) > cap:
+                raise LineTooLong
+            if buf:
+                buf += memoryview(chunk)[start:nl]
+                self._line(buf)
+                buf.clear()
+            else:
+                self._line(chunk[start:nl])
+            start = nl + 1
+            if stop():
+                return
+        if len(buf) + (len(chunk) - start) > cap:
+            raise LineTooLong
+        buf += memoryview(chunk)[start:]
+
+    def flush(self) -> None:
+        """Parse an unterminated last line once (at EOF), then forget it."""
+        if self._buf:
+            self._line(self._buf)
+        self._buf.clear()
+
+    def reset(self) -> None:
+        """Drop any partial line."""
+        self._buf.clear()
+
+    def _line(self, line: bytes | bytearray) -> None:
+        end = len(line)
+        if end and line[end - 1] == 13:  # one trailing carriage return (CRLF servers)
+            end -= 1
+        text = str(memoryview(line)[:end], "utf-8", "replace")
+        if not text or text.isspace():
+            return
+        try:
+            message = json.loads(text)
+        except Exception as exc:  # noqa: BLE001 - incl. RecursionError, not a ValueError
+            self._skip(text, exc)
+            return
+        self.received_any = True
+        self._deliver(message)
+
+    def _skip(self, text: str, exc: BaseException) -> None:
+        self.skipped += 1
+        now = time.monotonic()
+        if now - self._warn_start > _WARN_WINDOW:
+            self._warn_start, self._warn_count = now, 0
+        self._warn_count += 1
+        if self._warn_count <= _WARN_BURST:
+            _log.warning(
+                "skipped a non-JSON line from %s (%s): %s",
+                self._label,
+                type(exc).__name__,
+                excerpt(text, 120),
+            )
+        elif self._warn_count == _WARN_BURST + 1:
+            _log.warning(
+                "skipping more non-JSON lines from %s; warnings suppressed for %d s",
+                self._label,
+                int(_WARN_WINDOW),
+            )
 
 
 class StderrDrain:

@@ -29,6 +29,7 @@ from mcpsync.exceptions import (
     ConnectionClosed,
     ForkedClientError,
     MessageTooLarge,
+    RequestTimeout,
     ServerStartError,
 )
 from mcpsync.transports.stdio import StdioTransport
@@ -344,6 +345,22 @@ def test_close_is_idempotent_and_concurrent(leaks: None) -> None:
         p.request()
 
 
+@pytest.mark.timeout(30)
+def test_close_from_on_close_callback_is_prompt(leaks: None) -> None:
+    holder: list[StdioTransport] = []
+    done = threading.Event()
+
+    def on_close(exc: BaseException) -> None:
+        holder[0].close()  # what a client does when the server dies
+        done.set()
+
+    t = StdioTransport(FAULT, ["--scenario", "exit_immediately"])
+    holder.append(t)
+    t.start(lambda m: None, on_close)
+    assert done.wait(3.0)
+    t.close()
+
+
 # ---------------------------------------------------------------- B7 wedged writes
 
 
@@ -367,6 +384,42 @@ def test_close_completes_while_a_write_is_wedged(leaks: None) -> None:
     assert time.monotonic() - start < 6.0
     writer.join(5)
     assert len(errors) == 1 and isinstance(errors[0], ClientClosed)
+
+
+@pytest.mark.timeout(30)
+def test_write_timeout_mid_message_closes_the_connection(leaks: None) -> None:
+    with Peer("--scenario", "no_read", close_grace=0.5, terminate_grace=0.5) as p:
+        start = time.monotonic()
+        with pytest.raises(ConnectionClosed) as info:
+            p.t.send({"jsonrpc": "2.0", "method": "x", "params": {"blob": "b" * (10 * MiB)}}, timeout=0.5)
+        assert 0.4 < time.monotonic() - start < 3.0
+        assert "stopped reading" in str(info.value)
+        exc = p.wait_closed(1.0)
+        assert exc.outcome_unknown  # type: ignore[attr-defined]
+
+
+@pytest.mark.timeout(30)
+def test_write_timeout_before_writing_keeps_the_connection(leaks: None) -> None:
+    with Peer("--scenario", "no_read", close_grace=0.5, terminate_grace=0.5, write_timeout=None) as p:
+        errors: list[BaseException] = []
+
+        def big_send() -> None:
+            try:
+                p.request({"blob": "b" * MiB})
+            except BaseException as exc:  # noqa: BLE001 - recorded for the assertion
+                errors.append(exc)
+
+        wedged = threading.Thread(target=big_send)
+        wedged.start()
+        wedged.join(0.3)
+        assert wedged.is_alive()  # holds the write lock, pipe full
+        with pytest.raises(RequestTimeout):
+            p.t.send({"jsonrpc": "2.0", "method": "ping", "id": 99}, timeout=0.3)
+        assert not p.closed.is_set()  # nothing was torn: the connection lives on
+        p.t.close()
+        wedged.join(5)
+        assert not wedged.is_alive()
+        assert len(errors) == 1 and isinstance(errors[0], ClientClosed)
 
 
 # ---------------------------------------------------------------- B8 concurrent writes

@@ -19,10 +19,8 @@ Example::
 from __future__ import annotations
 
 import itertools
-import json
 import logging
 import os
-import select
 import subprocess
 import sys
 import threading
@@ -31,14 +29,14 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from .. import _procutil
-from .._procutil import StderrDrain, StderrOption
+from .._procutil import JsonLineFramer, LineTooLong, StderrDrain, StderrOption
 from ..exceptions import (
     ClientClosed,
     ConnectionClosed,
     ForkedClientError,
     MessageTooLarge,
+    RequestTimeout,
     ServerStartError,
-    excerpt,
 )
 from .base import CloseHandler, MessageHandler, Transport, encode_message
 
@@ -49,13 +47,7 @@ log = logging.getLogger(__name__)
 _WINDOWS = sys.platform == "win32"
 _POLL = 0.1  # how often blocked threads re-check for close / process exit
 _CHUNK = 65536
-_WARN_BURST = 5  # skipped-line warnings per window; the rest are counted only
-_WARN_WINDOW = 60.0
 _ids = itertools.count(1)
-
-
-class _TooLarge(Exception):
-    """Internal: the current line passed ``max_message_bytes``."""
 
 
 class StdioTransport(Transport):
@@ -75,6 +67,8 @@ class StdioTransport(Transport):
     :param close_grace: seconds to wait for the server to exit after its
         stdin is closed, before SIGTERM.
     :param terminate_grace: seconds between SIGTERM and SIGKILL.
+    :param write_timeout: default bound on one :meth:`send` when the server
+        stops reading its stdin; ``None`` waits until :meth:`close`.
     """
 
     def __init__(
@@ -88,6 +82,7 @@ class StdioTransport(Transport):
         max_message_bytes: int = 32 * 1024 * 1024,
         close_grace: float = 2.0,
         terminate_grace: float = 2.0,
+        write_timeout: float | None = 60.0,
     ) -> None:
         argv = [command] if isinstance(command, str) else list(command)
         argv += list(args or ())
@@ -102,9 +97,8 @@ class StdioTransport(Transport):
         self._max = max_message_bytes
         self._close_grace = close_grace
         self._terminate_grace = terminate_grace
+        self._write_timeout = write_timeout
         self._n = next(_ids)
-        #: Stdout lines skipped because they were not valid JSON.
-        self.skipped_lines = 0
         #: Signals sent by this transport, in order (for diagnostics and tests).
         self.signals_sent: list[str] = []
         self._state_lock = threading.Lock()
@@ -121,9 +115,7 @@ class StdioTransport(Transport):
         self._drain: StderrDrain | None = None
         self._on_message: MessageHandler | None = None
         self._on_close: CloseHandler | None = None
-        self._received_any = False
-        self._warn_start = 0.0
-        self._warn_count = 0
+        self._framer = JsonLineFramer(max_message_bytes, self._deliver, label=self.describe())
 
     # -- public properties --------------------------------------------------
 
@@ -146,6 +138,11 @@ class StdioTransport(Transport):
     def stderr_tail(self) -> str:
         """The last lines the server wrote to stderr (untrusted, truncated)."""
         return self._drain.tail() if self._drain is not None else ""
+
+    @property
+    def skipped_lines(self) -> int:
+        """Stdout lines skipped because they were not JSON (each logged, rate-limited)."""
+        return self._framer.skipped
 
     @property
     def closed(self) -> bool:
@@ -240,7 +237,9 @@ class StdioTransport(Transport):
                     self._closing.set()
                     self._done.set()
                     return
-        if not self._fail(ClientClosed("client closed"), inline=True):
+        if self._fail(ClientClosed("client closed"), inline=True):
+            return
+        if threading.current_thread() is not self._reader:  # the closer joins the reader
             self._done.wait(self._close_grace + 2 * self._terminate_grace + 10.0)
 
     def _fail(self, exc: ConnectionClosed, *, inline: bool = False) -> bool:
@@ -255,6 +254,15 @@ class StdioTransport(Transport):
                 return False
             self._close_exc = exc
             self._closing.set()
+        # The closer starts first: an on_close callback that calls close()
+        # and waits for the shutdown must find it already under way.
+        if not inline:
+            try:
+                threading.Thread(
+                    target=self._shutdown, name=f"mcpsync-stdio-closer-{self._n}", daemon=True
+                ).start()
+            except RuntimeError:  # cannot start threads (interpreter exiting)
+                inline = True
         if self._on_close is not None:
             try:
                 self._on_close(exc)
@@ -262,13 +270,6 @@ class StdioTransport(Transport):
                 log.exception("on_close callback of %s raised", self.describe())
         if inline:
             self._shutdown()
-        else:
-            try:
-                threading.Thread(
-                    target=self._shutdown, name=f"mcpsync-stdio-closer-{self._n}", daemon=True
-                ).start()
-            except RuntimeError:  # cannot start threads (interpreter exiting)
-                self._shutdown()
         return True
 
     def _shutdown(self) -> None:
@@ -312,12 +313,20 @@ class StdioTransport(Transport):
 
     # -- sending ------------------------------------------------------------
 
-    def send(self, message: Mapping[str, Any]) -> None:
+    def send(self, message: Mapping[str, Any], *, timeout: float | None = None) -> None:
         """Write one message and its newline, whole, under the write lock.
+
+        A server that stops reading its stdin fills the pipe and would block
+        the writer forever, so writing is bounded by ``timeout`` (default: the
+        transport's ``write_timeout``).  If nothing of the message was written
+        yet the connection stays usable; a message cut in half closes it.
 
         :raises ~mcpsync.exceptions.ForkedClientError: in a forked child.
         :raises ~mcpsync.exceptions.ClientClosed: after :meth:`close`.
-        :raises ~mcpsync.exceptions.ConnectionClosed: if the server is gone.
+        :raises ~mcpsync.exceptions.ConnectionClosed: if the server is gone, or
+            a write timed out half-way.
+        :raises ~mcpsync.exceptions.RequestTimeout: if the write could not
+            even start in time.
         :raises ValueError: or :class:`TypeError` if ``message`` is not JSON.
         """
         if self._owner_pid is not None and os.getpid() != self._owner_pid:
@@ -328,34 +337,66 @@ class StdioTransport(Transport):
         data = encode_message(message) + b"\n"
         if self._proc is None:
             raise ConnectionClosed("the stdio transport has not been started")
+        limit = self._write_timeout if timeout is None else timeout
+        deadline = None if limit is None else time.monotonic() + limit
         while not self._write_lock.acquire(timeout=_POLL):
             if self._closing.is_set():
                 raise self._closed_error()
+            if deadline is not None and time.monotonic() >= deadline:
+                raise self._write_timed_out(limit, message)
+        failure: OSError | None = None
+        written = 0
         try:
             if self._closing.is_set():
                 raise self._closed_error()
-            self._write_all(data)
+            written = self._write_all(data, deadline)
         except OSError as exc:
             failure = exc
-        else:
-            return
         finally:
             self._write_lock.release()
-        # The pipe broke: the server is dying.  Report it with its exit code.
-        self._fail(self._death_error(f"cannot write to MCP server {self.describe()}", failure))
-        raise self._closed_error() from failure
+        if failure is not None:
+            # The pipe broke: the server is dying.  Report it with its exit code.
+            self._fail(self._death_error(f"cannot write to MCP server {self.describe()}", failure))
+            raise self._closed_error() from failure
+        if written == len(data):
+            return
+        if written == 0:
+            raise self._write_timed_out(limit, message)
+        self._fail(
+            ConnectionClosed(
+                f"MCP server {self.describe()} stopped reading its stdin; a message was "
+                "cut short, so the connection is closed",
+                outcome_unknown=True,
+                stderr_tail=self.stderr_tail,
+            )
+        )
+        raise self._closed_error()
 
-    def _write_all(self, data: bytes) -> None:
+    def _write_timed_out(self, limit: float | None, message: Mapping[str, Any]) -> RequestTimeout:
+        method = message.get("method")
+        return RequestTimeout(
+            f"could not write to MCP server {self.describe()} within {limit}s "
+            "(it is not reading its stdin)",
+            method=method if isinstance(method, str) else "",
+            elapsed=limit or 0.0,
+        )
+
+    def _write_all(self, data: bytes, deadline: float | None) -> int:
+        """Write ``data``; return how many bytes went out before ``deadline``."""
         assert self._proc is not None and self._proc.stdin is not None
         fd = self._proc.stdin.fileno()
-        view = memoryview(data)
+        view, total = memoryview(data), len(data)
         while view:
             if self._closing.is_set():
                 raise self._closed_error()
             try:
                 view = view[os.write(fd, view) :]
             except BlockingIOError:
-                _wait_writable(fd, _POLL)
+                if deadline is not None and time.monotonic() >= deadline:
+                    break
+                wait = _POLL if deadline is None else min(_POLL, deadline - time.monotonic())
+                _procutil.wait_writable(fd, max(wait, 0.0))
+        return total - len(view)
 
     def _closed_error(self) -> ConnectionClosed:
         exc = self._close_exc
@@ -386,7 +427,7 @@ class StdioTransport(Transport):
             stream.close()
 
     def _pump(self, proc: subprocess.Popen[bytes], fd: int) -> None:
-        buf = bytearray()
+        framer = self._framer
         next_check = time.monotonic() + _POLL
         while True:
             if _procutil.wait_readable(fd, _POLL):
@@ -394,11 +435,11 @@ class StdioTransport(Transport):
                 if not chunk:
                     break
                 if not self._closing.is_set():
-                    self._feed_guarded(chunk, buf)
+                    self._feed(chunk)
             elif self._stop_reader.is_set():
                 return
             if self._closing.is_set():
-                buf.clear()
+                framer.reset()  # from now on stdout is only drained
                 if self._stop_reader.is_set():
                     return
             elif time.monotonic() >= next_check:
@@ -406,32 +447,27 @@ class StdioTransport(Transport):
                 if proc.poll() is not None:
                     # Exited while something (a grandchild) may still hold
                     # stdout: take what is already in the pipe, then report.
-                    self._drain_after_exit(fd, buf)
+                    self._drain_after_exit(fd)
                     self._fail(self._death_error(f"MCP server {self.describe()} exited"))
-        # EOF
-        if not self._closing.is_set():
-            if buf:
-                self._handle_line(bytes(buf))  # a last line without its newline
+        if not self._closing.is_set():  # EOF
+            framer.flush()  # a last line without its newline
             self._fail(self._death_error(f"MCP server {self.describe()} closed its stdout"))
 
-    def _drain_after_exit(self, fd: int, buf: bytearray) -> None:
+    def _drain_after_exit(self, fd: int) -> None:
         deadline = time.monotonic() + 0.5  # bounded: a grandchild may keep writing
         while time.monotonic() < deadline and _procutil.wait_readable(fd, 0):
             chunk = os.read(fd, _CHUNK)
-            if not chunk:
+            if not chunk or self._closing.is_set():
                 break
-            self._feed_guarded(chunk, buf)
-            if self._closing.is_set():
-                return
-        if buf and not self._closing.is_set():
-            self._handle_line(bytes(buf))
-        buf.clear()
+            self._feed(chunk)
+        if not self._closing.is_set():
+            self._framer.flush()
 
-    def _feed_guarded(self, chunk: bytes, buf: bytearray) -> None:
+    def _feed(self, chunk: bytes) -> None:
         try:
-            self._feed(chunk, buf)
-        except _TooLarge:
-            buf.clear()
+            self._framer.feed(chunk, self._closing.is_set)
+        except LineTooLong:
+            self._framer.reset()
             self._fail(
                 MessageTooLarge(
                     f"a message from MCP server {self.describe()} exceeded "
@@ -440,70 +476,13 @@ class StdioTransport(Transport):
                 )
             )
 
-    def _feed(self, chunk: bytes, buf: bytearray) -> None:
-        # Only the new chunk is searched for newlines and the partial line is
-        # grown in place, so reading is linear in the bytes received; the size
-        # check happens before bytes are copied, so memory stays O(cap).
-        cap, start = self._max, 0
-        while True:
-            nl = chunk.find(b"\n", start)
-            if nl < 0:
-                break
-            if len(buf) + (nl - start) > cap:
-                raise _TooLarge
-            if buf:
-                buf += memoryview(chunk)[start:nl]
-                self._handle_line(buf)
-                buf.clear()
-            else:
-                self._handle_line(chunk[start:nl])
-            start = nl + 1
-            if self._closing.is_set():
-                return
-        if len(buf) + (len(chunk) - start) > cap:
-            raise _TooLarge
-        buf += memoryview(chunk)[start:]
-
-    def _handle_line(self, line: bytes | bytearray) -> None:
-        end = len(line)
-        if end and line[end - 1] == 13:  # one trailing "\r" (CRLF servers)
-            end -= 1
-        text = str(memoryview(line)[:end], "utf-8", "replace")
-        if not text or text.isspace():
-            return
-        try:
-            message = json.loads(text)
-        except Exception as exc:  # noqa: BLE001 - incl. RecursionError on "[[[[…"
-            self._skip(text, exc)
-            return
-        self._received_any = True
+    def _deliver(self, message: Any) -> None:
         if self._closing.is_set() or self._on_message is None:
             return
         try:
             self._on_message(message)
         except Exception:
             log.exception("on_message callback of %s raised; message dropped", self.describe())
-
-    def _skip(self, text: str, exc: BaseException) -> None:
-        self.skipped_lines += 1
-        now = time.monotonic()
-        if now - self._warn_start > _WARN_WINDOW:
-            self._warn_start, self._warn_count = now, 0
-        self._warn_count += 1
-        if self._warn_count <= _WARN_BURST:
-            log.warning(
-                "skipped a non-JSON line from %s (%s): %s",
-                self.describe(),
-                type(exc).__name__,
-                excerpt(text, 120),
-            )
-        elif self._warn_count == _WARN_BURST + 1:
-            log.warning(
-                "skipping more non-JSON lines from %s; warnings suppressed for %d s "
-                "(see skipped_lines)",
-                self.describe(),
-                int(_WARN_WINDOW),
-            )
 
     def _death_error(self, message: str, cause: BaseException | None = None) -> ConnectionClosed:
         proc = self._proc
@@ -515,15 +494,8 @@ class StdioTransport(Transport):
                 code = None
         if self._drain is not None:
             self._drain.wait_eof(0.5)  # let the last stderr lines arrive
-        cls = ConnectionClosed if self._received_any else ServerStartError
+        cls = ConnectionClosed if self._framer.received_any else ServerStartError
         err = cls(message, exit_code=code, stderr_tail=self.stderr_tail)
         if cause is not None:
             err.__cause__ = cause
         return err
-
-
-def _wait_writable(fd: int, timeout: float) -> None:
-    poller = select.poll()
-    poller.register(fd, select.POLLOUT | select.POLLERR | select.POLLHUP)
-    poller.poll(int(timeout * 1000))
-
