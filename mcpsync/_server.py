@@ -17,8 +17,6 @@ request (whose reply arrives on the reader thread) while others proceed.
 
 from __future__ import annotations
 
-import base64
-import binascii
 import itertools
 import json
 import logging
@@ -35,6 +33,7 @@ from ._server_context import (
     ServerApp,
     ToolContext,
 )
+from ._server_methods import HANDLERS
 from .exceptions import ConnectionClosed, McpError, RequestTimeout
 from .transports.base import encode_message
 
@@ -58,7 +57,12 @@ TOOL_JOIN_TIMEOUT = 2.0
 DRAIN_TIMEOUT = 5.0
 
 _PARSE_ERROR, _INVALID_REQUEST, _METHOD_NOT_FOUND, _INVALID_PARAMS, _INTERNAL_ERROR = (
-    -32700, -32600, -32601, -32602, -32603)
+    -32700,
+    -32600,
+    -32601,
+    -32602,
+    -32603,
+)
 
 _thread_numbers = itertools.count(1)
 
@@ -87,19 +91,29 @@ class ServerConnection:
     :param page_size: items per page of list results; ``None`` = one page.
     """
 
-    def __init__(self, app: ServerApp, send: Callable[[Mapping[str, Any]], None], *,
-                 page_size: int | None = None) -> None:
-        self._app = app
+    def __init__(
+        self,
+        app: ServerApp,
+        send: Callable[[Mapping[str, Any]], None],
+        *,
+        page_size: int | None = None,
+    ) -> None:
+        #: The features this connection serves.
+        self.app: ServerApp = app
         self._send = send
-        self._page_size = page_size
+        #: Items per page of list results (``None``: no pagination).
+        self.page_size: int | None = page_size
         self._lock = threading.Lock()
         self._ids = itertools.count(1)
         self._waiters: dict[int, _Waiter] = {}
         self._inflight: dict[Any, ToolContext] = {}
-        self._cancelled: set[Any] = set()  # in-flight ids the client sent notifications/cancelled for
+        self._cancelled: set[Any] = (
+            set()
+        )  # in-flight ids the client sent notifications/cancelled for
         self._threads: set[threading.Thread] = set()
         self._closed = False
-        self._log_level: str | None = None
+        #: The level set by ``logging/setLevel`` (``None``: send everything).
+        self.log_level: str | None = None
         #: The negotiated protocol revision (``None`` before ``initialize``).
         self.protocol_version: str | None = None
         #: What the client declared in ``initialize``.
@@ -129,7 +143,7 @@ class ServerConnection:
         """Send ``notifications/message`` if *level* passes the client's ``logging/setLevel``."""
         if level not in LOGGING_LEVELS:
             raise ValueError(f"unknown logging level {level!r}")
-        threshold = self._log_level
+        threshold = self.log_level
         if threshold is not None and LOGGING_LEVELS.index(level) < LOGGING_LEVELS.index(threshold):
             return
         params: dict[str, Any] = {"level": level, "data": data}
@@ -137,8 +151,9 @@ class ServerConnection:
             params["logger"] = logger
         self.notify("notifications/message", params)
 
-    def request(self, method: str, params: Mapping[str, Any] | None = None, *,
-                timeout: float | None = 60.0) -> dict[str, Any]:
+    def request(
+        self, method: str, params: Mapping[str, Any] | None = None, *, timeout: float | None = 60.0
+    ) -> dict[str, Any]:
         """Send a server→client request and block until the client answers.
 
         Must not be called on the reader thread (the reply arrives there);
@@ -169,9 +184,14 @@ class ServerConnection:
             with self._lock:
                 mine = self._waiters.pop(request_id, None) is waiter
             if mine:
-                self.notify("notifications/cancelled", {"requestId": request_id, "reason": "timeout"})
-                raise RequestTimeout(f"client did not answer {method} in time", method=method,
-                                     elapsed=time.monotonic() - started)
+                self.notify(
+                    "notifications/cancelled", {"requestId": request_id, "reason": "timeout"}
+                )
+                raise RequestTimeout(
+                    f"client did not answer {method} in time",
+                    method=method,
+                    elapsed=time.monotonic() - started,
+                )
             waiter.event.wait()  # popped by the reader or by connection_lost: settled imminently
         if waiter.error is not None:
             raise waiter.error
@@ -179,8 +199,11 @@ class ServerConnection:
         if "error" in response:
             error = response["error"] if isinstance(response["error"], dict) else {}
             code = error.get("code")
-            raise ClientRequestError(code if isinstance(code, int) else _INTERNAL_ERROR, str(error.get("message", "")),
-                           error.get("data"))
+            raise ClientRequestError(
+                code if isinstance(code, int) else _INTERNAL_ERROR,
+                str(error.get("message", "")),
+                error.get("data"),
+            )
         result = response.get("result")
         return result if isinstance(result, dict) else {}
 
@@ -206,7 +229,12 @@ class ServerConnection:
     def feed(self, message: Any) -> None:
         """Handle one parsed message from the client (called on the reader thread)."""
         if not isinstance(message, dict):
-            self._error(None, RpcError(_INVALID_REQUEST, "expected a JSON-RPC object (batches are not supported)"))
+            self._error(
+                None,
+                RpcError(
+                    _INVALID_REQUEST, "expected a JSON-RPC object (batches are not supported)"
+                ),
+            )
             return
         method = message.get("method")
         if method is None and "id" in message and ("result" in message or "error" in message):
@@ -223,7 +251,9 @@ class ServerConnection:
             return
         request_id = message["id"]
         if not _valid_id(request_id):
-            self._error(None, RpcError(_INVALID_REQUEST, "request id must be a string or an integer"))
+            self._error(
+                None, RpcError(_INVALID_REQUEST, "request id must be a string or an integer")
+            )
             return
         if not isinstance(params, dict):
             self._error(request_id, RpcError(_INVALID_PARAMS, "params must be an object"))
@@ -254,7 +284,7 @@ class ServerConnection:
             ctx.cancelled.set()
         self._join_tools(TOOL_JOIN_TIMEOUT, warn=True)
         try:
-            self._app.connection_closed(self)
+            self.app.connection_closed(self)
         except Exception:
             _log.exception("connection_closed hook failed")
 
@@ -265,7 +295,9 @@ class ServerConnection:
         for thread in threads:
             thread.join(max(0.0, deadline - time.monotonic()))
             if warn and thread.is_alive():
-                _log.warning("tool thread %s still running after the client disconnected", thread.name)
+                _log.warning(
+                    "tool thread %s still running after the client disconnected", thread.name
+                )
 
     def _on_response(self, message: dict[str, Any]) -> None:
         with self._lock:
@@ -289,7 +321,7 @@ class ServerConnection:
         # Anything else (roots/list_changed, progress, unknown) needs no action here.
 
     def _on_request(self, request_id: Any, method: str, params: dict[str, Any]) -> None:
-        handler = _HANDLERS.get(method)
+        handler = HANDLERS.get(method)
         if handler is None:
             self._error(request_id, RpcError(_METHOD_NOT_FOUND, f"Method not found: {method}"))
             return
@@ -314,8 +346,12 @@ class ServerConnection:
     def _start_tool(self, request_id: Any, params: dict[str, Any]) -> None:
         meta = params.get("_meta")
         ctx = ToolContext(self, request_id, meta if isinstance(meta, dict) else {})
-        thread = threading.Thread(target=self._run_tool, args=(request_id, params, ctx),
-                                  name=f"mcpsync-fakeserver-tool-{next(_thread_numbers)}", daemon=True)
+        thread = threading.Thread(
+            target=self._run_tool,
+            args=(request_id, params, ctx),
+            name=f"mcpsync-fakeserver-tool-{next(_thread_numbers)}",
+            daemon=True,
+        )
         with self._lock:
             if self._closed:
                 return
@@ -329,8 +365,10 @@ class ServerConnection:
             name = params.get("name")
             arguments = params.get("arguments", {})
             if not isinstance(name, str) or not isinstance(arguments, dict):
-                raise RpcError(_INVALID_PARAMS, "tools/call needs a string name and object arguments")
-            result = self._app.call_tool(name, arguments, ctx)
+                raise RpcError(
+                    _INVALID_PARAMS, "tools/call needs a string name and object arguments"
+                )
+            result = self.app.call_tool(name, arguments, ctx)
         except RpcError as exc:
             outcome: tuple[str, Any] = ("error", exc)
         except Exception as exc:
@@ -350,121 +388,18 @@ class ServerConnection:
         else:
             self._respond(request_id, outcome[1])
 
-    # -- the methods -------------------------------------------------------
-
-    def _initialize(self, params: dict[str, Any]) -> dict[str, Any]:
-        requested = params.get("protocolVersion")
-        if not isinstance(requested, str):
-            raise RpcError(_INVALID_PARAMS, "initialize needs a protocolVersion string")
-        if self.protocol_version is not None:
-            raise RpcError(_INVALID_REQUEST, "already initialized")
-        version = requested if requested in PROTOCOL_VERSIONS else LATEST_PROTOCOL_VERSION
-        caps = params.get("capabilities")
-        info = params.get("clientInfo")
-        self.client_capabilities = caps if isinstance(caps, dict) else {}
-        self.client_info = info if isinstance(info, dict) else {}
-        self.protocol_version = version
-        result: dict[str, Any] = {
-            "protocolVersion": version,
-            "capabilities": self._app.server_capabilities(version),
-            "serverInfo": self._app.server_info(),
-        }
-        instructions = self._app.server_instructions()
-        if instructions is not None:
-            result["instructions"] = instructions
-        return result
-
-    def _page(self, items: list[dict[str, Any]], params: dict[str, Any], key: str) -> dict[str, Any]:
-        start = 0
-        cursor = params.get("cursor")
-        if cursor is not None:
-            start = _decode_cursor(cursor, key)
-            if start > len(items):
-                raise RpcError(_INVALID_PARAMS, "invalid cursor")
-        if self._page_size is None:
-            return {key: items[start:]}
-        end = start + self._page_size
-        result: dict[str, Any] = {key: items[start:end]}
-        if end < len(items):
-            result["nextCursor"] = _encode_cursor(end, key)
-        return result
-
-    def _set_level(self, params: dict[str, Any]) -> dict[str, Any]:
-        level = params.get("level")
-        if level not in LOGGING_LEVELS:
-            raise RpcError(_INVALID_PARAMS, f"unknown logging level {level!r}")
-        self._log_level = str(level)
-        return {}
-
-    def _subscribe(self, params: dict[str, Any], on: bool) -> dict[str, Any]:
-        uri = params.get("uri")
-        if not isinstance(uri, str):
-            raise RpcError(_INVALID_PARAMS, "uri must be a string")
+    def set_subscribed(self, uri: str, subscribed: bool) -> None:
+        """Record a ``resources/subscribe`` or ``resources/unsubscribe``."""
         with self._lock:
-            if on:
+            if subscribed:
                 self.subscriptions.add(uri)
             else:
                 self.subscriptions.discard(uri)
-        return {}
 
 
-def _required_str(params: dict[str, Any], key: str) -> str:
-    value = params.get(key)
-    if not isinstance(value, str):
-        raise RpcError(_INVALID_PARAMS, f"{key} must be a string")
-    return value
-
-
-def _complete(conn: ServerConnection, params: dict[str, Any]) -> dict[str, Any]:
-    ref, argument, context = params.get("ref"), params.get("argument"), params.get("context")
-    if not isinstance(ref, dict) or not isinstance(argument, dict) or not isinstance(argument.get("name"), str):
-        raise RpcError(_INVALID_PARAMS, "completion/complete needs a ref and an argument name")
-    return conn._app.complete(ref, argument, context if isinstance(context, dict) else None)
-
-
-def _get_prompt(conn: ServerConnection, params: dict[str, Any]) -> dict[str, Any]:
-    arguments = params.get("arguments") or {}
-    if not isinstance(arguments, dict):
-        raise RpcError(_INVALID_PARAMS, "arguments must be an object")
-    return conn._app.get_prompt(_required_str(params, "name"), arguments)
-
-
-def _encode_cursor(offset: int, key: str) -> str:
-    return base64.urlsafe_b64encode(f"{key}:{offset}".encode()).decode("ascii")
-
-
-def _decode_cursor(cursor: Any, key: str) -> int:
-    try:
-        kind, _, number = base64.urlsafe_b64decode(str(cursor).encode("ascii")).decode().partition(":")
-        offset = int(number)
-    except (ValueError, binascii.Error, UnicodeError):
-        raise RpcError(_INVALID_PARAMS, "invalid cursor") from None
-    if kind != key or offset < 0:
-        raise RpcError(_INVALID_PARAMS, "invalid cursor")
-    return offset
-
-
-_Handler = Callable[[ServerConnection, dict[str, Any]], dict[str, Any]]
-
-_HANDLERS: dict[str, _Handler] = {
-    "initialize": ServerConnection._initialize,
-    "ping": lambda conn, params: {},
-    "tools/list": lambda conn, params: conn._page(conn._app.list_tools(), params, "tools"),
-    "tools/call": lambda conn, params: {},  # dispatched to its own thread instead
-    "resources/list": lambda conn, params: conn._page(conn._app.list_resources(), params, "resources"),
-    "resources/templates/list": lambda conn, params: conn._page(
-        conn._app.list_resource_templates(), params, "resourceTemplates"),
-    "resources/read": lambda conn, params: conn._app.read_resource(_required_str(params, "uri")),
-    "resources/subscribe": lambda conn, params: conn._subscribe(params, True),
-    "resources/unsubscribe": lambda conn, params: conn._subscribe(params, False),
-    "prompts/list": lambda conn, params: conn._page(conn._app.list_prompts(), params, "prompts"),
-    "prompts/get": _get_prompt,
-    "completion/complete": _complete,
-    "logging/setLevel": ServerConnection._set_level,
-}
-
-
-def serve_stdio(app: ServerApp, stdin: BinaryIO, stdout: BinaryIO, *, page_size: int | None = None) -> None:
+def serve_stdio(
+    app: ServerApp, stdin: BinaryIO, stdout: BinaryIO, *, page_size: int | None = None
+) -> None:
     """Serve one client on newline-delimited JSON over *stdin*/*stdout* until EOF.
 
     Runs on the calling thread, which becomes the reader thread.

@@ -76,14 +76,17 @@ class ServerApp(Protocol):
     def server_capabilities(self, protocol_version: str) -> dict[str, Any]: ...
     def server_instructions(self) -> str | None: ...
     def list_tools(self) -> list[dict[str, Any]]: ...
-    def call_tool(self, name: str, arguments: dict[str, Any], ctx: ToolContext) -> dict[str, Any]: ...
+    def call_tool(
+        self, name: str, arguments: dict[str, Any], ctx: ToolContext
+    ) -> dict[str, Any]: ...
     def list_resources(self) -> list[dict[str, Any]]: ...
     def list_resource_templates(self) -> list[dict[str, Any]]: ...
     def read_resource(self, uri: str) -> dict[str, Any]: ...
     def list_prompts(self) -> list[dict[str, Any]]: ...
     def get_prompt(self, name: str, arguments: dict[str, str]) -> dict[str, Any]: ...
-    def complete(self, ref: dict[str, Any], argument: dict[str, Any],
-                 context: dict[str, Any] | None) -> dict[str, Any]: ...
+    def complete(
+        self, ref: dict[str, Any], argument: dict[str, Any], context: dict[str, Any] | None
+    ) -> dict[str, Any]: ...
     def connection_opened(self, conn: ServerConnection) -> None: ...
     def connection_closed(self, conn: ServerConnection) -> None: ...
 
@@ -125,7 +128,9 @@ class ToolContext:
         """The capabilities the client declared in ``initialize``."""
         return self._conn.client_capabilities
 
-    def report_progress(self, progress: float, total: float | None = None, message: str | None = None) -> None:
+    def report_progress(
+        self, progress: float, total: float | None = None, message: str | None = None
+    ) -> None:
         """Send ``notifications/progress`` if the client asked for progress (else do nothing)."""
         token = self.meta.get("progressToken")
         if token is None:
@@ -141,13 +146,20 @@ class ToolContext:
         """Send ``notifications/message`` unless the client's level filters it out."""
         self._conn.log(level, data, logger)
 
-    def request(self, method: str, params: Mapping[str, Any] | None = None, *,
-                timeout: float | None = 60.0) -> dict[str, Any]:
+    def request(
+        self, method: str, params: Mapping[str, Any] | None = None, *, timeout: float | None = 60.0
+    ) -> dict[str, Any]:
         """Send a raw server→client request and block until its result."""
         return self._conn.request(method, params, timeout=timeout)
 
-    def sample(self, messages: list[Any] | str, *, max_tokens: int = 256, timeout: float | None = 60.0,
-               **kwargs: Any) -> dict[str, Any]:
+    def sample(
+        self,
+        messages: list[Any] | str,
+        *,
+        max_tokens: int = 256,
+        timeout: float | None = 60.0,
+        **kwargs: Any,
+    ) -> dict[str, Any]:
         """Ask the client's LLM (``sampling/createMessage``); returns the raw result dict.
 
         :param messages: message dicts, or strings (each becomes a user text message).
@@ -157,14 +169,17 @@ class ToolContext:
         self._require("sampling")
         if isinstance(messages, str):
             messages = [messages]
-        wire = [{"role": "user", "content": {"type": "text", "text": m}} if isinstance(m, str) else m
-                for m in messages]
+        wire = [
+            {"role": "user", "content": {"type": "text", "text": m}} if isinstance(m, str) else m
+            for m in messages
+        ]
         params: dict[str, Any] = {"messages": wire, "maxTokens": max_tokens}
         params.update({_camel(k): v for k, v in kwargs.items()})
         return self.request("sampling/createMessage", params, timeout=timeout)
 
-    def elicit(self, message: str, requested_schema: Mapping[str, Any], *,
-               timeout: float | None = 60.0) -> dict[str, Any]:
+    def elicit(
+        self, message: str, requested_schema: Mapping[str, Any], *, timeout: float | None = 60.0
+    ) -> dict[str, Any]:
         """Ask the user for input (``elicitation/create``, form mode); returns the raw result.
 
         :raises RuntimeError: if the client did not declare the ``elicitation`` capability.

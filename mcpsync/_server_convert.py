@@ -14,7 +14,17 @@ import inspect
 import json
 import re
 import types
-from typing import Annotated, Any, Callable, Literal, Mapping, Union, get_args, get_origin, get_type_hints
+from typing import (
+    Annotated,
+    Any,
+    Callable,
+    Literal,
+    Mapping,
+    Union,
+    get_args,
+    get_origin,
+    get_type_hints,
+)
 
 import attrs
 
@@ -67,7 +77,11 @@ def schema_for(hint: Any) -> dict[str, Any]:
         return {**base, "description": text} if text else base
     if origin is Union or origin is types.UnionType:
         options = [a for a in args if a is not type(None)]
-        inner = schema_for(options[0]) if len(options) == 1 else {"anyOf": [schema_for(a) for a in options]}
+        inner = (
+            schema_for(options[0])
+            if len(options) == 1
+            else {"anyOf": [schema_for(a) for a in options]}
+        )
         return {"anyOf": [inner, {"type": "null"}]} if len(options) < len(args) else inner
     if origin is Literal:
         return _enum_schema(list(args))
@@ -247,7 +261,9 @@ def resource_contents(uri: str, value: Any, mime_type: str | None) -> list[dict[
         else:
             wire = to_wire(item)
             if not isinstance(wire, dict):
-                raise TypeError(f"a resource function must return str, bytes or dict, not {type(item).__name__}")
+                raise TypeError(
+                    f"a resource function must return str, bytes or dict, not {type(item).__name__}"
+                )
             entry = {"uri": uri, **wire}
         if mime_type is not None:
             entry.setdefault("mimeType", mime_type)
@@ -268,14 +284,25 @@ def prompt_messages(value: Any) -> list[dict[str, Any]]:
         if isinstance(item, str):
             messages.append({"role": "user", "content": _text(item)})
         elif isinstance(item, tuple) and len(item) == 2:
-            messages.append({"role": item[0], "content": _text(item[1]) if isinstance(item[1], str)
-                             else to_wire(item[1])})
+            messages.append(
+                {
+                    "role": item[0],
+                    "content": _text(item[1]) if isinstance(item[1], str) else to_wire(item[1]),
+                }
+            )
         else:
             wire = to_wire(item)
             if not isinstance(wire, dict) or "role" not in wire:
-                raise TypeError("a prompt message must be a str, a (role, text) pair or a message dict")
+                raise TypeError(
+                    "a prompt message must be a str, a (role, text) pair or a message dict"
+                )
             content = wire.get("content")
-            messages.append({**wire, "content": _text(content) if isinstance(content, str) else to_wire(content)})
+            messages.append(
+                {
+                    **wire,
+                    "content": _text(content) if isinstance(content, str) else to_wire(content),
+                }
+            )
     return messages
 
 
@@ -293,7 +320,7 @@ class UriTemplate:
         self.template = template
         pattern, last = [], 0
         for found in self._VAR.finditer(template):
-            pattern.append(re.escape(template[last:found.start()]))
+            pattern.append(re.escape(template[last : found.start()]))
             body = ".+" if found.group(1) else "[^/?#]+"
             pattern.append(f"(?P<{found.group(2)}>{body})")
             last = found.end()

@@ -19,7 +19,6 @@ from . import __version__
 __all__ = ["main", "build_parser"]
 
 
-
 def _cmd_demo(args: argparse.Namespace) -> int:
     from .demo import run_demo
 
@@ -41,7 +40,9 @@ _COMMANDS: list[Callable[[argparse._SubParsersAction[argparse.ArgumentParser]], 
 
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser with every subcommand registered."""
-    parser = argparse.ArgumentParser(prog="mcpsync", description="A synchronous client for MCP servers.")
+    parser = argparse.ArgumentParser(
+        prog="mcpsync", description="A synchronous client for MCP servers."
+    )
     parser.add_argument("--version", action="version", version=f"mcpsync {__version__}")
     subparsers = parser.add_subparsers(title="commands", metavar="COMMAND")
     for add in _COMMANDS:

@@ -41,8 +41,11 @@ _STYLES = ("friendly", "formal", "pirate")
 
 def build_server() -> FakeServer:
     """Build the demo server (a new :class:`~mcpsync.testing.FakeServer` each call)."""
-    server = FakeServer("mcpsync-demo", __version__,
-                        instructions="A demo server: try the countdown tool to see progress.")
+    server = FakeServer(
+        "mcpsync-demo",
+        __version__,
+        instructions="A demo server: try the countdown tool to see progress.",
+    )
 
     @server.tool()
     def echo(text: str) -> str:
@@ -63,26 +66,34 @@ def build_server() -> FakeServer:
             ctx.report_progress(step, n, f"T-minus {n - step}")
         return "Liftoff!"
 
-    @server.tool(output_schema={
-        "type": "object",
-        "properties": {
-            "city": {"type": "string"},
-            "temperature_c": {"type": "number"},
-            "conditions": {"type": "string"},
-        },
-        "required": ["city", "temperature_c", "conditions"],
-    })
+    @server.tool(
+        output_schema={
+            "type": "object",
+            "properties": {
+                "city": {"type": "string"},
+                "temperature_c": {"type": "number"},
+                "conditions": {"type": "string"},
+            },
+            "required": ["city", "temperature_c", "conditions"],
+        }
+    )
     def weather(city: str) -> dict[str, Any]:
         """A (made-up, deterministic) weather report for a city, as structured output."""
         seed = hashlib.sha256(city.lower().encode("utf-8")).digest()
         conditions = ("sunny", "cloudy", "rainy", "windy", "snowy")[seed[0] % 5]
-        return {"city": city, "temperature_c": round(seed[1] / 255 * 35 - 5, 1), "conditions": conditions}
+        return {
+            "city": city,
+            "temperature_c": round(seed[1] / 255 * 35 - 5, 1),
+            "conditions": conditions,
+        }
 
     @server.resource("demo://readme", name="README", description="About this demo server.")
     def readme() -> str:
         return _README
 
-    @server.resource_template("demo://greeting/{name}", name="greeting", description="A greeting for someone.")
+    @server.resource_template(
+        "demo://greeting/{name}", name="greeting", description="A greeting for someone."
+    )
     def greeting(name: str) -> str:
         return f"Hello, {name}!"
 
@@ -92,7 +103,9 @@ def build_server() -> FakeServer:
         return f"Write a short {style} greeting for {name}."
 
     @server.completion
-    def complete(ref: dict[str, Any], argument: dict[str, Any], context: dict[str, Any] | None) -> list[str]:
+    def complete(
+        ref: dict[str, Any], argument: dict[str, Any], context: dict[str, Any] | None
+    ) -> list[str]:
         if ref.get("name") == "greet" and argument.get("name") == "style":
             prefix = str(argument.get("value", "")).lower()
             return [s for s in _STYLES if s.startswith(prefix)]
@@ -171,7 +184,10 @@ def _session(client: Client, out: TextIO) -> None:
     printer.finished.wait(2.0)
     print(f"  -> {result.text}", file=out)
     report = client.call_tool("weather", {"city": "Paris"})
-    print(f"  weather(city='Paris') -> structured content {json.dumps(report.structured_content)}", file=out)
+    print(
+        f"  weather(city='Paris') -> structured content {json.dumps(report.structured_content)}",
+        file=out,
+    )
 
     _section(out, "Resources")
     for resource in client.list_resources():
@@ -194,7 +210,11 @@ def _session(client: Client, out: TextIO) -> None:
     got = client.get_prompt("greet", {"name": "Ada", "style": "pirate"})
     print("  greet(name='Ada', style='pirate'):", file=out)
     for message in got.messages:
-        text = message.content.text if isinstance(message.content, TextContent) else repr(message.content)
+        text = (
+            message.content.text
+            if isinstance(message.content, TextContent)
+            else repr(message.content)
+        )
         print(f"    {message.role}: {text}", file=out)
 
 
@@ -211,8 +231,12 @@ def run_demo(out: TextIO | None = None) -> int:
     print("mcpsync demo: a real MCP session over stdio", file=out)
     print(f"  $ {sys.executable} -m mcpsync.demo", file=out)
     try:
-        with Client.stdio(sys.executable, args=["-m", "mcpsync.demo"],
-                          client_info=("mcpsync-demo-client", __version__), timeout=30.0) as client:
+        with Client.stdio(
+            sys.executable,
+            args=["-m", "mcpsync.demo"],
+            client_info=("mcpsync-demo-client", __version__),
+            timeout=30.0,
+        ) as client:
             _session(client, out)
     except McpError as exc:
         print(f"\ndemo failed: {type(exc).__name__}: {exc}", file=sys.stderr)

@@ -20,17 +20,17 @@ DEMO_TIMEOUT = 60
 
 def assert_full_session(output: str) -> None:
     """The printed session shows every part of a real exchange."""
-    assert "mcpsync-demo" in output                       # server info
-    assert "protocol:    2025-11-25" in output            # negotiated version
+    assert "mcpsync-demo" in output  # server info
+    assert "protocol:    2025-11-25" in output  # negotiated version
     for tool in ("echo(text)", "add(a, b)", "countdown(n, delay)", "weather(city)"):
-        assert tool in output                             # tools listed
-    assert "add(a=2, b=3) -> 5" in output                 # a tool call
-    assert "[####################] 5/5" in output         # progress, as plain lines off a TTY
+        assert tool in output  # tools listed
+    assert "add(a=2, b=3) -> 5" in output  # a tool call
+    assert "[####################] 5/5" in output  # progress, as plain lines off a TTY
     assert output.count("progress [") == 5
     assert "-> Liftoff!" in output
-    assert '"conditions"' in output                       # structured content
-    assert "| mcpsync demo server" in output              # resource text
-    assert "| Hello, Ada!" in output                      # resource template
+    assert '"conditions"' in output  # structured content
+    assert "| mcpsync demo server" in output  # resource text
+    assert "| Hello, Ada!" in output  # resource template
     assert "completions for greet style 'f': friendly, formal" in output
     assert "user: Write a short pirate greeting for Ada." in output  # the prompt
     assert "Done" in output
@@ -38,8 +38,14 @@ def assert_full_session(output: str) -> None:
 
 def run_command(argv: list[str]) -> subprocess.CompletedProcess[str]:
     env = {**os.environ, "PYTHONUNBUFFERED": "1"}
-    return subprocess.run(argv, capture_output=True, text=True, timeout=DEMO_TIMEOUT, env=env,
-                          cwd=Path(__file__).resolve().parent.parent)
+    return subprocess.run(
+        argv,
+        capture_output=True,
+        text=True,
+        timeout=DEMO_TIMEOUT,
+        env=env,
+        cwd=Path(__file__).resolve().parent.parent,
+    )
 
 
 @pytest.mark.timeout(DEMO_TIMEOUT + 10)
@@ -52,7 +58,9 @@ def test_python_dash_m_mcpsync_demo() -> None:
 
 @pytest.mark.timeout(DEMO_TIMEOUT + 10)
 def test_console_script() -> None:
-    script = shutil.which("mcpsync", path=os.path.dirname(sys.executable)) or shutil.which("mcpsync")
+    script = shutil.which("mcpsync", path=os.path.dirname(sys.executable)) or shutil.which(
+        "mcpsync"
+    )
     if script is None:
         pytest.fail("the mcpsync console script is not installed (pip install -e .)")
     proc = run_command([script, "demo"])
@@ -68,7 +76,9 @@ def test_run_demo_in_process_writes_to_the_given_stream() -> None:
 
 
 def test_cli_without_a_command_prints_help_and_fails() -> None:
-    proc = subprocess.run([sys.executable, "-m", "mcpsync"], capture_output=True, text=True, timeout=30)
+    proc = subprocess.run(
+        [sys.executable, "-m", "mcpsync"], capture_output=True, text=True, timeout=30
+    )
     assert proc.returncode == 2
     assert "demo" in proc.stderr
 
@@ -83,5 +93,10 @@ def test_demo_server_in_process() -> None:
         assert report is not None and set(report) == {"city", "temperature_c", "conditions"}
         assert client.call_tool("countdown", {"n": 2, "delay": 0}).text == "Liftoff!"
         contents = client.read_resource("demo://greeting/Bob").contents
-        assert isinstance(contents[0], types.TextResourceContents) and contents[0].text == "Hello, Bob!"
-        assert client.complete(types.PromptReference(name="greet"), "style", "p").values == ["pirate"]
+        assert (
+            isinstance(contents[0], types.TextResourceContents)
+            and contents[0].text == "Hello, Bob!"
+        )
+        assert client.complete(types.PromptReference(name="greet"), "style", "p").values == [
+            "pirate"
+        ]

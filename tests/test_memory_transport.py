@@ -90,7 +90,9 @@ def test_messages_cross_as_json_not_by_reference() -> None:
         ({"x": {1, 2}}, TypeError),
     ],
 )
-def test_bad_input_raises_in_the_sender_and_nothing_is_delivered(bad: dict[str, Any], error: type) -> None:
+def test_bad_input_raises_in_the_sender_and_nothing_is_delivered(
+    bad: dict[str, Any], error: type
+) -> None:
     a, b, ra, rb = started_pair()
     try:
         with pytest.raises(error):
@@ -150,7 +152,11 @@ def test_close_joins_the_delivery_threads() -> None:
     a.send({"x": 1})
     rb.take(1)
     a.close()
-    leftover = [t for t in threading.enumerate() if t.name.startswith("mcpsync-memory-") and t.name not in before]
+    leftover = [
+        t
+        for t in threading.enumerate()
+        if t.name.startswith("mcpsync-memory-") and t.name not in before
+    ]
     assert leftover == []
 
 
@@ -200,6 +206,7 @@ def test_start_twice_is_an_error() -> None:
 def test_concurrent_senders_never_interleave_or_lose_messages() -> None:
     a, b, ra, rb = started_pair()
     try:
+
         def send_many(tag: int) -> None:
             for i in range(200):
                 a.send({"tag": tag, "i": i, "pad": "x" * 1000})

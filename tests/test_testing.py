@@ -57,7 +57,9 @@ class Raw:
 
     def response(self, request_id: Any, timeout: float = 5.0) -> dict[str, Any]:
         with self.cond:
-            assert self.cond.wait_for(lambda: request_id in self.responses, timeout), f"no response to {request_id}"
+            assert self.cond.wait_for(lambda: request_id in self.responses, timeout), (
+                f"no response to {request_id}"
+            )
             return self.responses.pop(request_id)
 
     def call(self, method: str, params: dict[str, Any] | None = None) -> dict[str, Any]:
@@ -75,15 +77,25 @@ class Raw:
 
     def wait_notification(self, method: str, timeout: float = 5.0) -> dict[str, Any]:
         with self.cond:
-            ok = self.cond.wait_for(lambda: any(n["method"] == method for n in self.notifications), timeout)
+            ok = self.cond.wait_for(
+                lambda: any(n["method"] == method for n in self.notifications), timeout
+            )
             assert ok, f"no {method}"
             found = next(n for n in self.notifications if n["method"] == method)
             self.notifications.remove(found)
             return found
 
-    def initialize(self, version: str = LATEST, capabilities: dict[str, Any] | None = None) -> dict[str, Any]:
-        result = self.result("initialize", {"protocolVersion": version, "capabilities": capabilities or {},
-                                            "clientInfo": {"name": "raw", "version": "0"}})
+    def initialize(
+        self, version: str = LATEST, capabilities: dict[str, Any] | None = None
+    ) -> dict[str, Any]:
+        result = self.result(
+            "initialize",
+            {
+                "protocolVersion": version,
+                "capabilities": capabilities or {},
+                "clientInfo": {"name": "raw", "version": "0"},
+            },
+        )
         self.send({"jsonrpc": "2.0", "method": "notifications/initialized"})
         return result
 
@@ -126,8 +138,12 @@ def server() -> FakeServer:
 
     @srv.prompt(name="chat")
     def chat_prompt(topic: str) -> list[Any]:
-        return ["first", ("assistant", f"about {topic}"), {"role": "user", "content": "plain"},
-                {"role": "user", "content": {"type": "text", "text": "block"}}]
+        return [
+            "first",
+            ("assistant", f"about {topic}"),
+            {"role": "user", "content": "plain"},
+            {"role": "user", "content": {"type": "text", "text": "block"}},
+        ]
 
     return srv
 
@@ -208,9 +224,20 @@ def test_input_schema_from_type_hints() -> None:
     srv = FakeServer("schemas")
 
     @srv.tool(description="explicit")
-    def typed(i: int, f: float, s: str, b: bool, items: list[int], mapping: dict[str, float],
-              maybe: Optional[str], mode: Literal["a", "b"], ctx: ToolContext, anything=None,  # type: ignore[no-untyped-def]
-              limit: int = 10, tags: tuple[str, ...] = ()) -> str:
+    def typed(
+        i: int,
+        f: float,
+        s: str,
+        b: bool,
+        items: list[int],
+        mapping: dict[str, float],
+        maybe: Optional[str],
+        mode: Literal["a", "b"],
+        ctx: ToolContext,
+        anything=None,  # type: ignore[no-untyped-def]
+        limit: int = 10,
+        tags: tuple[str, ...] = (),
+    ) -> str:
         return ""
 
     client = Raw(srv)
@@ -244,7 +271,9 @@ def test_tool_list_uses_docstring_first_paragraph(raw: Raw) -> None:
     assert "description" not in tools["echo"]
 
 
-def call(raw: Raw, name: str, arguments: dict[str, Any] | None = None, **extra: Any) -> dict[str, Any]:
+def call(
+    raw: Raw, name: str, arguments: dict[str, Any] | None = None, **extra: Any
+) -> dict[str, Any]:
     return raw.result("tools/call", {"name": name, "arguments": arguments or {}, **extra})
 
 
@@ -325,17 +354,32 @@ def test_tool_errors() -> None:
     client = Raw(srv)
     try:
         client.initialize()
-        assert call(client, "fails") == {"content": [{"type": "text", "text": "nope, said the tool"}], "isError": True}
+        assert call(client, "fails") == {
+            "content": [{"type": "text", "text": "nope, said the tool"}],
+            "isError": True,
+        }
         result = call(client, "crashes")
         assert result["isError"] is True and "ValueError: bug" in result["content"][0]["text"]
         assert client.error("tools/call", {"name": "protocol_error"}) == {
-            "code": -32099, "message": "custom", "data": {"why": "test"}}
+            "code": -32099,
+            "message": "custom",
+            "data": {"why": "test"},
+        }
         assert client.error("tools/call", {"name": "missing"})["code"] == -32602
         assert client.error("tools/call", {"name": 5})["code"] == -32602
-        for bad in ({}, {"n": "1"}, {"n": 1.5}, {"n": True}, {"n": 1, "flag": 0}, {"n": 1, "extra": 2}):
+        for bad in (
+            {},
+            {"n": "1"},
+            {"n": 1.5},
+            {"n": True},
+            {"n": 1, "flag": 0},
+            {"n": 1, "extra": 2},
+        ):
             result = call(client, "typed", bad)
             assert result["isError"] is True, bad
-        assert call(client, "typed", {"n": 2.0})["content"][0]["text"] == "ok"  # 2.0 is an integer in JSON Schema
+        assert (
+            call(client, "typed", {"n": 2.0})["content"][0]["text"] == "ok"
+        )  # 2.0 is an integer in JSON Schema
     finally:
         client.close()
 
@@ -388,7 +432,10 @@ def test_progress_and_logging() -> None:
         second = client.wait_notification("notifications/progress")["params"]
         assert first == {"progressToken": "tok", "progress": 1, "total": 2, "message": "half"}
         assert second == {"progressToken": "tok", "progress": 2}
-        assert client.wait_notification("notifications/message")["params"] == {"level": "info", "data": "chatty"}
+        assert client.wait_notification("notifications/message")["params"] == {
+            "level": "info",
+            "data": "chatty",
+        }
         client.wait_notification("notifications/message")
         # Without a token no progress is sent; after setLevel only severe enough logs are.
         assert client.error("logging/setLevel", {"level": "loud"})["code"] == -32602
@@ -415,7 +462,10 @@ def test_progress_message_is_omitted_for_2024_11_05() -> None:
         client.initialize("2024-11-05")
         call(client, "work", _meta={"progressToken": 5})
         assert client.wait_notification("notifications/progress")["params"] == {
-            "progressToken": 5, "progress": 1, "total": 1}
+            "progressToken": 5,
+            "progress": 1,
+            "total": 1,
+        }
     finally:
         client.close()
 
@@ -436,8 +486,13 @@ def test_cancelled_tool_sees_the_event_and_gets_no_response() -> None:
         client.initialize()
         request_id = client.start_call("tools/call", {"name": "wait", "arguments": {}})
         assert started.wait(5)
-        client.send({"jsonrpc": "2.0", "method": "notifications/cancelled",
-                     "params": {"requestId": request_id, "reason": "user"}})
+        client.send(
+            {
+                "jsonrpc": "2.0",
+                "method": "notifications/cancelled",
+                "params": {"requestId": request_id, "reason": "user"},
+            }
+        )
         assert saw_cancel.wait(5)
         assert client.result("ping") == {}
         with client.cond:
@@ -493,7 +548,9 @@ def test_sampling_elicitation_and_roots_from_a_tool() -> None:
     @srv.tool()
     def ask(ctx: ToolContext) -> str:
         sampled = ctx.sample("What is 2+2?", max_tokens=10, system_prompt="be brief")
-        elicited = ctx.elicit("Your name?", {"type": "object", "properties": {"name": {"type": "string"}}})
+        elicited = ctx.elicit(
+            "Your name?", {"type": "object", "properties": {"name": {"type": "string"}}}
+        )
         roots = ctx.list_roots()
         return f"{sampled['content']['text']}|{elicited['content']['name']}|{roots[0]['uri']}"
 
@@ -501,12 +558,27 @@ def test_sampling_elicitation_and_roots_from_a_tool() -> None:
     try:
         client.initialize(capabilities={"sampling": {}, "elicitation": {}, "roots": {}})
         request_id = client.start_call("tools/call", {"name": "ask", "arguments": {}})
-        sampling = answer_next_request(client, "sampling/createMessage", {"result": {
-            "role": "assistant", "content": {"type": "text", "text": "4"}, "model": "m"}})
-        assert sampling["params"] == {"messages": [{"role": "user", "content": {"type": "text", "text": "What is 2+2?"}}],
-                                      "maxTokens": 10, "systemPrompt": "be brief"}
-        elicit = answer_next_request(client, "elicitation/create", {"result": {
-            "action": "accept", "content": {"name": "Ada"}}})
+        sampling = answer_next_request(
+            client,
+            "sampling/createMessage",
+            {
+                "result": {
+                    "role": "assistant",
+                    "content": {"type": "text", "text": "4"},
+                    "model": "m",
+                }
+            },
+        )
+        assert sampling["params"] == {
+            "messages": [{"role": "user", "content": {"type": "text", "text": "What is 2+2?"}}],
+            "maxTokens": 10,
+            "systemPrompt": "be brief",
+        }
+        elicit = answer_next_request(
+            client,
+            "elicitation/create",
+            {"result": {"action": "accept", "content": {"name": "Ada"}}},
+        )
         assert elicit["params"]["message"] == "Your name?"
         answer_next_request(client, "roots/list", {"result": {"roots": [{"uri": "file:///tmp"}]}})
         assert client.response(request_id)["result"]["content"][0]["text"] == "4|Ada|file:///tmp"
@@ -529,7 +601,9 @@ def test_server_to_client_request_failures_become_tool_errors() -> None:
     try:
         client.initialize(capabilities={"sampling": {}})
         request_id = client.start_call("tools/call", {"name": "ask", "arguments": {}})
-        answer_next_request(client, "sampling/createMessage", {"error": {"code": -1, "message": "user said no"}})
+        answer_next_request(
+            client, "sampling/createMessage", {"error": {"code": -1, "message": "user said no"}}
+        )
         result = client.response(request_id)["result"]
         assert result["isError"] is True and "user said no" in result["content"][0]["text"]
         # Timeout: the server cancels its own request and the tool fails.
@@ -583,18 +657,26 @@ def test_client_request_error_is_exported() -> None:
 
 def test_resources(raw: Raw) -> None:
     listed = raw.result("resources/list")["resources"]
-    assert {"uri": "test://hello", "name": "hello", "mimeType": "text/plain", "description": "greeting"} in listed
+    assert {
+        "uri": "test://hello",
+        "name": "hello",
+        "mimeType": "text/plain",
+        "description": "greeting",
+    } in listed
     templates = raw.result("resources/templates/list")["resourceTemplates"]
     assert templates[0]["uriTemplate"] == "test://users/{user}/files/{+path}"
     assert raw.result("resources/read", {"uri": "test://hello"})["contents"] == [
-        {"uri": "test://hello", "text": "hello world", "mimeType": "text/plain"}]
+        {"uri": "test://hello", "text": "hello world", "mimeType": "text/plain"}
+    ]
     (blob,) = raw.result("resources/read", {"uri": "test://bytes"})["contents"]
     assert blob == {"uri": "test://bytes", "blob": "AAH/", "mimeType": "application/octet-stream"}
     (item,) = raw.result("resources/read", {"uri": "test://users/ada/files/a/b.txt"})["contents"]
     assert item["text"] == "ada:a/b.txt"
     error = raw.error("resources/read", {"uri": "test://missing"})
     assert error["code"] == -32002 and error["data"] == {"uri": "test://missing"}
-    assert raw.error("resources/read", {"uri": "test://users/ada"})["code"] == -32002  # template needs both parts
+    assert (
+        raw.error("resources/read", {"uri": "test://users/ada"})["code"] == -32002
+    )  # template needs both parts
     assert raw.error("resources/read", {})["code"] == -32602
 
 
@@ -602,27 +684,47 @@ def test_subscriptions(server: FakeServer, raw: Raw) -> None:
     assert raw.result("resources/subscribe", {"uri": "test://hello"}) == {}
     assert raw.result("resources/subscribe", {"uri": "test://bytes"}) == {}
     server.notify_resource_updated("test://hello")
-    assert raw.wait_notification("notifications/resources/updated")["params"] == {"uri": "test://hello"}
+    assert raw.wait_notification("notifications/resources/updated")["params"] == {
+        "uri": "test://hello"
+    }
     assert raw.result("resources/unsubscribe", {"uri": "test://hello"}) == {}
     server.notify_resource_updated("test://hello")
-    server.notify_resource_updated("test://bytes")  # sent after: its arrival proves the first was not sent
-    assert raw.wait_notification("notifications/resources/updated")["params"] == {"uri": "test://bytes"}
+    server.notify_resource_updated(
+        "test://bytes"
+    )  # sent after: its arrival proves the first was not sent
+    assert raw.wait_notification("notifications/resources/updated")["params"] == {
+        "uri": "test://bytes"
+    }
     with raw.cond:
         assert raw.notifications == []
 
 
 def test_prompts(raw: Raw) -> None:
     prompts = {p["name"]: p for p in raw.result("prompts/list")["prompts"]}
-    assert prompts["greet"] == {"name": "greet", "description": "Greet someone.", "arguments": [
-        {"name": "name", "required": True}, {"name": "style", "required": False}]}
+    assert prompts["greet"] == {
+        "name": "greet",
+        "description": "Greet someone.",
+        "arguments": [{"name": "name", "required": True}, {"name": "style", "required": False}],
+    }
     got = raw.result("prompts/get", {"name": "greet", "arguments": {"name": "Ada"}})
-    assert got == {"description": "Greet someone.",
-                   "messages": [{"role": "user", "content": {"type": "text", "text": "friendly hello to Ada"}}]}
+    assert got == {
+        "description": "Greet someone.",
+        "messages": [
+            {"role": "user", "content": {"type": "text", "text": "friendly hello to Ada"}}
+        ],
+    }
     chat = raw.result("prompts/get", {"name": "chat", "arguments": {"topic": "x"}})["messages"]
     assert [(m["role"], m["content"]["text"]) for m in chat] == [
-        ("user", "first"), ("assistant", "about x"), ("user", "plain"), ("user", "block")]
+        ("user", "first"),
+        ("assistant", "about x"),
+        ("user", "plain"),
+        ("user", "block"),
+    ]
     assert raw.error("prompts/get", {"name": "greet"})["code"] == -32602
-    assert raw.error("prompts/get", {"name": "greet", "arguments": {"name": "a", "x": "y"}})["code"] == -32602
+    assert (
+        raw.error("prompts/get", {"name": "greet", "arguments": {"name": "a", "x": "y"}})["code"]
+        == -32602
+    )
     assert raw.error("prompts/get", {"name": "nope"})["code"] == -32602
 
 
@@ -630,25 +732,36 @@ def test_completion(server: FakeServer, raw: Raw) -> None:
     ref = {"type": "ref/prompt", "name": "greet"}
     argument = {"name": "style", "value": "f"}
     assert raw.result("completion/complete", {"ref": ref, "argument": argument}) == {
-        "completion": {"values": [], "total": 0, "hasMore": False}}
+        "completion": {"values": [], "total": 0, "hasMore": False}
+    }
     seen: list[Any] = []
 
     @server.completion
-    def complete(ref: dict[str, Any], argument: dict[str, Any], context: dict[str, Any] | None) -> list[str]:
+    def complete(
+        ref: dict[str, Any], argument: dict[str, Any], context: dict[str, Any] | None
+    ) -> list[str]:
         seen.append((ref, argument, context))
         return [f"v{i}" for i in range(150)]
 
-    result = raw.result("completion/complete", {"ref": ref, "argument": argument,
-                                                "context": {"arguments": {"name": "Ada"}}})
+    result = raw.result(
+        "completion/complete",
+        {"ref": ref, "argument": argument, "context": {"arguments": {"name": "Ada"}}},
+    )
     assert seen == [(ref, argument, {"arguments": {"name": "Ada"}})]
     assert len(result["completion"]["values"]) == 100
     assert result["completion"]["total"] == 150 and result["completion"]["hasMore"] is True
     assert raw.error("completion/complete", {"ref": ref})["code"] == -32602
 
 
-@pytest.mark.parametrize("method, key", [("tools/list", "tools"), ("resources/list", "resources"),
-                                         ("resources/templates/list", "resourceTemplates"),
-                                         ("prompts/list", "prompts")])
+@pytest.mark.parametrize(
+    "method, key",
+    [
+        ("tools/list", "tools"),
+        ("resources/list", "resources"),
+        ("resources/templates/list", "resourceTemplates"),
+        ("prompts/list", "prompts"),
+    ],
+)
 def test_pagination(method: str, key: str) -> None:
     srv = FakeServer("pages", page_size=2)
     for i in range(5):
@@ -694,17 +807,41 @@ STDIO_SERVER = textwrap.dedent("""
 
 def test_run_stdio_serves_until_eof() -> None:
     lines = [
-        json.dumps({"jsonrpc": "2.0", "id": 1, "method": "initialize",
-                    "params": {"protocolVersion": LATEST, "capabilities": {}, "clientInfo": {"name": "t", "version": "0"}}}),
+        json.dumps(
+            {
+                "jsonrpc": "2.0",
+                "id": 1,
+                "method": "initialize",
+                "params": {
+                    "protocolVersion": LATEST,
+                    "capabilities": {},
+                    "clientInfo": {"name": "t", "version": "0"},
+                },
+            }
+        ),
         json.dumps({"jsonrpc": "2.0", "method": "notifications/initialized"}),
         "this is not json",
         "",
-        json.dumps({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "noisy", "arguments": {"text": "hi"}}}),
+        json.dumps(
+            {
+                "jsonrpc": "2.0",
+                "id": 2,
+                "method": "tools/call",
+                "params": {"name": "noisy", "arguments": {"text": "hi"}},
+            }
+        ),
     ]
-    proc = subprocess.run([sys.executable, "-c", STDIO_SERVER], input="\n".join(lines) + "\n",
-                          capture_output=True, text=True, timeout=20)
+    proc = subprocess.run(
+        [sys.executable, "-c", STDIO_SERVER],
+        input="\n".join(lines) + "\n",
+        capture_output=True,
+        text=True,
+        timeout=20,
+    )
     assert proc.returncode == 0, proc.stderr
-    replies = [json.loads(line) for line in proc.stdout.splitlines()]  # every stdout line is JSON-RPC
+    replies = [
+        json.loads(line) for line in proc.stdout.splitlines()
+    ]  # every stdout line is JSON-RPC
     by_id = {r.get("id"): r for r in replies}
     assert by_id[1]["result"]["serverInfo"]["name"] == "stdio-fake"
     assert by_id[None]["error"]["code"] == -32700
@@ -723,7 +860,10 @@ def test_client_round_trip(server: FakeServer) -> None:
         assert client.instructions == "be nice"
         assert {t.name for t in client.list_tools()} == {"add", "echo"}
         contents = client.read_resource("test://hello").contents
-        assert isinstance(contents[0], types.TextResourceContents) and contents[0].text == "hello world"
+        assert (
+            isinstance(contents[0], types.TextResourceContents)
+            and contents[0].text == "hello world"
+        )
         prompt = client.get_prompt("greet", {"name": "Ada"})
         assert isinstance(prompt.messages[0].content, types.TextContent)
         assert prompt.messages[0].content.text == "friendly hello to Ada"
@@ -753,7 +893,13 @@ def test_client_pagination_progress_and_structured_output() -> None:
     for i in range(3):
         srv.prompt(name=f"p{i}")(lambda: "")
 
-    @srv.tool(output_schema={"type": "object", "properties": {"n": {"type": "integer"}}, "required": ["n"]})
+    @srv.tool(
+        output_schema={
+            "type": "object",
+            "properties": {"n": {"type": "integer"}},
+            "required": ["n"],
+        }
+    )
     def count(ctx: ToolContext, n: int) -> dict[str, int]:
         for i in range(n):
             ctx.report_progress(i + 1, n)
@@ -781,7 +927,9 @@ def test_client_handlers_serve_server_requests() -> None:
     @srv.tool()
     def ask(ctx: ToolContext) -> str:
         sampled = ctx.sample("question")
-        elicited = ctx.elicit("name?", {"type": "object", "properties": {"name": {"type": "string"}}})
+        elicited = ctx.elicit(
+            "name?", {"type": "object", "properties": {"name": {"type": "string"}}}
+        )
         roots = ctx.list_roots()
         ctx.log("warning", "careful")
         return f"{sampled['content']['text']}/{elicited['action']}/{len(roots)}"
@@ -789,13 +937,20 @@ def test_client_handlers_serve_server_requests() -> None:
     logs: queue.Queue[Any] = queue.Queue()
 
     def sampling(params: Any) -> Any:
-        return types.CreateMessageResult(role="assistant", content=types.TextContent(text="answer"), model="fake")
+        return types.CreateMessageResult(
+            role="assistant", content=types.TextContent(text="answer"), model="fake"
+        )
 
     def elicitation(params: Any) -> Any:
         return types.ElicitResult(action="decline")
 
-    with srv.client(timeout=10, sampling_handler=sampling, elicitation_handler=elicitation,
-                    roots=[("file:///a", "a"), ("file:///b", "b")], logging_handler=logs.put) as client:
+    with srv.client(
+        timeout=10,
+        sampling_handler=sampling,
+        elicitation_handler=elicitation,
+        roots=[("file:///a", "a"), ("file:///b", "b")],
+        logging_handler=logs.put,
+    ) as client:
         assert client.call_tool("ask").text == "answer/decline/2"
         assert logs.get(timeout=5).data == "careful"
 
@@ -821,7 +976,11 @@ def test_closing_the_client_stops_the_server_side(server: FakeServer) -> None:
     assert len(server.connections) == 1
     client.close()
     assert server.connections == []
-    assert not [t for t in threading.enumerate() if t.name.startswith(("mcpsync-memory-", "mcpsync-fakeserver-"))]
+    assert not [
+        t
+        for t in threading.enumerate()
+        if t.name.startswith(("mcpsync-memory-", "mcpsync-fakeserver-"))
+    ]
 
 
 def test_an_unused_client_starts_nothing(server: FakeServer) -> None:
@@ -847,4 +1006,6 @@ def test_disconnect_sets_cancelled_for_running_tools() -> None:
     client.start_call("tools/call", {"name": "wait", "arguments": {}})
     assert started.wait(5)
     client.close()
-    assert woke.is_set()  # close() returned only after the tool thread saw the cancellation and ended
+    assert (
+        woke.is_set()
+    )  # close() returned only after the tool thread saw the cancellation and ended
