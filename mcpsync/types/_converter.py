@@ -62,6 +62,21 @@ def wire_name(name: str) -> str:
 # JSON type is a protocol error we want to report, not paper over.
 
 
+def _hook_for(tp: Any) -> _Hook:
+    """Return the converter's structure hook for ``tp``.
+
+    ``Converter.get_structure_hook`` is new in cattrs 24.1; older releases
+    (the floor is 23.2) reach the same dispatch through ``_structure_func``.
+    """
+    getter = getattr(converter, "get_structure_hook", None)
+    if getter is not None:
+        hook: _Hook = getter(tp)
+        return hook
+    dispatch: Any = converter._structure_func.dispatch
+    legacy: _Hook = dispatch(tp)
+    return legacy
+
+
 def _type_error(expected: str, value: object) -> TypeError:
     return TypeError(f"expected {expected}, got {type(value).__name__}")
 
@@ -124,7 +139,7 @@ def _list_structure_factory(tp: Any) -> _Hook:
             raise _type_error("an array", value)
 
         return structure_any_list
-    hook = converter.get_structure_hook(elem)
+    hook = _hook_for(elem)
 
     def structure_list(value: Any, _: Any) -> list[Any]:
         # Without this check a string would be iterated into characters.
@@ -235,7 +250,7 @@ def _tagged_union_hook(
             cls = fallback
         hook = hooks.get(cls)
         if hook is None:
-            hook = hooks[cls] = converter.get_structure_hook(cls)
+            hook = hooks[cls] = _hook_for(cls)
         return hook(data, cls)
 
     return structure
@@ -252,7 +267,7 @@ def _keyed_union_hook(keys: Mapping[str, type[Any]]) -> _Hook:
             if key in data:
                 hook = hooks.get(cls)
                 if hook is None:
-                    hook = hooks[cls] = converter.get_structure_hook(cls)
+                    hook = hooks[cls] = _hook_for(cls)
                 return hook(data, cls)
         raise ValueError(f"expected one of the keys {sorted(keys)}")
 
@@ -265,8 +280,8 @@ def _one_or_many_hook(single: Any) -> _Hook:
 
     def structure(data: Any, _: Any) -> Any:
         if isinstance(data, list):
-            return converter.get_structure_hook(list_type)(data, list_type)
-        return converter.get_structure_hook(single)(data, single)
+            return _hook_for(list_type)(data, list_type)
+        return _hook_for(single)(data, single)
 
     return structure
 
@@ -282,7 +297,8 @@ def _configure() -> None:
     objects = (dict[str, Any], dict[str, Any] | None)
     converter.register_structure_hook_func(lambda t: t in objects, _structure_object)
     converter.register_unstructure_hook_func(lambda t: t in objects, _identity)
-    converter.register_unstructure_hook(Any, _identity)
+    # A predicate, not a class registration: ``Any`` is not a class before 3.11.
+    converter.register_unstructure_hook_func(lambda t: t is Any, _identity)
     converter.register_structure_hook(ProgressToken, _structure_str_or_int)
     converter.register_structure_hook(
         ProgressToken | None,
