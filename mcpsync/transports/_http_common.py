@@ -1,0 +1,239 @@
+"""What both HTTP transports share: requests plumbing, redirects, errors, redaction.
+
+``requests`` is imported by the transports lazily, so that stdio-only users
+never pay for it; this module therefore imports it only inside functions.
+
+Redirect policy (RELIABILITY F1): ``requests`` strips only ``Authorization``
+when a redirect changes host, and forwards every custom header, session ids
+included.  So we never let ``requests`` follow redirects: :func:`http_request`
+follows at most :data:`MAX_REDIRECTS` hops itself, and only when the target has
+the same origin (scheme, host, port) as the URL we were given; 301/302/303 are
+followed for GET only (``requests`` would turn a POST into a bodiless GET).
+Anything else raises :class:`~mcpsync.exceptions.HTTPStatusError` with the 3xx
+status, and nothing is sent to the other origin.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import re
+import socket
+from typing import TYPE_CHECKING, Any, Iterator, Mapping
+from urllib.parse import urljoin, urlsplit
+
+from ..exceptions import ConnectionClosed, HTTPStatusError, excerpt
+
+if TYPE_CHECKING:  # pragma: no cover - typing only
+    import requests
+
+__all__ = [
+    "MAX_REDIRECTS",
+    "origin",
+    "redact_url",
+    "redact_text",
+    "status_error",
+    "connection_error",
+    "http_request",
+    "iter_body",
+    "shutdown_response",
+    "new_session",
+    "is_event_stream",
+    "is_json",
+]
+
+log = logging.getLogger("mcpsync.transports.http")
+
+MAX_REDIRECTS = 5
+_BODY_EXCERPT = 300
+_ALWAYS_FOLLOW = frozenset({307, 308})
+_GET_FOLLOW = frozenset({301, 302, 303})
+
+_SECRETS = re.compile(
+    r"(?i)(bearer\s+|basic\s+|"
+    r"[\"']?(?:access_token|refresh_token|id_token|token|password|secret|client_secret|api[_-]?key|"
+    r"authorization|session_id|sessionid|mcp-session-id)[\"']?\s*[:=]\s*[\"']?)"
+    r"[^\s\"'&,;<>]+"
+)
+_QUERY = re.compile(r"((?:https?://|url: )[^\s'\"?]*)\?[^\s'\")]*")
+_TAGS = re.compile(r"<[^>]*>")
+_SPACES = re.compile(r"\s+")
+
+
+def origin(url: str) -> tuple[str, str, int | None]:
+    """``(scheme, host, port)`` of *url*, with the scheme's default port filled in."""
+    parts = urlsplit(url)
+    scheme = parts.scheme.lower()
+    port = parts.port or {"http": 80, "https": 443}.get(scheme)
+    return scheme, (parts.hostname or "").lower(), port
+
+
+def redact_url(url: str) -> str:
+    """*url* without credentials, query string or fragment: safe for logs and errors."""
+    parts = urlsplit(url)
+    host = parts.hostname or ""
+    if parts.port:
+        host += f":{parts.port}"
+    suffix = "?[redacted]" if parts.query else ""
+    return f"{parts.scheme}://{host}{parts.path}{suffix}"
+
+
+def redact_text(text: str) -> str:
+    """Mask tokens, passwords and query strings in untrusted or diagnostic text."""
+    text = _SECRETS.sub(lambda m: m.group(1) + "[redacted]", text)
+    return _QUERY.sub(lambda m: m.group(1) + "?[redacted]", text)
+
+
+def _body_excerpt(response: requests.Response) -> str:
+    try:
+        raw = response.raw.read(4096, decode_content=True) if response.raw is not None else b""
+    except Exception:  # the body is only decoration for the error
+        raw = b""
+    text = raw.decode("utf-8", errors="replace")
+    ctype = response.headers.get("Content-Type", "")
+    if "html" in ctype.lower() or text.lstrip().startswith("<"):
+        text = _TAGS.sub(" ", text)
+    text = _SPACES.sub(" ", text).strip()
+    return excerpt(redact_text(text), _BODY_EXCERPT)
+
+
+def status_error(response: requests.Response, what: str, cls: type[HTTPStatusError] = HTTPStatusError) -> HTTPStatusError:
+    """An :class:`HTTPStatusError` for a non-success *response* (body excerpt redacted).
+
+    A JSON-RPC error in the body is named in the message, so a server's
+    "Unsupported protocol version" is not lost behind the status.
+    """
+    body = _body_excerpt(response)
+    message = what
+    try:
+        parsed = json.loads(body) if body.startswith("{") else None
+    except ValueError:
+        parsed = None
+    if isinstance(parsed, dict) and isinstance(parsed.get("error"), dict):
+        err = parsed["error"]
+        message += f"; server said: [{err.get('code')}] {excerpt(err.get('message'), 150)}"
+    retry_after: float | None = None
+    header = response.headers.get("Retry-After", "")
+    if header.strip().isdigit():
+        retry_after = float(header.strip())
+    return cls(response.status_code, message, body_excerpt=body, retry_after=retry_after)
+
+
+def connection_error(exc: BaseException, what: str, *, outcome_unknown: bool = False) -> ConnectionClosed:
+    """A :class:`ConnectionClosed` describing *exc* without leaking URLs' queries."""
+    detail = redact_text(excerpt(str(exc), 200))
+    return ConnectionClosed(f"{what}: {type(exc).__name__}: {detail}", outcome_unknown=outcome_unknown)
+
+
+def new_session(pool_size: int = 32) -> requests.Session:
+    """A ``requests.Session`` whose pools fit many threads plus long-lived streams."""
+    import requests
+    import requests.adapters
+
+    session = requests.Session()
+    adapter = requests.adapters.HTTPAdapter(pool_connections=4, pool_maxsize=pool_size)
+    session.mount("http://", adapter)
+    session.mount("https://", adapter)
+    return session
+
+
+def http_request(
+    session: requests.Session,
+    method: str,
+    url: str,
+    *,
+    headers: Mapping[str, str],
+    auth: Any,
+    timeout: tuple[float, float | None],
+    data: bytes | None = None,
+    stream: bool = True,
+    follow_redirects: bool = True,
+) -> requests.Response:
+    """One HTTP exchange with our redirect policy; raises ``requests`` exceptions as they come.
+
+    :raises HTTPStatusError: for a redirect we do not follow (the 3xx status).
+    """
+    start = origin(url)
+    current = url
+    for _ in range(MAX_REDIRECTS + 1):
+        response = session.request(
+            method,
+            current,
+            headers=dict(headers),
+            auth=auth,
+            data=data,
+            timeout=timeout,
+            stream=stream,
+            allow_redirects=False,
+        )
+        status = response.status_code
+        if not (300 <= status < 400) or "Location" not in response.headers:
+            return response
+        target = urljoin(current, response.headers["Location"])
+        followable = status in _ALWAYS_FOLLOW or (method == "GET" and status in _GET_FOLLOW)
+        response.close()
+        if not follow_redirects or not followable or origin(target) != start:
+            reason = "redirects are disabled" if not follow_redirects else (
+                "redirect to another origin refused" if origin(target) != start
+                else "a redirect that would change the method was refused")
+            raise HTTPStatusError(status, f"{reason} ({redact_url(current)} -> {redact_url(target)})")
+        log.debug("following %s redirect to %s", status, redact_url(target))
+        current = target
+    raise HTTPStatusError(status, f"more than {MAX_REDIRECTS} redirects from {redact_url(url)}")
+
+
+def iter_body(response: requests.Response, chunk: int = 65536) -> Iterator[bytes]:
+    """Yield what the socket has, as soon as it has it (never wait to fill a buffer).
+
+    ``read1`` (urllib3 >= 2.3) returns what is available, for chunked,
+    length-delimited and close-delimited bodies alike; ``iter_content(128)``
+    would hold a small event until more bytes arrive (RELIABILITY C8).
+    """
+    raw = response.raw
+    read1 = getattr(raw, "read1", None)
+    if read1 is None:  # urllib3 < 2.3: chunk boundaries, the best requests offers
+        yield from response.iter_content(chunk_size=None)
+        return
+    while True:
+        data = read1(chunk)
+        if not data:
+            return
+        yield data
+
+
+def _socket_of(response: requests.Response) -> socket.socket | None:
+    raw = response.raw
+    conn = getattr(raw, "_connection", None) or getattr(raw, "connection", None)
+    sock = getattr(conn, "sock", None)
+    if isinstance(sock, socket.socket):
+        return sock
+    fp = getattr(getattr(raw, "_fp", None), "fp", None)
+    sock = getattr(getattr(fp, "raw", None), "_sock", None)
+    return sock if isinstance(sock, socket.socket) else None
+
+
+def shutdown_response(response: requests.Response) -> None:
+    """Unblock a thread reading *response*, from any thread.
+
+    Closing a streaming response from another thread can deadlock on the
+    reader's buffer lock; shutting the socket down makes the blocked ``recv``
+    return at once, and the reader then closes the response itself.
+    """
+    sock = _socket_of(response)
+    if sock is None:
+        return
+    try:
+        sock.shutdown(socket.SHUT_RDWR)
+    except OSError:
+        pass  # already closed or never connected
+
+
+def is_event_stream(response: requests.Response) -> bool:
+    """Whether the response body is ``text/event-stream``."""
+    return response.headers.get("Content-Type", "").split(";")[0].strip().lower() == "text/event-stream"
+
+
+def is_json(response: requests.Response) -> bool:
+    """Whether the response body is JSON (``application/json`` or ``+json``)."""
+    ctype = response.headers.get("Content-Type", "").split(";")[0].strip().lower()
+    return ctype == "application/json" or ctype.endswith("+json")

@@ -1,0 +1,74 @@
+"""The official-SDK test server (``sdk_server.build_server``) served over HTTP with uvicorn.
+
+Run as ``python tests/servers/http_sdk.py --transport streamable|sse [--json] [--stateless]``.
+It binds 127.0.0.1 on an ephemeral port and prints ``PORT=<n>`` on stdout once it listens.
+
+* ``streamable``: Streamable HTTP at ``/mcp``; ``--json`` selects JSON-response mode (the SDK
+  then drops progress and log notifications), ``--stateless`` the stateless mode (no session,
+  no GET stream).
+* ``sse``: legacy HTTP+SSE (2024-11-05): ``GET /sse`` and ``POST /messages/``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import socket
+import sys
+import warnings
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+import uvicorn  # noqa: E402
+from mcp.server.lowlevel import NotificationOptions  # noqa: E402
+from mcp.server.sse import SseServerTransport  # noqa: E402
+from starlette.applications import Starlette  # noqa: E402
+from starlette.requests import Request  # noqa: E402
+from starlette.responses import Response  # noqa: E402
+from starlette.routing import Mount, Route  # noqa: E402
+
+import sdk_server  # noqa: E402
+
+warnings.simplefilter("ignore")
+
+
+def sse_app(server: Any) -> Starlette:
+    sse = SseServerTransport("/messages/")
+    options = server.create_initialization_options(
+        NotificationOptions(prompts_changed=True, resources_changed=True, tools_changed=True)
+    )
+
+    async def handle_sse(request: Request) -> Response:
+        async with sse.connect_sse(request.scope, request.receive, request._send) as (read, write):
+            await server.run(read, write, options)
+        return Response()
+
+    return Starlette(routes=[Route("/sse", endpoint=handle_sse, methods=["GET"]),
+                             Mount("/messages/", app=sse.handle_post_message)])
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--transport", choices=["streamable", "sse"], default="streamable")
+    parser.add_argument("--json", action="store_true")
+    parser.add_argument("--stateless", action="store_true")
+    parser.add_argument("--page-size", type=int, default=3)
+    args = parser.parse_args()
+    sdk_server.State.page_size = args.page_size
+    server = sdk_server.build_server("Test server for mcpsync.")
+    if args.transport == "sse":
+        app = sse_app(server)
+    else:
+        app = server.streamable_http_app(json_response=args.json, stateless_http=args.stateless)
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    sock.bind(("127.0.0.1", 0))
+    sock.listen(128)  # connections queue until uvicorn accepts: no start-up race
+    print(f"PORT={sock.getsockname()[1]}", flush=True)
+    config = uvicorn.Config(app, log_level="warning", lifespan="on")
+    uvicorn.Server(config).run(sockets=[sock])
+
+
+if __name__ == "__main__":
+    main()
