@@ -185,6 +185,36 @@ class Client:
 
         return cls(factory(), _transport_factory=factory, **options)
 
+    @classmethod
+    def http(
+        cls,
+        url: str,
+        *,
+        auth: Any = None,
+        headers: Mapping[str, str] | None = None,
+        session: Any = None,
+        transport: str = "auto",
+        **options: Any,
+    ) -> Client:
+        """A client for a server reached over HTTP.
+
+        :param transport: ``"auto"`` (Streamable HTTP, falling back to legacy
+            HTTP+SSE on the spec's signals), ``"streamable-http"`` or ``"sse"``.
+        :param session: a ``requests.Session`` (proxies, TLS, retries); by
+            default each connection makes its own.
+        :param auth: a ``requests`` auth object, e.g. :class:`mcpsync.auth.OAuth`.
+
+        Options the transports take (``read_timeout``, ``connect_timeout``,
+        ``session_retry``, ...; see ``docs/transports.rst``) are split off from
+        the client options.
+        """
+        from .transports.http import http_transport_factory
+
+        factory, options = http_transport_factory(
+            url, auth=auth, headers=headers, session=session, transport=transport, options=options
+        )
+        return cls(factory(), _transport_factory=factory, **options)
+
     # -- lifecycle -----------------------------------------------------------
 
     def connect(self) -> Client:
