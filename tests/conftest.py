@@ -21,7 +21,7 @@ import sys
 import tempfile
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -180,9 +180,15 @@ class Recorder:
         return self.result
 
     def wait(self, count: int = 1, timeout: float = 10.0) -> list[object]:
+        """Block until at least ``count`` calls were recorded; return them all."""
+        return self.wait_until(lambda calls: len(calls) >= count, timeout, f"{count} callback calls")
+
+    def wait_until(self, predicate: Callable[[list[object]], bool], timeout: float = 10.0,
+                   what: str = "the expected callback calls") -> list[object]:
+        """Block until ``predicate(calls)`` holds; return the calls."""
         with self._cond:
-            if not self._cond.wait_for(lambda: len(self.calls) >= count, timeout=timeout):
-                pytest.fail(f"expected {count} callback calls within {timeout} s, got {len(self.calls)}")
+            if not self._cond.wait_for(lambda: predicate(self.calls), timeout=timeout):
+                pytest.fail(f"expected {what} within {timeout} s, got {self.calls!r}"[:2000])
             return list(self.calls)
 
 
