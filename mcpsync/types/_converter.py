@@ -12,6 +12,10 @@ a class costs one generated function call plus a few dict operations.
 Primitives are checked strictly: a number where a string is expected is a
 :class:`~mcpsync.exceptions.ProtocolError`, not silently ``str()``-ed.
 
+Hooks are generated lazily, on a type's first use, and nothing is generated at
+import. The converter is safe to share between threads: two threads that race
+on a first use each build an identical hook and one of them is kept.
+
 .. versionadded:: 0.1
 """
 
@@ -344,8 +348,9 @@ _configure()
 def to_wire(obj: Any) -> dict[str, Any]:
     """Return the JSON-ready ``dict`` for a protocol object.
 
-    Unset optional fields are left out and ``extra`` keys are merged back in.
-    Plain JSON values (schemas, arguments) are shared, not copied.
+    Unset optional fields are left out and ``extra`` keys are merged back in
+    (a field always wins over an ``extra`` key of the same name). Plain JSON
+    values (schemas, arguments, ``_meta``) are shared, not copied.
     """
     data: dict[str, Any] = converter.unstructure(obj)
     return data
