@@ -300,6 +300,9 @@ class ServerConnection:
                 )
 
     def _on_response(self, message: dict[str, Any]) -> None:
+        if not _valid_id(message["id"]):  # e.g. a list: not even hashable
+            _log.debug("dropping a response with an invalid id")
+            return
         with self._lock:
             waiter = self._waiters.pop(message["id"], None)
         if waiter is None:
@@ -311,9 +314,9 @@ class ServerConnection:
     def _on_notification(self, method: str, params: dict[str, Any]) -> None:
         if method == "notifications/initialized":
             self.initialized.set()
-        elif method == "notifications/cancelled":
+        elif method == "notifications/cancelled" and _valid_id(params.get("requestId")):
             with self._lock:
-                ctx = self._inflight.get(params.get("requestId"))
+                ctx = self._inflight.get(params["requestId"])
                 if ctx is not None:
                     self._cancelled.add(ctx.request_id)
             if ctx is not None:
@@ -430,6 +433,9 @@ def serve_stdio(
             except (ValueError, RecursionError):  # bad UTF-8 or JSON, or absurdly deep nesting
                 conn._error(None, RpcError(_PARSE_ERROR, "Parse error"))
                 continue
-            conn.feed(message)
+            try:
+                conn.feed(message)
+            except Exception:  # a bug here must not end the session for every later request
+                _log.exception("failed to handle a message")
     finally:
         conn.connection_lost(ConnectionClosed("stdin closed"), drain=True)

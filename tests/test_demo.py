@@ -100,3 +100,22 @@ def test_demo_server_in_process() -> None:
         assert client.complete(types.PromptReference(name="greet"), "style", "p").values == [
             "pirate"
         ]
+
+
+def test_progress_is_a_redrawn_bar_on_a_terminal() -> None:
+    from mcpsync.demo import _ProgressPrinter
+
+    class Terminal(io.StringIO):
+        def isatty(self) -> bool:
+            return True
+
+    out = Terminal()
+    printer = _ProgressPrinter(out)
+    printer(1, 2, "half")
+    assert not printer.finished.is_set()
+    printer(2, 2, None)
+    assert printer.finished.is_set()
+    text = out.getvalue()
+    assert text.count("\r") == 2 and "\x1b[K" in text
+    assert "[##########----------] 1/2  half" in text
+    assert text.endswith("[####################] 2/2\x1b[K\n")

@@ -821,6 +821,9 @@ def test_run_stdio_serves_until_eof() -> None:
         ),
         json.dumps({"jsonrpc": "2.0", "method": "notifications/initialized"}),
         "this is not json",
+        '{"jsonrpc": "2.0", "id": [1], "result": {}}',
+        '{"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": {}}}',
+        "[" * 100_000,
         "",
         json.dumps(
             {
@@ -1009,3 +1012,22 @@ def test_disconnect_sets_cancelled_for_running_tools() -> None:
     assert (
         woke.is_set()
     )  # close() returned only after the tool thread saw the cancellation and ended
+
+
+def test_garbage_from_the_client_never_breaks_the_connection(raw: Raw) -> None:
+    garbage: list[Any] = [
+        {"jsonrpc": "2.0", "id": [1], "result": {}},
+        {"jsonrpc": "2.0", "id": {"a": 1}, "error": {"code": 1, "message": "x"}},
+        {"jsonrpc": "2.0", "id": 99999, "result": {}},
+        {"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": [1]}},
+        {"jsonrpc": "2.0", "method": "notifications/cancelled", "params": "nope"},
+        {"jsonrpc": "2.0", "method": 5, "id": "bad"},
+        {"jsonrpc": "2.0"},
+        "just a string",
+        None,
+        12,
+    ]
+    for message in garbage:
+        raw.send(message)
+    assert raw.result("ping") == {}
+    assert call(raw, "add", {"a": 2, "b": 2})["content"][0]["text"] == "4"
