@@ -29,7 +29,6 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from .. import _procutil
-from .._procutil import JsonLineFramer, LineTooLong, StderrDrain, StderrOption
 from ..exceptions import (
     ClientClosed,
     ConnectionClosed,
@@ -37,6 +36,14 @@ from ..exceptions import (
     MessageTooLarge,
     RequestTimeout,
     ServerStartError,
+)
+from ._pipes import (
+    JsonLineFramer,
+    LineTooLong,
+    StderrDrain,
+    StderrOption,
+    wait_readable,
+    write_until,
 )
 from .base import CloseHandler, MessageHandler, Transport, encode_message
 
@@ -168,13 +175,19 @@ class StdioTransport(Transport):
             self._started = True
         self._on_message, self._on_close = on_message, on_close
         try:
-            proc = self._spawn()
+            env = _procutil.build_environment(self._env)
+            proc = _procutil.spawn(self._argv, env, self._cwd)
         except BaseException:
             self._closing.set()
             self._done.set()
             raise
         self._proc, self._owner_pid = proc, os.getpid()
         assert proc.stdin is not None and proc.stdout is not None and proc.stderr is not None
+        if self._closing.is_set():  # close() ran while we were spawning
+            self._shutdown()
+            proc.stdout.close()
+            proc.stderr.close()
+            raise ClientClosed("the transport was closed while starting")
         if not _WINDOWS:
             os.set_blocking(proc.stdin.fileno(), False)  # writes must stay interruptible
         try:
@@ -193,32 +206,6 @@ class StdioTransport(Transport):
                 proc.stderr.close()
             raise ServerStartError(f"cannot start the threads for {self.describe()}") from exc
         log.info("started MCP server %s (pid %d)", self.describe(), proc.pid)
-
-    def _spawn(self) -> subprocess.Popen[bytes]:
-        kwargs: dict[str, Any] = {}
-        if _WINDOWS:
-            kwargs["creationflags"] = getattr(subprocess, "CREATE_NEW_PROCESS_GROUP", 0)
-        else:
-            kwargs["start_new_session"] = True  # our own group: killpg reaches the whole tree
-        try:
-            return subprocess.Popen(
-                self._argv,
-                stdin=subprocess.PIPE,
-                stdout=subprocess.PIPE,
-                stderr=subprocess.PIPE,
-                env=_procutil.build_environment(self._env),
-                cwd=self._cwd,
-                bufsize=0,
-                close_fds=True,
-                **kwargs,
-            )
-        except (OSError, ValueError) as exc:
-            reason = getattr(exc, "strerror", None) or str(exc)
-            where = getattr(exc, "filename", None)
-            detail = f" ({where})" if where and where != self._argv[0] else ""
-            raise ServerStartError(
-                f"cannot start MCP server {self._argv[0]!r}: {reason}{detail}"
-            ) from exc
 
     def close(self) -> None:
         """Close stdin, wait, then SIGTERM and SIGKILL the server's process group.
@@ -349,7 +336,10 @@ class StdioTransport(Transport):
         try:
             if self._closing.is_set():
                 raise self._closed_error()
-            written = self._write_all(data, deadline)
+            assert self._proc.stdin is not None
+            written = write_until(self._proc.stdin.fileno(), data, deadline, self._closing.is_set)
+            if written < len(data) and self._closing.is_set():
+                raise self._closed_error()
         except OSError as exc:
             failure = exc
         finally:
@@ -380,23 +370,6 @@ class StdioTransport(Transport):
             method=method if isinstance(method, str) else "",
             elapsed=limit or 0.0,
         )
-
-    def _write_all(self, data: bytes, deadline: float | None) -> int:
-        """Write ``data``; return how many bytes went out before ``deadline``."""
-        assert self._proc is not None and self._proc.stdin is not None
-        fd = self._proc.stdin.fileno()
-        view, total = memoryview(data), len(data)
-        while view:
-            if self._closing.is_set():
-                raise self._closed_error()
-            try:
-                view = view[os.write(fd, view) :]
-            except BlockingIOError:
-                if deadline is not None and time.monotonic() >= deadline:
-                    break
-                wait = _POLL if deadline is None else min(_POLL, deadline - time.monotonic())
-                _procutil.wait_writable(fd, max(wait, 0.0))
-        return total - len(view)
 
     def _closed_error(self) -> ConnectionClosed:
         exc = self._close_exc
@@ -430,7 +403,7 @@ class StdioTransport(Transport):
         framer = self._framer
         next_check = time.monotonic() + _POLL
         while True:
-            if _procutil.wait_readable(fd, _POLL):
+            if wait_readable(fd, _POLL):
                 chunk = os.read(fd, _CHUNK)
                 if not chunk:
                     break
@@ -455,7 +428,7 @@ class StdioTransport(Transport):
 
     def _drain_after_exit(self, fd: int) -> None:
         deadline = time.monotonic() + 0.5  # bounded: a grandchild may keep writing
-        while time.monotonic() < deadline and _procutil.wait_readable(fd, 0):
+        while time.monotonic() < deadline and wait_readable(fd, 0):
             chunk = os.read(fd, _CHUNK)
             if not chunk or self._closing.is_set():
                 break
