@@ -193,7 +193,12 @@ class Connection:
     def _deliver_log(self, params: dict[str, Any]) -> None:
         handler = self.options.logging_handler
         if handler is not None:
-            handler(types.from_wire(types.LoggingMessageNotificationParams, params))
+            try:
+                typed = types.from_wire(types.LoggingMessageNotificationParams, params)
+            except ProtocolError as exc:
+                log.warning("ignoring malformed log message from server: %s", exc)
+                return
+            handler(typed)
             return
         level = params.get("level")
         server_log.log(
