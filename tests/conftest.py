@@ -183,8 +183,12 @@ class Recorder:
         """Block until at least ``count`` calls were recorded; return them all."""
         return self.wait_until(lambda calls: len(calls) >= count, timeout, f"{count} callback calls")
 
-    def wait_until(self, predicate: Callable[[list[object]], bool], timeout: float = 10.0,
-                   what: str = "the expected callback calls") -> list[object]:
+    def wait_until(
+        self,
+        predicate: Callable[[list[object]], bool],
+        timeout: float = 10.0,
+        what: str = "the expected callback calls",
+    ) -> list[object]:
         """Block until ``predicate(calls)`` holds; return the calls."""
         with self._cond:
             if not self._cond.wait_for(lambda: predicate(self.calls), timeout=timeout):

@@ -20,14 +20,29 @@ from mcpsync import types
 pytestmark = [pytest.mark.node, pytest.mark.timeout(60)]
 
 BASE_TOOLS = {
-    "echo", "get-annotated-message", "get-env", "get-resource-links", "get-resource-reference",
-    "get-structured-content", "get-sum", "get-tiny-image", "gzip-file-as-resource",
-    "toggle-simulated-logging", "toggle-subscriber-updates", "trigger-long-running-operation",
+    "echo",
+    "get-annotated-message",
+    "get-env",
+    "get-resource-links",
+    "get-resource-reference",
+    "get-structured-content",
+    "get-sum",
+    "get-tiny-image",
+    "gzip-file-as-resource",
+    "toggle-simulated-logging",
+    "toggle-subscriber-updates",
+    "trigger-long-running-operation",
 }
 CONDITIONAL_TOOLS = {
-    "get-roots-list", "trigger-elicitation-request", "trigger-url-elicitation", "trigger-sampling-request",
+    "get-roots-list",
+    "trigger-elicitation-request",
+    "trigger-url-elicitation",
+    "trigger-sampling-request",
 }
-ROOTS = [types.Root(uri="file:///workspace/one", name="one"), types.Root(uri="file:///workspace/two", name="two")]
+ROOTS = [
+    types.Root(uri="file:///workspace/one", name="one"),
+    types.Root(uri="file:///workspace/two", name="two"),
+]
 
 ClientFactory = Callable[..., mcpsync.Client]
 
@@ -35,8 +50,11 @@ ClientFactory = Callable[..., mcpsync.Client]
 def sampling(params: types.CreateMessageRequestParams) -> types.CreateMessageResult:
     prompt = params.messages[0].content
     assert isinstance(prompt, types.TextContent)
-    return types.CreateMessageResult(content=types.TextContent(text=f"LLM says: {prompt.text}"),
-                                     model="everything-test-model", stop_reason="endTurn")
+    return types.CreateMessageResult(
+        content=types.TextContent(text=f"LLM says: {prompt.text}"),
+        model="everything-test-model",
+        stop_reason="endTurn",
+    )
 
 
 def elicitation(params: Any) -> types.ElicitResult:
@@ -67,7 +85,9 @@ def plain(everything_server: list[str]) -> Iterator[mcpsync.Client]:
     client = mcpsync.Client.stdio(everything_server[0], args=everything_server[1:], timeout=20.0)
     with client:
         # Start the callback threads now, so the per-test leak check does not count them.
-        client.call_tool("trigger-long-running-operation", {"duration": 0, "steps": 1}, progress=lambda *a: None)
+        client.call_tool(
+            "trigger-long-running-operation", {"duration": 0, "steps": 1}, progress=lambda *a: None
+        )
         yield client
 
 
@@ -86,7 +106,9 @@ def test_identity(plain: mcpsync.Client) -> None:
     assert caps.logging is not None and caps.completions is not None
 
 
-def test_conditional_tools_follow_client_capabilities(plain: mcpsync.Client, make_client: ClientFactory) -> None:
+def test_conditional_tools_follow_client_capabilities(
+    plain: mcpsync.Client, make_client: ClientFactory
+) -> None:
     assert {tool.name for tool in plain.list_tools()} & CONDITIONAL_TOOLS == set()
     full = make_client(sampling_handler=sampling, elicitation_handler=elicitation, roots=ROOTS)
     names = {tool.name for tool in full.list_tools()}
@@ -104,7 +126,11 @@ def test_simple_tools(plain: mcpsync.Client) -> None:
 
 def test_structured_content(plain: mcpsync.Client) -> None:
     result = plain.call_tool("get-structured-content", {"location": "Chicago"})
-    assert result.structured_content == {"temperature": 36, "conditions": "Light rain / drizzle", "humidity": 82}
+    assert result.structured_content == {
+        "temperature": 36,
+        "conditions": "Light rain / drizzle",
+        "humidity": 82,
+    }
     assert json.loads(result.text) == result.structured_content
     schema = {tool.name: tool for tool in plain.list_tools()}["get-structured-content"].output_schema
     assert schema is not None and set(schema["properties"]) == {"temperature", "conditions", "humidity"}
@@ -135,14 +161,18 @@ def test_content_types(plain: mcpsync.Client) -> None:
     assert isinstance(embedded[0].resource, types.TextResourceContents)
     assert embedded[0].resource.uri == "demo://resource/dynamic/text/3"
 
-    annotated = plain.call_tool("get-annotated-message", {"messageType": "error", "includeImage": True}).content
+    annotated = plain.call_tool(
+        "get-annotated-message", {"messageType": "error", "includeImage": True}
+    ).content
     assert isinstance(annotated[0], types.TextContent) and annotated[0].annotations is not None
     assert annotated[0].annotations.priority == 1.0
     assert annotated[0].annotations.audience == ["user", "assistant"]
     assert isinstance(annotated[1], types.ImageContent)
 
 
-def test_env_is_merged_over_a_safe_default(make_client: ClientFactory, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_env_is_merged_over_a_safe_default(
+    make_client: ClientFactory, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setenv("MCPSYNC_TEST_PARENT_SECRET", "must-not-leak")
     client = make_client(env={"MCPSYNC_TEST_VAR": "passed through"})
     env = json.loads(client.call_tool("get-env").text)
@@ -151,9 +181,13 @@ def test_env_is_merged_over_a_safe_default(make_client: ClientFactory, monkeypat
     assert "PATH" in env
 
 
-def test_long_running_operation_progress(plain: mcpsync.Client, recorder: Any, callback_thread_check: Any) -> None:
+def test_long_running_operation_progress(
+    plain: mcpsync.Client, recorder: Any, callback_thread_check: Any
+) -> None:
     progress = recorder()
-    result = plain.call_tool("trigger-long-running-operation", {"duration": 0.5, "steps": 5}, progress=progress)
+    result = plain.call_tool(
+        "trigger-long-running-operation", {"duration": 0.5, "steps": 5}, progress=progress
+    )
     assert result.text == "Long running operation completed. Duration: 0.5 seconds, Steps: 5."
     assert progress.wait(5) == [(float(i), 5.0, None) for i in range(1, 6)]
     for name in progress.threads:
@@ -258,7 +292,10 @@ def test_resources(plain: mcpsync.Client) -> None:
     assert doc.text
 
     templates = {t.uri_template for t in plain.list_resource_templates()}
-    assert templates == {"demo://resource/dynamic/text/{resourceId}", "demo://resource/dynamic/blob/{resourceId}"}
+    assert templates == {
+        "demo://resource/dynamic/text/{resourceId}",
+        "demo://resource/dynamic/blob/{resourceId}",
+    }
     (text,) = plain.read_resource("demo://resource/dynamic/text/5").contents
     assert isinstance(text, types.TextResourceContents)
     assert text.text.startswith("Resource 5: This is a plaintext resource")
@@ -283,7 +320,9 @@ def test_prompts(plain: mcpsync.Client) -> None:
     assert message.content.text == "This is a simple prompt without arguments."
     (message,) = plain.get_prompt("args-prompt", {"city": "Paris", "state": "TX"}).messages
     assert message.content.text == "What's weather in Paris, TX?"  # type: ignore[union-attr]
-    intro, embedded = plain.get_prompt("resource-prompt", {"resourceType": "Blob", "resourceId": "2"}).messages
+    _intro, embedded = plain.get_prompt(
+        "resource-prompt", {"resourceType": "Blob", "resourceId": "2"}
+    ).messages
     assert isinstance(embedded.content, types.EmbeddedResource)
     assert isinstance(embedded.content.resource, types.BlobResourceContents)
 
@@ -296,7 +335,11 @@ def test_prompt_missing_argument(plain: mcpsync.Client) -> None:
 def test_completion(plain: mcpsync.Client) -> None:
     ref = types.PromptReference(name="completable-prompt")
     assert plain.complete(ref, "department", "E").values == ["Engineering"]
-    assert plain.complete(ref, "name", "", context={"department": "Sales"}).values == ["David", "Eve", "Frank"]
+    assert plain.complete(ref, "name", "", context={"department": "Sales"}).values == [
+        "David",
+        "Eve",
+        "Frank",
+    ]
     template = types.ResourceTemplateReference(uri="demo://resource/dynamic/text/{resourceId}")
     assert plain.complete(template, "resourceId", "3").values == ["3"]
 
@@ -304,8 +347,9 @@ def test_completion(plain: mcpsync.Client) -> None:
 # --------------------------------------------------------------------------- logging and notifications
 
 
-def test_logging_and_subscriptions(make_client: ClientFactory, recorder: Any,
-                                   callback_thread_check: Any) -> None:
+def test_logging_and_subscriptions(
+    make_client: ClientFactory, recorder: Any, callback_thread_check: Any
+) -> None:
     logs = recorder()
     client = make_client(logging_handler=logs)
     client.set_logging_level("debug")

@@ -124,8 +124,9 @@ def test_auto_mode_falls_back_to_handshake(make_client: ClientFactory) -> None:
 
 
 def test_server_with_unknown_version_is_refused(sdk_server: list[str]) -> None:
-    client = mcpsync.Client.stdio(sdk_server[0], args=[*sdk_server[1:], "--legacy-only", "--versions", "2023-01-01"],
-                                  timeout=20.0)
+    client = mcpsync.Client.stdio(
+        sdk_server[0], args=[*sdk_server[1:], "--legacy-only", "--versions", "2023-01-01"], timeout=20.0
+    )
     try:
         with pytest.raises(mcpsync.UnsupportedProtocolVersion):
             client.connect()
@@ -184,7 +185,11 @@ def test_call_tool_every_content_type(shared: mcpsync.Client) -> None:
     content = shared.call_tool("media").content
     text, image, audio, link, embedded_text, embedded_blob = content
     assert isinstance(text, types.TextContent) and text.text == "media follows"
-    assert isinstance(image, types.ImageContent) and image.mime_type == "image/png" and image.data == "iVBORw0KGgo="
+    assert (
+        isinstance(image, types.ImageContent)
+        and image.mime_type == "image/png"
+        and image.data == "iVBORw0KGgo="
+    )
     assert isinstance(audio, types.AudioContent) and audio.mime_type == "audio/wav"
     assert isinstance(link, types.ResourceLink) and link.uri == "memo://note/1" and link.name == "note-1"
     assert isinstance(embedded_text, types.EmbeddedResource)
@@ -293,11 +298,17 @@ def test_progress_resets_the_timeout(make_client: ClientFactory) -> None:
     result = client.call_tool("slow", {"steps": 6, "delay": 0.2}, timeout=0.8, progress=lambda *a: None)
     assert result.text == "done after 6 steps"
     with pytest.raises(mcpsync.RequestTimeout):
-        client.call_tool("slow", {"steps": 10, "delay": 0.3}, timeout=0.5, progress=lambda *a: None,
-                         reset_timeout_on_progress=False)
+        client.call_tool(
+            "slow",
+            {"steps": 10, "delay": 0.3},
+            timeout=0.5,
+            progress=lambda *a: None,
+            reset_timeout_on_progress=False,
+        )
     with pytest.raises(TimeoutError):
-        client.call_tool("slow", {"steps": 10, "delay": 0.3}, timeout=0.5, progress=lambda *a: None,
-                         max_total_timeout=0.9)
+        client.call_tool(
+            "slow", {"steps": 10, "delay": 0.3}, timeout=0.5, progress=lambda *a: None, max_total_timeout=0.9
+        )
     # The connection is still usable after the timeouts.
     assert client.call_tool("echo", {"text": "after"}).text == "after"
 
@@ -305,8 +316,9 @@ def test_progress_resets_the_timeout(make_client: ClientFactory) -> None:
 # --------------------------------------------------------------------------- logging
 
 
-def test_logging_level_and_handler(make_client: ClientFactory, recorder: Any,
-                                   callback_thread_check: Any) -> None:
+def test_logging_level_and_handler(
+    make_client: ClientFactory, recorder: Any, callback_thread_check: Any
+) -> None:
     logs = recorder()
     client = make_client(mode="legacy", logging_handler=logs)
     client.set_logging_level("warning")
@@ -328,7 +340,7 @@ def test_failing_callback_goes_to_exception_handler(make_client: ClientFactory, 
 
     client = make_client(mode="legacy", logging_handler=broken_handler, exception_handler=errors)
     client.call_tool("log", {"levels": ["error", "alert"]})
-    first, second = errors.wait(2)
+    first, _second = errors.wait(2)
     assert isinstance(first, RuntimeError) and str(first) == "callback bug"
     assert client.call_tool("echo", {"text": "alive"}).text == "alive"
 
@@ -345,8 +357,9 @@ def _sampling_result(params: types.CreateMessageRequestParams) -> types.CreateMe
         )
     prompt = params.messages[0].content
     assert isinstance(prompt, types.TextContent)
-    return types.CreateMessageResult(content=types.TextContent(text=f"echo: {prompt.text}"), model="test-model",
-                                     stop_reason="endTurn")
+    return types.CreateMessageResult(
+        content=types.TextContent(text=f"echo: {prompt.text}"), model="test-model", stop_reason="endTurn"
+    )
 
 
 @ERAS
@@ -362,7 +375,9 @@ def test_sampling(make_client: ClientFactory, recorder: Any, callback_thread_che
     result = client.call_tool("sample", {"prompt": "hello"})
     assert result.text == "sampled by test-model"
     assert result.structured_content == {
-        "role": "assistant", "content": {"type": "text", "text": "echo: hello"}, "model": "test-model",
+        "role": "assistant",
+        "content": {"type": "text", "text": "echo: hello"},
+        "model": "test-model",
         "stopReason": "endTurn",
     }
     (params,) = handler.calls
@@ -377,7 +392,11 @@ def test_sampling(make_client: ClientFactory, recorder: Any, callback_thread_che
     assert params.tools is not None and params.tools[0].name == "weather"
     assert params.tool_choice is not None and params.tool_choice.mode == "auto"
     assert result.structured_content["content"] == {
-        "type": "tool_use", "id": "call-1", "name": "weather", "input": {"city": "Paris"}}
+        "type": "tool_use",
+        "id": "call-1",
+        "name": "weather",
+        "input": {"city": "Paris"},
+    }
     assert result.structured_content["stopReason"] == "toolUse"
 
 
@@ -404,7 +423,9 @@ def _elicit(params: types.ElicitRequestFormParams | types.ElicitRequestURLParams
 
 
 @ERAS
-def test_elicitation(make_client: ClientFactory, recorder: Any, callback_thread_check: Any, mode: str) -> None:
+def test_elicitation(
+    make_client: ClientFactory, recorder: Any, callback_thread_check: Any, mode: str
+) -> None:
     handler = recorder()
 
     def elicit(params: Any) -> types.ElicitResult:
@@ -465,8 +486,9 @@ def test_roots_change_notification(make_client: ClientFactory, tmp_path: Any) ->
 # --------------------------------------------------------------------------- notifications
 
 
-def test_list_changed_callback_may_call_the_client(make_client: ClientFactory, recorder: Any,
-                                                   callback_thread_check: Any) -> None:
+def test_list_changed_callback_may_call_the_client(
+    make_client: ClientFactory, recorder: Any, callback_thread_check: Any
+) -> None:
     client = make_client(mode="legacy")
     seen = recorder()
 

@@ -13,8 +13,13 @@ LEVELS = ["debug", "info", "notice", "warning", "error", "critical", "alert", "e
 _OBJECT: dict[str, Any] = {"type": "object"}
 
 
-def _tool(name: str, description: str, properties: dict[str, Any] | None = None,
-          required: list[str] | None = None, **extra: Any) -> dict[str, Any]:
+def _tool(
+    name: str,
+    description: str,
+    properties: dict[str, Any] | None = None,
+    required: list[str] | None = None,
+    **extra: Any,
+) -> dict[str, Any]:
     schema: dict[str, Any] = {"type": "object", "properties": properties or {}}
     if required:
         schema["required"] = required
@@ -22,17 +27,32 @@ def _tool(name: str, description: str, properties: dict[str, Any] | None = None,
 
 
 TOOLS: list[dict[str, Any]] = [
-    _tool("echo", "Echo the text back", {"text": {"type": "string"}}, ["text"],
-          annotations={"readOnlyHint": True}),
-    _tool("add", "Add two integers; structured output", {"a": {"type": "integer"}, "b": {"type": "integer"}},
-          ["a", "b"], title="Adder",
-          outputSchema={"type": "object", "properties": {"sum": {"type": "integer"}}, "required": ["sum"]}),
+    _tool(
+        "echo",
+        "Echo the text back",
+        {"text": {"type": "string"}},
+        ["text"],
+        annotations={"readOnlyHint": True},
+    ),
+    _tool(
+        "add",
+        "Add two integers; structured output",
+        {"a": {"type": "integer"}, "b": {"type": "integer"}},
+        ["a", "b"],
+        title="Adder",
+        outputSchema={"type": "object", "properties": {"sum": {"type": "integer"}}, "required": ["sum"]},
+    ),
     _tool("fail", "Return a tool error (isError)", {"message": {"type": "string"}}),
     _tool("media", "Return image, audio, resource link and embedded resources"),
-    _tool("slow", "Report progress while working", {"steps": {"type": "integer"}, "delay": {"type": "number"}}),
+    _tool(
+        "slow", "Report progress while working", {"steps": {"type": "integer"}, "delay": {"type": "number"}}
+    ),
     _tool("log", "Send log messages at the given levels", {"levels": {"type": "array"}}),
-    _tool("sample", "Ask the client's LLM (sampling/createMessage)",
-          {"prompt": {"type": "string"}, "with_tools": {"type": "boolean"}}),
+    _tool(
+        "sample",
+        "Ask the client's LLM (sampling/createMessage)",
+        {"prompt": {"type": "string"}, "with_tools": {"type": "boolean"}},
+    ),
     _tool("elicit_form", "Ask the user through a form", {"message": {"type": "string"}}),
     _tool("elicit_url", "Send the user to a URL", {"url": {"type": "string"}}),
     _tool("list_roots", "List the client's roots"),
@@ -55,8 +75,11 @@ TEMPLATES: list[dict[str, Any]] = [
 ]
 
 PROMPTS: list[dict[str, Any]] = [
-    {"name": "greet", "description": "Greet someone",
-     "arguments": [{"name": "name", "required": True}, {"name": "style", "required": False}]},
+    {
+        "name": "greet",
+        "description": "Greet someone",
+        "arguments": [{"name": "name", "required": True}, {"name": "style", "required": False}],
+    },
     {"name": "plain", "description": "A prompt without arguments"},
     {"name": "multi", "description": "A prompt with several messages"},
     {"name": "extra-1", "description": "Filler for pagination"},
@@ -67,7 +90,9 @@ STYLES = ["formal", "friendly", "funny"]
 NAMES = ["alice", "alfred", "bob", "carol"]
 
 
-def paginate(items: list[dict[str, Any]], cursor: str | None, size: int) -> tuple[list[dict[str, Any]], str | None]:
+def paginate(
+    items: list[dict[str, Any]], cursor: str | None, size: int
+) -> tuple[list[dict[str, Any]], str | None]:
     """Return one page and the cursor of the next one (``None`` on the last page)."""
     start = 0
     if cursor is not None:
@@ -91,7 +116,9 @@ def read_uri(uri: str) -> list[dict[str, Any]] | None:
     if kind == "greeting" and key:
         return [{"uri": uri, "mimeType": "text/plain", "text": f"Hello, {key}!"}]
     if kind in ("upper", "lower") and key:
-        return [{"uri": uri, "mimeType": "text/plain", "text": key.upper() if kind == "upper" else key.lower()}]
+        return [
+            {"uri": uri, "mimeType": "text/plain", "text": key.upper() if kind == "upper" else key.lower()}
+        ]
     return None
 
 
@@ -102,17 +129,23 @@ def prompt_messages(name: str, arguments: dict[str, str]) -> dict[str, Any]:
             raise ValueError("missing required argument 'name'")
         style = arguments.get("style", "friendly")
         text = f"Please greet {arguments['name']} in a {style} way."
-        return {"description": "Greet someone", "messages": [{"role": "user", "content": {"type": "text",
-                                                                                          "text": text}}]}
+        return {
+            "description": "Greet someone",
+            "messages": [{"role": "user", "content": {"type": "text", "text": text}}],
+        }
     if name == "plain":
         return {"messages": [{"role": "user", "content": {"type": "text", "text": "plain prompt"}}]}
     if name == "multi":
-        return {"messages": [
-            {"role": "user", "content": {"type": "text", "text": "question"}},
-            {"role": "assistant", "content": {"type": "text", "text": "answer"}},
-            {"role": "user", "content": {"type": "resource", "resource": {"uri": "memo://note/1",
-                                                                          "text": "note 1"}}},
-        ]}
+        return {
+            "messages": [
+                {"role": "user", "content": {"type": "text", "text": "question"}},
+                {"role": "assistant", "content": {"type": "text", "text": "answer"}},
+                {
+                    "role": "user",
+                    "content": {"type": "resource", "resource": {"uri": "memo://note/1", "text": "note 1"}},
+                },
+            ]
+        }
     if name.startswith("extra-"):
         return {"messages": [{"role": "user", "content": {"type": "text", "text": name}}]}
     raise KeyError(f"unknown prompt {name!r}")
@@ -125,6 +158,10 @@ def complete_values(ref: dict[str, Any], argument: str, value: str, context: dic
         if "name" in context:
             values = [f"{style}-for-{context['name']}" for style in values]
         return values
-    if ref.get("type") == "ref/resource" and ref.get("uri") == "memo://greeting/{name}" and argument == "name":
+    if (
+        ref.get("type") == "ref/resource"
+        and ref.get("uri") == "memo://greeting/{name}"
+        and argument == "name"
+    ):
         return [name for name in NAMES if name.startswith(value)]
     return []

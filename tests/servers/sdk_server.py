@@ -28,7 +28,7 @@ from __future__ import annotations
 import argparse
 import sys
 import warnings
-from typing import Any
+from typing import Any, ClassVar
 
 import anyio
 import mcp_types as types
@@ -39,7 +39,6 @@ from mcp.server.stdio import stdio_server
 from mcp.shared.exceptions import MCPError
 from mcp.shared.message import ServerMessageMetadata
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
-
 from sdk_catalog import (
     LEVELS,
     PROMPTS,
@@ -65,10 +64,10 @@ class State:
 
     page_size = 3
     log_level = "debug"
-    subscriptions: set[str] = set()
+    subscriptions: ClassVar[set[str]] = set()
     roots_changed = 0
-    dynamic_tools: list[dict[str, Any]] = []
-    list_calls: dict[str, int] = {}
+    dynamic_tools: ClassVar[list[dict[str, Any]]] = []
+    list_calls: ClassVar[dict[str, int]] = {}
 
 
 def _modern(ctx: Ctx) -> bool:
@@ -105,12 +104,12 @@ async def _ask(ctx: Ctx, key: str, method: str, params: Result, result_type: typ
         responses = (ctx.params or {}).get("inputResponses") or {}
         answer = responses.get(key)
         return dict(answer) if answer is not None else None
-    request_cls = {
+    request_classes: dict[str, Any] = {
         "sampling/createMessage": types.CreateMessageRequest,
         "elicitation/create": types.ElicitRequest,
         "roots/list": types.ListRootsRequest,
-    }[method]
-    request = request_cls.model_validate({"method": method, "params": params})
+    }
+    request = request_classes[method].model_validate({"method": method, "params": params})
     answer = await ctx.session.send_request(
         request, result_type, metadata=ServerMessageMetadata(related_request_id=ctx.request_id)
     )
@@ -155,9 +154,14 @@ async def tool_media(ctx: Ctx, args: Result) -> Result:
         {"type": "image", "data": "iVBORw0KGgo=", "mimeType": "image/png"},
         {"type": "audio", "data": "UklGRg==", "mimeType": "audio/wav"},
         {"type": "resource_link", "uri": "memo://note/1", "name": "note-1", "mimeType": "text/plain"},
-        {"type": "resource", "resource": {"uri": "memo://note/2", "mimeType": "text/plain", "text": "note 2"}},
-        {"type": "resource", "resource": {"uri": "memo://blob/1", "mimeType": "application/octet-stream",
-                                          "blob": "AAECAw=="}},
+        {
+            "type": "resource",
+            "resource": {"uri": "memo://note/2", "mimeType": "text/plain", "text": "note 2"},
+        },
+        {
+            "type": "resource",
+            "resource": {"uri": "memo://blob/1", "mimeType": "application/octet-stream", "blob": "AAECAw=="},
+        },
     ]
     return {"content": content, "isError": False}
 
@@ -192,8 +196,9 @@ async def tool_sample(ctx: Ctx, args: Result) -> Result:
     }
     result_type: type[Any] = types.CreateMessageResult
     if args.get("with_tools"):
-        request["tools"] = [{"name": "weather", "inputSchema": {"type": "object",
-                                                                "properties": {"city": {"type": "string"}}}}]
+        request["tools"] = [
+            {"name": "weather", "inputSchema": {"type": "object", "properties": {"city": {"type": "string"}}}}
+        ]
         request["toolChoice"] = {"mode": "auto"}
         result_type = types.CreateMessageResultWithTools
     answer = await _ask(ctx, "sample", "sampling/createMessage", request, result_type)
@@ -246,7 +251,9 @@ async def tool_stats(ctx: Ctx, args: Result) -> Result:
     stats = {
         "protocolVersion": ctx.protocol_version,
         "clientInfo": client.client_info.model_dump(mode="json", exclude_none=True) if client else None,
-        "clientCapabilities": caps.model_dump(by_alias=True, mode="json", exclude_none=True) if caps else None,
+        "clientCapabilities": caps.model_dump(by_alias=True, mode="json", exclude_none=True)
+        if caps
+        else None,
         "rootsChanged": State.roots_changed,
         "subscriptions": sorted(State.subscriptions),
         "listCalls": State.list_calls,
@@ -302,14 +309,14 @@ async def read_resource(ctx: Ctx, params: types.ReadResourceRequestParams) -> Re
     return {"contents": contents}
 
 
-async def subscribe(ctx: Ctx, params: types.SubscribeRequestParams) -> Result:
+async def subscribe(ctx: Ctx, params: types.SubscribeRequestParams) -> types.EmptyResult:
     State.subscriptions.add(params.uri)
-    return {}
+    return types.EmptyResult()
 
 
-async def unsubscribe(ctx: Ctx, params: types.UnsubscribeRequestParams) -> Result:
+async def unsubscribe(ctx: Ctx, params: types.UnsubscribeRequestParams) -> types.EmptyResult:
     State.subscriptions.discard(params.uri)
-    return {}
+    return types.EmptyResult()
 
 
 async def list_prompts(ctx: Ctx, params: types.PaginatedRequestParams | None) -> Result:
@@ -330,9 +337,9 @@ async def complete(ctx: Ctx, params: types.CompleteRequestParams) -> Result:
     return {"completion": {"values": values, "total": len(values), "hasMore": False}}
 
 
-async def set_level(ctx: Ctx, params: types.SetLevelRequestParams) -> Result:
+async def set_level(ctx: Ctx, params: types.SetLevelRequestParams) -> types.EmptyResult:
     State.log_level = params.level
-    return {}
+    return types.EmptyResult()
 
 
 async def roots_changed(ctx: Ctx, params: types.NotificationParams | None) -> None:
@@ -383,7 +390,9 @@ async def serve(args: argparse.Namespace) -> None:
     )
     async with stdio_server() as (read_stream, write_stream):
         if args.legacy_only:
-            await runner.serve_loop(server, read_stream, write_stream, lifespan_state={}, init_options=options)
+            await runner.serve_loop(
+                server, read_stream, write_stream, lifespan_state={}, init_options=options
+            )
         else:
             await server.run(read_stream, write_stream, options)
 
@@ -399,8 +408,8 @@ def main(argv: list[str] | None = None) -> None:
     if args.versions:
         # Simulate an older server: the runner answers an unknown version with its newest one.
         versions = tuple(sorted(args.versions.split(",")))
-        runner.HANDSHAKE_PROTOCOL_VERSIONS = versions  # type: ignore[misc]
-        runner.LATEST_HANDSHAKE_VERSION = versions[-1]  # type: ignore[misc]
+        setattr(runner, "HANDSHAKE_PROTOCOL_VERSIONS", versions)  # noqa: B010 - not exported
+        setattr(runner, "LATEST_HANDSHAKE_VERSION", versions[-1])  # noqa: B010 - not exported
     print("sdk-server: starting", file=sys.stderr, flush=True)
     anyio.run(serve, args)
 
