@@ -14,7 +14,7 @@ import sys
 # be installed, so a docs build always matches the checkout.
 sys.path.insert(0, os.path.abspath(".."))
 
-import mcpsync  # noqa: E402
+import mcpsync
 
 project = "mcpsync"
 author = "The mcpsync developers"
