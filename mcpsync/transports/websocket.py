@@ -36,7 +36,7 @@ import struct
 import threading
 import time
 import urllib.parse
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from ..exceptions import (
@@ -52,7 +52,7 @@ from ..exceptions import (
 from . import _ws_frames as frames
 from .base import CloseHandler, MessageHandler, Transport, encode_message
 
-__all__ = ["WebSocketClosed", "WebSocketTransport"]
+__all__ = ["WebSocketClosed", "WebSocketTransport", "websocket_transport_factory"]
 
 log = logging.getLogger(__name__)
 
@@ -507,6 +507,41 @@ class WebSocketTransport(Transport):
                 self.skipped_frames,
                 excerpt(data, 120),
             )
+
+
+_TRANSPORT_OPTIONS = frozenset(
+    {
+        "subprotocols",
+        "verify",
+        "cert",
+        "ssl_context",
+        "origin",
+        "connect_timeout",
+        "write_timeout",
+        "close_timeout",
+        "max_message_bytes",
+    }
+)
+
+
+def websocket_transport_factory(
+    url: str, *, headers: Mapping[str, str] | None, auth: Any, options: Mapping[str, Any]
+) -> tuple[Callable[[], Transport], dict[str, Any]]:
+    """Split transport options from client options; return a transport factory.
+
+    Each call of the factory makes a fresh, unconnected transport:
+    :class:`~mcpsync.Client` calls it again in a forked child.  Bad arguments
+    raise here, at once, not on first use.
+    """
+    transport_options = {k: v for k, v in options.items() if k in _TRANSPORT_OPTIONS}
+    client_options = {k: v for k, v in options.items() if k not in _TRANSPORT_OPTIONS}
+    frozen_headers = dict(headers or {})
+
+    def factory() -> Transport:
+        return WebSocketTransport(url, headers=frozen_headers, auth=auth, **transport_options)
+
+    factory()  # validate the URL and options now
+    return factory, client_options
 
 
 def _ssl_options(
