@@ -215,6 +215,34 @@ class Client:
         )
         return cls(factory(), _transport_factory=factory, **options)
 
+    @classmethod
+    def websocket(
+        cls,
+        url: str,
+        *,
+        headers: Mapping[str, str] | None = None,
+        auth: Any = None,
+        **options: Any,
+    ) -> Client:
+        """A client for a server reached over a WebSocket (``ws://`` or ``wss://``).
+
+        Needs ``pip install 'mcpsync[websocket]'``.  Transport options
+        (``verify``, ``subprotocols``, ``connect_timeout``, ``write_timeout``,
+        ``max_message_bytes``, ...; see
+        :class:`~mcpsync.transports.websocket.WebSocketTransport`) are split off
+        from the client options.  A forked child opens its own connection.
+
+        :param headers: extra headers for the upgrade request.
+        :param auth: a ``requests`` auth object, e.g. ``mcpsync.auth.BearerToken``;
+            the headers it sets go on the upgrade request, on every connect.
+        """
+        from .transports.websocket import websocket_transport_factory
+
+        factory, options = websocket_transport_factory(
+            url, headers=headers, auth=auth, options=options
+        )
+        return cls(factory(), _transport_factory=factory, **options)
+
     # -- lifecycle -----------------------------------------------------------
 
     def connect(self) -> Client:
