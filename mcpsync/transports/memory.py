@@ -102,8 +102,10 @@ class MemoryTransport(Transport):
                 name=_next_thread_name(),
                 daemon=True,
             )
+            # Started under the lock: a close() racing start() must never
+            # join a thread that is not running yet.
+            thread.start()
             self._thread = thread
-        thread.start()
 
     def send(self, message: Mapping[str, Any]) -> None:
         """Encode *message* and queue it for the peer.
