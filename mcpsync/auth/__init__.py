@@ -1,0 +1,53 @@
+"""OAuth 2.1 authorization for MCP servers over HTTP (see ``docs/auth.rst``).
+
+``keyring`` is imported only when a :class:`KeyringTokenStore` is used, so
+stdio-only users never pay for it.
+"""
+
+from __future__ import annotations
+
+from ._errors import (
+    AuthError,
+    AuthorizationRequired,
+    CallbackError,
+    DiscoveryError,
+    InsecureTokenStoreError,
+    IssuerMismatchError,
+    LoginCancelled,
+    LoginTimeout,
+    PKCENotSupportedError,
+    RegistrationError,
+    ResourceMismatchError,
+    SSRFBlockedError,
+    StateMismatchError,
+    TokenRequestError,
+    TokenStoreError,
+)
+from ._loopback import LoopbackLogin
+from ._oauth import BearerToken, OAuth
+from ._stores import FileTokenStore, KeyringTokenStore, MemoryTokenStore, TokenStore
+
+__all__ = [
+    "OAuth",
+    "BearerToken",
+    "LoopbackLogin",
+    "TokenStore",
+    "MemoryTokenStore",
+    "FileTokenStore",
+    "KeyringTokenStore",
+    "AuthError",
+    "AuthorizationRequired",
+    "LoginTimeout",
+    "LoginCancelled",
+    "TokenStoreError",
+    "InsecureTokenStoreError",
+    "DiscoveryError",
+    "ResourceMismatchError",
+    "IssuerMismatchError",
+    "PKCENotSupportedError",
+    "SSRFBlockedError",
+    "RegistrationError",
+    "TokenRequestError",
+    "StateMismatchError",
+    "CallbackError",
+]

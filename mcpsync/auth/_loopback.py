@@ -1,0 +1,169 @@
+"""The loopback redirect receiver for scripts and CLIs (RFC 8252 §7.3).
+
+Modelled on MSAL's ``AuthCodeReceiver``, minus its faults: it binds the
+literal ``127.0.0.1`` (not ``localhost``, which may resolve elsewhere) on an
+ephemeral port, keeps serving until the real callback arrives (a favicon
+request or a forged callback with a wrong ``state`` does not end the login),
+HTML-escapes everything it echoes, never logs the query string, runs in a
+named daemon thread so Ctrl+C and the timeout work, and always closes.
+"""
+
+from __future__ import annotations
+
+import html
+import http.server
+import logging
+import sys
+import threading
+import webbrowser
+from typing import Any, Callable
+from urllib.parse import parse_qs, urlsplit
+
+from ._errors import LoginCancelled, LoginTimeout
+from ._pkce import same_secret
+
+__all__ = ["LoopbackLogin", "LoopbackReceiver"]
+
+log = logging.getLogger("mcpsync.auth")
+
+_PAGE = """<!DOCTYPE html><html><head><meta charset="utf-8"><title>{title}</title></head>
+<body style="font-family: sans-serif; margin: 3em"><h1>{title}</h1><p>{body}</p></body></html>"""
+
+
+class _Handler(http.server.BaseHTTPRequestHandler):
+    server: _Server
+
+    def do_GET(self) -> None:  # noqa: N802 - http.server's naming
+        parts = urlsplit(self.path)
+        receiver = self.server.receiver
+        if parts.path != receiver.path:
+            self._reply(404, "Not found", "This is not the login callback.")
+            return
+        params = {k: v[0] for k, v in parse_qs(parts.query, keep_blank_values=True).items()}
+        if not same_secret(params.get("state"), receiver.state):
+            # A stray or forged request: refuse it and keep waiting for the real one.
+            self._reply(400, "Login failed", "The login response does not belong to the login in progress.")
+            return
+        if "error" in params:
+            self._reply(400, "Login failed", "The authorization server said: "
+                        + params["error"] + " " + params.get("error_description", ""))
+        else:
+            self._reply(200, "Logged in", receiver.success_text)
+        receiver.deliver(params)
+
+    def _reply(self, status: int, title: str, body: str) -> None:
+        page = _PAGE.format(title=html.escape(title), body=html.escape(body[:500])).encode("utf-8")
+        self.send_response(status)
+        self.send_header("Content-Type", "text/html; charset=utf-8")
+        self.send_header("Content-Length", str(len(page)))
+        self.send_header("Cache-Control", "no-store")
+        self.send_header("Referrer-Policy", "no-referrer")
+        self.end_headers()
+        self.wfile.write(page)
+
+    def log_message(self, format: str, *args: Any) -> None:  # noqa: A002
+        pass  # the request line carries the code: never log it
+
+
+class _Server(http.server.HTTPServer):
+    # Windows lets a second socket bind a port in use when this is on.
+    allow_reuse_address = sys.platform != "win32"
+    receiver: LoopbackReceiver
+
+
+class LoopbackReceiver:
+    """One bound loopback listener, for one login.  Use as a context manager."""
+
+    def __init__(self, *, host: str, port: int, path: str, success_text: str) -> None:
+        self.path = path
+        self.success_text = success_text
+        self.state: str | None = None
+        self._result: dict[str, str] | None = None
+        self._done = threading.Event()
+        self._server = _Server((host, port), _Handler)
+        self._server.receiver = self
+        self._server.timeout = 0.5
+        name = "mcpsync-auth-loopback"
+        self._thread = threading.Thread(target=self._server.serve_forever, kwargs={"poll_interval": 0.2},
+                                        name=name, daemon=True)
+        self._thread.start()
+
+    @property
+    def port(self) -> int:
+        return int(self._server.server_address[1])
+
+    @property
+    def redirect_uri(self) -> str:
+        return f"http://127.0.0.1:{self.port}{self.path}"
+
+    def deliver(self, params: dict[str, str]) -> None:
+        if not self._done.is_set():
+            self._result = params
+            self._done.set()
+
+    def wait(self, state: str, timeout: float | None) -> dict[str, str]:
+        """Block until the callback for *state* arrives; its query parameters."""
+        self.state = state  # normally set already, before the browser was opened
+        if not self._done.wait(timeout):
+            raise LoginTimeout(f"no login response within {timeout:.0f} s")
+        if self._result is None:
+            raise LoginCancelled("the login was cancelled")
+        return self._result
+
+    def close(self) -> None:
+        self._done.set()
+        self._server.shutdown()
+        self._server.server_close()
+        self._thread.join(5.0)
+
+    def __enter__(self) -> LoopbackReceiver:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+class LoopbackLogin:
+    """Log in through the user's browser and a redirect to 127.0.0.1 (scripts, CLIs, desktop apps).
+
+    :param open_browser: called with the authorization URL; the default
+        ``webbrowser.open``.  When it returns ``False`` (no browser) or raises,
+        the URL is printed to stderr for the user to open by hand.  Tests pass a
+        function that follows the URL with ``requests``.
+    :param timeout: seconds to wait for the user (:class:`~mcpsync.auth.LoginTimeout`).
+    :param port: 0 (default) for an ephemeral port.
+    """
+
+    def __init__(self, *, open_browser: Callable[[str], Any] = webbrowser.open, timeout: float = 300.0,
+                 port: int = 0, path: str = "/callback",
+                 success_text: str = "You are logged in. You can close this window.") -> None:
+        self.open_browser = open_browser
+        self.timeout = timeout
+        self.port = port
+        self.path = path
+        self.success_text = success_text
+
+    def __repr__(self) -> str:
+        return f"<LoopbackLogin port={self.port} timeout={self.timeout}>"
+
+    def receiver(self, preferred_port: int | None = None) -> LoopbackReceiver:
+        """Bind a listener: *preferred_port* (a registered redirect) if free, else :attr:`port`."""
+        for port in ([preferred_port] if preferred_port else []) + [self.port]:
+            try:
+                return LoopbackReceiver(host="127.0.0.1", port=port, path=self.path,
+                                        success_text=self.success_text)
+            except OSError:
+                if port == self.port:
+                    raise
+        raise AssertionError("unreachable")  # pragma: no cover
+
+    def open(self, url: str) -> None:
+        """Show *url* to the user: the browser, or stderr when none opens."""
+        try:
+            opened = self.open_browser(url)
+        except Exception as exc:  # a broken browser launcher must not end the login
+            log.warning("could not open a browser (%s)", type(exc).__name__)
+            opened = False
+        if opened is False:
+            sys.stderr.write(f"Open this URL in a browser to log in:\n\n    {url}\n\n")
+            sys.stderr.flush()

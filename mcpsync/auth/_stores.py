@@ -1,0 +1,348 @@
+"""Token stores: where tokens, client registrations and discovered metadata live.
+
+A store keeps one JSON-able ``dict`` ("record") per key; :class:`~mcpsync.auth.OAuth`
+uses the MCP server's canonical URL as the key.  Every store also offers
+:meth:`TokenStore.lock`, which :class:`~mcpsync.auth.OAuth` holds around
+read-refresh-write so that threads *and processes* sharing a store spend a
+rotating refresh token once (RELIABILITY F6).
+
+Stores never put secrets in their ``repr`` or in exception text.
+"""
+
+from __future__ import annotations
+
+import abc
+import base64
+import contextlib
+import copy
+import hashlib
+import json
+import os
+import stat
+import sys
+import tempfile
+import threading
+import zlib
+from pathlib import Path
+from typing import Any, Iterator
+
+from ._errors import InsecureTokenStoreError, TokenStoreError
+
+__all__ = ["TokenStore", "MemoryTokenStore", "FileTokenStore", "KeyringTokenStore"]
+
+Record = dict[str, Any]
+
+
+class TokenStore(abc.ABC):
+    """Where :class:`~mcpsync.auth.OAuth` keeps its state (abstract).
+
+    Subclasses implement :meth:`load` and :meth:`save`, and usually
+    :meth:`delete` and :meth:`lock`.  ``mcpsync.testing_auth.TokenStoreContract``
+    is a test class every implementation should pass.
+    """
+
+    def __init__(self) -> None:
+        self._thread_locks: dict[str, threading.RLock] = {}
+        self._guard = threading.Lock()
+
+    @abc.abstractmethod
+    def load(self, key: str) -> Record | None:
+        """The record saved under *key*, or ``None``."""
+
+    @abc.abstractmethod
+    def save(self, key: str, record: Record) -> None:
+        """Replace the record under *key* (atomically: readers see old or new, never half)."""
+
+    def delete(self, key: str) -> None:
+        """Forget *key* (no error when it is absent)."""
+        raise NotImplementedError(f"{type(self).__name__} cannot delete")
+
+    def _thread_lock(self, key: str) -> threading.RLock:
+        with self._guard:
+            return self._thread_locks.setdefault(key, threading.RLock())
+
+    @contextlib.contextmanager
+    def lock(self, key: str) -> Iterator[None]:
+        """Hold an exclusive lock on *key* (this process only; file-backed stores lock across processes)."""
+        with self._thread_lock(key):
+            yield
+
+    def __repr__(self) -> str:
+        return f"<{type(self).__name__}>"
+
+
+class MemoryTokenStore(TokenStore):
+    """Keeps records in this process only (tests, short scripts, per-request web use)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._data: dict[str, Record] = {}
+
+    def load(self, key: str) -> Record | None:
+        with self._guard:
+            found = self._data.get(key)
+            return copy.deepcopy(found) if found is not None else None
+
+    def save(self, key: str, record: Record) -> None:
+        json.dumps(record)  # the same contract as the persistent stores: JSON-able only
+        with self._guard:
+            self._data[key] = copy.deepcopy(record)
+
+    def delete(self, key: str) -> None:
+        with self._guard:
+            self._data.pop(key, None)
+
+
+class _FileLock:
+    """An advisory exclusive lock on a file, across processes (flock / msvcrt)."""
+
+    def __init__(self, path: Path) -> None:
+        self._path = path
+
+    @contextlib.contextmanager
+    def held(self) -> Iterator[None]:
+        fd = os.open(self._path, os.O_RDWR | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0), 0o600)
+        try:
+            if sys.platform == "win32":  # pragma: no cover - exercised on Windows CI only
+                import msvcrt
+
+                msvcrt.locking(fd, msvcrt.LK_LOCK, 1)  # type: ignore[attr-defined]
+            else:
+                import fcntl
+
+                fcntl.flock(fd, fcntl.LOCK_EX)
+            yield
+        finally:
+            os.close(fd)  # closing releases the lock on every platform
+
+
+def _key_name(key: str) -> str:
+    # Hashing keeps URLs (slashes, colons) out of file names and file names short.
+    return hashlib.sha256(key.encode("utf-8")).hexdigest()[:40]
+
+
+class FileTokenStore(TokenStore):
+    """JSON files in a private directory: the store for servers without a keyring.
+
+    The directory is created with mode 0700, each file with 0600 (whatever the
+    umask), written to a temporary file, ``fsync``-ed and renamed into place,
+    so a crash leaves the old or the new file, never a torn one.  Symlinks,
+    files owned by another user and group/world-accessible files are refused
+    (as ``ssh`` refuses a readable private key).
+
+    :param directory: where the files go, e.g. ``~/.config/my-app/tokens``.
+    """
+
+    def __init__(self, directory: str | os.PathLike[str]) -> None:
+        super().__init__()
+        self.directory = Path(directory).expanduser()
+        self._prepared = False
+
+    def __repr__(self) -> str:
+        return f"<FileTokenStore {str(self.directory)!r}>"
+
+    def _prepare(self) -> None:
+        if self._prepared:
+            return
+        try:
+            self.directory.mkdir(mode=0o700, parents=True, exist_ok=True)
+            info = os.lstat(self.directory)
+        except OSError as exc:
+            raise TokenStoreError(f"cannot create token directory {self.directory}: {exc.strerror}") from None
+        if stat.S_ISLNK(info.st_mode) or not stat.S_ISDIR(info.st_mode):
+            raise TokenStoreError(f"token directory {self.directory} is a symlink or not a directory")
+        if hasattr(os, "geteuid") and info.st_uid != os.geteuid():
+            raise TokenStoreError(f"token directory {self.directory} belongs to another user")
+        if sys.platform != "win32" and stat.S_IMODE(info.st_mode) & 0o077:
+            # Ours, but too open (an old umask-made directory): tighten it.
+            os.chmod(self.directory, 0o700)
+        self._prepared = True
+
+    def _path(self, key: str, suffix: str = ".json") -> Path:
+        return self.directory / (_key_name(key) + suffix)
+
+    def load(self, key: str) -> Record | None:
+        self._prepare()
+        path = self._path(key)
+        try:
+            fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
+        except FileNotFoundError:
+            return None
+        except OSError as exc:
+            raise TokenStoreError(f"cannot open token file {path} (a symlink?): {exc.strerror}") from None
+        with os.fdopen(fd, "rb") as handle:
+            info = os.fstat(handle.fileno())
+            if hasattr(os, "geteuid") and info.st_uid != os.geteuid():
+                raise TokenStoreError(f"token file {path} belongs to another user; refusing to use it")
+            if sys.platform != "win32" and stat.S_IMODE(info.st_mode) & 0o077:
+                raise TokenStoreError(
+                    f"token file {path} is readable by other users; remove it or run `chmod 600 {path}`")
+            raw = handle.read()
+        try:
+            record = json.loads(raw.decode("utf-8"))
+        except ValueError:
+            raise TokenStoreError(f"token file {path} is not valid JSON; delete it to log in again") from None
+        if not isinstance(record, dict):
+            raise TokenStoreError(f"token file {path} does not hold a JSON object")
+        return record
+
+    def save(self, key: str, record: Record) -> None:
+        self._prepare()
+        data = json.dumps(record, separators=(",", ":")).encode("utf-8")
+        path = self._path(key)
+        fd, tmp = tempfile.mkstemp(prefix=".tmp-", dir=self.directory)  # mkstemp creates 0600
+        try:
+            with os.fdopen(fd, "wb") as handle:
+                os.fchmod(handle.fileno(), 0o600) if hasattr(os, "fchmod") else None
+                handle.write(data)
+                handle.flush()
+                os.fsync(handle.fileno())
+            os.replace(tmp, path)
+        except BaseException:
+            with contextlib.suppress(OSError):
+                os.unlink(tmp)
+            raise
+        if hasattr(os, "O_DIRECTORY"):  # make the rename itself durable
+            dfd = os.open(self.directory, os.O_RDONLY | os.O_DIRECTORY)
+            try:
+                os.fsync(dfd)
+            finally:
+                os.close(dfd)
+
+    def delete(self, key: str) -> None:
+        self._prepare()
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(self._path(key))
+
+    @contextlib.contextmanager
+    def lock(self, key: str) -> Iterator[None]:
+        self._prepare()
+        with self._thread_lock(key), _FileLock(self._path(key, ".lock")).held():
+            yield
+
+
+# Windows Credential Manager caps a secret at 2,560 bytes and keyring stores it
+# as UTF-16, so 1,000 ASCII characters per entry leaves room to spare.
+_CHUNK = 1000
+_BAD_BACKENDS = {
+    "keyring.backends.fail": "no keyring backend is available (headless system?)",
+    "keyring.backends.null": "the null keyring backend stores nothing",
+    "keyrings.alt.file": "the keyrings.alt file backend stores secrets in a plaintext or weakly encrypted file",
+}
+_REMEDY = ("use mcpsync.auth.FileTokenStore(directory) instead (0600 files), or install and unlock a "
+           "real keyring (Secret Service, macOS Keychain, Windows Credential Manager)")
+
+
+class KeyringTokenStore(TokenStore):
+    """Records in the operating system's keyring (needs the ``keyring`` package).
+
+    Records are compressed and split into entries of at most 1,000
+    characters, so they fit Windows Credential Manager's 2,560-byte limit.  A
+    keyring that would not keep them (the ``fail`` or ``null`` backends, a
+    chainer without a real backend, the plaintext ``keyrings.alt`` backends)
+    raises :class:`~mcpsync.auth.InsecureTokenStoreError` on first use.
+
+    :param service: the keyring "service" name the entries are filed under.
+    """
+
+    def __init__(self, service: str = "mcpsync") -> None:
+        super().__init__()
+        self.service = service
+        self._checked = False
+        self._lock_dir: Path | None = None
+
+    def __repr__(self) -> str:
+        return f"<KeyringTokenStore service={self.service!r}>"
+
+    def _keyring(self) -> Any:
+        try:
+            import keyring
+            import keyring.errors
+        except ImportError:
+            raise TokenStoreError("KeyringTokenStore needs the keyring package (pip install keyring); "
+                                  "or " + _REMEDY) from None
+        if not self._checked:
+            self._check_backend(keyring.get_keyring())
+            self._checked = True
+        return keyring
+
+    @staticmethod
+    def _check_backend(backend: Any) -> None:
+        backends = list(getattr(backend, "backends", None) or [backend])
+        if type(backend).__name__ == "ChainerBackend" and not getattr(backend, "backends", None):
+            raise InsecureTokenStoreError(f"the keyring chainer has no usable backend; {_REMEDY}")
+        for item in backends:
+            module = type(item).__module__
+            for prefix, why in _BAD_BACKENDS.items():
+                if module.startswith(prefix):
+                    raise InsecureTokenStoreError(f"{why} ({module}.{type(item).__name__}); {_REMEDY}")
+
+    def _call(self, fn: Any, *args: Any) -> Any:
+        try:
+            return fn(*args)
+        except Exception as exc:  # keyring.errors.KeyringError and backend-specific errors
+            raise TokenStoreError(f"keyring operation failed ({type(exc).__name__}); {_REMEDY}") from None
+
+    def load(self, key: str) -> Record | None:
+        kr = self._keyring()
+        header = self._call(kr.get_password, self.service, key)
+        if header is None:
+            return None
+        try:
+            version, gen, count, digest = header.split(":")
+            assert version == "v1"
+            parts = [self._call(kr.get_password, self.service, f"{key}#{gen}#{i}") for i in range(int(count))]
+            blob = "".join(p for p in parts if p is not None)
+            if hashlib.sha256(blob.encode("ascii")).hexdigest()[:16] != digest:
+                raise ValueError("digest")
+            record = json.loads(zlib.decompress(base64.b64decode(blob)).decode("utf-8"))
+        except (ValueError, AssertionError, zlib.error, TypeError):
+            raise TokenStoreError(f"the keyring entry for this server is damaged; run logout to reset it "
+                                  f"(service {self.service!r})") from None
+        if not isinstance(record, dict):
+            raise TokenStoreError("the keyring entry for this server does not hold a JSON object")
+        return record
+
+    def save(self, key: str, record: Record) -> None:
+        kr = self._keyring()
+        blob = base64.b64encode(zlib.compress(json.dumps(record, separators=(",", ":")).encode("utf-8"), 9))
+        text = blob.decode("ascii")
+        chunks = [text[i:i + _CHUNK] for i in range(0, len(text), _CHUNK)] or [""]
+        old = self._call(kr.get_password, self.service, key)
+        gen = os.urandom(4).hex()
+        # New chunks first, then the header that points at them: a reader sees
+        # the old record or the new one, never a mix.
+        for i, chunk in enumerate(chunks):
+            self._call(kr.set_password, self.service, f"{key}#{gen}#{i}", chunk)
+        digest = hashlib.sha256(text.encode("ascii")).hexdigest()[:16]
+        self._call(kr.set_password, self.service, key, f"v1:{gen}:{len(chunks)}:{digest}")
+        self._drop_chunks(kr, key, old)
+
+    def _drop_chunks(self, kr: Any, key: str, header: str | None) -> None:
+        if not header or header.count(":") != 3:
+            return
+        _, gen, count, _ = header.split(":")
+        for i in range(int(count) if count.isdigit() else 0):
+            with contextlib.suppress(Exception):
+                kr.delete_password(self.service, f"{key}#{gen}#{i}")
+
+    def delete(self, key: str) -> None:
+        kr = self._keyring()
+        header = self._call(kr.get_password, self.service, key)
+        if header is None:
+            return
+        with contextlib.suppress(Exception):
+            kr.delete_password(self.service, key)
+        self._drop_chunks(kr, key, header)
+
+    @contextlib.contextmanager
+    def lock(self, key: str) -> Iterator[None]:
+        if self._lock_dir is None:
+            base = os.environ.get("XDG_RUNTIME_DIR") or os.path.join(
+                tempfile.gettempdir(), f"mcpsync-{os.getuid() if hasattr(os, 'getuid') else 'user'}")
+            directory = Path(base) / "mcpsync-locks"
+            directory.mkdir(mode=0o700, parents=True, exist_ok=True)
+            self._lock_dir = directory
+        name = _key_name(f"{self.service}\0{key}") + ".lock"
+        with self._thread_lock(key), _FileLock(self._lock_dir / name).held():
+            yield
