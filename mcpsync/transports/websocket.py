@@ -573,6 +573,6 @@ def _status_error(exc: Any, where: str) -> HTTPStatusError:
     return HTTPStatusError(
         status,
         f"{where} refused the WebSocket upgrade",
-        body_excerpt=excerpt(body, 200) if body else "",
+        body_excerpt=excerpt(body.strip(), 200) if body else "",
         retry_after=retry,
     )
