@@ -23,6 +23,7 @@ from ._errors import (
     TokenRequestError,
     TokenStoreError,
 )
+from ._enterprise import IdJagAssertion
 from ._loopback import LoopbackLogin
 from ._oauth import BearerToken, OAuth
 from ._stores import FileTokenStore, KeyringTokenStore, MemoryTokenStore, TokenStore
@@ -31,6 +32,7 @@ __all__ = [
     "OAuth",
     "BearerToken",
     "LoopbackLogin",
+    "IdJagAssertion",
     "TokenStore",
     "MemoryTokenStore",
     "FileTokenStore",

@@ -12,7 +12,7 @@ from __future__ import annotations
 import hashlib
 import logging
 import time
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Callable
 from urllib.parse import parse_qs, urlencode, urlsplit
 
 from ._discovery import (
@@ -67,7 +67,7 @@ class Authorizer:
                  login: LoopbackLogin | None, client_name: str, scopes: set[str],
                  client_id: str | None, client_secret: str | None, client_metadata_url: str | None,
                  redirect_uri: str | None, grant_type: str, private_key: Any, signing_algorithm: str | None,
-                 resolve_hosts: bool) -> None:
+                 resolve_hosts: bool, assertion: Callable[[str, str, str | None], str] | None = None) -> None:
         self.store = store
         self.key = key
         self.server_url = server_url
@@ -82,6 +82,7 @@ class Authorizer:
         self.grant_type = grant_type
         self.private_key = private_key
         self.signing_algorithm = signing_algorithm
+        self.assertion = assertion
         self.policy = UrlPolicy(server_url, resolve=resolve_hosts)
 
     # -- store helpers --------------------------------------------------------------------
@@ -137,7 +138,7 @@ class Authorizer:
                 client["client_secret"] = self.client_secret
             return client
         if self.grant_type != "authorization_code":
-            raise RegistrationError("client_credentials needs a pre-registered client_id")
+            raise RegistrationError(f"{self.grant_type} needs a pre-registered client_id")
         stored = (record.get("clients") or {}).get(issuer)
         expired = stored and stored.get("client_secret_expires_at") and stored["client_secret_expires_at"] < time.time()
         if stored and stored.get("issuer") == issuer and not expired and (
@@ -161,12 +162,9 @@ class Authorizer:
         record.update(resource_metadata=prm, server_metadata=meta, resource=resource)
         scopes = self.select_scopes(challenge, prm, meta, granted)
         scope = _join(scopes)
-        if self.grant_type == "client_credentials":
+        if self.grant_type != "authorization_code":
             client = self.client_for(meta, record, None, scope)
-            data = {"grant_type": "client_credentials", "resource": resource}
-            if scope:
-                data["scope"] = scope
-            tokens = self._token(meta, client, data)
+            tokens = self._token(meta, client, self._headless_grant(meta["issuer"], resource, scope))
             return self._save(record, meta, client, tokens, resource)
         if self.login is None:
             raise AuthorizationRequired(self.start(meta, record, resource, scope))
@@ -183,6 +181,19 @@ class Authorizer:
             params = receiver.wait(state, self.login.timeout)
         tokens = self._exchange(meta, client, params, state, verifier, receiver.redirect_uri, resource, scope)
         return self._save(record, meta, client, tokens, resource)
+
+    def _headless_grant(self, issuer: str, resource: str, scope: str | None) -> dict[str, str]:
+        """The token request form of ``client_credentials`` or an RFC 7523 JWT bearer grant."""
+        if self.grant_type == "jwt_bearer":
+            if self.assertion is None:
+                raise RegistrationError("grant_type='jwt_bearer' needs assertion=")
+            data = {"grant_type": "urn:ietf:params:oauth:grant-type:jwt-bearer",
+                    "assertion": self.assertion(issuer, resource, scope), "resource": resource}
+        else:
+            data = {"grant_type": "client_credentials", "resource": resource}
+        if scope:
+            data["scope"] = scope
+        return data
 
     def _authorization_url(self, meta: dict[str, Any], client: dict[str, Any], redirect_uri: str, state: str,
                            verifier: str, resource: str, scope: str | None) -> str:
@@ -296,10 +307,8 @@ class Authorizer:
             client = (record.get("clients") or {}).get(tokens.get("issuer"))
             if client is None and self.client_id is not None and meta:
                 client = self.client_for(meta, record, None, None)
-            if self.grant_type == "client_credentials" and meta and client:
-                data = {"grant_type": "client_credentials", "resource": tokens.get("resource", "")}
-                if tokens.get("scope"):
-                    data["scope"] = tokens["scope"]
+            if self.grant_type != "authorization_code" and meta and client and not refresh_token:
+                data = self._headless_grant(meta["issuer"], tokens.get("resource", ""), tokens.get("scope"))
             elif refresh_token and meta and client:
                 data = {"grant_type": "refresh_token", "refresh_token": refresh_token,
                         "resource": tokens.get("resource", "")}

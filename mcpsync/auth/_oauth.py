@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import logging
 import threading
-from typing import TYPE_CHECKING, Any, Iterable
+from typing import TYPE_CHECKING, Any, Callable, Iterable
 
 from requests.auth import AuthBase
 
@@ -72,9 +72,13 @@ class OAuth(AuthBase):
     :param client_metadata_url: an https URL of this client's metadata
         document, used as ``client_id`` when the server supports it.
     :param redirect_uri: the web app's own callback URL (``login=None``).
-    :param grant_type: ``"authorization_code"`` (default) or
+    :param grant_type: ``"authorization_code"`` (default),
         ``"client_credentials"`` (headless services; needs *client_id* and a
-        *client_secret* or a *private_key*).
+        *client_secret* or a *private_key*) or ``"jwt_bearer"`` (enterprise-managed
+        authorization: *assertion* gives the grant, e.g. an
+        :class:`~mcpsync.auth.IdJagAssertion`).
+    :param assertion: ``fn(issuer, resource, scope) -> str``, the RFC 7523
+        assertion for ``grant_type="jwt_bearer"``.
     :param private_key: a PEM private key for ``private_key_jwt`` client
         authentication (needs PyJWT with cryptography).
     :param server_url: the MCP server URL; default: the first request's URL.
@@ -92,11 +96,14 @@ class OAuth(AuthBase):
                  grant_type: str = "authorization_code", private_key: Any = None,
                  signing_algorithm: str | None = None, server_url: str | None = None, key: str | None = None,
                  session: requests.Session | None = None, max_auth_attempts: int = 3,
-                 refresh_margin: float = 30.0, resolve_hosts: bool = True) -> None:
-        if grant_type not in ("authorization_code", "client_credentials"):
-            raise ValueError("grant_type must be 'authorization_code' or 'client_credentials'")
-        if grant_type == "client_credentials" and not client_id:
-            raise ValueError("grant_type='client_credentials' needs client_id=")
+                 refresh_margin: float = 30.0, resolve_hosts: bool = True,
+                 assertion: Callable[[str, str, str | None], str] | None = None) -> None:
+        if grant_type not in ("authorization_code", "client_credentials", "jwt_bearer"):
+            raise ValueError("grant_type must be 'authorization_code', 'client_credentials' or 'jwt_bearer'")
+        if grant_type != "authorization_code" and not client_id:
+            raise ValueError(f"grant_type={grant_type!r} needs client_id=")
+        if grant_type == "jwt_bearer" and assertion is None:
+            raise ValueError("grant_type='jwt_bearer' needs assertion= (e.g. an IdJagAssertion)")
         self.store = store if store is not None else MemoryTokenStore()
         self.login = LoopbackLogin() if login is _DEFAULT and redirect_uri is None else (
             None if login is _DEFAULT else login)
@@ -113,6 +120,7 @@ class OAuth(AuthBase):
         self.refresh_margin = refresh_margin
         self._resolve_hosts = resolve_hosts
         self._session = session
+        self._assertion = assertion
         self._key = key
         self._lock = threading.RLock()
         self._flow: Authorizer | None = None
@@ -140,7 +148,8 @@ class OAuth(AuthBase):
                 scopes=self.scopes, client_id=self.client_id, client_secret=self._client_secret,
                 client_metadata_url=self.client_metadata_url, redirect_uri=self.redirect_uri,
                 grant_type=self.grant_type, private_key=self._private_key,
-                signing_algorithm=self.signing_algorithm, resolve_hosts=self._resolve_hosts)
+                signing_algorithm=self.signing_algorithm, resolve_hosts=self._resolve_hosts,
+                assertion=self._assertion)
             return self._flow
 
     def _access_token(self, flow: Authorizer) -> str | None:

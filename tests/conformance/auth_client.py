@@ -20,7 +20,7 @@ from typing import Any
 
 import requests
 
-from mcpsync.auth import LoopbackLogin, MemoryTokenStore, OAuth
+from mcpsync.auth import IdJagAssertion, LoopbackLogin, MemoryTokenStore, OAuth
 
 __all__ = ["auth_for_scenario", "headless_browser", "run", "main"]
 
@@ -49,6 +49,11 @@ def auth_for_scenario(scenario: str, context: dict[str, Any] | None = None) -> O
         return OAuth(grant_type="client_credentials", client_id=ctx["client_id"],
                      client_secret=ctx.get("client_secret"), private_key=key,
                      signing_algorithm=ctx.get("signing_algorithm"), login=None, **common)
+    if scenario == "auth/cross-app-access-complete-flow":
+        assertion = IdJagAssertion(token_endpoint=ctx["idp_token_endpoint"], id_token=ctx["idp_id_token"],
+                                   client_id=ctx["idp_client_id"])
+        return OAuth(grant_type="jwt_bearer", client_id=ctx["client_id"], client_secret=ctx["client_secret"],
+                     assertion=assertion, login=None, **common)
     if ctx.get("client_id"):
         return OAuth(login=login, client_id=ctx["client_id"], client_secret=ctx.get("client_secret"), **common)
     return OAuth(login=login, client_metadata_url=CIMD_URL, **common)

@@ -1,0 +1,80 @@
+"""Enterprise-managed authorization (MCP ext-auth SEP-990): ID-JAG assertions.
+
+The user's identity provider exchanges their ID token for an Identity
+Assertion JWT Authorization Grant (RFC 8693 token exchange), which the MCP
+server's authorization server accepts as a JWT bearer grant (RFC 7523).  Use
+``OAuth(grant_type="jwt_bearer", client_id=..., client_secret=...,
+assertion=IdJagAssertion(...))``.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import TYPE_CHECKING, Any
+
+from ..exceptions import excerpt
+from ._discovery import TIMEOUT
+from ._errors import TokenRequestError
+
+if TYPE_CHECKING:  # pragma: no cover
+    import requests
+
+__all__ = ["IdJagAssertion"]
+
+_TOKEN_EXCHANGE = "urn:ietf:params:oauth:grant-type:token-exchange"
+_ID_TOKEN = "urn:ietf:params:oauth:token-type:id_token"
+_ID_JAG = "urn:ietf:params:oauth:token-type:id-jag"
+
+
+class IdJagAssertion:
+    """Obtain an ID-JAG from the identity provider, for one authorization server and resource.
+
+    :param token_endpoint: the identity provider's token endpoint.
+    :param id_token: the user's ID token from that provider (a secret: not in reprs).
+    :param client_id: this application's client ID *at the identity provider*.
+    :param client_secret: its secret there, if it is a confidential client.
+    """
+
+    def __init__(self, *, token_endpoint: str, id_token: str, client_id: str,
+                 client_secret: str | None = None, session: requests.Session | None = None) -> None:
+        self.token_endpoint = token_endpoint
+        self._id_token = id_token
+        self.client_id = client_id
+        self._client_secret = client_secret
+        self._session = session
+
+    def __repr__(self) -> str:
+        return f"<IdJagAssertion token_endpoint={self.token_endpoint!r} client_id={self.client_id!r}>"
+
+    def __call__(self, issuer: str, resource: str, scope: str | None) -> str:
+        """The ID-JAG for the authorization server *issuer* and the MCP server *resource*."""
+        import requests as _requests
+
+        form = {"grant_type": _TOKEN_EXCHANGE, "subject_token": self._id_token,
+                "subject_token_type": _ID_TOKEN, "requested_token_type": _ID_JAG,
+                "audience": issuer, "resource": resource, "client_id": self.client_id}
+        if self._client_secret:
+            form["client_secret"] = self._client_secret
+        if scope:
+            form["scope"] = scope
+        session = self._session or _requests.Session()
+        try:
+            response = session.post(self.token_endpoint, data=form, headers={"Accept": "application/json"},
+                                    timeout=TIMEOUT, allow_redirects=False)
+        except _requests.RequestException as exc:
+            raise TokenRequestError(f"token exchange failed ({type(exc).__name__})") from None
+        finally:
+            if self._session is None:
+                session.close()
+        try:
+            body: Any = json.loads(response.content)
+        except ValueError:
+            body = {}
+        if response.status_code != 200 or not isinstance(body, dict) or not isinstance(body.get("access_token"), str):
+            code = body.get("error") if isinstance(body, dict) and isinstance(body.get("error"), str) else None
+            raise TokenRequestError(f"token exchange refused: HTTP {response.status_code}"
+                                    + (f" {excerpt(code, 60)}" if code else ""), error=code,
+                                    status=response.status_code)
+        if body.get("issued_token_type") not in (None, _ID_JAG):
+            raise TokenRequestError("token exchange returned another token type than an ID-JAG")
+        return str(body["access_token"])
