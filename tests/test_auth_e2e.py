@@ -1,0 +1,141 @@
+"""End to end against a real authorization server (oidc-provider) and a protected MCP server.
+
+The whole flow runs for real: 401 -> RFC 9728 discovery -> OpenID discovery ->
+dynamic registration -> PKCE login through the server's pages (driven
+headlessly) -> token -> retry; then refresh with rotation, step-up on 403,
+a restart with a persisted store, and the web-app flow.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from pathlib import Path
+from urllib.parse import parse_qs, urlsplit
+
+import pytest
+import requests
+
+import mcpsync
+from mcpsync.auth import (
+    AuthorizationRequired,
+    FileTokenStore,
+    LoopbackLogin,
+    MemoryTokenStore,
+    OAuth,
+    StateMismatchError,
+)
+from tests.auth_server.conftest_auth import auth_server, browse, follow_to_callback, resource_server  # noqa: F401
+
+pytestmark = pytest.mark.timeout(90)
+
+
+def _client(url: str, auth: OAuth) -> mcpsync.Client:
+    return mcpsync.Client.http(url, auth=auth, transport="streamable-http", timeout=20)
+
+
+def _stats(url: str) -> dict[str, int]:
+    return dict(requests.get(url, timeout=5).json())
+
+
+def test_full_flow_then_refresh_with_rotation_then_step_up(resource_server: str, auth_server: str,
+                                                           tmp_path: Path) -> None:
+    store = FileTokenStore(tmp_path / "tokens")
+    opened: list[str] = []
+
+    def open_browser(url: str) -> bool:
+        opened.append(url)
+        return browse(url)
+
+    auth = OAuth(store=store, login=LoopbackLogin(open_browser=open_browser, timeout=30), client_name="e2e")
+    with _client(resource_server, auth) as client:
+        assert client.call_tool("whoami").text == "alice"
+        assert len(opened) == 1
+        query = parse_qs(urlsplit(opened[0]).query)
+        assert query["code_challenge_method"] == ["S256"] and query["resource"] == [resource_server]
+        key = resource_server
+        record = store.load(key)
+        assert record is not None
+        first = record["tokens"]
+        assert first["refresh_token"] and first["expires_at"] > 0 and "mcp:read" in first["scope"]
+
+        # Force expiry: the next call refreshes; the rotated refresh token is stored.
+        record["tokens"]["expires_at"] = 0
+        store.save(key, record)
+        auth._tokens = None  # as a fresh process would: read the store
+        assert client.call_tool("whoami").text == "alice"
+        second = store.load(key)["tokens"]  # type: ignore[index]
+        assert second["access_token"] != first["access_token"]
+        assert second["refresh_token"] != first["refresh_token"]
+        assert _stats(auth_server + "/test/stats")["refresh"] == 1
+
+        # Step-up: "write" needs mcp:write -> 403 insufficient_scope -> new login with the union.
+        assert client.call_tool("write", {"text": "x"}).text == "wrote x"
+        assert len(opened) == 2
+        scopes = set(parse_qs(urlsplit(opened[1]).query)["scope"][0].split())
+        assert {"mcp:read", "mcp:write"} <= scopes
+    assert len(list((tmp_path / "tokens").glob("*.json"))) == 1
+
+    # A restart: a new OAuth on the same store needs no login.
+    def no_browser(url: str) -> bool:
+        raise AssertionError("no login expected after a restart")
+
+    again = OAuth(store=FileTokenStore(tmp_path / "tokens"), login=LoopbackLogin(open_browser=no_browser))
+    with _client(resource_server, again) as client:
+        assert client.call_tool("write", {"text": "y"}).text == "wrote y"
+
+
+def test_refresh_is_single_flight_across_threads(resource_server: str, auth_server: str) -> None:
+    store = MemoryTokenStore()
+    auth = OAuth(store=store, login=LoopbackLogin(open_browser=browse, timeout=30))
+    with _client(resource_server, auth) as client:
+        client.call_tool("whoami")
+        record = store.load(resource_server)
+        assert record is not None
+        record["tokens"]["expires_at"] = 0
+        store.save(resource_server, record)
+        auth._tokens = None
+        before = _stats(auth_server + "/test/stats")["refresh"]
+        start = threading.Barrier(8)
+        errors: list[BaseException] = []
+
+        def call() -> None:
+            try:
+                start.wait(10)
+                assert client.call_tool("whoami").text == "alice"
+            except BaseException as exc:  # reported below
+                errors.append(exc)
+
+        threads = [threading.Thread(target=call, name=f"caller-{i}") for i in range(8)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(30)
+        assert not errors
+        assert _stats(auth_server + "/test/stats")["refresh"] - before == 1
+
+
+def test_web_app_flow(resource_server: str) -> None:
+    store = MemoryTokenStore()
+    redirect = "http://127.0.0.1:9/oauth/callback"  # never contacted: the "browser" stops there
+
+    def web_auth() -> OAuth:  # one per request, as a web app would build it; the store is shared
+        return OAuth(store=store, redirect_uri=redirect, login=None, server_url=resource_server,
+                     client_name="web")
+
+    with pytest.raises(AuthorizationRequired) as info:
+        with _client(resource_server, web_auth()) as client:
+            client.list_tools()
+    url = info.value.url
+    assert url.startswith("http://127.0.0.1:")
+    callback = follow_to_callback(url)
+    assert callback.startswith(redirect)
+    forged = callback.replace("state=", "state=x")
+    with pytest.raises(StateMismatchError):
+        web_auth().complete(forged)
+    web_auth().complete(callback)
+    with pytest.raises(StateMismatchError):
+        web_auth().complete(callback)  # one-shot
+    with _client(resource_server, web_auth()) as client:
+        assert client.call_tool("whoami").text == "alice"
+    assert json.dumps(store.load(resource_server))  # the record is plain JSON
