@@ -15,7 +15,6 @@ import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 
 def mcpsync_threads() -> set[str]:
@@ -109,7 +108,7 @@ class LivenessListener:
         while not self._stop.is_set():
             try:
                 conn, _ = self._sock.accept()
-            except (TimeoutError, socket.timeout):
+            except TimeoutError:
                 continue
             except OSError:
                 return
@@ -124,7 +123,7 @@ class LivenessListener:
         while not self._stop.is_set():
             try:
                 chunk = conn.recv(256)
-            except (TimeoutError, socket.timeout):
+            except TimeoutError:
                 continue
             except OSError:
                 chunk = b""
@@ -172,5 +171,5 @@ class LivenessListener:
     def __enter__(self) -> LivenessListener:
         return self
 
-    def __exit__(self, *exc: Any) -> None:
+    def __exit__(self, *exc: object) -> None:
         self.close()

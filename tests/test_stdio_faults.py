@@ -17,9 +17,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from helpers_proc import LivenessListener, assert_no_leaks, child_pids, snapshot
 
 import mcpsync
-from helpers_proc import LivenessListener, assert_no_leaks, child_pids, snapshot
 from mcpsync.exceptions import (
     ClientClosed,
     ConnectionClosed,

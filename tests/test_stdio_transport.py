@@ -22,8 +22,14 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from helpers_proc import (
+    LivenessListener,
+    assert_no_leaks,
+    child_pids,
+    process_state,
+    snapshot,
+)
 
-from helpers_proc import LivenessListener, assert_no_leaks, child_pids, process_state, snapshot
 from mcpsync.exceptions import (
     ClientClosed,
     ConnectionClosed,
@@ -82,7 +88,7 @@ class Peer:
     def __enter__(self) -> Peer:
         return self.start()
 
-    def __exit__(self, *exc: Any) -> None:
+    def __exit__(self, *exc: object) -> None:
         self.t.close()
 
 
