@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 
 import mcpsync
+from mcpsync import types
 
 THREADS = 32
 CALLS = 500
@@ -89,6 +90,44 @@ def test_many_threads_against_the_sdk_server(sdk_server: list[str]) -> None:
     client = mcpsync.Client.stdio(sdk_server[0], args=sdk_server[1:], mode="legacy", timeout=60.0)
     with client:
         run_threads(client, 16, 40)
+
+
+@pytest.mark.timeout(120)
+def test_concurrent_server_to_client_requests(sdk_server: list[str]) -> None:
+    # Sampling requests from the server, in flight for many callers at once, are answered by the
+    # handler pool; each tool result must carry the answer to its own caller's prompt.
+    def sampling(params: types.CreateMessageRequestParams) -> types.CreateMessageResult:
+        prompt = params.messages[0].content
+        assert isinstance(prompt, types.TextContent)
+        return types.CreateMessageResult(content=types.TextContent(text=prompt.text[::-1]), model="reverse")
+
+    client = mcpsync.Client.stdio(
+        sdk_server[0], args=sdk_server[1:], mode="legacy", timeout=60.0, sampling_handler=sampling
+    )
+    failures: list[str] = []
+
+    def worker(index: int) -> None:
+        for call in range(15):
+            prompt = f"prompt-{index}-{call}"
+            try:
+                answer = client.call_tool("sample", {"prompt": prompt}).structured_content
+                if answer["content"]["text"] != prompt[::-1]:
+                    failures.append(f"{prompt} got {answer['content']['text']}")
+            except BaseException as exc:  # noqa: BLE001 - reported by the main thread
+                failures.append(repr(exc))
+
+    with client:
+        client.connect()
+        workers = [
+            threading.Thread(target=worker, args=(i,), name=f"test-sample-{i}", daemon=True)
+            for i in range(12)
+        ]
+        for thread in workers:
+            thread.start()
+        for thread in workers:
+            thread.join(timeout=90)
+        assert not any(thread.is_alive() for thread in workers)
+    assert failures == []
 
 
 @pytest.mark.timeout(60)

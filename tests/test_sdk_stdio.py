@@ -332,6 +332,25 @@ def test_logging_level_and_handler(
         callback_thread_check(name)
 
 
+def test_blocked_callback_does_not_block_replies(make_client: ClientFactory) -> None:
+    # A callback that blocks must not stall the reader: replies keep arriving meanwhile.
+    release = threading.Event()
+    entered = threading.Event()
+
+    def blocking_handler(params: Any) -> None:
+        entered.set()
+        release.wait(30)
+
+    client = make_client(mode="legacy", logging_handler=blocking_handler)
+    try:
+        client.call_tool("log", {"levels": ["error", "alert", "emergency"]})
+        assert entered.wait(10)
+        for n in range(20):
+            assert client.call_tool("echo", {"text": f"while blocked {n}"}).text == f"while blocked {n}"
+    finally:
+        release.set()
+
+
 def test_failing_callback_goes_to_exception_handler(make_client: ClientFactory, recorder: Any) -> None:
     errors = recorder()
 
@@ -398,6 +417,21 @@ def test_sampling(make_client: ClientFactory, recorder: Any, callback_thread_che
         "input": {"city": "Paris"},
     }
     assert result.structured_content["stopReason"] == "toolUse"
+
+
+def test_sampling_handler_may_call_the_client(make_client: ClientFactory) -> None:
+    # The handler runs on a worker thread while the server waits for its answer; calling the
+    # client from there must not deadlock.
+    client: mcpsync.Client | None = None
+
+    def sampling(params: types.CreateMessageRequestParams) -> types.CreateMessageResult:
+        assert client is not None
+        echoed = client.call_tool("echo", {"text": "from inside the handler"}).text
+        return types.CreateMessageResult(content=types.TextContent(text=echoed), model="nested")
+
+    client = make_client(mode="legacy", sampling_handler=sampling)
+    result = client.call_tool("sample", {"prompt": "x"})
+    assert result.structured_content["content"]["text"] == "from inside the handler"
 
 
 def test_sampling_handler_error_reaches_server(make_client: ClientFactory) -> None:
