@@ -33,6 +33,7 @@ Example::
 
 from __future__ import annotations
 
+import base64
 import itertools
 import json
 import logging
@@ -75,6 +76,35 @@ class FallbackToLegacy(McpError):
     def __init__(self, error: HTTPStatusError) -> None:
         super().__init__(str(error))
         self.error = error
+
+
+_VERSION_META = "io.modelcontextprotocol/protocolVersion"
+#: Methods whose target is mirrored in ``Mcp-Name`` (2026-07-28).
+_NAME_PARAMS = {"tools/call": "name", "prompts/get": "name", "resources/read": "uri"}
+
+
+def _header_value(value: str) -> str:
+    """A header-safe form of *value*: verbatim if printable ASCII, else the base64 sentinel."""
+    if value.isascii() and value.isprintable() and value == value.strip() and not (
+            value.startswith("=?base64?") and value.endswith("?=")):
+        return value
+    return "=?base64?" + base64.b64encode(value.encode("utf-8")).decode("ascii") + "?="
+
+
+def _modern_headers(message: Mapping[str, Any]) -> dict[str, str]:
+    """2026-07-28 routing headers, mirrored from the body (empty for handshake-era messages)."""
+    params = message.get("params")
+    meta = params.get("_meta") if isinstance(params, dict) else None
+    version = meta.get(_VERSION_META) if isinstance(meta, dict) else None
+    method = message.get("method")
+    if not isinstance(version, str) or not isinstance(method, str):
+        return {}
+    headers = {"MCP-Protocol-Version": version, "Mcp-Method": method}
+    key = _NAME_PARAMS.get(method)
+    name = params.get(key) if key is not None and isinstance(params, dict) else None
+    if isinstance(name, str):
+        headers["Mcp-Name"] = _header_value(name)
+    return headers
 
 
 def _valid_session_id(value: str) -> bool:
@@ -215,14 +245,17 @@ class StreamableHTTPTransport(Transport):
         elif method == "notifications/initialized":
             self._initialized_message = dict(message)
         sent_session = self._session_id
-        response = self._post(body, what=f"POST {method or 'response'}")
+        modern = _modern_headers(message)
+        headers = {**self._headers_for(), **modern} if modern else None
+        response = self._post(body, what=f"POST {method or 'response'}", headers=headers)
         if response.status_code == 404 and sent_session is not None and method != "initialize":
             response.close()
             self._reinitialize(sent_session)
             if not self._may_resend(message):
                 raise SessionExpired(404, "session expired; the server re-initialized but"
                                      f" {method or 'this message'} was not resent (session_retry)")
-            response = self._post(body, what=f"POST {method or 'response'} (after re-initialize)")
+            response = self._post(body, what=f"POST {method or 'response'} (after re-initialize)",
+                                  headers={**self._headers_for(), **modern} if modern else None)
             if response.status_code == 404:
                 response.close()
                 raise SessionExpired(404, "session expired again right after re-initializing")
@@ -296,7 +329,9 @@ class StreamableHTTPTransport(Transport):
             if request_id is None:
                 response.close()  # a stream for a notification: nothing to wait for
                 return
-            self._spawn(self._read_post_stream, response, request_id, name="sse")
+            # 2026-07-28 has no resumption: a lost stream is a cancelled request.
+            resumable = not _modern_headers(message)
+            self._spawn(self._read_post_stream, response, request_id, resumable, name="sse")
             return
         try:
             raw = b"".join(common.iter_body(response))
@@ -403,7 +438,7 @@ class StreamableHTTPTransport(Transport):
             response.close()
         return got
 
-    def _read_post_stream(self, response: requests.Response, request_id: Any) -> None:
+    def _read_post_stream(self, response: requests.Response, request_id: Any, resumable: bool) -> None:
         parser = SSEParser(self._max)
         try:
             if self._consume(response, parser, request_id, stop_at_reply=False):
@@ -413,9 +448,11 @@ class StreamableHTTPTransport(Transport):
             return
         if self._closed.is_set():
             return
-        if not parser.saw_id or not parser.last_event_id:
+        if not resumable or not parser.saw_id or not parser.last_event_id:
             self._fail_request(request_id, ConnectionClosed(
-                "the server closed the reply stream before the reply (no event id to resume from)",
+                "the server closed the reply stream before the reply"
+                + ("" if resumable else " (2026-07-28 streams cannot be resumed)")
+                + (" (no event id to resume from)" if resumable else ""),
                 outcome_unknown=True))
             return
         error = self._resume(parser, request_id)
