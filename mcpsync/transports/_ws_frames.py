@@ -7,11 +7,14 @@ time: :func:`library` does, on first use.
 
 from __future__ import annotations
 
+import ssl
 import struct
 import urllib.parse
 from collections.abc import Callable
 from types import ModuleType
 from typing import Any
+
+from ..exceptions import HTTPStatusError, excerpt
 
 __all__ = [
     "BINARY",
@@ -28,6 +31,8 @@ __all__ = [
     "new_socket",
     "parse_close",
     "selected_subprotocol",
+    "ssl_options",
+    "status_error",
 ]
 
 CONT, TEXT, BINARY, CLOSE, PING, PONG = 0x0, 0x1, 0x2, 0x8, 0x9, 0xA
@@ -179,3 +184,39 @@ class MessageReader:
                 raise TooLarge(total)
         elif length > 125:
             raise library().WebSocketProtocolException("control frame longer than 125 bytes")
+
+
+def ssl_options(
+    verify: bool | str, cert: str | tuple[str, str] | None, context: ssl.SSLContext | None
+) -> dict[str, Any]:
+    """The ``sslopt`` of ``websocket-client`` for requests-style ``verify``/``cert``."""
+    if context is not None:
+        return {"context": context}
+    opts: dict[str, Any] = {}
+    if verify is False:
+        opts.update(cert_reqs=ssl.CERT_NONE, check_hostname=False)
+    elif isinstance(verify, str):
+        opts["ca_certs"] = verify
+    if isinstance(cert, str):
+        opts["certfile"] = cert
+    elif cert is not None:
+        opts["certfile"], opts["keyfile"] = cert
+    return opts
+
+
+def status_error(exc: Any, where: str) -> HTTPStatusError:
+    """An :class:`HTTPStatusError` for a refused upgrade (body redacted to an excerpt)."""
+    status = int(getattr(exc, "status_code", 0) or 0)
+    headers = getattr(exc, "resp_headers", None) or {}
+    body = getattr(exc, "resp_body", None) or b""
+    retry: float | None = None
+    try:
+        retry = float(headers.get("retry-after", ""))
+    except (TypeError, ValueError):
+        pass
+    return HTTPStatusError(
+        status,
+        f"{where} refused the WebSocket upgrade",
+        body_excerpt=excerpt(body.strip(), 200) if body else "",
+        retry_after=retry,
+    )

@@ -43,7 +43,6 @@ from ..exceptions import (
     ClientClosed,
     ConnectionClosed,
     ForkedClientError,
-    HTTPStatusError,
     MessageTooLarge,
     RequestTimeout,
     ServerStartError,
@@ -134,7 +133,7 @@ class WebSocketTransport(Transport):
         frames.check_headers(self._headers)
         self._auth = auth
         self._subprotocols = tuple(subprotocols)
-        self._sslopt = _ssl_options(verify, cert, ssl_context)
+        self._sslopt = frames.ssl_options(verify, cert, ssl_context)
         self._origin = origin
         self._connect_timeout = connect_timeout
         self._write_timeout = write_timeout
@@ -231,7 +230,7 @@ class WebSocketTransport(Transport):
         try:
             ws.connect(self._url, **options)
         except lib.WebSocketBadStatusException as exc:
-            raise _status_error(exc, self._describe) from None
+            raise frames.status_error(exc, self._describe) from None
         except (lib.WebSocketException, OSError, ValueError) as exc:
             hint = ""
             if isinstance(exc, ssl.SSLCertVerificationError):
@@ -270,24 +269,31 @@ class WebSocketTransport(Transport):
                     self._closing.set()
                     self._done.set()
                     return
-        first = self._fail(ClientClosed("client closed"))
+        self._fail(ClientClosed("client closed"), close_code=1000)
         if threading.current_thread() is self._reader:
             return  # the reader closes the socket on its way out
-        if first and self._ws is not None:
-            self._send_close(1000, "", timeout=min(self._close_timeout, 1.0))
-            self._done.wait(self._close_timeout)  # the reader sees the server's answer
+        # Give the server its close_timeout to answer our close frame (or the
+        # reader to finish a close it started), then cut the socket.
+        self._done.wait(self._close_timeout)
         self._wake_reader()
         self._done.wait(self._close_timeout + 5.0)
         if self._reader is not None and self._reader is not threading.current_thread():
             self._reader.join(2.0)
 
-    def _fail(self, exc: ConnectionClosed) -> bool:
-        """Enter the closing state once and report ``exc``; ``False`` if someone else did."""
+    def _fail(self, exc: ConnectionClosed, close_code: int | None = None, reason: str = "") -> bool:
+        """Enter the closing state once and report ``exc``; ``False`` if someone else did.
+
+        With ``close_code``, a close frame goes out (bounded) *before* anyone
+        hears of the failure, so a close() prompted by ``on_close`` cannot cut
+        the socket under it.
+        """
         with self._state_lock:
             if self._closing.is_set():
                 return False
             self._close_exc = exc
             self._closing.set()
+        if close_code is not None and self._ws is not None:
+            self._send_close(close_code, reason, timeout=1.0)
         if self._on_close is not None:
             try:
                 self._on_close(exc)
@@ -347,6 +353,7 @@ class WebSocketTransport(Transport):
             written, total = self._write(frames.TEXT, payload, deadline)
         except OSError as exc:
             self._fail(WebSocketClosed(f"cannot write to {self._describe}: {exc}", code=1006))
+            self._wake_reader()
             raise self._closed_error() from exc
         if written == total:
             return
@@ -365,6 +372,7 @@ class WebSocketTransport(Transport):
                     code=1006,
                 )
             )
+            self._wake_reader()  # the stream is corrupt: nothing more is read from it
         raise self._closed_error()
 
     def _write(self, opcode: int, payload: bytes, deadline: float | None) -> tuple[int, int]:
@@ -440,16 +448,18 @@ class WebSocketTransport(Transport):
             self._fail(
                 MessageTooLarge(
                     f"a message from {self._describe} exceeded max_message_bytes={self._max}"
-                )
+                ),
+                close_code=1009,
+                reason="message too big",
             )
-            self._send_close(1009, "message too big", timeout=1.0)
         except (lib.WebSocketProtocolException, lib.WebSocketPayloadException) as exc:
             self._fail(
                 WebSocketClosed(
                     f"{self._describe} broke the WebSocket protocol: {excerpt(str(exc))}", code=1002
-                )
+                ),
+                close_code=1002,
+                reason="protocol error",
             )
-            self._send_close(1002, "protocol error", timeout=1.0)
         except (lib.WebSocketConnectionClosedException, OSError) as exc:
             self._fail(
                 WebSocketClosed(
@@ -509,19 +519,8 @@ class WebSocketTransport(Transport):
             )
 
 
-_TRANSPORT_OPTIONS = frozenset(
-    {
-        "subprotocols",
-        "verify",
-        "cert",
-        "ssl_context",
-        "origin",
-        "connect_timeout",
-        "write_timeout",
-        "close_timeout",
-        "max_message_bytes",
-    }
-)
+#: The keyword arguments of :class:`WebSocketTransport` that Client.websocket passes on.
+_TRANSPORT_OPTIONS = frozenset({"subprotocols", "verify", "cert", "ssl_context", "origin", "connect_timeout", "write_timeout", "close_timeout", "max_message_bytes"})  # fmt: skip
 
 
 def websocket_transport_factory(
@@ -542,37 +541,3 @@ def websocket_transport_factory(
 
     factory()  # validate the URL and options now
     return factory, client_options
-
-
-def _ssl_options(
-    verify: bool | str, cert: str | tuple[str, str] | None, context: ssl.SSLContext | None
-) -> dict[str, Any]:
-    if context is not None:
-        return {"context": context}
-    opts: dict[str, Any] = {}
-    if verify is False:
-        opts.update(cert_reqs=ssl.CERT_NONE, check_hostname=False)
-    elif isinstance(verify, str):
-        opts["ca_certs"] = verify
-    if isinstance(cert, str):
-        opts["certfile"] = cert
-    elif cert is not None:
-        opts["certfile"], opts["keyfile"] = cert
-    return opts
-
-
-def _status_error(exc: Any, where: str) -> HTTPStatusError:
-    status = int(getattr(exc, "status_code", 0) or 0)
-    headers = getattr(exc, "resp_headers", None) or {}
-    body = getattr(exc, "resp_body", None) or b""
-    retry: float | None = None
-    try:
-        retry = float(headers.get("retry-after", ""))
-    except (TypeError, ValueError):
-        pass
-    return HTTPStatusError(
-        status,
-        f"{where} refused the WebSocket upgrade",
-        body_excerpt=excerpt(body.strip(), 200) if body else "",
-        retry_after=retry,
-    )

@@ -21,6 +21,8 @@ Faults are chosen per connection by the query string of the URL:
 ``action=big``         send one text frame of ``size`` bytes
 ``action=fragments``   send one message of ``size`` bytes in 64 KiB fragments
 ``forward=1``          with ``on=``, also forward the call (so it is pending at the server)
+``fragment=N``         send every message to the client in fragments of N characters
+``redirect=URL``       answer the upgrade with 302 to URL
 
 Usage: ``python ws_bridge.py [--certfile F --keyfile K] [--] [backend command ...]``
 """
@@ -54,6 +56,10 @@ def _query(connection: ServerConnection) -> dict[str, str]:
 def check_request(connection: ServerConnection, request: Request) -> Response | None:
     """The upgrade checks: a bearer token or a header, as an auth proxy would do them."""
     query = dict(urllib.parse.parse_qsl(urllib.parse.urlsplit(request.path).query))
+    if "redirect" in query:
+        response = connection.respond(302, "moved\n")
+        response.headers["Location"] = query["redirect"]
+        return response
     token = query.get("token")
     if token is not None and request.headers.get("Authorization") != f"Bearer {token}":
         return connection.respond(401, "missing or wrong bearer token\n")
@@ -130,9 +136,13 @@ async def bridge(ws: ServerConnection, backend: list[str]) -> None:
             await ws.send(b"\x00binary")
             await ws.send("this is not JSON")
             await ws.ping()
+        size = int(query.get("fragment", "0"))
         while line := await stdout.readline():
-            if line.strip():
-                await ws.send(line.decode().strip())
+            text = line.decode().strip()
+            if text and size:
+                await ws.send([text[i : i + size] for i in range(0, len(text), size)])
+            elif text:
+                await ws.send(text)
 
     tasks = [asyncio.create_task(to_backend()), asyncio.create_task(to_client())]
     try:
@@ -144,7 +154,7 @@ async def bridge(ws: ServerConnection, backend: list[str]) -> None:
             stdin.close()
         try:
             await asyncio.wait_for(proc.wait(), 3.0)
-        except asyncio.TimeoutError:
+        except asyncio.TimeoutError:  # noqa: UP041 - not the builtin on Python 3.10
             proc.kill()
             await proc.wait()
         BACKENDS.discard(proc)
@@ -193,10 +203,10 @@ async def _keepalive(ws: ServerConnection, interval: float) -> None:
         try:
             waiter = await ws.ping()
             await asyncio.wait_for(waiter, 1.0)
-        except asyncio.TimeoutError:
+        except asyncio.TimeoutError:  # noqa: UP041 - not the builtin on Python 3.10
             await ws.close(1011, "keepalive ping timeout")
             return
-        except Exception:
+        except Exception:  # noqa: BLE001 - the connection is gone; the handler ends it
             return
 
 
