@@ -1,3 +1,4 @@
+# ruff: noqa: F811  (fixtures imported from tests/auth_server/conftest_auth.py)
 """End to end against a real authorization server (oidc-provider) and a protected MCP server.
 
 The whole flow runs for real: 401 -> RFC 9728 discovery -> OpenID discovery ->
@@ -25,7 +26,12 @@ from mcpsync.auth import (
     OAuth,
     StateMismatchError,
 )
-from tests.auth_server.conftest_auth import auth_server, browse, follow_to_callback, resource_server  # noqa: F401
+from tests.auth_server.conftest_auth import (  # noqa: F401
+    auth_server,
+    browse,
+    follow_to_callback,
+    resource_server,
+)
 
 pytestmark = pytest.mark.timeout(90)
 
@@ -38,8 +44,9 @@ def _stats(url: str) -> dict[str, int]:
     return dict(requests.get(url, timeout=5).json())
 
 
-def test_full_flow_then_refresh_with_rotation_then_step_up(resource_server: str, auth_server: str,
-                                                           tmp_path: Path) -> None:
+def test_full_flow_then_refresh_with_rotation_then_step_up(
+    resource_server: str, auth_server: str, tmp_path: Path
+) -> None:
     store = FileTokenStore(tmp_path / "tokens")
     opened: list[str] = []
 
@@ -47,17 +54,27 @@ def test_full_flow_then_refresh_with_rotation_then_step_up(resource_server: str,
         opened.append(url)
         return browse(url)
 
-    auth = OAuth(store=store, login=LoopbackLogin(open_browser=open_browser, timeout=30), client_name="e2e")
+    auth = OAuth(
+        store=store,
+        login=LoopbackLogin(open_browser=open_browser, timeout=30),
+        client_name="e2e",
+    )
     with _client(resource_server, auth) as client:
         assert client.call_tool("whoami").text == "alice"
         assert len(opened) == 1
         query = parse_qs(urlsplit(opened[0]).query)
-        assert query["code_challenge_method"] == ["S256"] and query["resource"] == [resource_server]
+        assert query["code_challenge_method"] == ["S256"] and query["resource"] == [
+            resource_server
+        ]
         key = resource_server
         record = store.load(key)
         assert record is not None
         first = record["tokens"]
-        assert first["refresh_token"] and first["expires_at"] > 0 and "mcp:read" in first["scope"]
+        assert (
+            first["refresh_token"]
+            and first["expires_at"] > 0
+            and "mcp:read" in first["scope"]
+        )
 
         # Force expiry: the next call refreshes; the rotated refresh token is stored.
         record["tokens"]["expires_at"] = 0
@@ -80,12 +97,17 @@ def test_full_flow_then_refresh_with_rotation_then_step_up(resource_server: str,
     def no_browser(url: str) -> bool:
         raise AssertionError("no login expected after a restart")
 
-    again = OAuth(store=FileTokenStore(tmp_path / "tokens"), login=LoopbackLogin(open_browser=no_browser))
+    again = OAuth(
+        store=FileTokenStore(tmp_path / "tokens"),
+        login=LoopbackLogin(open_browser=no_browser),
+    )
     with _client(resource_server, again) as client:
         assert client.call_tool("write", {"text": "y"}).text == "wrote y"
 
 
-def test_refresh_is_single_flight_across_threads(resource_server: str, auth_server: str) -> None:
+def test_refresh_is_single_flight_across_threads(
+    resource_server: str, auth_server: str
+) -> None:
     store = MemoryTokenStore()
     auth = OAuth(store=store, login=LoopbackLogin(open_browser=browse, timeout=30))
     with _client(resource_server, auth) as client:
@@ -103,7 +125,7 @@ def test_refresh_is_single_flight_across_threads(resource_server: str, auth_serv
             try:
                 start.wait(10)
                 assert client.call_tool("whoami").text == "alice"
-            except BaseException as exc:  # reported below
+            except BaseException as exc:  # noqa: BLE001 - reported below
                 errors.append(exc)
 
         threads = [threading.Thread(target=call, name=f"caller-{i}") for i in range(8)]
@@ -119,11 +141,18 @@ def test_web_app_flow(resource_server: str) -> None:
     store = MemoryTokenStore()
     redirect = "http://127.0.0.1:9/oauth/callback"  # never contacted: the "browser" stops there
 
-    def web_auth() -> OAuth:  # one per request, as a web app would build it; the store is shared
-        return OAuth(store=store, redirect_uri=redirect, login=None, server_url=resource_server,
-                     client_name="web")
+    def web_auth() -> (
+        OAuth
+    ):  # one per request, as a web app would build it; the store is shared
+        return OAuth(
+            store=store,
+            redirect_uri=redirect,
+            login=None,
+            server_url=resource_server,
+            client_name="web",
+        )
 
-    with pytest.raises(AuthorizationRequired) as info:
+    with pytest.raises(AuthorizationRequired) as info:  # noqa: SIM117
         with _client(resource_server, web_auth()) as client:
             client.list_tools()
     url = info.value.url

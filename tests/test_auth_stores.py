@@ -12,7 +12,13 @@ from typing import Any
 
 import pytest
 
-from mcpsync.auth import FileTokenStore, InsecureTokenStoreError, KeyringTokenStore, MemoryTokenStore, TokenStoreError
+from mcpsync.auth import (
+    FileTokenStore,
+    InsecureTokenStoreError,
+    KeyringTokenStore,
+    MemoryTokenStore,
+    TokenStoreError,
+)
 from mcpsync.testing_auth import BIG_RECORD, TokenStoreContract
 
 pytestmark = pytest.mark.timeout(30)
@@ -63,14 +69,20 @@ class TestFileStore(TokenStoreContract):
 
 class TestKeyringStore(TokenStoreContract):
     @pytest.fixture
-    def store(self, dict_keyring: DictKeyring, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> KeyringTokenStore:
+    def store(
+        self, dict_keyring: DictKeyring, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    ) -> KeyringTokenStore:
         monkeypatch.setenv("XDG_RUNTIME_DIR", str(tmp_path))
         return KeyringTokenStore(service="mcpsync-test")
 
 
-def test_keyring_chunks_fit_the_windows_limit(dict_keyring: DictKeyring, tmp_path: Path) -> None:
+def test_keyring_chunks_fit_the_windows_limit(
+    dict_keyring: DictKeyring, tmp_path: Path
+) -> None:
     store = KeyringTokenStore()
-    big = dict(BIG_RECORD, noise=os.urandom(6000).hex())  # incompressible: forces several chunks
+    big = dict(
+        BIG_RECORD, noise=os.urandom(6000).hex()
+    )  # incompressible: forces several chunks
     store.save("k", big)
     assert store.load("k") == big
     assert len(dict_keyring.data) > 2
@@ -80,8 +92,12 @@ def test_keyring_chunks_fit_the_windows_limit(dict_keyring: DictKeyring, tmp_pat
     assert dict_keyring.data == {}
 
 
-@pytest.mark.parametrize("backend", ["keyring.backends.null.Keyring", "keyring.backends.fail.Keyring"])
-def test_keyring_refuses_backends_that_do_not_store(backend: str, tmp_path: Path) -> None:
+@pytest.mark.parametrize(
+    "backend", ["keyring.backends.null.Keyring", "keyring.backends.fail.Keyring"]
+)
+def test_keyring_refuses_backends_that_do_not_store(
+    backend: str, tmp_path: Path
+) -> None:
     # In a subprocess: the backend is chosen from the environment at import.
     code = textwrap.dedent("""
         from mcpsync.auth import KeyringTokenStore, InsecureTokenStoreError
@@ -91,13 +107,19 @@ def test_keyring_refuses_backends_that_do_not_store(backend: str, tmp_path: Path
             print("REFUSED", "FileTokenStore" in str(exc))
     """)
     env = dict(os.environ, PYTHON_KEYRING_BACKEND=backend)
-    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=20)
+    out = subprocess.run(  # noqa: PLW1510
+        [sys.executable, "-c", code],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=20,
+    )
     assert out.stdout.strip() == "REFUSED True", out.stderr
 
 
 def test_keyring_refuses_an_empty_chainer() -> None:
     class ChainerBackend:
-        backends: list[Any] = []
+        backends: list[Any] = []  # noqa: RUF012
 
     with pytest.raises(InsecureTokenStoreError):
         KeyringTokenStore._check_backend(ChainerBackend())
@@ -105,7 +127,13 @@ def test_keyring_refuses_an_empty_chainer() -> None:
 
 def test_importing_auth_does_not_import_keyring() -> None:
     code = "import sys, mcpsync, mcpsync.auth; print('keyring' in sys.modules)"
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=20)
+    out = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=20,
+    )
     assert out.stdout.strip() == "False"
 
 
@@ -169,7 +197,9 @@ def test_file_store_lock_excludes_other_processes(tmp_path: Path) -> None:
             print("GOT")
     """)
     with store.lock("k"):
-        proc = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True)
+        proc = subprocess.Popen(
+            [sys.executable, "-c", code], stdout=subprocess.PIPE, text=True
+        )
         try:
             with pytest.raises(subprocess.TimeoutExpired):
                 proc.wait(1.0)  # blocked on our lock

@@ -6,6 +6,7 @@ stdio-only users never pay for it.
 
 from __future__ import annotations
 
+from ._enterprise import IdJagAssertion
 from ._errors import (
     AuthError,
     AuthorizationRequired,
@@ -23,33 +24,32 @@ from ._errors import (
     TokenRequestError,
     TokenStoreError,
 )
-from ._enterprise import IdJagAssertion
 from ._loopback import LoopbackLogin
 from ._oauth import BearerToken, OAuth
 from ._stores import FileTokenStore, KeyringTokenStore, MemoryTokenStore, TokenStore
 
 __all__ = [
-    "OAuth",
-    "BearerToken",
-    "LoopbackLogin",
-    "IdJagAssertion",
-    "TokenStore",
-    "MemoryTokenStore",
-    "FileTokenStore",
-    "KeyringTokenStore",
     "AuthError",
     "AuthorizationRequired",
-    "LoginTimeout",
-    "LoginCancelled",
-    "TokenStoreError",
-    "InsecureTokenStoreError",
-    "DiscoveryError",
-    "ResourceMismatchError",
-    "IssuerMismatchError",
-    "PKCENotSupportedError",
-    "SSRFBlockedError",
-    "RegistrationError",
-    "TokenRequestError",
-    "StateMismatchError",
+    "BearerToken",
     "CallbackError",
+    "DiscoveryError",
+    "FileTokenStore",
+    "IdJagAssertion",
+    "InsecureTokenStoreError",
+    "IssuerMismatchError",
+    "KeyringTokenStore",
+    "LoginCancelled",
+    "LoginTimeout",
+    "LoopbackLogin",
+    "MemoryTokenStore",
+    "OAuth",
+    "PKCENotSupportedError",
+    "RegistrationError",
+    "ResourceMismatchError",
+    "SSRFBlockedError",
+    "StateMismatchError",
+    "TokenRequestError",
+    "TokenStore",
+    "TokenStoreError",
 ]

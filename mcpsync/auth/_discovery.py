@@ -18,20 +18,26 @@ import socket
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urljoin, urlsplit, urlunsplit
 
-from ._errors import DiscoveryError, IssuerMismatchError, PKCENotSupportedError, ResourceMismatchError, SSRFBlockedError
+from ._errors import (
+    DiscoveryError,
+    IssuerMismatchError,
+    PKCENotSupportedError,
+    ResourceMismatchError,
+    SSRFBlockedError,
+)
 
 if TYPE_CHECKING:  # pragma: no cover
     import requests
 
 __all__ = [
     "UrlPolicy",
-    "parse_www_authenticate",
     "canonical_resource",
-    "resource_matches",
-    "fetch_json",
     "discover_resource_metadata",
     "discover_server_metadata",
+    "fetch_json",
     "legacy_server_metadata",
+    "parse_www_authenticate",
+    "resource_matches",
 ]
 
 log = logging.getLogger("mcpsync.auth")
@@ -43,11 +49,17 @@ TIMEOUT = (10.0, 20.0)
 _IPAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
 
 
-def _host_addresses(host: str) -> list[_IPAddress]:
+def _literal(host: str) -> _IPAddress | None:
     try:
-        return [ipaddress.ip_address(host.strip("[]"))]
+        return ipaddress.ip_address(host.strip("[]"))
     except ValueError:
-        pass
+        return None
+
+
+def _host_addresses(host: str) -> list[_IPAddress]:
+    literal = _literal(host)
+    if literal is not None:
+        return [literal]
     try:
         infos = socket.getaddrinfo(host, None, proto=socket.IPPROTO_TCP)
     except (socket.gaierror, UnicodeError) as exc:
@@ -69,9 +81,17 @@ def _kind(addr: _IPAddress) -> str:
     addr = _unmap(addr)
     if addr.is_loopback:
         return "loopback"
-    if addr.is_link_local or addr.is_multicast or addr.is_unspecified or addr.is_reserved:
+    if (
+        addr.is_link_local
+        or addr.is_multicast
+        or addr.is_unspecified
+        or addr.is_reserved
+    ):
         return "forbidden"
-    if addr.is_private or (isinstance(addr, ipaddress.IPv4Address) and addr in ipaddress.ip_network("100.64.0.0/10")):
+    if addr.is_private or (
+        isinstance(addr, ipaddress.IPv4Address)
+        and addr in ipaddress.ip_network("100.64.0.0/10")
+    ):
         return "private"
     return "public"
 
@@ -87,34 +107,58 @@ class UrlPolicy:
     def __init__(self, server_url: str, *, resolve: bool = True) -> None:
         parts = urlsplit(server_url)
         self._resolve = resolve
-        kinds = {_kind(a) for a in _host_addresses(parts.hostname or "")} if resolve else {"public"}
+        kinds = self._kinds(parts.hostname or "")
         #: The MCP server is on loopback: a local development setup.
         self.local = kinds == {"loopback"}
         #: The MCP server is on a private network: its authorization server may be too.
         self.private = bool(kinds & {"private"}) or self.local
+
+    def _kinds(self, host: str) -> set[str]:
+        literal = _literal(host)
+        if literal is None and not self._resolve:
+            return {"loopback"} if host.lower() == "localhost" else {"public"}
+        return {
+            _kind(a)
+            for a in ([literal] if literal is not None else _host_addresses(host))
+        }
 
     def check(self, url: str, what: str) -> str:
         """Return *url* if it may be used for *what*, else raise :class:`SSRFBlockedError`."""
         parts = urlsplit(url)
         scheme = parts.scheme.lower()
         host = parts.hostname or ""
-        if scheme not in ("https", "http") or not host or parts.username or parts.password:
-            raise SSRFBlockedError(f"{what}: only https URLs with a host are allowed (got scheme {scheme!r})")
-        kinds = {_kind(a) for a in _host_addresses(host)} if self._resolve else {"public"}
+        if (
+            scheme not in ("https", "http")
+            or not host
+            or parts.username
+            or parts.password
+        ):
+            raise SSRFBlockedError(
+                f"{what}: only https URLs with a host are allowed (got scheme {scheme!r})"
+            )
+        kinds = self._kinds(host)
         if scheme == "http" and not (self.local and kinds == {"loopback"}):
-            raise SSRFBlockedError(f"{what}: plain http is allowed only between loopback hosts ({host})")
+            raise SSRFBlockedError(
+                f"{what}: plain http is allowed only between loopback hosts ({host})"
+            )
         if "forbidden" in kinds:
-            raise SSRFBlockedError(f"{what}: {host} resolves to a link-local, multicast or reserved address")
+            raise SSRFBlockedError(
+                f"{what}: {host} resolves to a link-local, multicast or reserved address"
+            )
         if "loopback" in kinds and not self.local:
-            raise SSRFBlockedError(f"{what}: {host} is a loopback address but the MCP server is not")
+            raise SSRFBlockedError(
+                f"{what}: {host} is a loopback address but the MCP server is not"
+            )
         if "private" in kinds and not self.private:
-            raise SSRFBlockedError(f"{what}: {host} is a private address but the MCP server is public")
+            raise SSRFBlockedError(
+                f"{what}: {host} is a private address but the MCP server is public"
+            )
         return url
 
 
 _TOKEN = r"[!#$%&'*+\-.^_`|~0-9A-Za-z]+"
-_ITEM_PARAM = re.compile(r"\s*(" + _TOKEN + r")\s*=\s*(.*?)\s*$", re.S)
-_ITEM_SCHEME = re.compile(r"\s*(" + _TOKEN + r")(?:\s+(.*?))?\s*$", re.S)
+_ITEM_PARAM = re.compile(r"\s*(" + _TOKEN + r")\s*=\s*(.*?)\s*$", re.DOTALL)
+_ITEM_SCHEME = re.compile(r"\s*(" + _TOKEN + r")(?:\s+(.*?))?\s*$", re.DOTALL)
 
 
 def _split_items(header: str) -> list[str]:
@@ -194,15 +238,24 @@ def canonical_resource(url: str) -> str:
 
 def resource_matches(resource: str, server_url: str) -> bool:
     """Whether metadata for *resource* may be used for *server_url* (same origin, path prefix)."""
-    res, srv = urlsplit(canonical_resource(resource)), urlsplit(canonical_resource(server_url))
+    res, srv = (
+        urlsplit(canonical_resource(resource)),
+        urlsplit(canonical_resource(server_url)),
+    )
     if (res.scheme, res.netloc) != (srv.scheme, srv.netloc):
         return False
     rpath, spath = res.path.rstrip("/"), srv.path.rstrip("/")
     return spath == rpath or spath.startswith(rpath + "/")
 
 
-def fetch_json(session: requests.Session, url: str, policy: UrlPolicy, what: str,
-               *, headers: dict[str, str] | None = None) -> dict[str, Any] | None:
+def fetch_json(
+    session: requests.Session,
+    url: str,
+    policy: UrlPolicy,
+    what: str,
+    *,
+    headers: dict[str, str] | None = None,
+) -> dict[str, Any] | None:
     """GET *url* as JSON: ``None`` on 4xx (try the next location), the object on 200.
 
     :raises DiscoveryError: on 5xx, a non-JSON body, or a too-large body.
@@ -213,27 +266,45 @@ def fetch_json(session: requests.Session, url: str, policy: UrlPolicy, what: str
     for _ in range(MAX_REDIRECTS + 1):
         policy.check(current, what)
         try:
-            response = session.get(current, headers={"Accept": "application/json", **(headers or {})},
-                                   timeout=TIMEOUT, allow_redirects=False, stream=True)
+            response = session.get(
+                current,
+                headers={"Accept": "application/json", **(headers or {})},
+                timeout=TIMEOUT,
+                allow_redirects=False,
+                stream=True,
+            )
         except _requests.RequestException as exc:
-            raise DiscoveryError(f"{what}: request failed ({type(exc).__name__})") from None
+            raise DiscoveryError(
+                f"{what}: request failed ({type(exc).__name__})"
+            ) from None
         with response:
-            if response.status_code in (301, 302, 303, 307, 308) and "Location" in response.headers:
+            if (
+                response.status_code in (301, 302, 303, 307, 308)
+                and "Location" in response.headers
+            ):
                 current = urljoin(current, response.headers["Location"])
                 continue
             if 400 <= response.status_code < 500:
                 return None
             if response.status_code != 200:
-                raise DiscoveryError(f"{what}: HTTP {response.status_code} from {_safe(current)}")
+                raise DiscoveryError(
+                    f"{what}: HTTP {response.status_code} from {_safe(current)}"
+                )
             body = response.raw.read(MAX_METADATA_BYTES + 1, decode_content=True)
         if len(body) > MAX_METADATA_BYTES:
-            raise DiscoveryError(f"{what}: document larger than {MAX_METADATA_BYTES} bytes")
+            raise DiscoveryError(
+                f"{what}: document larger than {MAX_METADATA_BYTES} bytes"
+            )
         try:
             data = json.loads(body)
         except ValueError:
-            raise DiscoveryError(f"{what}: {_safe(current)} did not return JSON") from None
+            raise DiscoveryError(
+                f"{what}: {_safe(current)} did not return JSON"
+            ) from None
         if not isinstance(data, dict):
-            raise DiscoveryError(f"{what}: {_safe(current)} did not return a JSON object")
+            raise DiscoveryError(
+                f"{what}: {_safe(current)} did not return a JSON object"
+            )
         return data
     raise DiscoveryError(f"{what}: more than {MAX_REDIRECTS} redirects")
 
@@ -250,8 +321,12 @@ def _well_known(url: str, suffix: str, *, insert: bool = True) -> str:
     return urlunsplit((parts.scheme, parts.netloc, new, "", ""))
 
 
-def discover_resource_metadata(session: requests.Session, server_url: str, policy: UrlPolicy,
-                               header_url: str | None) -> dict[str, Any] | None:
+def discover_resource_metadata(
+    session: requests.Session,
+    server_url: str,
+    policy: UrlPolicy,
+    header_url: str | None,
+) -> dict[str, Any] | None:
     """RFC 9728 metadata: the header's URL, then the path-based, then the root well-known URL.
 
     ``None`` when the server publishes none (a 2025-03-26 server).
@@ -262,7 +337,17 @@ def discover_resource_metadata(session: requests.Session, server_url: str, polic
     if urlsplit(server_url).path.strip("/"):
         candidates.append(_well_known(server_url, "oauth-protected-resource"))
     parts = urlsplit(server_url)
-    candidates.append(urlunsplit((parts.scheme, parts.netloc, "/.well-known/oauth-protected-resource", "", "")))
+    candidates.append(
+        urlunsplit(
+            (
+                parts.scheme,
+                parts.netloc,
+                "/.well-known/oauth-protected-resource",
+                "",
+                "",
+            )
+        )
+    )
     for url in candidates:
         doc = fetch_json(session, url, policy, "protected resource metadata")
         if doc is None:
@@ -270,10 +355,17 @@ def discover_resource_metadata(session: requests.Session, server_url: str, polic
         resource = doc.get("resource")
         if not isinstance(resource, str) or not resource_matches(resource, server_url):
             raise ResourceMismatchError(
-                "protected resource metadata names another resource than this MCP server; refusing it")
+                "protected resource metadata names another resource than this MCP server; refusing it"
+            )
         servers = doc.get("authorization_servers")
-        if not isinstance(servers, list) or not servers or not all(isinstance(s, str) for s in servers):
-            raise DiscoveryError("protected resource metadata lists no authorization_servers")
+        if (
+            not isinstance(servers, list)
+            or not servers
+            or not all(isinstance(s, str) for s in servers)
+        ):
+            raise DiscoveryError(
+                "protected resource metadata lists no authorization_servers"
+            )
         return doc
     return None
 
@@ -282,37 +374,58 @@ def _server_metadata_urls(issuer: str) -> list[str]:
     # MCP 2025-11-25 §Authorization Server Metadata Discovery: with a path, try
     # RFC 8414 path insertion, OIDC path insertion, then OIDC path appending.
     if urlsplit(issuer).path.strip("/"):
-        return [_well_known(issuer, "oauth-authorization-server"),
-                _well_known(issuer, "openid-configuration"),
-                _well_known(issuer, "openid-configuration", insert=False)]
-    return [_well_known(issuer, "oauth-authorization-server"), _well_known(issuer, "openid-configuration")]
+        return [
+            _well_known(issuer, "oauth-authorization-server"),
+            _well_known(issuer, "openid-configuration"),
+            _well_known(issuer, "openid-configuration", insert=False),
+        ]
+    return [
+        _well_known(issuer, "oauth-authorization-server"),
+        _well_known(issuer, "openid-configuration"),
+    ]
 
 
 def _same_issuer(a: str, b: str) -> bool:
     return a.rstrip("/") == b.rstrip("/")
 
 
-def validate_server_metadata(meta: dict[str, Any], issuer: str, policy: UrlPolicy) -> dict[str, Any]:
+def validate_server_metadata(
+    meta: dict[str, Any], issuer: str, policy: UrlPolicy
+) -> dict[str, Any]:
     """Check issuer, PKCE support and every endpoint URL; returns *meta*."""
-    if not isinstance(meta.get("issuer"), str) or not _same_issuer(meta["issuer"], issuer):
-        raise IssuerMismatchError("authorization server metadata names another issuer (RFC 8414 §3.3)")
+    if not isinstance(meta.get("issuer"), str) or not _same_issuer(
+        meta["issuer"], issuer
+    ):
+        raise IssuerMismatchError(
+            "authorization server metadata names another issuer (RFC 8414 §3.3)"
+        )
     methods = meta.get("code_challenge_methods_supported")
     if not isinstance(methods, list) or "S256" not in methods:
         raise PKCENotSupportedError(
             "the authorization server does not advertise PKCE S256 (code_challenge_methods_supported); "
-            "refusing to authorize without it")
-    for name in ("authorization_endpoint", "token_endpoint", "registration_endpoint", "revocation_endpoint"):
+            "refusing to authorize without it"
+        )
+    for name in (
+        "authorization_endpoint",
+        "token_endpoint",
+        "registration_endpoint",
+        "revocation_endpoint",
+    ):
         value = meta.get(name)
         if value is not None:
             if not isinstance(value, str):
-                raise DiscoveryError(f"authorization server metadata: {name} is not a string")
+                raise DiscoveryError(
+                    f"authorization server metadata: {name} is not a string"
+                )
             policy.check(value, name)
     if not isinstance(meta.get("token_endpoint"), str):
         raise DiscoveryError("authorization server metadata has no token_endpoint")
     return meta
 
 
-def discover_server_metadata(session: requests.Session, issuer: str, policy: UrlPolicy) -> dict[str, Any] | None:
+def discover_server_metadata(
+    session: requests.Session, issuer: str, policy: UrlPolicy
+) -> dict[str, Any] | None:
     """The first metadata document found for *issuer*, validated; ``None`` when there is none."""
     for url in _server_metadata_urls(issuer):
         doc = fetch_json(session, url, policy, "authorization server metadata")
@@ -321,7 +434,9 @@ def discover_server_metadata(session: requests.Session, issuer: str, policy: Url
     return None
 
 
-def legacy_server_metadata(session: requests.Session, server_url: str, policy: UrlPolicy) -> dict[str, Any]:
+def legacy_server_metadata(
+    session: requests.Session, server_url: str, policy: UrlPolicy
+) -> dict[str, Any]:
     """MCP 2025-03-26: the server's origin is the authorization server.
 
     Root metadata if it exists, else the default ``/authorize``, ``/token``
@@ -330,8 +445,12 @@ def legacy_server_metadata(session: requests.Session, server_url: str, policy: U
     """
     parts = urlsplit(server_url)
     origin = urlunsplit((parts.scheme, parts.netloc, "", "", ""))
-    doc = fetch_json(session, origin + "/.well-known/oauth-authorization-server", policy,
-                     "authorization server metadata")
+    doc = fetch_json(
+        session,
+        origin + "/.well-known/oauth-authorization-server",
+        policy,
+        "authorization server metadata",
+    )
     if doc is not None:
         return validate_server_metadata(doc, origin, policy)
     meta = {

@@ -35,8 +35,15 @@ class IdJagAssertion:
     :param client_secret: its secret there, if it is a confidential client.
     """
 
-    def __init__(self, *, token_endpoint: str, id_token: str, client_id: str,
-                 client_secret: str | None = None, session: requests.Session | None = None) -> None:
+    def __init__(
+        self,
+        *,
+        token_endpoint: str,
+        id_token: str,
+        client_id: str,
+        client_secret: str | None = None,
+        session: requests.Session | None = None,
+    ) -> None:
         self.token_endpoint = token_endpoint
         self._id_token = id_token
         self.client_id = client_id
@@ -50,19 +57,32 @@ class IdJagAssertion:
         """The ID-JAG for the authorization server *issuer* and the MCP server *resource*."""
         import requests as _requests
 
-        form = {"grant_type": _TOKEN_EXCHANGE, "subject_token": self._id_token,
-                "subject_token_type": _ID_TOKEN, "requested_token_type": _ID_JAG,
-                "audience": issuer, "resource": resource, "client_id": self.client_id}
+        form = {
+            "grant_type": _TOKEN_EXCHANGE,
+            "subject_token": self._id_token,
+            "subject_token_type": _ID_TOKEN,
+            "requested_token_type": _ID_JAG,
+            "audience": issuer,
+            "resource": resource,
+            "client_id": self.client_id,
+        }
         if self._client_secret:
             form["client_secret"] = self._client_secret
         if scope:
             form["scope"] = scope
         session = self._session or _requests.Session()
         try:
-            response = session.post(self.token_endpoint, data=form, headers={"Accept": "application/json"},
-                                    timeout=TIMEOUT, allow_redirects=False)
+            response = session.post(
+                self.token_endpoint,
+                data=form,
+                headers={"Accept": "application/json"},
+                timeout=TIMEOUT,
+                allow_redirects=False,
+            )
         except _requests.RequestException as exc:
-            raise TokenRequestError(f"token exchange failed ({type(exc).__name__})") from None
+            raise TokenRequestError(
+                f"token exchange failed ({type(exc).__name__})"
+            ) from None
         finally:
             if self._session is None:
                 session.close()
@@ -70,11 +90,24 @@ class IdJagAssertion:
             body: Any = json.loads(response.content)
         except ValueError:
             body = {}
-        if response.status_code != 200 or not isinstance(body, dict) or not isinstance(body.get("access_token"), str):
-            code = body.get("error") if isinstance(body, dict) and isinstance(body.get("error"), str) else None
-            raise TokenRequestError(f"token exchange refused: HTTP {response.status_code}"
-                                    + (f" {excerpt(code, 60)}" if code else ""), error=code,
-                                    status=response.status_code)
+        if (
+            response.status_code != 200
+            or not isinstance(body, dict)
+            or not isinstance(body.get("access_token"), str)
+        ):
+            code = (
+                body.get("error")
+                if isinstance(body, dict) and isinstance(body.get("error"), str)
+                else None
+            )
+            raise TokenRequestError(
+                f"token exchange refused: HTTP {response.status_code}"
+                + (f" {excerpt(code, 60)}" if code else ""),
+                error=code,
+                status=response.status_code,
+            )
         if body.get("issued_token_type") not in (None, _ID_JAG):
-            raise TokenRequestError("token exchange returned another token type than an ID-JAG")
+            raise TokenRequestError(
+                "token exchange returned another token type than an ID-JAG"
+            )
         return str(body["access_token"])

@@ -12,7 +12,8 @@ from __future__ import annotations
 import hashlib
 import logging
 import time
-from typing import TYPE_CHECKING, Any, Callable
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
 from urllib.parse import parse_qs, urlencode, urlsplit
 
 from ._discovery import (
@@ -40,7 +41,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from ._loopback import LoopbackLogin
     from ._stores import TokenStore
 
-__all__ = ["Authorizer", "PENDING_TTL"]
+__all__ = ["PENDING_TTL", "Authorizer"]
 
 log = logging.getLogger("mcpsync.auth")
 
@@ -63,11 +64,26 @@ def _join(scopes: set[str]) -> str | None:
 class Authorizer:
     """Discovery, registration, login and token requests for one MCP server (one store key)."""
 
-    def __init__(self, *, store: TokenStore, key: str, server_url: str, session: requests.Session,
-                 login: LoopbackLogin | None, client_name: str, scopes: set[str],
-                 client_id: str | None, client_secret: str | None, client_metadata_url: str | None,
-                 redirect_uri: str | None, grant_type: str, private_key: Any, signing_algorithm: str | None,
-                 resolve_hosts: bool, assertion: Callable[[str, str, str | None], str] | None = None) -> None:
+    def __init__(
+        self,
+        *,
+        store: TokenStore,
+        key: str,
+        server_url: str,
+        session: requests.Session,
+        login: LoopbackLogin | None,
+        client_name: str,
+        scopes: set[str],
+        client_id: str | None,
+        client_secret: str | None,
+        client_metadata_url: str | None,
+        redirect_uri: str | None,
+        grant_type: str,
+        private_key: Any,
+        signing_algorithm: str | None,
+        resolve_hosts: bool,
+        assertion: Callable[[str, str, str | None], str] | None = None,
+    ) -> None:
         self.store = store
         self.key = key
         self.server_url = server_url
@@ -95,23 +111,39 @@ class Authorizer:
 
     # -- discovery ----------------------------------------------------------------------------
 
-    def discover(self, challenge: dict[str, str]) -> tuple[dict[str, Any] | None, dict[str, Any], str]:
+    def discover(
+        self, challenge: dict[str, str]
+    ) -> tuple[dict[str, Any] | None, dict[str, Any], str]:
         """(resource metadata or None, validated server metadata, resource indicator)."""
-        prm = discover_resource_metadata(self.session, self.server_url, self.policy,
-                                         challenge.get("resource_metadata"))
+        prm = discover_resource_metadata(
+            self.session,
+            self.server_url,
+            self.policy,
+            challenge.get("resource_metadata"),
+        )
         if prm is None:
             log.debug("no protected resource metadata: using the 2025-03-26 discovery")
-            return None, legacy_server_metadata(self.session, self.server_url, self.policy), \
-                canonical_resource(self.server_url)
+            return (
+                None,
+                legacy_server_metadata(self.session, self.server_url, self.policy),
+                canonical_resource(self.server_url),
+            )
         issuer = prm["authorization_servers"][0]
         self.policy.check(issuer, "authorization server")
         meta = discover_server_metadata(self.session, issuer, self.policy)
         if meta is None:
-            raise DiscoveryError("the authorization server publishes no metadata (RFC 8414 / OpenID Connect)")
+            raise DiscoveryError(
+                "the authorization server publishes no metadata (RFC 8414 / OpenID Connect)"
+            )
         return prm, meta, str(prm["resource"])
 
-    def select_scopes(self, challenge: dict[str, str], prm: dict[str, Any] | None, meta: dict[str, Any],
-                      granted: set[str]) -> set[str]:
+    def select_scopes(
+        self,
+        challenge: dict[str, str],
+        prm: dict[str, Any] | None,
+        meta: dict[str, Any],
+        granted: set[str],
+    ) -> set[str]:
         """MCP §Scope Selection Strategy: the challenge's ``scope``, else the PRM's ``scopes_supported``."""
         if "scope" in challenge:
             wanted = _scope_set(challenge["scope"])
@@ -120,35 +152,69 @@ class Authorizer:
         wanted |= self.scopes | granted  # step-up keeps what we had (union)
         offered = _scope_set(meta.get("scopes_supported"))
         # SEP-2207: ask for a refresh token only where the server lists offline_access.
-        if wanted and "offline_access" in offered and self.grant_type == "authorization_code":
+        if (
+            wanted
+            and "offline_access" in offered
+            and self.grant_type == "authorization_code"
+        ):
             wanted.add("offline_access")
         return wanted
 
     # -- registration ---------------------------------------------------------------------
 
-    def client_for(self, meta: dict[str, Any], record: dict[str, Any], redirect_uri: str | None,
-                   scope: str | None) -> dict[str, Any]:
+    def client_for(
+        self,
+        meta: dict[str, Any],
+        record: dict[str, Any],
+        redirect_uri: str | None,
+        scope: str | None,
+    ) -> dict[str, Any]:
         issuer = meta["issuer"]
         if self.client_id is not None:
             has_key = self.private_key is not None
-            method = choose_auth_method(meta, has_secret=bool(self.client_secret), has_key=has_key)
-            client: dict[str, Any] = {"issuer": issuer, "client_id": self.client_id,
-                                      "token_endpoint_auth_method": method, "source": "preregistered"}
+            method = choose_auth_method(
+                meta, has_secret=bool(self.client_secret), has_key=has_key
+            )
+            client: dict[str, Any] = {
+                "issuer": issuer,
+                "client_id": self.client_id,
+                "token_endpoint_auth_method": method,
+                "source": "preregistered",
+            }
             if self.client_secret:
                 client["client_secret"] = self.client_secret
             return client
         if self.grant_type != "authorization_code":
-            raise RegistrationError(f"{self.grant_type} needs a pre-registered client_id")
+            raise RegistrationError(
+                f"{self.grant_type} needs a pre-registered client_id"
+            )
         stored = (record.get("clients") or {}).get(issuer)
-        expired = stored and stored.get("client_secret_expires_at") and stored["client_secret_expires_at"] < time.time()
-        if stored and stored.get("issuer") == issuer and not expired and (
-                redirect_uri is None or redirect_uri in stored.get("redirect_uris", [])):
+        expired = (
+            stored
+            and stored.get("client_secret_expires_at")
+            and stored["client_secret_expires_at"] < time.time()
+        )
+        if (
+            stored
+            and stored.get("issuer") == issuer
+            and not expired
+            and (
+                redirect_uri is None or redirect_uri in stored.get("redirect_uris", [])
+            )
+        ):
             return dict(stored)
         assert redirect_uri is not None
-        return register_client(self.session, meta, self.policy, client_name=self.client_name,
-                               redirect_uris=[redirect_uri], scope=scope,
-                               client_metadata_url=self.client_metadata_url, native=self.login is not None,
-                               grant_types=["authorization_code", "refresh_token"])
+        return register_client(
+            self.session,
+            meta,
+            self.policy,
+            client_name=self.client_name,
+            redirect_uris=[redirect_uri],
+            scope=scope,
+            client_metadata_url=self.client_metadata_url,
+            native=self.login is not None,
+            grant_types=["authorization_code", "refresh_token"],
+        )
 
     # -- flows ------------------------------------------------------------------------------
 
@@ -164,81 +230,162 @@ class Authorizer:
         scope = _join(scopes)
         if self.grant_type != "authorization_code":
             client = self.client_for(meta, record, None, scope)
-            tokens = self._token(meta, client, self._headless_grant(meta["issuer"], resource, scope))
+            tokens = self._token(
+                meta, client, self._headless_grant(meta["issuer"], resource, scope)
+            )
             return self._save(record, meta, client, tokens, resource)
         if self.login is None:
             raise AuthorizationRequired(self.start(meta, record, resource, scope))
-        registered = ((record.get("clients") or {}).get(meta["issuer"]) or {}).get("redirect_uris") or [""]
-        preferred = urlsplit(registered[0]).port if registered[0].startswith("http://127.0.0.1:") else None
+        registered = ((record.get("clients") or {}).get(meta["issuer"]) or {}).get(
+            "redirect_uris"
+        ) or [""]
+        preferred = (
+            urlsplit(registered[0]).port
+            if registered[0].startswith("http://127.0.0.1:")
+            else None
+        )
         with self.login.receiver(preferred) as receiver:
             client = self.client_for(meta, record, receiver.redirect_uri, scope)
             record.setdefault("clients", {})[meta["issuer"]] = client
             state, verifier = new_state(), new_verifier()
-            url = self._authorization_url(meta, client, receiver.redirect_uri, state, verifier, resource, scope)
+            url = self._authorization_url(
+                meta, client, receiver.redirect_uri, state, verifier, resource, scope
+            )
             receiver.state = state  # before the browser: a fast callback must find it
-            log.info("opening the browser to log in at %s", urlsplit(meta["issuer"]).netloc)
+            log.info(
+                "opening the browser to log in at %s", urlsplit(meta["issuer"]).netloc
+            )
             self.login.open(url)
             params = receiver.wait(state, self.login.timeout)
-        tokens = self._exchange(meta, client, params, state, verifier, receiver.redirect_uri, resource, scope)
+        tokens = self._exchange(
+            meta,
+            client,
+            params,
+            state,
+            verifier,
+            receiver.redirect_uri,
+            resource,
+            scope,
+        )
         return self._save(record, meta, client, tokens, resource)
 
-    def _headless_grant(self, issuer: str, resource: str, scope: str | None) -> dict[str, str]:
+    def _headless_grant(
+        self, issuer: str, resource: str, scope: str | None
+    ) -> dict[str, str]:
         """The token request form of ``client_credentials`` or an RFC 7523 JWT bearer grant."""
         if self.grant_type == "jwt_bearer":
             if self.assertion is None:
                 raise RegistrationError("grant_type='jwt_bearer' needs assertion=")
-            data = {"grant_type": "urn:ietf:params:oauth:grant-type:jwt-bearer",
-                    "assertion": self.assertion(issuer, resource, scope), "resource": resource}
+            data = {
+                "grant_type": "urn:ietf:params:oauth:grant-type:jwt-bearer",
+                "assertion": self.assertion(issuer, resource, scope),
+                "resource": resource,
+            }
         else:
             data = {"grant_type": "client_credentials", "resource": resource}
         if scope:
             data["scope"] = scope
         return data
 
-    def _authorization_url(self, meta: dict[str, Any], client: dict[str, Any], redirect_uri: str, state: str,
-                           verifier: str, resource: str, scope: str | None) -> str:
+    def _authorization_url(
+        self,
+        meta: dict[str, Any],
+        client: dict[str, Any],
+        redirect_uri: str,
+        state: str,
+        verifier: str,
+        resource: str,
+        scope: str | None,
+    ) -> str:
         endpoint = meta.get("authorization_endpoint")
         if not isinstance(endpoint, str):
-            raise DiscoveryError("authorization server metadata has no authorization_endpoint")
-        self.policy.check(endpoint, "authorization_endpoint")  # F3: no javascript:, file:, ...
-        query = {"response_type": "code", "client_id": client["client_id"], "redirect_uri": redirect_uri,
-                 "state": state, "code_challenge": s256_challenge(verifier), "code_challenge_method": "S256",
-                 "resource": resource}
+            raise DiscoveryError(
+                "authorization server metadata has no authorization_endpoint"
+            )
+        self.policy.check(
+            endpoint, "authorization_endpoint"
+        )  # F3: no javascript:, file:, ...
+        query = {
+            "response_type": "code",
+            "client_id": client["client_id"],
+            "redirect_uri": redirect_uri,
+            "state": state,
+            "code_challenge": s256_challenge(verifier),
+            "code_challenge_method": "S256",
+            "resource": resource,
+        }
         if scope:
             query["scope"] = scope
         if scope and "offline_access" in scope.split():
-            query["prompt"] = "consent"  # OIDC: offline_access is granted only with consent
+            query["prompt"] = (
+                "consent"  # OIDC: offline_access is granted only with consent
+            )
         separator = "&" if urlsplit(endpoint).query else "?"
         return endpoint + separator + urlencode(query)
 
-    def _exchange(self, meta: dict[str, Any], client: dict[str, Any], params: dict[str, str], state: str,
-                  verifier: str, redirect_uri: str, resource: str, scope: str | None) -> dict[str, Any]:
+    def _exchange(
+        self,
+        meta: dict[str, Any],
+        client: dict[str, Any],
+        params: dict[str, str],
+        state: str,
+        verifier: str,
+        redirect_uri: str,
+        resource: str,
+        scope: str | None,
+    ) -> dict[str, Any]:
         if not same_secret(params.get("state"), state):
-            raise StateMismatchError("the login response does not belong to the login in progress (state)")
+            raise StateMismatchError(
+                "the login response does not belong to the login in progress (state)"
+            )
         # RFC 9207: check iss before anything else the response says (mix-up attacks).
         if "iss" in params:
             if params["iss"] != meta["issuer"]:
-                raise IssuerMismatchError("the login response came from another authorization server (iss)")
+                raise IssuerMismatchError(
+                    "the login response came from another authorization server (iss)"
+                )
         elif meta.get("authorization_response_iss_parameter_supported") is True:
-            raise IssuerMismatchError("the authorization server promised an iss parameter but sent none")
+            raise IssuerMismatchError(
+                "the authorization server promised an iss parameter but sent none"
+            )
         if "error" in params:
             code = params["error"][:60]
             raise CallbackError(f"authorization refused: {code}", error=code)
         if not params.get("code"):
             raise CallbackError("the login response has no authorization code")
-        data = {"grant_type": "authorization_code", "code": params["code"], "redirect_uri": redirect_uri,
-                "code_verifier": verifier, "resource": resource}
+        data = {
+            "grant_type": "authorization_code",
+            "code": params["code"],
+            "redirect_uri": redirect_uri,
+            "code_verifier": verifier,
+            "resource": resource,
+        }
         tokens = self._token(meta, client, data)
         if scope and "scope" not in tokens:
             tokens["scope"] = scope
         return tokens
 
-    def _token(self, meta: dict[str, Any], client: dict[str, Any], data: dict[str, str]) -> dict[str, Any]:
-        return token_request(self.session, meta, client, data, self.policy, private_key=self.private_key,
-                             signing_algorithm=self.signing_algorithm)
+    def _token(
+        self, meta: dict[str, Any], client: dict[str, Any], data: dict[str, str]
+    ) -> dict[str, Any]:
+        return token_request(
+            self.session,
+            meta,
+            client,
+            data,
+            self.policy,
+            private_key=self.private_key,
+            signing_algorithm=self.signing_algorithm,
+        )
 
-    def _save(self, record: dict[str, Any], meta: dict[str, Any], client: dict[str, Any],
-              tokens: dict[str, Any], resource: str) -> dict[str, Any]:
+    def _save(
+        self,
+        record: dict[str, Any],
+        meta: dict[str, Any],
+        client: dict[str, Any],
+        tokens: dict[str, Any],
+        resource: str,
+    ) -> dict[str, Any]:
         tokens.update(issuer=meta["issuer"], resource=resource)
         with self.store.lock(self.key):
             current = self.load()
@@ -252,43 +399,78 @@ class Authorizer:
 
     # -- web-app flow ---------------------------------------------------------------------
 
-    def start(self, meta: dict[str, Any], record: dict[str, Any], resource: str, scope: str | None) -> str:
+    def start(
+        self,
+        meta: dict[str, Any],
+        record: dict[str, Any],
+        resource: str,
+        scope: str | None,
+    ) -> str:
         """Register if needed, remember a pending login in the store; the authorization URL."""
         if self.redirect_uri is None:
             raise RegistrationError("the web-app flow (login=None) needs redirect_uri=")
         client = self.client_for(meta, record, self.redirect_uri, scope)
         state, verifier = new_state(), new_verifier()
-        pending = {"state": state, "verifier": verifier, "created": time.time(), "scope": scope,
-                   "resource": resource, "server_metadata": meta, "client": client,
-                   "resource_metadata": record.get("resource_metadata")}
+        pending = {
+            "state": state,
+            "verifier": verifier,
+            "created": time.time(),
+            "scope": scope,
+            "resource": resource,
+            "server_metadata": meta,
+            "client": client,
+            "resource_metadata": record.get("resource_metadata"),
+        }
         self.store.save(self._pending_key(state), pending)
-        return self._authorization_url(meta, client, self.redirect_uri, state, verifier, resource, scope)
+        return self._authorization_url(
+            meta, client, self.redirect_uri, state, verifier, resource, scope
+        )
 
     def begin(self) -> str:
         prm, meta, resource = self.discover({})
         record = self.load()
         record.update(resource_metadata=prm)
         granted = _scope_set((record.get("tokens") or {}).get("scope"))
-        return self.start(meta, record, resource, _join(self.select_scopes({}, prm, meta, granted)))
+        return self.start(
+            meta, record, resource, _join(self.select_scopes({}, prm, meta, granted))
+        )
 
     def complete(self, callback_url: str) -> dict[str, Any]:
-        params = {k: v[0] for k, v in parse_qs(urlsplit(callback_url).query, keep_blank_values=True).items()}
+        params = {
+            k: v[0]
+            for k, v in parse_qs(
+                urlsplit(callback_url).query, keep_blank_values=True
+            ).items()
+        }
         state = params.get("state")
         if not state:
             raise StateMismatchError("the callback URL has no state")
         key = self._pending_key(state)
         pending = self.store.load(key)
         if pending is None or not same_secret(pending.get("state"), state):
-            raise StateMismatchError("no login in progress matches this callback (state); start again")
+            raise StateMismatchError(
+                "no login in progress matches this callback (state); start again"
+            )
         self.store.delete(key)  # one-shot: a replayed callback finds nothing
         if time.time() - float(pending.get("created", 0)) > PENDING_TTL:
             raise StateMismatchError("the login took too long; start again")
         meta, client = pending["server_metadata"], pending["client"]
         assert self.redirect_uri is not None
-        tokens = self._exchange(meta, client, params, state, pending["verifier"], self.redirect_uri,
-                                pending["resource"], pending.get("scope"))
-        record = {"server_metadata": meta, "resource": pending["resource"],
-                  "resource_metadata": pending.get("resource_metadata")}
+        tokens = self._exchange(
+            meta,
+            client,
+            params,
+            state,
+            pending["verifier"],
+            self.redirect_uri,
+            pending["resource"],
+            pending.get("scope"),
+        )
+        record = {
+            "server_metadata": meta,
+            "resource": pending["resource"],
+            "resource_metadata": pending.get("resource_metadata"),
+        }
         return self._save(record, meta, client, tokens, pending["resource"])
 
     # -- refresh -----------------------------------------------------------------------------
@@ -307,20 +489,37 @@ class Authorizer:
             client = (record.get("clients") or {}).get(tokens.get("issuer"))
             if client is None and self.client_id is not None and meta:
                 client = self.client_for(meta, record, None, None)
-            if self.grant_type != "authorization_code" and meta and client and not refresh_token:
-                data = self._headless_grant(meta["issuer"], tokens.get("resource", ""), tokens.get("scope"))
+            if (
+                self.grant_type != "authorization_code"
+                and meta
+                and client
+                and not refresh_token
+            ):
+                data = self._headless_grant(
+                    meta["issuer"], tokens.get("resource", ""), tokens.get("scope")
+                )
             elif refresh_token and meta and client:
-                data = {"grant_type": "refresh_token", "refresh_token": refresh_token,
-                        "resource": tokens.get("resource", "")}
+                data = {
+                    "grant_type": "refresh_token",
+                    "refresh_token": refresh_token,
+                    "resource": tokens.get("resource", ""),
+                }
             else:
                 return None
             try:
                 new = self._token(meta, client, data)
             except TokenRequestError as exc:
-                if exc.error in ("invalid_grant", "invalid_client", "unauthorized_client"):
+                if exc.error in (
+                    "invalid_grant",
+                    "invalid_client",
+                    "unauthorized_client",
+                ):
                     # Under the lock nobody else can have rotated it: the grant is dead.
                     # Keep registration and metadata; only the tokens go.
-                    log.info("the refresh grant was refused (%s); a new login is needed", exc.error)
+                    log.info(
+                        "the refresh grant was refused (%s); a new login is needed",
+                        exc.error,
+                    )
                     record.pop("tokens", None)
                     self.store.save(self.key, record)
                     return None

@@ -16,7 +16,8 @@ import logging
 import sys
 import threading
 import webbrowser
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
 from ._errors import LoginCancelled, LoginTimeout
@@ -33,26 +34,40 @@ _PAGE = """<!DOCTYPE html><html><head><meta charset="utf-8"><title>{title}</titl
 class _Handler(http.server.BaseHTTPRequestHandler):
     server: _Server
 
-    def do_GET(self) -> None:  # noqa: N802 - http.server's naming
+    def do_GET(self) -> None:
         parts = urlsplit(self.path)
         receiver = self.server.receiver
         if parts.path != receiver.path:
             self._reply(404, "Not found", "This is not the login callback.")
             return
-        params = {k: v[0] for k, v in parse_qs(parts.query, keep_blank_values=True).items()}
+        params = {
+            k: v[0] for k, v in parse_qs(parts.query, keep_blank_values=True).items()
+        }
         if not same_secret(params.get("state"), receiver.state):
             # A stray or forged request: refuse it and keep waiting for the real one.
-            self._reply(400, "Login failed", "The login response does not belong to the login in progress.")
+            self._reply(
+                400,
+                "Login failed",
+                "The login response does not belong to the login in progress.",
+            )
             return
         if "error" in params:
-            self._reply(400, "Login failed", "The authorization server said: "
-                        + params["error"] + " " + params.get("error_description", ""))
+            self._reply(
+                400,
+                "Login failed",
+                "The authorization server said: "
+                + params["error"]
+                + " "
+                + params.get("error_description", ""),
+            )
         else:
             self._reply(200, "Logged in", receiver.success_text)
         receiver.deliver(params)
 
     def _reply(self, status: int, title: str, body: str) -> None:
-        page = _PAGE.format(title=html.escape(title), body=html.escape(body[:500])).encode("utf-8")
+        page = _PAGE.format(
+            title=html.escape(title), body=html.escape(body[:500])
+        ).encode("utf-8")
         self.send_response(status)
         self.send_header("Content-Type", "text/html; charset=utf-8")
         self.send_header("Content-Length", str(len(page)))
@@ -61,7 +76,7 @@ class _Handler(http.server.BaseHTTPRequestHandler):
         self.end_headers()
         self.wfile.write(page)
 
-    def log_message(self, format: str, *args: Any) -> None:  # noqa: A002
+    def log_message(self, format: str, *args: Any) -> None:
         pass  # the request line carries the code: never log it
 
 
@@ -84,8 +99,12 @@ class LoopbackReceiver:
         self._server.receiver = self
         self._server.timeout = 0.5
         name = "mcpsync-auth-loopback"
-        self._thread = threading.Thread(target=self._server.serve_forever, kwargs={"poll_interval": 0.2},
-                                        name=name, daemon=True)
+        self._thread = threading.Thread(
+            target=self._server.serve_forever,
+            kwargs={"poll_interval": 0.2},
+            name=name,
+            daemon=True,
+        )
         self._thread.start()
 
     @property
@@ -116,7 +135,7 @@ class LoopbackReceiver:
         self._server.server_close()
         self._thread.join(5.0)
 
-    def __enter__(self) -> LoopbackReceiver:
+    def __enter__(self) -> LoopbackReceiver:  # noqa: PYI034
         return self
 
     def __exit__(self, *exc: object) -> None:
@@ -134,9 +153,15 @@ class LoopbackLogin:
     :param port: 0 (default) for an ephemeral port.
     """
 
-    def __init__(self, *, open_browser: Callable[[str], Any] = webbrowser.open, timeout: float = 300.0,
-                 port: int = 0, path: str = "/callback",
-                 success_text: str = "You are logged in. You can close this window.") -> None:
+    def __init__(
+        self,
+        *,
+        open_browser: Callable[[str], Any] = webbrowser.open,
+        timeout: float = 300.0,
+        port: int = 0,
+        path: str = "/callback",
+        success_text: str = "You are logged in. You can close this window.",
+    ) -> None:
         self.open_browser = open_browser
         self.timeout = timeout
         self.port = port
@@ -150,8 +175,12 @@ class LoopbackLogin:
         """Bind a listener: *preferred_port* (a registered redirect) if free, else :attr:`port`."""
         for port in ([preferred_port] if preferred_port else []) + [self.port]:
             try:
-                return LoopbackReceiver(host="127.0.0.1", port=port, path=self.path,
-                                        success_text=self.success_text)
+                return LoopbackReceiver(
+                    host="127.0.0.1",
+                    port=port,
+                    path=self.path,
+                    success_text=self.success_text,
+                )
             except OSError:
                 if port == self.port:
                     raise
@@ -161,7 +190,7 @@ class LoopbackLogin:
         """Show *url* to the user: the browser, or stderr when none opens."""
         try:
             opened = self.open_browser(url)
-        except Exception as exc:  # a broken browser launcher must not end the login
+        except Exception as exc:  # noqa: BLE001 -  # a broken browser launcher must not end the login
             log.warning("could not open a browser (%s)", type(exc).__name__)
             opened = False
         if opened is False:

@@ -12,7 +12,8 @@ from __future__ import annotations
 
 import logging
 import threading
-from typing import TYPE_CHECKING, Any, Callable, Iterable
+from collections.abc import Callable, Iterable
+from typing import TYPE_CHECKING, Any
 
 from requests.auth import AuthBase
 
@@ -25,7 +26,7 @@ from ._stores import MemoryTokenStore, TokenStore
 if TYPE_CHECKING:  # pragma: no cover
     import requests
 
-__all__ = ["OAuth", "BearerToken"]
+__all__ = ["BearerToken", "OAuth"]
 
 log = logging.getLogger("mcpsync.auth")
 
@@ -89,24 +90,44 @@ class OAuth(AuthBase):
     :param max_auth_attempts: authorizations per request before giving up.
     """
 
-    def __init__(self, *, store: TokenStore | None = None, login: LoopbackLogin | None = _DEFAULT,
-                 client_name: str = "mcpsync", scopes: Iterable[str] | str | None = None,
-                 client_id: str | None = None, client_secret: str | None = None,
-                 client_metadata_url: str | None = None, redirect_uri: str | None = None,
-                 grant_type: str = "authorization_code", private_key: Any = None,
-                 signing_algorithm: str | None = None, server_url: str | None = None, key: str | None = None,
-                 session: requests.Session | None = None, max_auth_attempts: int = 3,
-                 refresh_margin: float = 30.0, resolve_hosts: bool = True,
-                 assertion: Callable[[str, str, str | None], str] | None = None) -> None:
+    def __init__(
+        self,
+        *,
+        store: TokenStore | None = None,
+        login: LoopbackLogin | None = _DEFAULT,
+        client_name: str = "mcpsync",
+        scopes: Iterable[str] | str | None = None,
+        client_id: str | None = None,
+        client_secret: str | None = None,
+        client_metadata_url: str | None = None,
+        redirect_uri: str | None = None,
+        grant_type: str = "authorization_code",
+        private_key: Any = None,
+        signing_algorithm: str | None = None,
+        server_url: str | None = None,
+        key: str | None = None,
+        session: requests.Session | None = None,
+        max_auth_attempts: int = 3,
+        refresh_margin: float = 30.0,
+        resolve_hosts: bool = True,
+        assertion: Callable[[str, str, str | None], str] | None = None,
+    ) -> None:
         if grant_type not in ("authorization_code", "client_credentials", "jwt_bearer"):
-            raise ValueError("grant_type must be 'authorization_code', 'client_credentials' or 'jwt_bearer'")
+            raise ValueError(
+                "grant_type must be 'authorization_code', 'client_credentials' or 'jwt_bearer'"
+            )
         if grant_type != "authorization_code" and not client_id:
             raise ValueError(f"grant_type={grant_type!r} needs client_id=")
         if grant_type == "jwt_bearer" and assertion is None:
-            raise ValueError("grant_type='jwt_bearer' needs assertion= (e.g. an IdJagAssertion)")
+            raise ValueError(
+                "grant_type='jwt_bearer' needs assertion= (e.g. an IdJagAssertion)"
+            )
         self.store = store if store is not None else MemoryTokenStore()
-        self.login = LoopbackLogin() if login is _DEFAULT and redirect_uri is None else (
-            None if login is _DEFAULT else login)
+        self.login = (
+            LoopbackLogin()
+            if login is _DEFAULT and redirect_uri is None
+            else (None if login is _DEFAULT else login)
+        )
         self.client_name = client_name
         self.scopes = _scope_set(scopes)
         self.client_id = client_id
@@ -130,8 +151,10 @@ class OAuth(AuthBase):
             self._bind(server_url)
 
     def __repr__(self) -> str:
-        return (f"<OAuth server={self._server_url!r} client_name={self.client_name!r} "
-                f"grant_type={self.grant_type!r} store={self.store!r}>")
+        return (
+            f"<OAuth server={self._server_url!r} client_name={self.client_name!r} "
+            f"grant_type={self.grant_type!r} store={self.store!r}>"
+        )
 
     # -- wiring ----------------------------------------------------------------------------
 
@@ -143,13 +166,23 @@ class OAuth(AuthBase):
 
             self._server_url = canonical_resource(url)
             self._flow = Authorizer(
-                store=self.store, key=self._key or self._server_url, server_url=url,
-                session=self._session or requests.Session(), login=self.login, client_name=self.client_name,
-                scopes=self.scopes, client_id=self.client_id, client_secret=self._client_secret,
-                client_metadata_url=self.client_metadata_url, redirect_uri=self.redirect_uri,
-                grant_type=self.grant_type, private_key=self._private_key,
-                signing_algorithm=self.signing_algorithm, resolve_hosts=self._resolve_hosts,
-                assertion=self._assertion)
+                store=self.store,
+                key=self._key or self._server_url,
+                server_url=url,
+                session=self._session or requests.Session(),
+                login=self.login,
+                client_name=self.client_name,
+                scopes=self.scopes,
+                client_id=self.client_id,
+                client_secret=self._client_secret,
+                client_metadata_url=self.client_metadata_url,
+                redirect_uri=self.redirect_uri,
+                grant_type=self.grant_type,
+                private_key=self._private_key,
+                signing_algorithm=self.signing_algorithm,
+                resolve_hosts=self._resolve_hosts,
+                assertion=self._assertion,
+            )
             return self._flow
 
     def _access_token(self, flow: Authorizer) -> str | None:
@@ -174,15 +207,21 @@ class OAuth(AuthBase):
         r.register_hook("response", self._handle_response)  # type: ignore[no-untyped-call]
         return r
 
-    def _handle_response(self, response: requests.Response, **kwargs: Any) -> requests.Response:
+    def _handle_response(
+        self, response: requests.Response, **kwargs: Any
+    ) -> requests.Response:
         current = response
         for _ in range(self.max_auth_attempts):
             status = current.status_code
             challenge = parse_www_authenticate(current.headers.get("WWW-Authenticate"))
-            if status != 401 and not (status == 403 and challenge.get("error") == "insufficient_scope"):
+            if status != 401 and not (
+                status == 403 and challenge.get("error") == "insufficient_scope"
+            ):
                 return current
             sent = current.request.headers.get("Authorization")
-            token = self._reauthorize(status, challenge, sent if isinstance(sent, str) else None)
+            token = self._reauthorize(
+                status, challenge, sent if isinstance(sent, str) else None
+            )
             if token is None:
                 return current
             # The body of the refused response is small; read it so the connection is reused.
@@ -197,15 +236,24 @@ class OAuth(AuthBase):
             current = retried
         return current
 
-    def _reauthorize(self, status: int, challenge: dict[str, str], sent: str | None) -> str | None:
+    def _reauthorize(
+        self, status: int, challenge: dict[str, str], sent: str | None
+    ) -> str | None:
         """A token to retry with, or ``None`` to give the refusal to the caller."""
         flow = self._bind(self._server_url or "")
         with self._lock:
             tokens = flow.load().get("tokens") or self._tokens
             current = tokens.get("access_token") if tokens else None
-            if status == 401 and current and sent != f"Bearer {current}" and not expiring(tokens or {}):
+            if (
+                status == 401
+                and current
+                and sent != f"Bearer {current}"
+                and not expiring(tokens or {})
+            ):
                 self._tokens = tokens
-                return str(current)  # another thread (or process) got a new token meanwhile
+                return str(
+                    current
+                )  # another thread (or process) got a new token meanwhile
             granted = _scope_set((tokens or {}).get("scope")) if sent else set()
             if status == 401 and sent and tokens and tokens.get("refresh_token"):
                 refreshed = flow.refresh(current)
@@ -216,7 +264,9 @@ class OAuth(AuthBase):
                 required = _scope_set(challenge.get("scope"))
                 if required and required <= granted:
                     # The server refuses scopes we were already granted: asking again cannot help.
-                    log.warning("the server still wants scopes it was granted; not authorizing again")
+                    log.warning(
+                        "the server still wants scopes it was granted; not authorizing again"
+                    )
                     return None
             log.info("authorization needed for %s (HTTP %s)", self._server_url, status)
             self._tokens = flow.authorize(challenge, granted)
@@ -249,7 +299,9 @@ class OAuth(AuthBase):
         :raises mcpsync.auth.StateMismatchError: unknown, replayed or expired ``state``.
         """
         if self._flow is None:
-            raise AuthError("complete() before begin(): pass server_url= to OAuth or call begin()")
+            raise AuthError(
+                "complete() before begin(): pass server_url= to OAuth or call begin()"
+            )
         with self._lock:
             self._tokens = self._flow.complete(callback_url)
 

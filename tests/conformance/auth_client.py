@@ -22,7 +22,7 @@ import requests
 
 from mcpsync.auth import IdJagAssertion, LoopbackLogin, MemoryTokenStore, OAuth
 
-__all__ = ["auth_for_scenario", "headless_browser", "run", "main"]
+__all__ = ["auth_for_scenario", "headless_browser", "main", "run"]
 
 #: The client ID metadata document URL the ``auth/basic-cimd`` scenario expects.
 CIMD_URL = "https://conformance-test.local/client-metadata.json"
@@ -34,8 +34,12 @@ def headless_browser(url: str) -> bool:
         first = browser.get(url, allow_redirects=False, timeout=10)
         location = first.headers.get("Location")
         if first.status_code not in (301, 302, 303, 307, 308) or not location:
-            raise RuntimeError(f"authorization endpoint answered {first.status_code} without a redirect")
-        browser.get(location, allow_redirects=False, timeout=10)  # our own 127.0.0.1 receiver
+            raise RuntimeError(
+                f"authorization endpoint answered {first.status_code} without a redirect"
+            )
+        browser.get(
+            location, allow_redirects=False, timeout=10
+        )  # our own 127.0.0.1 receiver
     return True
 
 
@@ -43,19 +47,42 @@ def auth_for_scenario(scenario: str, context: dict[str, Any] | None = None) -> O
     """The ``OAuth`` object for *scenario*, from ``MCP_CONFORMANCE_CONTEXT`` when given."""
     ctx = context or {}
     login = LoopbackLogin(open_browser=headless_browser, timeout=20)
-    common: dict[str, Any] = {"store": MemoryTokenStore(), "client_name": "mcpsync-conformance"}
+    common: dict[str, Any] = {
+        "store": MemoryTokenStore(),
+        "client_name": "mcpsync-conformance",
+    }
     if scenario.startswith("auth/client-credentials"):
         key = ctx.get("private_key_pem")
-        return OAuth(grant_type="client_credentials", client_id=ctx["client_id"],
-                     client_secret=ctx.get("client_secret"), private_key=key,
-                     signing_algorithm=ctx.get("signing_algorithm"), login=None, **common)
+        return OAuth(
+            grant_type="client_credentials",
+            client_id=ctx["client_id"],
+            client_secret=ctx.get("client_secret"),
+            private_key=key,
+            signing_algorithm=ctx.get("signing_algorithm"),
+            login=None,
+            **common,
+        )
     if scenario == "auth/cross-app-access-complete-flow":
-        assertion = IdJagAssertion(token_endpoint=ctx["idp_token_endpoint"], id_token=ctx["idp_id_token"],
-                                   client_id=ctx["idp_client_id"])
-        return OAuth(grant_type="jwt_bearer", client_id=ctx["client_id"], client_secret=ctx["client_secret"],
-                     assertion=assertion, login=None, **common)
+        assertion = IdJagAssertion(
+            token_endpoint=ctx["idp_token_endpoint"],
+            id_token=ctx["idp_id_token"],
+            client_id=ctx["idp_client_id"],
+        )
+        return OAuth(
+            grant_type="jwt_bearer",
+            client_id=ctx["client_id"],
+            client_secret=ctx["client_secret"],
+            assertion=assertion,
+            login=None,
+            **common,
+        )
     if ctx.get("client_id"):
-        return OAuth(login=login, client_id=ctx["client_id"], client_secret=ctx.get("client_secret"), **common)
+        return OAuth(
+            login=login,
+            client_id=ctx["client_id"],
+            client_secret=ctx.get("client_secret"),
+            **common,
+        )
     return OAuth(login=login, client_metadata_url=CIMD_URL, **common)
 
 
@@ -64,7 +91,9 @@ def run(scenario: str, url: str, context: dict[str, Any] | None = None) -> int:
     import mcpsync
 
     auth = auth_for_scenario(scenario, context)
-    with mcpsync.Client.http(url, auth=auth, transport="streamable-http", timeout=20) as client:
+    with mcpsync.Client.http(
+        url, auth=auth, transport="streamable-http", timeout=20
+    ) as client:
         tools = client.list_tools()
         if any(tool.name == "test-tool" for tool in tools):
             client.call_tool("test-tool", {})
