@@ -33,6 +33,7 @@ from typing import Any, ClassVar
 import anyio
 import mcp_types as types
 from mcp.server import runner
+from mcp.server.caching import CACHEABLE_METHODS, CacheHint
 from mcp.server.context import ServerRequestContext
 from mcp.server.lowlevel import NotificationOptions, Server
 from mcp.server.stdio import stdio_server
@@ -365,6 +366,8 @@ def build_server(instructions: str | None) -> Server[Any]:
         version="2.3.0-test",
         title="mcpsync SDK test server",
         instructions=instructions,
+        # 2026-07-28 requires freshness hints on these results; "immediately stale" is the honest one.
+        cache_hints={method: CacheHint(ttl_ms=0, scope="private") for method in CACHEABLE_METHODS},
         on_list_tools=_stamped(list_tools),
         on_call_tool=_stamped(call_tool),
         on_list_resources=_stamped(list_resources),
