@@ -365,3 +365,20 @@ def test_bad_arguments_fail_at_construction() -> None:
         mcpsync.Client.websocket("ws://127.0.0.1:1/mcp", headers={"X-Evil": "a\r\nInjected: 1"})
     with pytest.raises(TypeError):
         mcpsync.Client.websocket("ws://127.0.0.1:1/mcp", no_such_option=1)
+
+
+# --------------------------------------------------------------------------- modern era
+
+
+def test_modern_era_over_websocket(bridge: Bridge) -> None:
+    # mode="auto" finds 2026-07-28 (no handshake; input requests instead of server requests).
+    def sampling(params: types.CreateMessageRequestParams) -> types.CreateMessageResult:
+        return types.CreateMessageResult(
+            content=types.TextContent(text="modern"), model="ws-modern", stop_reason="endTurn"
+        )
+
+    with mcpsync.Client.websocket(bridge.url(), timeout=20.0, sampling_handler=sampling) as client:
+        assert client.protocol_version == "2026-07-28"
+        assert [t.name for t in client.list_tools()][:2] == ["echo", "add"]
+        assert client.call_tool("add", {"a": 1, "b": 2}).structured_content == {"sum": 3}
+        assert client.call_tool("sample", {"prompt": "hi"}).text == "sampled by ws-modern"
