@@ -7,10 +7,16 @@ import time
 from typing import Any
 
 import pytest
+from http_fault import Conn, FaultServer, Request, handshake
 
 import mcpsync
-from mcpsync.exceptions import ConnectionClosed, HTTPStatusError, McpError, ServerStartError, SessionExpired
-from http_fault import Conn, FaultServer, Request, handshake
+from mcpsync.exceptions import (
+    ConnectionClosed,
+    HTTPStatusError,
+    McpError,
+    ServerStartError,
+    SessionExpired,
+)
 
 SECRET = "s3cr3t-token-value"
 

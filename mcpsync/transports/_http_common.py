@@ -19,7 +19,8 @@ import json
 import logging
 import re
 import socket
-from typing import TYPE_CHECKING, Any, Iterator, Mapping
+from collections.abc import Iterator, Mapping
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urljoin, urlsplit
 
 from ..exceptions import ConnectionClosed, HTTPStatusError, excerpt
@@ -29,17 +30,17 @@ if TYPE_CHECKING:  # pragma: no cover - typing only
 
 __all__ = [
     "MAX_REDIRECTS",
-    "origin",
-    "redact_url",
-    "redact_text",
-    "status_error",
     "connection_error",
     "http_request",
-    "iter_body",
-    "shutdown_response",
-    "new_session",
     "is_event_stream",
     "is_json",
+    "iter_body",
+    "new_session",
+    "origin",
+    "redact_text",
+    "redact_url",
+    "shutdown_response",
+    "status_error",
 ]
 
 log = logging.getLogger("mcpsync.transports.http")

@@ -118,8 +118,7 @@ class SSEParser:
     def _line(self, raw: bytes, events: list[SSEEvent]) -> None:
         if self._first_line:
             self._first_line = False
-            if raw.startswith(_BOM):
-                raw = raw[len(_BOM) :]
+            raw = raw.removeprefix(_BOM)
         if not raw:
             self._dispatch(events)
             return

@@ -39,7 +39,8 @@ import json
 import logging
 import random
 import threading
-from typing import TYPE_CHECKING, Any, Callable, Mapping
+from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING, Any
 
 from ..exceptions import (
     ClientClosed,
@@ -57,7 +58,7 @@ from .base import CloseHandler, MessageHandler, Transport, encode_message
 if TYPE_CHECKING:  # pragma: no cover
     import requests
 
-__all__ = ["StreamableHTTPTransport", "FallbackToLegacy", "RequestErrorHandler"]
+__all__ = ["FallbackToLegacy", "RequestErrorHandler", "StreamableHTTPTransport"]
 
 log = logging.getLogger("mcpsync.transports.http")
 

@@ -20,10 +20,16 @@ import itertools
 import json
 import logging
 import threading
-from typing import TYPE_CHECKING, Any, Mapping
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urljoin
 
-from ..exceptions import ClientClosed, ConnectionClosed, MessageTooLarge, ServerStartError
+from ..exceptions import (
+    ClientClosed,
+    ConnectionClosed,
+    MessageTooLarge,
+    ServerStartError,
+)
 from . import _http_common as common
 from ._sse import SSEParser
 from .base import CloseHandler, MessageHandler, Transport, encode_message
@@ -32,7 +38,7 @@ from .http import FallbackToLegacy, RequestErrorHandler, StreamableHTTPTransport
 if TYPE_CHECKING:  # pragma: no cover
     import requests
 
-__all__ = ["LegacySSETransport", "AutoHTTPTransport"]
+__all__ = ["AutoHTTPTransport", "LegacySSETransport"]
 
 log = logging.getLogger("mcpsync.transports.http")
 

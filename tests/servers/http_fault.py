@@ -13,7 +13,8 @@ import json
 import socket
 import threading
 import time
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 
 class Request:

@@ -20,15 +20,14 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-import uvicorn  # noqa: E402
-from mcp.server.lowlevel import NotificationOptions  # noqa: E402
-from mcp.server.sse import SseServerTransport  # noqa: E402
-from starlette.applications import Starlette  # noqa: E402
-from starlette.requests import Request  # noqa: E402
-from starlette.responses import Response  # noqa: E402
-from starlette.routing import Mount, Route  # noqa: E402
-
-import sdk_server  # noqa: E402
+import sdk_server
+import uvicorn
+from mcp.server.lowlevel import NotificationOptions
+from mcp.server.sse import SseServerTransport
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import Response
+from starlette.routing import Mount, Route
 
 warnings.simplefilter("ignore")
 
