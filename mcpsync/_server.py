@@ -89,6 +89,7 @@ class ServerConnection:
     :param send: writes one message to the client; thread-safe; raises
         :class:`~mcpsync.exceptions.ConnectionClosed` once the client is gone.
     :param page_size: items per page of list results; ``None`` = one page.
+    :param disconnect: closes the transport from the server's side, where that is possible.
     """
 
     def __init__(
@@ -97,10 +98,12 @@ class ServerConnection:
         send: Callable[[Mapping[str, Any]], None],
         *,
         page_size: int | None = None,
+        disconnect: Callable[[], None] | None = None,
     ) -> None:
         #: The features this connection serves.
         self.app: ServerApp = app
         self._send = send
+        self._disconnect = disconnect
         #: Items per page of list results (``None``: no pagination).
         self.page_size: int | None = page_size
         self._lock = threading.Lock()
@@ -131,6 +134,15 @@ class ServerConnection:
     def closed(self) -> bool:
         """Whether the connection has been lost."""
         return self._closed
+
+    def disconnect(self) -> None:
+        """Drop the connection from the server's side, as a crashing server would.
+
+        The client sees :class:`~mcpsync.exceptions.ConnectionClosed`.  Bounded;
+        a no-op where the transport cannot be closed from here (stdio).
+        """
+        if self._disconnect is not None:
+            self._disconnect()
 
     def notify(self, method: str, params: Mapping[str, Any] | None = None) -> None:
         """Send a notification; silently dropped once the client is gone."""

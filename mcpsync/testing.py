@@ -272,6 +272,15 @@ class FakeServer(Features):
             if uri in conn.subscriptions:
                 conn.notify("notifications/resources/updated", {"uri": uri})
 
+    def disconnect_all(self) -> None:
+        """Drop every in-process connection, as a crashing server would.
+
+        Pending and later calls of those clients fail with
+        :class:`~mcpsync.exceptions.ConnectionClosed`.
+        """
+        for conn in self.connections:
+            conn.disconnect()
+
     def log(self, level: str, data: Any, logger: str | None = None) -> None:
         """Send ``notifications/message`` to every client whose level lets it through."""
         for conn in self.connections:
@@ -323,7 +332,10 @@ class _ServedTransport(Transport):
 
     def start(self, on_message: MessageHandler, on_close: CloseHandler) -> None:
         conn = ServerConnection(
-            self._server, self._server_end.send, page_size=self._server.page_size
+            self._server,
+            self._server_end.send,
+            page_size=self._server.page_size,
+            disconnect=self._server_end.close,
         )
         self._server.connection_opened(conn)
         self._server_end.start(conn.feed, conn.connection_lost)

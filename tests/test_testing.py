@@ -1031,3 +1031,33 @@ def test_garbage_from_the_client_never_breaks_the_connection(raw: Raw) -> None:
         raw.send(message)
     assert raw.result("ping") == {}
     assert call(raw, "add", {"a": 2, "b": 2})["content"][0]["text"] == "4"
+
+
+def test_disconnect_all_fails_pending_client_calls() -> None:
+    srv = FakeServer("crashy")
+    started = threading.Event()
+
+    @srv.tool()
+    def hang(ctx: ToolContext) -> str:
+        started.set()
+        ctx.cancelled.wait(20)
+        return ""
+
+    outcome: queue.Queue[BaseException | None] = queue.Queue()
+    with srv.client(timeout=20) as client:
+
+        def call_it() -> None:
+            try:
+                client.call_tool("hang")
+            except BaseException as exc:
+                outcome.put(exc)
+            else:
+                outcome.put(None)
+
+        caller = threading.Thread(target=call_it)
+        caller.start()
+        assert started.wait(5)
+        srv.disconnect_all()
+        caller.join(10)
+        assert isinstance(outcome.get(timeout=1), mcpsync.ConnectionClosed)
+    assert srv.connections == []
