@@ -1,8 +1,9 @@
-"""One live connection: transport + session + callback workers + handshake.
+"""One live connection: transport + session + callback workers + era.
 
 :class:`~mcpsync.Client` owns at most one :class:`Connection` at a time and
-replaces it only after a fork.  Everything here that runs user code does so
-on a :class:`~mcpsync._dispatch.Dispatcher` worker, never on the transport's
+replaces it only after a fork.  Opening a connection picks the protocol era
+(:mod:`mcpsync._era`).  Everything here that runs user code does so on a
+:class:`~mcpsync._dispatch.Dispatcher` worker, never on the transport's
 reader thread.
 """
 
@@ -11,21 +12,24 @@ from __future__ import annotations
 import logging
 import os
 import threading
+from concurrent.futures import Future
 from typing import Any, Callable
 
-from . import types
+from . import _era, types
 from ._dispatch import Dispatcher
-from ._options import ClientOptions, normalize_roots
+from ._handlers import answer_server_request
+from ._options import ClientOptions
+from ._subscriptions import LIST_CHANGED, Subscription, subscription_id, wanted_by
 from .exceptions import (
     ClientClosed,
     ConnectionClosed,
     McpError,
     ProtocolError,
+    RequestCancelled,
     ServerError,
     ServerStartError,
-    UnsupportedProtocolVersion,
 )
-from .session import PendingRequest, Session
+from .session import PendingRequest, Session, normalize_id
 from .transports.base import Transport
 
 __all__ = ["Connection", "Listeners"]
@@ -43,6 +47,7 @@ _LOG_LEVELS = {
     "alert": logging.CRITICAL,
     "emergency": logging.CRITICAL,
 }
+_ACKNOWLEDGED = "notifications/subscriptions/acknowledged"
 
 
 class Listeners:
@@ -51,10 +56,14 @@ class Listeners:
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._by_method: dict[str, list[Callable[[dict[str, Any]], Any]]] = {}
+        #: Called (without the lock) whenever the set of methods changes.
+        self.on_change: Callable[[], None] | None = None
 
     def add(self, method: str, callback: Callable[[dict[str, Any]], Any]) -> None:
         with self._lock:
             self._by_method.setdefault(method, []).append(callback)
+        if self.on_change is not None:
+            self.on_change()
 
     def remove(self, method: str, callback: Callable[[dict[str, Any]], Any]) -> None:
         with self._lock:
@@ -66,9 +75,13 @@ class Listeners:
         with self._lock:
             return list(self._by_method.get(method, ())) + list(self._by_method.get("*", ()))
 
+    def methods(self) -> set[str]:
+        with self._lock:
+            return {method for method, callbacks in self._by_method.items() if callbacks}
+
 
 class Connection:
-    """A transport, its session, its callback workers and the handshake result."""
+    """A transport, its session, its callback workers and what the server declared."""
 
     def __init__(self, transport: Transport, options: ClientOptions, listeners: Listeners) -> None:
         self.transport = transport
@@ -93,38 +106,34 @@ class Connection:
             on_progress=self._on_progress,
         )
         self._cancelled_requests: set[int | str] = set()
-        self._cancel_lock = threading.Lock()
+        self._lock = threading.Lock()
+        self._subscriptions: list[Subscription] = []
+        #: The listen stream that feeds :meth:`Client.on` callbacks in the modern era.
+        self.background: Subscription | None = None
+        #: Set by the client: drops cached results when the server says they changed.
+        self.on_invalidate: Callable[[str, dict[str, Any]], None] | None = None
+        #: ``"legacy"`` (initialize handshake) or ``"modern"`` (stateless).
+        self.era = "legacy"
+        self.protocol_version = ""
+        self.server_info = types.Implementation("", "")
+        self.capabilities = types.ServerCapabilities()
+        self.instructions: str | None = None
         self.initialize_result: types.InitializeResult | None = None
-        self.protocol_version: str | None = None
+        self.discover_result: types.DiscoverResult | None = None
+        #: The modern era's per-request log level (``None``: no log messages).
+        self.log_level: str | None = "info" if options.logging_handler is not None else None
 
     # -- lifecycle -----------------------------------------------------------
 
     def open(self, timeout: float | None) -> None:
-        """Start the transport and run the initialize handshake.
+        """Start the transport and agree on an era and a protocol version.
 
         :raises ServerStartError: if the server cannot be started or dies first.
-        :raises UnsupportedProtocolVersion: if the server picks a version we do not speak.
+        :raises UnsupportedProtocolVersion: if we share no protocol version.
         """
         self.transport.start(self.session.feed, self._on_transport_closed)
-        offered = self.options.offered_versions()
-        name, version = self.options.client_info
-        params = {
-            "protocolVersion": offered[0],
-            "capabilities": self.options.client_capabilities(),
-            "clientInfo": {"name": name, "version": version},
-        }
         try:
-            pending = self.session.send_request("initialize", params)
-            raw = self.session.wait(pending, timeout=timeout)
-            result = types.from_wire(types.InitializeResult, raw)
-            if result.protocol_version not in offered:
-                raise UnsupportedProtocolVersion(
-                    f"server chose protocol version {result.protocol_version!r}; "
-                    f"this client speaks {', '.join(offered)}",
-                    requested=offered[0],
-                    supported=[result.protocol_version],
-                )
-            self.session.notify("notifications/initialized")
+            _era.negotiate(self, timeout)
         except ConnectionClosed as exc:
             self.close()
             if isinstance(exc, ClientClosed):
@@ -137,19 +146,21 @@ class Connection:
         except BaseException:
             self.close()
             raise
-        self.initialize_result = result
-        self.protocol_version = result.protocol_version
         log.info(
             "connected to %s %s (protocol %s) over %s",
-            result.server_info.name,
-            result.server_info.version,
-            result.protocol_version,
+            self.server_info.name,
+            self.server_info.version,
+            self.protocol_version,
             self.transport.describe(),
         )
 
     def close(self) -> None:
         """Fail pending calls, close the transport, stop the workers; bounded."""
         self.session.fail_all(ClientClosed("client closed"))
+        with self._lock:
+            subscriptions, self._subscriptions = self._subscriptions, []
+        for sub in subscriptions:
+            sub._ended(None)
         try:
             self.transport.close()
         finally:
@@ -164,6 +175,50 @@ class Connection:
         if not isinstance(exc, ClientClosed):
             log.info("connection lost: %s", exc)
         self.session.fail_all(exc)
+
+    def set_modern_meta(self) -> None:
+        """Recompute the ``_meta`` every modern request carries (e.g. after a log level change)."""
+        if self.era == "modern":
+            self.session.default_meta = _era.modern_meta(self.options, self.protocol_version, self.log_level)
+
+    # -- subscriptions -------------------------------------------------------
+
+    def add_subscription(self, sub: Subscription, pending: PendingRequest | None) -> None:
+        if pending is not None:
+            sub._bind(pending)
+        with self._lock:
+            self._subscriptions.append(sub)
+
+    def remove_subscription(self, sub: Subscription) -> None:
+        with self._lock:
+            if sub in self._subscriptions:
+                self._subscriptions.remove(sub)
+        pending = sub._pending
+        if pending is not None:
+            self.session.cancel(pending, "subscription closed")
+
+    def _route_to_subscriptions(self, method: str, params: dict[str, Any]) -> bool:
+        """Deliver to matching subscriptions; True when the background stream carried it."""
+        with self._lock:
+            subscriptions = list(self._subscriptions)
+        if self.era == "modern":
+            tag = subscription_id(params)
+            if tag is None:
+                return False
+            key = normalize_id(tag)
+            for sub in subscriptions:
+                if sub.id == key:
+                    if method == _ACKNOWLEDGED:
+                        agreed = params.get("notifications")
+                        sub._acknowledge(agreed if isinstance(agreed, dict) else {})
+                    else:
+                        sub._deliver(method, params)
+                    return sub is self.background
+            return False
+        for sub in subscriptions:
+            if wanted_by(sub.filter, method, params):
+                sub._deliver(method, params)
+        return True
 
     # -- from the server -----------------------------------------------------
 
@@ -183,12 +238,30 @@ class Connection:
         if method == "notifications/message":
             self.notifications.submit(self._deliver_log, params)
         elif method == "notifications/cancelled":
-            request_id = params.get("requestId")
-            if isinstance(request_id, (int, str)) and not isinstance(request_id, bool):
-                with self._cancel_lock:
-                    self._cancelled_requests.add(request_id)
-        for callback in self.listeners.get(method):
-            self.notifications.submit(callback, params)
+            self._on_cancelled(params)
+        if method in LIST_CHANGED or method == "notifications/resources/updated":
+            if self.on_invalidate is not None:
+                self.on_invalidate(method, params)
+        for_listeners = True
+        if method in LIST_CHANGED or method in ("notifications/resources/updated", _ACKNOWLEDGED):
+            for_listeners = self._route_to_subscriptions(method, params)
+        if for_listeners and method != _ACKNOWLEDGED:
+            for callback in self.listeners.get(method):
+                self.notifications.submit(callback, params)
+
+    def _on_cancelled(self, params: dict[str, Any]) -> None:
+        request_id = params.get("requestId")
+        if isinstance(request_id, bool) or not isinstance(request_id, (int, str)):
+            return
+        key = normalize_id(request_id)
+        with self._lock:
+            ended = [sub for sub in self._subscriptions if sub.id == key]
+            self._cancelled_requests.add(request_id)
+        for sub in ended:
+            # On stdio a modern server ends a listen stream this way.
+            pending = sub._pending
+            if pending is not None:
+                self.session.settle(pending, RequestCancelled("server ended the subscription"))
 
     def _deliver_log(self, params: dict[str, Any]) -> None:
         handler = self.options.logging_handler
@@ -208,39 +281,60 @@ class Connection:
             params.get("data"),
         )
 
+    def run_handler(self, method: str, params: dict[str, Any]) -> Future[dict[str, Any]]:
+        """Answer an MRTR input request on a handler worker, like a legacy server request."""
+        future: Future[dict[str, Any]] = Future()
+
+        def run() -> None:
+            try:
+                future.set_result(answer_server_request(self.options, method, params))
+            except BaseException as exc:  # handed to the waiting caller
+                future.set_exception(exc)
+
+        if not self.handlers.submit(run):
+            future.set_exception(ClientClosed("client is shutting down"))
+        return future
+
     def _on_request(self, request_id: int | str, method: str, params: dict[str, Any]) -> None:
         if not self.handlers.submit(self._handle_request, request_id, method, params):
             self.session.respond_error(request_id, -32603, "client is shutting down")
 
     def _handle_request(self, request_id: int | str, method: str, params: dict[str, Any]) -> None:
         try:
-            result = self._run_handler(method, params)
+            result = answer_server_request(self.options, method, params)
         except ServerError as exc:
-            self._answer_error(request_id, exc.code, exc.message, exc.data)
+            self._answer(request_id, error=(exc.code, exc.message, exc.data))
         except ProtocolError as exc:
-            self._answer_error(request_id, -32602, f"invalid params: {exc}")
+            self._answer(request_id, error=(-32602, f"invalid params: {exc}", None))
         except McpError as exc:
-            self._answer_error(request_id, -32603, str(exc))
+            self._answer(request_id, error=(-32603, str(exc), None))
         except Exception as exc:
             # User handler failures are reported locally; the server only learns
             # that the handler failed, not its (possibly sensitive) message.
-            self._report(exc)
-            self._answer_error(request_id, -32603, f"client handler failed ({type(exc).__name__})")
+            self.report(exc)
+            self._answer(request_id, error=(-32603, f"client handler failed ({type(exc).__name__})", None))
         else:
-            with self._cancel_lock:
-                cancelled = request_id in self._cancelled_requests
-                self._cancelled_requests.discard(request_id)
-            if not cancelled:
-                self.session.respond(request_id, result)
+            self._answer(request_id, result=result)
 
-    def _answer_error(self, request_id: int | str, code: int, message: str, data: Any = None) -> None:
-        with self._cancel_lock:
+    def _answer(
+        self,
+        request_id: int | str,
+        *,
+        result: dict[str, Any] | None = None,
+        error: tuple[int, str, Any] | None = None,
+    ) -> None:
+        with self._lock:
             cancelled = request_id in self._cancelled_requests
             self._cancelled_requests.discard(request_id)
-        if not cancelled:
-            self.session.respond_error(request_id, code, message, data)
+        if cancelled:
+            return  # the server no longer wants it
+        if error is not None:
+            self.session.respond_error(request_id, *error)
+        else:
+            self.session.respond(request_id, result or {})
 
-    def _report(self, exc: BaseException) -> None:
+    def report(self, exc: BaseException) -> None:
+        """Hand an exception from user code to ``exception_handler`` (or the log)."""
         handler = self.options.exception_handler
         if handler is not None:
             try:
@@ -249,30 +343,3 @@ class Connection:
             except Exception:
                 log.exception("exception_handler raised")
         log.error("a client handler raised", exc_info=exc)
-
-    def _run_handler(self, method: str, params: dict[str, Any]) -> dict[str, Any]:
-        opts = self.options
-        if method == "roots/list" and opts.roots is not None:
-            return types.to_wire(types.ListRootsResult(roots=normalize_roots(opts.roots)))
-        if method == "sampling/createMessage" and opts.sampling_handler is not None:
-            request = types.from_wire(types.CreateMessageRequestParams, params)
-            reply = opts.sampling_handler(request)
-            return _as_wire(reply, types.CreateMessageResult, "sampling_handler")
-        if method == "elicitation/create" and opts.elicitation_handler is not None:
-            elicit: Any
-            if params.get("mode") == "url":
-                elicit = types.from_wire(types.ElicitRequestURLParams, params)
-            else:
-                elicit = types.from_wire(types.ElicitRequestFormParams, params)
-            reply = opts.elicitation_handler(elicit)
-            return _as_wire(reply, types.ElicitResult, "elicitation_handler")
-        raise ServerError(-32601, f"method not found: {method}")
-
-
-def _as_wire(reply: Any, cls: type[Any], who: str) -> dict[str, Any]:
-    if isinstance(reply, cls):
-        return types.to_wire(reply)
-    if isinstance(reply, dict):
-        # Accept a wire-format dict, but validate it through the type.
-        return types.to_wire(types.from_wire(cls, reply))
-    raise TypeError(f"{who} must return {cls.__name__}, not {type(reply).__name__}")

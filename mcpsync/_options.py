@@ -17,6 +17,7 @@ __all__ = [
     "TimeoutArg",
     "HANDSHAKE_VERSIONS",
     "LATEST_HANDSHAKE_VERSION",
+    "MODERN_VERSIONS",
     "RootsArg",
     "normalize_roots",
     "ClientOptions",
@@ -40,6 +41,8 @@ TimeoutArg = Union[float, None, Default]
 #: Handshake-era revisions we speak, newest first.
 HANDSHAKE_VERSIONS: tuple[str, ...] = ("2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05")
 LATEST_HANDSHAKE_VERSION = HANDSHAKE_VERSIONS[0]
+#: Stateless-era revisions we speak, newest first.
+MODERN_VERSIONS: tuple[str, ...] = ("2026-07-28",)
 
 _RootItem = Union["types.Root", tuple[str, str], tuple[str], str, "os.PathLike[str]"]
 #: What ``roots=`` accepts: a list of roots, or a callable returning one.
@@ -92,23 +95,45 @@ class ClientOptions:
     max_queued_notifications: int = 10_000
     #: Threads running server→client request handlers (sampling, elicitation, roots).
     handler_workers: int = 4
+    #: Bound on the ``server/discover`` probe of ``mode="auto"``, seconds.
+    discover_timeout: float = 10.0
+    #: Bound on ``input_required`` rounds of one modern request.
+    max_input_rounds: int = 10
+
+    def check_mode(self) -> None:
+        """:raises ValueError: for a mode that is no era and no version we speak."""
+        if self.mode in ("auto", "legacy", "modern"):
+            return
+        if self.mode not in HANDSHAKE_VERSIONS + MODERN_VERSIONS:
+            raise ValueError(
+                "mode must be 'auto', 'legacy', 'modern' or one of"
+                f" {', '.join(MODERN_VERSIONS + HANDSHAKE_VERSIONS)}; got {self.mode!r}"
+            )
 
     def offered_versions(self) -> tuple[str, ...]:
         """The handshake versions this client accepts, newest first."""
-        if self.mode in ("auto", "legacy"):
-            return HANDSHAKE_VERSIONS
-        if self.mode not in HANDSHAKE_VERSIONS:
-            raise ValueError(
-                f"mode must be 'auto', 'legacy' or one of {', '.join(HANDSHAKE_VERSIONS)};"
-                f" got {self.mode!r}"
-            )
-        return (self.mode,)
+        if self.mode in HANDSHAKE_VERSIONS:
+            return (self.mode,)
+        return HANDSHAKE_VERSIONS
 
-    def client_capabilities(self) -> dict[str, Any]:
+    def modern_versions(self) -> tuple[str, ...]:
+        """The stateless-era versions to try; empty when the mode excludes that era."""
+        if self.mode in ("auto", "modern"):
+            return MODERN_VERSIONS
+        if self.mode in MODERN_VERSIONS:
+            return (self.mode,)
+        return ()
+
+    def allows_handshake(self) -> bool:
+        """Whether the mode lets us fall back to (or start with) ``initialize``."""
+        return self.mode in ("auto", "legacy") or self.mode in HANDSHAKE_VERSIONS
+
+    def client_capabilities(self, *, modern: bool = False) -> dict[str, Any]:
         """Capabilities derived from the configured handlers (wire format)."""
         caps: dict[str, Any] = {}
         if self.roots is not None:
-            caps["roots"] = {"listChanged": True}
+            # The modern era dropped roots/list_changed: the server asks each time.
+            caps["roots"] = {} if modern else {"listChanged": True}
         if self.sampling_handler is not None:
             caps["sampling"] = {}
         if self.elicitation_handler is not None:

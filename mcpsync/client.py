@@ -8,14 +8,15 @@ import threading
 from typing import Any, Callable, Mapping, Sequence, TypeVar
 
 from . import __version__, types
+from ._cache import ResultCache
 from ._connection import Connection, Listeners
+from ._features import Features, open_listen
 from ._options import DEFAULT, ClientOptions, Default, RootsArg, TimeoutArg
-from ._schema import check_structured_content
+from ._subscriptions import Subscription
 from .exceptions import (
-    CapabilityNotSupported,
+    McpError,
     ClientClosed,
     ForkedClientError,
-    ProtocolError,
 )
 from .session import PendingRequest, ProgressCallback
 from .transports.base import Transport
@@ -88,14 +89,14 @@ class PendingCall:
         return self._conn.session.cancel(self._pending, reason)
 
 
-class Client:
+class Client(Features):
     """A synchronous MCP client.
 
     A Client can be shared between threads; create it once per process.  The
     connection opens on first use (or :meth:`connect`); :meth:`close` is
     idempotent and bounded in time::
 
-        with mcpsync.Client.stdio(["python", "-m", "mcpsync.demo"]) as client:
+        with mcpsync.Client.stdio([sys.executable, "-m", "mcpsync.demo"]) as client:
             for tool in client.list_tools():
                 print(tool.name)
             print(client.call_tool("add", {"a": 1, "b": 2}).text)
@@ -141,7 +142,7 @@ class Client:
             capabilities=dict(capabilities) if capabilities else None,
             max_queued_notifications=max_queued_notifications,
         )
-        self._options.offered_versions()  # validate mode now, not at first use
+        self._options.check_mode()  # a bad mode fails here, not at first use
         self._transport: Transport | None = transport
         self._factory = _transport_factory
         self._listeners = Listeners()
@@ -151,6 +152,10 @@ class Client:
         self._connecting: Connection | None = None
         self._closed = False
         self._tools: dict[str, types.Tool] = {}
+        self._cache = ResultCache()
+        self._resource_subscriptions: set[str] = set()
+        self._background_lock = threading.Lock()
+        self._listeners.on_change = self._sync_background
 
     @classmethod
     def stdio(
@@ -275,7 +280,14 @@ class Client:
                 if self._closed:
                     conn.close()
                     raise ClientClosed("client was closed while connecting")
+                self._cache.clear()
+                conn.on_invalidate = self._cache.invalidate
                 self._conn = conn
+            if conn.era == "modern" and (self._listeners.methods() or self._resource_subscriptions):
+                try:
+                    self._sync_background()
+                except McpError as exc:  # notifications are best effort; calls must still work
+                    log.warning("could not open the notification stream: %s", exc)
             return conn
 
     def _next_transport(self, old: Connection | None) -> Transport:
@@ -324,32 +336,36 @@ class Client:
     def __exit__(self, *exc_info: object) -> None:
         self.close()
 
-    # -- handshake results ---------------------------------------------------
-
-    def _initialized(self) -> types.InitializeResult:
-        result = self._connection().initialize_result
-        assert result is not None  # open() sets it before the connection is published
-        return result
+    # -- what the server declared --------------------------------------------
 
     @property
     def server_info(self) -> types.Implementation:
-        """The server's name, version and title (connects if needed)."""
-        return self._initialized().server_info
+        """The server's name, version and title (connects if needed).
+
+        A modern server may leave it out of ``server/discover``: then
+        ``name`` and ``version`` are empty strings.
+        """
+        return self._connection().server_info
 
     @property
     def server_capabilities(self) -> types.ServerCapabilities:
         """What the server declared it supports (connects if needed)."""
-        return self._initialized().capabilities
+        return self._connection().capabilities
 
     @property
     def protocol_version(self) -> str:
-        """The negotiated protocol revision, e.g. ``"2025-11-25"``."""
-        return self._initialized().protocol_version
+        """The negotiated protocol revision, e.g. ``"2026-07-28"`` or ``"2025-11-25"``."""
+        return self._connection().protocol_version
+
+    @property
+    def era(self) -> str:
+        """``"modern"`` (stateless, 2026-07-28) or ``"legacy"`` (initialize handshake)."""
+        return self._connection().era
 
     @property
     def instructions(self) -> str | None:
         """The server's usage instructions, if it sent any."""
-        return self._initialized().instructions
+        return self._connection().instructions
 
     # -- raw requests --------------------------------------------------------
 
@@ -389,192 +405,41 @@ class Client:
         """Send any notification."""
         self._connection().session.notify(method, params)
 
-    def _require(self, capability: str, method: str) -> None:
-        caps = self.server_capabilities
-        head, _, sub = capability.partition(".")
-        value = getattr(caps, head, None)
-        if value is not None and sub:
-            value = getattr(value, sub, None) if not isinstance(value, dict) else value.get(sub)
-        if value is None or value is False:
-            raise CapabilityNotSupported(capability, method)
-
-    def _typed(
-        self,
-        cls: type[T],
-        method: str,
-        params: Mapping[str, Any] | None,
-        timeout: TimeoutArg,
-        capability: str | None = None,
-    ) -> T:
-        if capability is not None:
-            self._require(capability, method)
-        return types.from_wire(cls, self.request(method, params, timeout=timeout))
-
-    def _paginate(
-        self, method: str, key: str, cls: type[Any], capability: str, timeout: TimeoutArg
-    ) -> list[Any]:
-        self._require(capability, method)
-        items: list[Any] = []
-        cursor: str | None = None
-        seen: set[str] = set()
-        for _ in range(_MAX_PAGES):
-            params = {"cursor": cursor} if cursor is not None else None
-            page = types.from_wire(cls, self.request(method, params, timeout=timeout))
-            items.extend(getattr(page, key))
-            cursor = page.next_cursor
-            if cursor is None:
-                return items
-            if cursor in seen:
-                raise ProtocolError(f"{method}: server repeated pagination cursor {cursor[:80]!r}")
-            seen.add(cursor)
-        raise ProtocolError(f"{method}: more than {_MAX_PAGES} pages")
-
-    # -- tools ---------------------------------------------------------------
-
-    def list_tools(self, *, timeout: TimeoutArg = DEFAULT) -> list[types.Tool]:
-        """All tools the server offers (every page)."""
-        tools: list[types.Tool] = self._paginate(
-            "tools/list", "tools", types.ListToolsResult, "tools", timeout
-        )
-        self._tools = {tool.name: tool for tool in tools}
-        return tools
-
-    def call_tool(
-        self,
-        name: str,
-        arguments: Mapping[str, Any] | None = None,
-        *,
-        timeout: TimeoutArg = DEFAULT,
-        progress: ProgressCallback | None = None,
-        reset_timeout_on_progress: bool = True,
-        max_total_timeout: float | None = None,
-        meta: Mapping[str, Any] | None = None,
-    ) -> types.CallToolResult:
-        """Call a tool and return its result.
-
-        A result with ``is_error`` is returned, not raised: call
-        ``result.raise_for_error()`` to raise :class:`~mcpsync.ToolError`.
-        When the tool was listed with an ``outputSchema`` and :mod:`jsonschema`
-        is installed, ``structured_content`` is validated against it.
-
-        :param progress: ``fn(progress, total, message)``, run on the dispatcher thread.
-        :param reset_timeout_on_progress: progress restarts the *timeout* window.
-        :param max_total_timeout: a hard cap, progress or not.
-        """
-        self._require("tools", "tools/call")
-        params: dict[str, Any] = {"name": name, "arguments": dict(arguments or {})}
-        if meta:
-            params["_meta"] = dict(meta)
-        raw = self.request(
-            "tools/call",
-            params,
-            timeout=timeout,
-            progress=progress,
-            reset_timeout_on_progress=reset_timeout_on_progress,
-            max_total_timeout=max_total_timeout,
-        )
-        result = types.from_wire(types.CallToolResult, raw)
-        tool = self._tools.get(name)
-        if tool is not None and tool.output_schema is not None and not result.is_error:
-            check_structured_content(name, tool.output_schema, result.structured_content)
-        return result
-
-    # -- resources -----------------------------------------------------------
-
-    def list_resources(self, *, timeout: TimeoutArg = DEFAULT) -> list[types.Resource]:
-        """All resources the server lists (every page)."""
-        return self._paginate(
-            "resources/list", "resources", types.ListResourcesResult, "resources", timeout
-        )
-
-    def list_resource_templates(
-        self, *, timeout: TimeoutArg = DEFAULT
-    ) -> list[types.ResourceTemplate]:
-        """All resource templates (every page)."""
-        return self._paginate(
-            "resources/templates/list",
-            "resource_templates",
-            types.ListResourceTemplatesResult,
-            "resources",
-            timeout,
-        )
-
-    def read_resource(self, uri: str, *, timeout: TimeoutArg = DEFAULT) -> types.ReadResourceResult:
-        """Read a resource; ``.contents`` holds text and blob contents."""
-        return self._typed(
-            types.ReadResourceResult, "resources/read", {"uri": uri}, timeout, "resources"
-        )
-
-    def subscribe_resource(self, uri: str, *, timeout: TimeoutArg = DEFAULT) -> None:
-        """Ask for ``notifications/resources/updated`` about *uri* (see :meth:`on`)."""
-        self._require("resources.subscribe", "resources/subscribe")
-        self.request("resources/subscribe", {"uri": uri}, timeout=timeout)
-
-    def unsubscribe_resource(self, uri: str, *, timeout: TimeoutArg = DEFAULT) -> None:
-        """Stop updates about *uri*."""
-        self._require("resources.subscribe", "resources/unsubscribe")
-        self.request("resources/unsubscribe", {"uri": uri}, timeout=timeout)
-
-    # -- prompts -------------------------------------------------------------
-
-    def list_prompts(self, *, timeout: TimeoutArg = DEFAULT) -> list[types.Prompt]:
-        """All prompts (every page)."""
-        return self._paginate("prompts/list", "prompts", types.ListPromptsResult, "prompts", timeout)
-
-    def get_prompt(
-        self,
-        name: str,
-        arguments: Mapping[str, str] | None = None,
-        *,
-        timeout: TimeoutArg = DEFAULT,
-    ) -> types.GetPromptResult:
-        """Render a prompt; ``.messages`` holds the conversation."""
-        params: dict[str, Any] = {"name": name}
-        if arguments:
-            params["arguments"] = {key: str(value) for key, value in arguments.items()}
-        return self._typed(types.GetPromptResult, "prompts/get", params, timeout, "prompts")
-
-    # -- the rest ------------------------------------------------------------
-
-    def complete(
-        self,
-        ref: types.PromptReference | types.ResourceTemplateReference,
-        argument_name: str,
-        argument_value: str,
-        *,
-        context: Mapping[str, str] | None = None,
-        timeout: TimeoutArg = DEFAULT,
-    ) -> types.Completion:
-        """Ask the server to complete an argument of a prompt or resource template."""
-        params: dict[str, Any] = {
-            "ref": types.to_wire(ref),
-            "argument": {"name": argument_name, "value": argument_value},
-        }
-        if context:
-            params["context"] = {"arguments": dict(context)}
-        result = self._typed(
-            types.CompleteResult, "completion/complete", params, timeout, "completions"
-        )
-        return result.completion
-
-    def set_logging_level(self, level: str, *, timeout: TimeoutArg = DEFAULT) -> None:
-        """Ask the server to send log messages at *level* and above."""
-        self._require("logging", "logging/setLevel")
-        self.request("logging/setLevel", {"level": level}, timeout=timeout)
-
-    def ping(self, *, timeout: TimeoutArg = DEFAULT) -> None:
-        """Check that the server answers."""
-        self.request("ping", None, timeout=timeout)
-
-    def notify_roots_changed(self) -> None:
-        """Tell the server the roots changed (it will ask for them again)."""
-        self.notify("notifications/roots/list_changed")
-
     def on(self, method: str, callback: Callable[[dict[str, Any]], Any]) -> Handle:
         """Call ``callback(params)`` for each notification *method* (``"*"``: all).
 
         Callbacks run on the dispatcher thread, never the reader thread, in
-        arrival order; they may call the client.
+        arrival order; they may call the client.  On a modern server,
+        list-changed and resource-updated notifications need an open
+        ``subscriptions/listen`` stream: the client keeps one open for the
+        methods you registered here (and the URIs of :meth:`subscribe_resource`).
         """
         self._listeners.add(method, callback)
         return Handle(self._listeners, method, callback)
+
+    def _sync_background(self) -> None:
+        """Keep the background listen stream's filter in step with what is wanted."""
+        conn = self._conn
+        if conn is None or conn.era != "modern" or conn.pid != os.getpid():
+            return
+        with self._background_lock:
+            methods = self._listeners.methods()
+            every = "*" in methods
+            filt = types.SubscriptionFilter(
+                tools_list_changed=every or "notifications/tools/list_changed" in methods or None,
+                prompts_list_changed=every or "notifications/prompts/list_changed" in methods or None,
+                resources_list_changed=every or "notifications/resources/list_changed" in methods or None,
+                resource_subscriptions=sorted(self._resource_subscriptions) or None,
+            )
+            old = conn.background
+            if old is not None and not old.closed and old.filter == filt:
+                return
+            new: Subscription | None = None
+            if filt != types.SubscriptionFilter():
+                new = Subscription(filt, on_close=conn.remove_subscription, queue_notifications=False)
+                conn.background = new
+                open_listen(conn, new, self._options.timeout)
+            else:
+                conn.background = None
+            if old is not None:
+                old.close()

@@ -99,7 +99,9 @@ class ServerError(McpError):
     CODE: ClassVar[int | None] = None
 
     def __init__(self, code: int, message: str, data: Any = None) -> None:
-        super().__init__(code, message, data)
+        # Not super(): with multiple inheritance (ServerUnsupportedProtocolVersion)
+        # the next class in the MRO takes different arguments.
+        Exception.__init__(self, code, message, data)
         #: The JSON-RPC error code.
         self.code = code
         #: The error message, verbatim.

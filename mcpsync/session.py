@@ -136,6 +136,9 @@ class Session:
         self._pending: dict[int, PendingRequest] = {}
         self._by_token: dict[int | str, PendingRequest] = {}
         self._closed: BaseException | None = None
+        #: ``_meta`` entries added to every request (the modern era's per-request
+        #: protocol version, client info and capabilities); replaced whole, never mutated.
+        self.default_meta: dict[str, Any] | None = None
         #: Replies whose id matched nothing pending (late, unknown, duplicate).
         self.dropped_responses = 0
         #: Messages that were not valid JSON-RPC and matched no request.
@@ -179,11 +182,14 @@ class Session:
                 pending.on_progress = on_progress
                 self._by_token[request_id] = pending
         message: dict[str, Any] = {"jsonrpc": "2.0", "id": request_id, "method": method}
-        if params is not None or pending.progress_token is not None:
+        default_meta = self.default_meta
+        if params is not None or pending.progress_token is not None or default_meta:
             body = dict(params or {})
-            if pending.progress_token is not None:
-                meta = dict(body.get("_meta") or {})
-                meta["progressToken"] = pending.progress_token
+            if pending.progress_token is not None or default_meta:
+                meta = dict(default_meta or ())
+                meta.update(body.get("_meta") or ())
+                if pending.progress_token is not None:
+                    meta["progressToken"] = pending.progress_token
                 body["_meta"] = meta
             message["params"] = body
         try:
@@ -287,6 +293,16 @@ class Session:
         exc = RequestCancelled(f"{pending.method!r} was cancelled" + (f": {reason}" if reason else ""))
         return self._settle_locally(pending, exc, reason or "cancelled")
 
+    def settle(self, pending: PendingRequest, exc: BaseException) -> bool:
+        """Fail *pending* locally without telling the server (it ended the request).
+
+        :returns: ``False`` if the request had already settled.
+        """
+        if self._pop(pending.id) is None:
+            return False
+        pending.future.set_exception(exc)
+        return True
+
     def _settle_locally(self, pending: PendingRequest, exc: BaseException, reason: str) -> bool:
         if self._pop(pending.id) is None:
             return False
@@ -367,6 +383,10 @@ class Session:
             outcome = self._outcome(message)
         except ProtocolError as exc:
             pending.future.set_exception(exc)
+            return
+        except Exception as exc:  # a bug of ours must fail this call, not the reader
+            log.exception("could not interpret the reply to %s", pending.method)
+            pending.future.set_exception(ProtocolError(f"could not interpret reply: {exc!r}"))
             return
         if isinstance(outcome, BaseException):
             pending.future.set_exception(outcome)

@@ -16,12 +16,13 @@ back, so a newer server never breaks this client. Convert with
 
 from __future__ import annotations
 
-from . import content, elicitation, lifecycle, misc, prompts, resources, sampling, tools
+from . import content, elicitation, lifecycle, misc, modern, prompts, resources, sampling, tools
 from ._converter import converter, from_wire, to_wire, wire_name
 from .content import *
 from .elicitation import *
 from .lifecycle import *
 from .misc import *
+from .modern import *
 from .prompts import *
 from .resources import *
 from .sampling import *
@@ -40,4 +41,5 @@ __all__ = [
     *sampling.__all__,
     *elicitation.__all__,
     *misc.__all__,
+    *modern.__all__,
 ]
