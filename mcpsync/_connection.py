@@ -9,6 +9,7 @@ reader thread.
 
 from __future__ import annotations
 
+import inspect
 import logging
 import os
 import threading
@@ -131,7 +132,13 @@ class Connection:
         :raises ServerStartError: if the server cannot be started or dies first.
         :raises UnsupportedProtocolVersion: if we share no protocol version.
         """
-        self.transport.start(self.session.feed, self._on_transport_closed)
+        if "on_request_error" in inspect.signature(self.transport.start).parameters:
+            # HTTP can lose one reply stream without losing the connection.
+            self.transport.start(  # type: ignore[call-arg]
+                self.session.feed, self._on_transport_closed, on_request_error=self.session.fail_request
+            )
+        else:
+            self.transport.start(self.session.feed, self._on_transport_closed)
         try:
             _era.negotiate(self, timeout)
         except ConnectionClosed as exc:

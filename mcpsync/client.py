@@ -167,6 +167,9 @@ class Client(Features):
         cwd: str | os.PathLike[str] | None = None,
         stderr: Any = None,
         max_message_bytes: int = 32 * 1024 * 1024,
+        close_grace: float = 2.0,
+        terminate_grace: float = 2.0,
+        write_timeout: float | None = 60.0,
         **options: Any,
     ) -> Client:
         """A client for a server run as a subprocess speaking MCP over stdio.
@@ -175,6 +178,10 @@ class Client(Features):
         :param env: merged over a safe default environment (not the whole of ours).
         :param stderr: where the server's stderr goes (default: the
             ``mcpsync.server`` logger); it is always drained.
+        :param max_message_bytes: longest line accepted from the server.
+        :param close_grace: seconds :meth:`close` waits after closing the
+            server's stdin before SIGTERM; *terminate_grace* more before SIGKILL.
+        :param write_timeout: bound on one write to a server that stopped reading.
         """
         from .transports.stdio import StdioTransport
 
@@ -186,6 +193,9 @@ class Client(Features):
                 cwd=cwd,
                 stderr=stderr,
                 max_message_bytes=max_message_bytes,
+                close_grace=close_grace,
+                terminate_grace=terminate_grace,
+                write_timeout=write_timeout,
             )
 
         return cls(factory(), _transport_factory=factory, **options)

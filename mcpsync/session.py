@@ -293,6 +293,13 @@ class Session:
         exc = RequestCancelled(f"{pending.method!r} was cancelled" + (f": {reason}" if reason else ""))
         return self._settle_locally(pending, exc, reason or "cancelled")
 
+    def fail_request(self, request_id: int | str, exc: BaseException) -> None:
+        """Fail one pending request by id (a transport lost its reply); no-op if settled."""
+        key = normalize_id(request_id)
+        pending = self._pop(key) if isinstance(key, int) else None
+        if pending is not None:
+            pending.future.set_exception(exc)
+
     def settle(self, pending: PendingRequest, exc: BaseException) -> bool:
         """Fail *pending* locally without telling the server (it ended the request).
 

@@ -9,6 +9,9 @@ Contract (the session engine and :class:`~mcpsync.Client` rely on it):
   (``exc`` is a :class:`~mcpsync.exceptions.ConnectionClosed` describing why).
   Callbacks are invoked from the transport's own reader thread(s) and must not
   block for long.
+* A transport that can lose one reply without losing the connection (HTTP)
+  may accept a third, keyword argument ``on_request_error(request_id, exc)``
+  in :meth:`Transport.start`; the client then fails just that request.
 * :meth:`Transport.send` is thread-safe and writes one whole message or
   nothing.  It raises :class:`~mcpsync.exceptions.ConnectionClosed` (or another
   :class:`~mcpsync.exceptions.TransportError`) when the message cannot be sent.
