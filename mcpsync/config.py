@@ -1,0 +1,283 @@
+"""Server entries in the ``mcpServers`` JSON format of Claude Desktop, Cursor and VS Code.
+
+::
+
+    {"mcpServers": {
+        "demo":   {"command": "python", "args": ["-m", "mcpsync.demo"]},
+        "remote": {"url": "https://mcp.example.com/mcp",
+                   "headers": {"Authorization": "Bearer ${API_TOKEN}"}}
+    }}
+
+A *stdio* entry has ``command`` (and optionally ``args``, ``env``, ``cwd``);
+a *remote* entry has ``url`` (and optionally ``headers`` and ``type`` or
+``transport``: ``"http"``, ``"streamable-http"``, ``"sse"`` or
+``"websocket"``).  VS Code's top-level key ``"servers"`` is accepted too.
+
+Environment variables are expanded in ``command``, ``args``, ``env`` values,
+``cwd``, ``url`` and ``headers`` values, in the forms the common clients use:
+``${VAR}`` and ``${VAR:-default}`` (Claude Code), ``${env:VAR}`` (VS Code,
+Cursor) and ``${userHome}`` (Cursor, VS Code).  ``$$`` is a literal ``$``.
+A variable that is unset and has no default raises
+:class:`UnsetVariableError`; an unknown form such as VS Code's
+``${input:...}`` raises :class:`ConfigError`.  Nothing is ever expanded
+inside keys, and a bare ``$VAR`` without braces is left as it is.
+
+.. versionadded:: 0.1.0
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Mapping
+
+import attrs
+
+from .exceptions import McpError
+
+if TYPE_CHECKING:
+    from .client import Client
+
+__all__ = [
+    "ConfigError",
+    "UnsetVariableError",
+    "ServerConfig",
+    "load_config",
+    "expand",
+    "client_from_config",
+    "client_from_server",
+]
+
+#: ``type``/``transport`` values and the transport they mean.
+_REMOTE_TYPES = {
+    "http": "auto",
+    "streamable-http": "streamable-http",
+    "streamablehttp": "streamable-http",
+    "sse": "sse",
+    "websocket": "websocket",
+    "ws": "websocket",
+}
+_PATTERN = re.compile(r"\$\$|\$\{([^}]*)\}")
+_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
+
+
+class ConfigError(McpError, ValueError):
+    """The configuration is not valid (bad JSON, unknown server, bad entry)."""
+
+
+class UnsetVariableError(ConfigError):
+    """An environment variable used in the configuration is not set.
+
+    :attr:`variable` is its name; :attr:`where` says which field used it.
+    """
+
+    def __init__(self, variable: str, where: str) -> None:
+        super().__init__(
+            f"environment variable {variable} is not set (used in {where}); set it, or write"
+            f" ${{{variable}:-default}} to give a default"
+        )
+        self.variable = variable
+        self.where = where
+
+
+@attrs.frozen
+class ServerConfig:
+    """One server entry, with environment variables already expanded."""
+
+    #: The entry's key in ``mcpServers``.
+    name: str
+    #: ``"stdio"``, or for remote servers ``"auto"``, ``"streamable-http"``,
+    #: ``"sse"`` or ``"websocket"``.
+    transport: str
+    command: str | None = None
+    args: list[str] = attrs.field(factory=list)
+    env: dict[str, str] | None = None
+    cwd: str | None = None
+    url: str | None = None
+    headers: dict[str, str] | None = None
+
+    @property
+    def is_remote(self) -> bool:
+        """Whether the server is reached over the network (``url``) rather than spawned."""
+        return self.url is not None
+
+    def describe(self) -> str:
+        """One line for listings: the command line or the URL (header values left out)."""
+        if self.url is not None:
+            return f"{self.url} ({self.transport})"
+        return " ".join([self.command or "", *self.args])
+
+
+def expand(value: str, where: str, environ: Mapping[str, str] | None = None) -> str:
+    """Expand ``${VAR}``, ``${VAR:-default}``, ``${env:VAR}``, ``${userHome}`` and ``$$``.
+
+    >>> expand("${HOME_DIR:-/tmp}/x", "cwd", {})
+    '/tmp/x'
+    >>> expand("Bearer ${env:TOKEN}", "headers.Authorization", {"TOKEN": "t0k"})
+    'Bearer t0k'
+
+    :param where: the field, for the error message.
+    :raises UnsetVariableError: a variable is unset and has no default.
+    :raises ConfigError: an expression this module does not know.
+    """
+    env = os.environ if environ is None else environ
+
+    def replace(match: re.Match[str]) -> str:
+        body = match.group(1)
+        if body is None:
+            return "$"
+        name, sep, default = body.partition(":-")
+        if name == "userHome" and not sep:
+            return str(Path.home())
+        if name.startswith("env:"):
+            name = name[4:]
+        if not _NAME.match(name):
+            raise ConfigError(
+                f"unsupported expression ${{{body}}} in {where}: use ${{VAR}}, ${{VAR:-default}}"
+                " or ${env:VAR}"
+            )
+        if name in env:
+            return env[name]
+        if sep:
+            return default
+        raise UnsetVariableError(name, where)
+
+    return _PATTERN.sub(replace, value)
+
+
+def _strings(value: Any, field: str, where: str, environ: Mapping[str, str] | None) -> list[str]:
+    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+        raise ConfigError(f"{where}: {field!r} must be a list of strings")
+    return [expand(v, f"{where}.{field}", environ) for v in value]
+
+
+def _mapping(
+    value: Any, field: str, where: str, environ: Mapping[str, str] | None
+) -> dict[str, str]:
+    if not isinstance(value, dict) or not all(isinstance(v, str) for v in value.values()):
+        raise ConfigError(f"{where}: {field!r} must be an object of strings")
+    return {k: expand(v, f"{where}.{field}.{k}", environ) for k, v in value.items()}
+
+
+def _string(value: Any, field: str, where: str, environ: Mapping[str, str] | None) -> str:
+    if not isinstance(value, str) or not value:
+        raise ConfigError(f"{where}: {field!r} must be a non-empty string")
+    return expand(value, f"{where}.{field}", environ)
+
+
+def _entry(name: str, raw: Any, environ: Mapping[str, str] | None) -> ServerConfig:
+    where = f"server {name!r}"
+    if not isinstance(raw, dict):
+        raise ConfigError(f"{where}: an entry must be a JSON object")
+    kind = raw.get("transport", raw.get("type"))
+    if kind is not None and not isinstance(kind, str):
+        raise ConfigError(f"{where}: 'type' must be a string")
+    if "command" in raw:
+        if kind not in (None, "stdio"):
+            raise ConfigError(f"{where}: has 'command' but type {kind!r}; stdio entries need no type")
+        return ServerConfig(
+            name=name,
+            transport="stdio",
+            command=_string(raw["command"], "command", where, environ),
+            args=_strings(raw.get("args", []), "args", where, environ),
+            env=_mapping(raw["env"], "env", where, environ) if raw.get("env") is not None else None,
+            cwd=_string(raw["cwd"], "cwd", where, environ) if raw.get("cwd") is not None else None,
+        )
+    if "url" in raw or "serverUrl" in raw:
+        url = _string(raw.get("url", raw.get("serverUrl")), "url", where, environ)
+        if kind is None:
+            transport = "websocket" if url.startswith(("ws://", "wss://")) else "auto"
+        elif kind.lower() in _REMOTE_TYPES:
+            transport = _REMOTE_TYPES[kind.lower()]
+        else:
+            raise ConfigError(
+                f"{where}: unknown type {kind!r}; use one of {', '.join(sorted(_REMOTE_TYPES))}"
+            )
+        headers = raw.get("headers")
+        return ServerConfig(
+            name=name,
+            transport=transport,
+            url=url,
+            headers=_mapping(headers, "headers", where, environ) if headers is not None else None,
+        )
+    raise ConfigError(f"{where}: needs 'command' (stdio) or 'url' (remote)")
+
+
+def _document(source: str | os.PathLike[str] | Mapping[str, Any]) -> tuple[Mapping[str, Any], str]:
+    if isinstance(source, Mapping):
+        return source, "the configuration"
+    path = Path(source)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise ConfigError(f"cannot read {path}: {exc.strerror or exc}") from exc
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise ConfigError(f"{path} is not valid JSON: {exc}") from exc
+    if not isinstance(data, dict):
+        raise ConfigError(f"{path}: the top level must be a JSON object")
+    return data, str(path)
+
+
+def _servers(source: str | os.PathLike[str] | Mapping[str, Any]) -> tuple[dict[str, Any], str]:
+    data, origin = _document(source)
+    servers = data.get("mcpServers", data.get("servers"))
+    if servers is None:
+        raise ConfigError(f"{origin} has no 'mcpServers' (or 'servers') object")
+    if not isinstance(servers, dict):
+        raise ConfigError(f"{origin}: 'mcpServers' must be a JSON object")
+    return servers, origin
+
+
+def load_config(
+    source: str | os.PathLike[str] | Mapping[str, Any],
+    name: str | None = None,
+    *,
+    environ: Mapping[str, str] | None = None,
+) -> dict[str, ServerConfig]:
+    """Parse a configuration file (or an already loaded dict).
+
+    >>> servers = load_config({"mcpServers": {"demo": {"command": "python", "args": ["-m", "mcpsync.demo"]}}})
+    >>> servers["demo"].describe()
+    'python -m mcpsync.demo'
+
+    :param name: parse (and expand variables in) only this entry.
+    :param environ: the variables to expand (default ``os.environ``).
+    :raises ConfigError: unreadable file, bad JSON, bad entry or unknown *name*.
+    """
+    servers, origin = _servers(source)
+    if name is not None:
+        if name not in servers:
+            known = ", ".join(sorted(servers)) or "none"
+            raise ConfigError(f"no server {name!r} in {origin} (servers: {known})")
+        return {name: _entry(name, servers[name], environ)}
+    return {key: _entry(key, entry, environ) for key, entry in servers.items()}
+
+
+def client_from_server(entry: ServerConfig, **options: Any) -> Client:
+    """A :class:`~mcpsync.Client` for one parsed entry; *options* go to the constructor."""
+    from .client import Client
+
+    if entry.transport == "stdio":
+        assert entry.command is not None
+        return Client.stdio(entry.command, args=entry.args, env=entry.env, cwd=entry.cwd, **options)
+    assert entry.url is not None
+    headers = dict(entry.headers or {})
+    headers.update(options.pop("headers", None) or {})
+    if entry.transport == "websocket":
+        return Client.websocket(entry.url, headers=headers or None, **options)
+    return Client.http(entry.url, headers=headers or None, transport=entry.transport, **options)
+
+
+def client_from_config(
+    source: str | os.PathLike[str] | Mapping[str, Any], name: str, **options: Any
+) -> Client:
+    """What :meth:`mcpsync.Client.from_config` does.
+
+    ``environ=`` among *options* replaces ``os.environ`` for the expansion.
+    """
+    environ = options.pop("environ", None)
+    return client_from_server(load_config(source, name, environ=environ)[name], **options)
