@@ -258,6 +258,24 @@ class Client(Features):
         )
         return cls(factory(), _transport_factory=factory, **options)
 
+    @classmethod
+    def from_config(
+        cls, path_or_dict: str | os.PathLike[str] | Mapping[str, Any], name: str, **options: Any
+    ) -> Client:
+        """A client for server *name* of an ``mcpServers`` JSON file or dict.
+
+        The format of Claude Desktop, Cursor and VS Code; ``${VAR}``,
+        ``${VAR:-default}`` and ``${env:VAR}`` are expanded (see
+        :mod:`mcpsync.config`).  *options* go to :meth:`stdio`, :meth:`http`
+        or :meth:`websocket`.
+
+        :raises mcpsync.config.ConfigError: bad file or entry, unknown *name*,
+            or an unset variable (also a ``ValueError``).
+        """
+        from .config import client_from_config
+
+        return client_from_config(path_or_dict, name, **options)
+
     # -- lifecycle -----------------------------------------------------------
 
     def connect(self) -> Client:
