@@ -7,11 +7,14 @@ process at import time.
 
 from __future__ import annotations
 
+import atexit
 import os
 import signal
 import subprocess
 import sys
+import threading
 import time
+import weakref
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -19,6 +22,7 @@ from .exceptions import ServerStartError
 
 __all__ = [
     "build_environment",
+    "close_at_exit",
     "default_environment",
     "group_exists",
     "signal_group",
@@ -105,6 +109,34 @@ def spawn(argv: list[str], env: dict[str, str], cwd: Any) -> subprocess.Popen[by
         where = getattr(exc, "filename", None)
         detail = f" ({where})" if where and where != argv[0] else ""
         raise ServerStartError(f"cannot start MCP server {argv[0]!r}: {reason}{detail}") from exc
+
+
+_exit_owners: weakref.WeakSet[Any] = weakref.WeakSet()
+_exit_lock = threading.Lock()
+_exit_hook = False
+
+
+def close_at_exit(owner: Any) -> None:
+    """Call ``owner.close_at_exit()`` at interpreter exit if ``owner`` still lives.
+
+    Reader threads are daemons and simply vanish at exit, so a server that does
+    not exit on stdin EOF would be orphaned.  Registered on first use, never at
+    import.
+    """
+    global _exit_hook
+    with _exit_lock:
+        _exit_owners.add(owner)
+        if not _exit_hook:
+            atexit.register(_close_all_at_exit)
+            _exit_hook = True
+
+
+def _close_all_at_exit() -> None:
+    for owner in list(_exit_owners):
+        try:
+            owner.close_at_exit()
+        except Exception:  # noqa: BLE001 - the others must still be stopped
+            pass
 
 
 def signal_group(pgid: int, sig: int) -> bool:

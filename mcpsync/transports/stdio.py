@@ -182,6 +182,7 @@ class StdioTransport(Transport):
             self._done.set()
             raise
         self._proc, self._owner_pid = proc, os.getpid()
+        _procutil.close_at_exit(self)
         assert proc.stdin is not None and proc.stdout is not None and proc.stderr is not None
         if self._closing.is_set():  # close() ran while we were spawning
             self._shutdown()
@@ -228,6 +229,13 @@ class StdioTransport(Transport):
             return
         if threading.current_thread() is not self._reader:  # the closer joins the reader
             self._done.wait(self._close_grace + 2 * self._terminate_grace + 10.0)
+
+    def close_at_exit(self) -> None:
+        """Interpreter exit: :meth:`close` inline with short graces (no new thread)."""
+        if self._owner_pid == os.getpid() and not self._closing.is_set():
+            self._close_grace = min(self._close_grace, 0.5)
+            self._terminate_grace = min(self._terminate_grace, 0.5)
+            self.close()
 
     def _fail(self, exc: ConnectionClosed, *, inline: bool = False) -> bool:
         """Enter the closing state once: report ``exc`` and start the shutdown.
