@@ -9,6 +9,8 @@ Tools (all take their input from ``arguments``):
 * ``flood(count, size)``: writes ``count`` ``notifications/message`` lines of about ``size``
   bytes, then the reply (``"flooded"``); everything goes out in large writes, as fast as the
   pipe takes it.
+* ``cancel_flood(count)``: writes ``count`` ``notifications/cancelled`` for request ids the
+  client never saw, then the reply (``"flooded"``).
 * ``pid()``: returns the server's process id as text.
 
 With ``--liveness-port P`` the server connects to ``127.0.0.1:P`` and sends ``"server <pid>\\n"``;
@@ -31,7 +33,7 @@ from typing import Any
 
 VERSIONS = ("2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25")
 TOOLS = [
-    {"name": name, "inputSchema": {"type": "object"}} for name in ("echo", "slow", "flood", "pid")
+    {"name": name, "inputSchema": {"type": "object"}} for name in ("echo", "slow", "flood", "cancel_flood", "pid")
 ]
 
 _write_lock = threading.Lock()
@@ -81,6 +83,19 @@ def flood(request_id: Any, count: int, size: int) -> None:
     write(reply(request_id, text_result("flooded")))
 
 
+def cancel_flood(request_id: Any, count: int) -> None:
+    chunk: list[bytes] = []
+    for n in range(count):
+        params = {"requestId": f"never-sent-{n}", "reason": "flood"}
+        chunk.append(json.dumps({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": params}).encode())
+        if len(chunk) == 500:
+            write(b"\n".join(chunk) + b"\n")
+            chunk = []
+    if chunk:
+        write(b"\n".join(chunk) + b"\n")
+    write(reply(request_id, text_result("flooded")))
+
+
 def handle(message: dict[str, Any]) -> None:
     method = message.get("method")
     params = message.get("params") or {}
@@ -119,6 +134,8 @@ def handle(message: dict[str, Any]) -> None:
             threading.Thread(
                 target=flood, args=(request_id, int(args.get("count", 1)), int(args.get("size", 10))), daemon=True
             ).start()
+        elif name == "cancel_flood":
+            threading.Thread(target=cancel_flood, args=(request_id, int(args.get("count", 1))), daemon=True).start()
         elif name == "pid":
             write(reply(request_id, text_result(str(os.getpid()))))
         else:
