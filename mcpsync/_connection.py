@@ -107,6 +107,9 @@ class Connection:
             on_progress=self._on_progress,
         )
         self._cancelled_requests: set[int | str] = set()
+        # Server requests a handler is still answering: only these can be cancelled,
+        # so a server cancelling ids it never sent cannot grow _cancelled_requests.
+        self._handling: set[int | str] = set()
         self._lock = threading.Lock()
         self._subscriptions: list[Subscription] = []
         #: The listen stream that feeds :meth:`Client.on` callbacks in the modern era.
@@ -263,7 +266,8 @@ class Connection:
         key = normalize_id(request_id)
         with self._lock:
             ended = [sub for sub in self._subscriptions if sub.id == key]
-            self._cancelled_requests.add(request_id)
+            if request_id in self._handling:
+                self._cancelled_requests.add(request_id)
         for sub in ended:
             # On stdio a modern server ends a listen stream this way.
             pending = sub._pending
@@ -303,7 +307,11 @@ class Connection:
         return future
 
     def _on_request(self, request_id: int | str, method: str, params: dict[str, Any]) -> None:
+        with self._lock:
+            self._handling.add(request_id)
         if not self.handlers.submit(self._handle_request, request_id, method, params):
+            with self._lock:
+                self._handling.discard(request_id)
             self.session.respond_error(request_id, -32603, "client is shutting down")
 
     def _handle_request(self, request_id: int | str, method: str, params: dict[str, Any]) -> None:
@@ -333,6 +341,7 @@ class Connection:
         with self._lock:
             cancelled = request_id in self._cancelled_requests
             self._cancelled_requests.discard(request_id)
+            self._handling.discard(request_id)
         if cancelled:
             return  # the server no longer wants it
         if error is not None:
