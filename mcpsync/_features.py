@@ -7,21 +7,31 @@ attributes documented at its top.
 
 from __future__ import annotations
 
+import logging
+from collections.abc import Mapping, Sequence
 from concurrent.futures import Future
-from typing import TYPE_CHECKING, Any, Mapping, Sequence, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from . import types
 from ._cache import ResultCache
 from ._options import DEFAULT, ClientOptions, TimeoutArg
 from ._schema import check_structured_content
 from ._subscriptions import Subscription
-from .exceptions import CapabilityNotSupported, ProtocolError, RequestTimeout, ServerError
+from .exceptions import (
+    CapabilityNotSupported,
+    MethodNotFound,
+    ProtocolError,
+    RequestTimeout,
+    ServerError,
+)
 from .session import ProgressCallback
 
 if TYPE_CHECKING:
     from ._connection import Connection
 
 __all__ = ["Features"]
+
+log = logging.getLogger("mcpsync.client")
 
 T = TypeVar("T")
 _MAX_PAGES = 10_000
@@ -374,5 +384,10 @@ def open_listen(conn: Connection, sub: Subscription, timeout: float | None) -> S
         raise RequestTimeout("server did not acknowledge subscriptions/listen in time", method="subscriptions/listen")
     if sub.error is not None:
         conn.remove_subscription(sub)
+        if conn.background is sub and isinstance(sub.error, MethodNotFound):
+            # on() callbacks are best effort, as in the handshake era, where a server
+            # without list_changed support simply never sends the notifications.
+            log.warning("server does not serve subscriptions/listen: on() callbacks will not fire")
+            return sub
         raise sub.error
     return sub

@@ -17,7 +17,8 @@ import logging
 import queue
 import threading
 import time
-from typing import TYPE_CHECKING, Any, Callable, Iterator
+from collections.abc import Callable, Iterator
+from typing import TYPE_CHECKING, Any
 
 import attrs
 
@@ -26,7 +27,7 @@ from .types.modern import SUBSCRIPTION_ID_KEY, SubscriptionFilter
 if TYPE_CHECKING:
     from .session import PendingRequest
 
-__all__ = ["Notification", "Subscription", "LIST_CHANGED", "wanted_by"]
+__all__ = ["LIST_CHANGED", "Notification", "Subscription", "wanted_by"]
 
 log = logging.getLogger(__name__)
 
@@ -155,8 +156,11 @@ class Subscription:
 
     @property
     def closed(self) -> bool:
-        """Whether the stream has ended (closed by you or by the server)."""
-        return self._closed.is_set() and self._queue.empty()
+        """Whether the stream has ended and nothing is left to read."""
+        if not self._closed.is_set():
+            return False
+        with self._queue.mutex:  # the end marker itself is nothing to read
+            return all(item is _END for item in self._queue.queue)
 
     def get(self, timeout: float | None = None) -> Notification | None:
         """The next notification; ``None`` on timeout or once the stream ended."""

@@ -96,10 +96,14 @@ def test_no_client_capabilities_without_handlers(shared: mcpsync.Client) -> None
     assert "sampling" not in caps and "elicitation" not in caps and "roots" not in caps
 
 
-def test_list_changed_capabilities_in_handshake_era(make_client: ClientFactory) -> None:
-    caps = make_client(mode="legacy").server_capabilities
+@ERAS
+def test_list_changed_capabilities(make_client: ClientFactory, mode: str) -> None:
+    # In 2026-07-28 the SDK derives them from serving subscriptions/listen.
+    caps = make_client(mode=mode).server_capabilities
     assert caps.tools is not None and caps.tools.list_changed is True
+    assert caps.prompts is not None and caps.prompts.list_changed is True
     assert caps.resources is not None and caps.resources.subscribe is True
+    assert caps.resources.list_changed is True
 
 
 @pytest.mark.parametrize("version", ["2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25"])
@@ -134,8 +138,9 @@ def test_server_with_unknown_version_is_refused(sdk_server: list[str]) -> None:
         client.close()
 
 
-def test_client_info_and_ping(make_client: ClientFactory) -> None:
-    client = make_client(mode="legacy", client_info=("integration-test", "9.9"))
+@ERAS
+def test_client_info_and_ping(make_client: ClientFactory, mode: str) -> None:
+    client = make_client(mode=mode, client_info=("integration-test", "9.9"))
     assert stats(client)["clientInfo"] == {"name": "integration-test", "version": "9.9"}
     client.ping()
 
@@ -526,10 +531,12 @@ def test_roots_change_notification(make_client: ClientFactory, tmp_path: Any) ->
 # --------------------------------------------------------------------------- notifications
 
 
+@ERAS
 def test_list_changed_callback_may_call_the_client(
-    make_client: ClientFactory, recorder: Any, callback_thread_check: Any
+    make_client: ClientFactory, recorder: Any, callback_thread_check: Any, mode: str
 ) -> None:
-    client = make_client(mode="legacy")
+    # In 2026-07-28 on() rides the client's background subscriptions/listen stream.
+    client = make_client(mode=mode)
     seen = recorder()
 
     def on_changed(params: dict[str, Any]) -> None:
@@ -552,21 +559,34 @@ def test_list_changed_callback_may_call_the_client(
     assert len(seen.calls) == 1
 
 
-def test_resource_subscription(make_client: ClientFactory, recorder: Any) -> None:
-    client = make_client(mode="legacy")
+def _uris(calls: list[dict[str, Any]]) -> list[str]:
+    # 2026-07-28 tags each notification with its stream's id in _meta; only the URI matters here.
+    return [call["uri"] for call in calls]
+
+
+@ERAS
+def test_resource_subscription(make_client: ClientFactory, recorder: Any, mode: str) -> None:
+    client = make_client(mode=mode)
     updated = recorder()
     client.on("notifications/resources/updated", updated)
     client.subscribe_resource("memo://note/1")
-    assert stats(client)["subscriptions"] == ["memo://note/1"]
-    assert client.call_tool("touch", {"uri": "memo://note/1"}).text == "notified"
-    assert updated.wait(1) == [{"uri": "memo://note/1"}]
+    if mode == "legacy":
+        assert stats(client)["subscriptions"] == ["memo://note/1"]
+    client.call_tool("touch", {"uri": "memo://note/1"})
+    assert _uris(updated.wait(1)) == ["memo://note/1"]
     client.unsubscribe_resource("memo://note/1")
-    assert stats(client)["subscriptions"] == []
-    assert client.call_tool("touch", {"uri": "memo://note/1"}).text == "not subscribed"
+    if mode == "legacy":
+        assert stats(client)["subscriptions"] == []
+    # Updates arrive in order: note/2's proves that note/1's, sent first, was not delivered.
+    client.subscribe_resource("memo://note/2")
+    client.call_tool("touch", {"uri": "memo://note/1"})
+    client.call_tool("touch", {"uri": "memo://note/2"})
+    assert _uris(updated.wait(2)) == ["memo://note/1", "memo://note/2"]
 
 
-def test_wildcard_listener_sees_notifications(make_client: ClientFactory, recorder: Any) -> None:
-    client = make_client(mode="legacy")
+@ERAS
+def test_wildcard_listener_sees_notifications(make_client: ClientFactory, recorder: Any, mode: str) -> None:
+    client = make_client(mode=mode)
     everything = recorder()
     client.on("*", everything)
     client.call_tool("add_tool", {"name": "dyn"})

@@ -21,6 +21,13 @@ Options::
     --versions A,B       handshake versions this server accepts; the newest is its answer to
                          an unknown version (simulates an older server)
     --instructions TEXT  the ``instructions`` string of the initialize result
+    --ttl-ms N           the 2026-07-28 ``ttlMs`` cache hint of every cacheable result (default 0:
+                         immediately stale)
+    --no-listen          do not serve ``subscriptions/listen`` (2026-07-28 without notifications)
+
+In 2026-07-28, list-changed and resource-updated notifications travel on ``subscriptions/listen``
+streams, served by the SDK's :class:`~mcp.server.subscriptions.ListenHandler`; the tools that
+change something publish on its bus as well as sending the handshake era's notifications.
 """
 
 from __future__ import annotations
@@ -37,6 +44,12 @@ from mcp.server.caching import CACHEABLE_METHODS, CacheHint
 from mcp.server.context import ServerRequestContext
 from mcp.server.lowlevel import NotificationOptions, Server
 from mcp.server.stdio import stdio_server
+from mcp.server.subscriptions import (
+    InMemorySubscriptionBus,
+    ListenHandler,
+    ResourceUpdated,
+    ToolsListChanged,
+)
 from mcp.shared.exceptions import MCPError
 from mcp.shared.message import ServerMessageMetadata
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
@@ -69,6 +82,8 @@ class State:
     roots_changed = 0
     dynamic_tools: ClassVar[list[dict[str, Any]]] = []
     list_calls: ClassVar[dict[str, int]] = {}
+    #: Fan-out to the open ``subscriptions/listen`` streams (2026-07-28).
+    bus = InMemorySubscriptionBus()
 
 
 def _modern(ctx: Ctx) -> bool:
@@ -266,12 +281,19 @@ async def tool_stats(ctx: Ctx, args: Result) -> Result:
 async def tool_add_tool(ctx: Ctx, args: Result) -> Result:
     name = str(args["name"])
     State.dynamic_tools.append({"name": name, "inputSchema": {"type": "object"}})
-    await ctx.session.send_tool_list_changed()
+    if _modern(ctx):
+        await State.bus.publish(ToolsListChanged())
+    else:
+        await ctx.session.send_tool_list_changed()
     return _text(f"added {name}")
 
 
 async def tool_touch(ctx: Ctx, args: Result) -> Result:
     uri = str(args["uri"])
+    if _modern(ctx):
+        # The listen handler filters by each stream's resourceSubscriptions.
+        await State.bus.publish(ResourceUpdated(uri))
+        return _text("published")
     notified = uri in State.subscriptions
     if notified:
         await ctx.session.send_resource_updated(uri)
@@ -359,15 +381,16 @@ def _stamped(handler: Any) -> Any:
     return wrapper
 
 
-def build_server(instructions: str | None) -> Server[Any]:
+def build_server(instructions: str | None, *, ttl_ms: int = 0, listen: bool = True) -> Server[Any]:
     """Create the low-level server with every handler registered."""
     server: Server[Any] = Server(
         "sdk-test-server",
         version="2.3.0-test",
         title="mcpsync SDK test server",
         instructions=instructions,
-        # 2026-07-28 requires freshness hints on these results; "immediately stale" is the honest one.
-        cache_hints={method: CacheHint(ttl_ms=0, scope="private") for method in CACHEABLE_METHODS},
+        # 2026-07-28 requires freshness hints on these results; "immediately stale" (0) is the
+        # honest default, as the catalogue can change at any time.
+        cache_hints={method: CacheHint(ttl_ms=ttl_ms, scope="private") for method in CACHEABLE_METHODS},
         on_list_tools=_stamped(list_tools),
         on_call_tool=_stamped(call_tool),
         on_list_resources=_stamped(list_resources),
@@ -375,6 +398,7 @@ def build_server(instructions: str | None) -> Server[Any]:
         on_read_resource=_stamped(read_resource),
         on_subscribe_resource=subscribe,
         on_unsubscribe_resource=unsubscribe,
+        on_subscriptions_listen=ListenHandler(State.bus) if listen else None,
         on_list_prompts=_stamped(list_prompts),
         on_get_prompt=_stamped(get_prompt),
         on_completion=_stamped(complete),
@@ -387,7 +411,7 @@ def build_server(instructions: str | None) -> Server[Any]:
 
 
 async def serve(args: argparse.Namespace) -> None:
-    server = build_server(args.instructions)
+    server = build_server(args.instructions, ttl_ms=args.ttl_ms, listen=not args.no_listen)
     options = server.create_initialization_options(
         NotificationOptions(prompts_changed=True, resources_changed=True, tools_changed=True)
     )
@@ -406,6 +430,8 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--legacy-only", action="store_true")
     parser.add_argument("--versions", default=None)
     parser.add_argument("--instructions", default="Test server for mcpsync.")
+    parser.add_argument("--ttl-ms", type=int, default=0)
+    parser.add_argument("--no-listen", action="store_true")
     args = parser.parse_args(argv)
     State.page_size = args.page_size
     if args.versions:
