@@ -1,0 +1,257 @@
+"""Run the mcpsync benchmark suite: one command, interleaved, a Markdown table.
+
+    python bench/run.py                 # full run (a few minutes on 2 cores)
+    python bench/run.py --smoke --no-sdk --out /tmp/smoke.md   # seconds; CI
+
+Every measurement is a fresh client process; rounds interleave all clients,
+so a noisy neighbour hurts every column alike, and each cell is the median
+over rounds.  The official SDK runs from its own virtualenv (bench/.venv-sdk,
+created on first use); mcpsync runs from this checkout.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import statistics
+import subprocess
+import sys
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(HERE)
+CLIENTS = os.path.join(HERE, "clients")
+SDK_VENV = os.path.join(HERE, ".venv-sdk")
+SDK_PYTHON = os.path.join(SDK_VENV, "bin", "python")
+SDK_REQUIREMENT = "mcp==2.3.0"
+MIB = 1 << 20
+
+#: column key -> (label, script, impl)
+IMPLS = {
+    "inline": ("inline floor", "floors.py", "inline"),
+    "threaded": ("threaded floor", "floors.py", "threaded"),
+    "requests": ("requests floor", "floors.py", "requests"),
+    "httpclient": ("http.client floor", "floors.py", "httpclient"),
+    "mcpsync": ("mcpsync", "mcpsync_bench.py", "x"),
+    "sdk": ("SDK (asyncio)", "sdk_bench.py", "async"),
+    "sdk-thread": ("SDK (loop thread)", "sdk_bench.py", "thread"),
+}
+STDIO = ["inline", "threaded", "mcpsync", "sdk", "sdk-thread"]
+HTTP = ["requests", "httpclient", "mcpsync", "sdk", "sdk-thread"]
+
+
+def ensure_sdk() -> None:
+    if os.path.exists(SDK_PYTHON):
+        return
+    print(f"creating {SDK_VENV} with {SDK_REQUIREMENT} ...", flush=True)
+    subprocess.run([sys.executable, "-m", "venv", SDK_VENV], check=True)
+    subprocess.run([SDK_PYTHON, "-m", "pip", "install", "-q", SDK_REQUIREMENT], check=True)
+
+
+def run_client(impl: str, workload: str, args: dict, timeout: float = 300.0) -> tuple[dict | None, float]:
+    """Run one client process; return its JSON result and its wall time."""
+    _, script, sub = IMPLS[impl]
+    python = SDK_PYTHON if impl.startswith("sdk") else sys.executable
+    env = dict(os.environ, BENCH_SERVER_PYTHON=sys.executable)
+    if not impl.startswith("sdk"):
+        env["PYTHONPATH"] = ROOT + os.pathsep + env.get("PYTHONPATH", "")
+    argv = [python, os.path.join(CLIENTS, script), sub, workload, json.dumps(args)]
+    t0 = time.perf_counter()
+    proc = subprocess.run(argv, capture_output=True, text=True, env=env, timeout=timeout)
+    wall = time.perf_counter() - t0
+    if proc.returncode != 0:
+        raise RuntimeError(f"{impl} {workload} failed ({proc.returncode}):\n{proc.stderr[-3000:]}")
+    lines = proc.stdout.strip().splitlines()
+    return (json.loads(lines[-1]) if lines else None), wall
+
+
+class HttpServer:
+    def __init__(self) -> None:
+        self.proc = subprocess.Popen(
+            [sys.executable, "-S", os.path.join(HERE, "servers", "raw_http.py")],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            text=True,
+        )
+        self.port = int(self.proc.stdout.readline().split()[1])
+
+    def close(self) -> None:
+        self.proc.stdin.close()
+        self.proc.terminate()
+        self.proc.wait(5)
+
+
+def plan(smoke: bool, sdk: bool) -> list[tuple[str, str, dict]]:
+    """(case, impl, args) for one round."""
+    duration = 0.05 if smoke else 1.0
+    sizes = [64 * 1024] if smoke else [MIB, 10 * MIB, 20 * MIB]
+    stdio = [i for i in STDIO if sdk or not i.startswith("sdk")]
+    http = [i for i in HTTP if sdk or not i.startswith("sdk")]
+    cases: list[tuple[str, str, dict]] = []
+    cases += [("cold", i, {}) for i in stdio if i != "sdk-thread"]
+    cases += [("seq", i, {"duration": duration}) for i in stdio]
+    cases += [("threads", i, {"duration": duration, "threads": 8}) for i in stdio if i != "inline"]
+    cases += [("echo", i, {"sizes": sizes, "reps": 1 if smoke else 3}) for i in stdio]
+    cases += [("rss", i, {"n": 2 if smoke else 50}) for i in stdio if i in ("threaded", "mcpsync", "sdk")]
+    for mode in ("json", "sse", "legacy"):
+        cases += [(f"http-{mode}", i, {"mode": mode, "duration": duration}) for i in http]
+    return cases
+
+
+def measure(rounds: int, smoke: bool, sdk: bool) -> dict[str, dict[str, list[dict]]]:
+    results: dict[str, dict[str, list[dict]]] = {}
+    server = HttpServer()
+    try:
+        for r in range(rounds):
+            for case, impl, args in plan(smoke, sdk):
+                workload = "http" if case.startswith("http") else case
+                if workload == "http":
+                    args = dict(args, port=server.port)
+                out, wall = run_client(impl, workload, args)
+                if case == "cold":
+                    out = {"ms": wall * 1e3}
+                results.setdefault(case, {}).setdefault(impl, []).append(out or {})
+            print(f"round {r + 1}/{rounds} done", flush=True)
+    finally:
+        server.close()
+    return results
+
+
+def med(results: dict, case: str, impl: str, key: str) -> float | None:
+    runs = results.get(case, {}).get(impl)
+    if not runs:
+        return None
+    values = []
+    for run in runs:
+        value = run
+        for part in key.split("."):
+            value = value.get(part) if isinstance(value, dict) else None
+        if value is not None:
+            values.append(value)
+    return statistics.median(values) if values else None
+
+
+def fmt(value: float | None, digits: int = 0) -> str:
+    if value is None:
+        return "–"
+    return f"{value:,.{digits}f}"
+
+
+def ratio(a: float | None, b: float | None) -> float | None:
+    return None if a is None or not b else a / b
+
+
+def table(results: dict, sdk: bool) -> tuple[str, list[tuple[str, float | None, str, bool | None]]]:
+    stdio = [i for i in STDIO if sdk or not i.startswith("sdk")]
+    http = [i for i in HTTP if sdk or not i.startswith("sdk")]
+    sizes = sorted({int(s) for runs in results.get("echo", {}).values() for run in runs for s in run})
+    rows = [
+        ("sequential tools/call, calls/s", "seq", "rate", 0),
+        ("sequential p50, µs", "seq", "p50_us", 0),
+        ("sequential p99, µs", "seq", "p99_us", 0),
+        ("8 threads, one client, calls/s", "threads", "rate", 0),
+    ]
+    rows += [(f"echo {s / MIB:g} MiB, ms", "echo", f"{s}.ms", 1) for s in sizes]
+    rows += [
+        ("RSS holding N clients, MB", "rss", "mb", 1),
+        ("cold start (whole process), ms", "cold", "ms", 0),
+    ]
+    out = ["### stdio (raw server)", "", "| workload | " + " | ".join(IMPLS[i][0] for i in stdio) + " |"]
+    out.append("|---" * (len(stdio) + 1) + "|")
+    for label, case, key, digits in rows:
+        out.append(f"| {label} | " + " | ".join(fmt(med(results, case, i, key), digits) for i in stdio) + " |")
+    out += ["", "### HTTP (raw server on 127.0.0.1)", "", "| workload | " + " | ".join(IMPLS[i][0] for i in http) + " |"]
+    out.append("|---" * (len(http) + 1) + "|")
+    for mode, what in (("json", "JSON reply"), ("sse", "SSE reply"), ("legacy", "legacy HTTP+SSE")):
+        for key, unit in (("rate", "calls/s"), ("p50_us", "p50 µs")):
+            out.append(
+                f"| {what}, {unit} | " + " | ".join(fmt(med(results, f"http-{mode}", i, key)) for i in http) + " |"
+            )
+
+    def m(case: str, impl: str, key: str) -> float | None:
+        return med(results, case, impl, key)
+
+    big = max(sizes) if sizes else 0
+    mid = 10 * MIB if 10 * MIB in sizes else big
+    floor_echo = min(v for v in (m("echo", "inline", f"{mid}.ms"), m("echo", "threaded", f"{mid}.ms"), float("inf")) if v)
+    targets: list[tuple[str, float | None, str, bool | None]] = []
+
+    def target(name: str, value: float | None, op: str, limit: float) -> None:
+        ok = None if value is None else (value >= limit if op == ">=" else value <= limit)
+        targets.append((name, value, f"{op} {limit:g}", ok))
+
+    target("stdio sequential / threaded floor", ratio(m("seq", "mcpsync", "rate"), m("seq", "threaded", "rate")), ">=", 0.9)
+    target("8 threads / threaded floor", ratio(m("threads", "mcpsync", "rate"), m("threads", "threaded", "rate")), ">=", 0.75)
+    target(f"echo {mid / MIB:g} MiB / best floor", ratio(m("echo", "mcpsync", f"{mid}.ms"), floor_echo), "<=", 1.2)
+    if big > mid:
+        target(f"echo {big / MIB:g} MiB / {mid / MIB:g} MiB (linear: 2)", ratio(m("echo", "mcpsync", f"{big}.ms"), m("echo", "mcpsync", f"{mid}.ms")), "<=", 1.1 * big / mid)
+    target("RSS / threaded floor", ratio(m("rss", "mcpsync", "mb"), m("rss", "threaded", "mb")), "<=", 1.3)
+    target("cold start / inline floor", ratio(m("cold", "mcpsync", "ms"), m("cold", "inline", "ms")), "<=", 1.3)
+    target("HTTP JSON calls/s / requests floor", ratio(m("http-json", "mcpsync", "rate"), m("http-json", "requests", "rate")), ">=", 1.0)
+    target("SSE-reply p50 / requests floor p50", ratio(m("http-sse", "mcpsync", "p50_us"), m("http-sse", "requests", "p50_us")), "<=", 1.2)
+    if sdk:
+        for name, case, key, higher in (
+            ("stdio sequential", "seq", "rate", True),
+            ("8 threads", "threads", "rate", True),
+            (f"echo {mid / MIB:g} MiB", "echo", f"{mid}.ms", False),
+            ("RSS", "rss", "mb", False),
+            ("cold start", "cold", "ms", False),
+            ("HTTP JSON", "http-json", "rate", True),
+            ("HTTP SSE reply", "http-sse", "rate", True),
+            ("legacy HTTP+SSE", "http-legacy", "rate", True),
+        ):
+            r = ratio(m(case, "mcpsync", key), m(case, "sdk", key))
+            target(f"{name}: mcpsync / SDK (asyncio)", r, ">=" if higher else "<=", 1.0)
+    out += ["", "### Targets (ratios within this run)", "", "| target | mcpsync | goal | met |", "|---|---|---|---|"]
+    for name, value, goal, ok in targets:
+        out.append(f"| {name} | {fmt(value, 2)} | {goal} | {'–' if ok is None else ('yes' if ok else '**no**')} |")
+    return "\n".join(out) + "\n", targets
+
+
+def machine() -> str:
+    cpu = platform.processor() or platform.machine()
+    try:
+        with open("/proc/cpuinfo") as f:
+            cpu = next(line.split(":", 1)[1].strip() for line in f if line.startswith("model name"))
+    except (OSError, StopIteration):
+        pass
+    load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
+    return (
+        f"{cpu}, {os.cpu_count()} CPUs visible, {platform.system()} {platform.release()}, "
+        f"Python {platform.python_version()}; load average {load:.2f} at the end of the run"
+    )
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--smoke", action="store_true", help="tiny durations and sizes: checks it all runs")
+    parser.add_argument("--no-sdk", action="store_true", help="skip the official SDK (no virtualenv needed)")
+    parser.add_argument("--out", default=None, help="write the Markdown table here too")
+    parser.add_argument("--json", default=None, help="write the raw per-round results here")
+    opts = parser.parse_args()
+    sdk = not opts.no_sdk
+    if sdk:
+        ensure_sdk()
+    rounds = 1 if opts.smoke and opts.rounds == 3 else opts.rounds
+    started = time.time()
+    results = measure(rounds, opts.smoke, sdk)
+    text, _ = table(results, sdk)
+    text = (
+        f"Machine: {machine()}. {rounds} interleaved round(s), medians; "
+        f"{time.time() - started:.0f} s in all.\n\n" + text
+    )
+    print(text)
+    if opts.out:
+        with open(opts.out, "w") as f:
+            f.write(text)
+    if opts.json:
+        with open(opts.json, "w") as f:
+            json.dump(results, f, indent=1)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
