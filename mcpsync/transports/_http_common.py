@@ -37,6 +37,7 @@ __all__ = [
     "iter_body",
     "new_session",
     "origin",
+    "read_error_body",
     "redact_text",
     "redact_url",
     "shutdown_response",
@@ -85,11 +86,17 @@ def redact_text(text: str) -> str:
     return _QUERY.sub(lambda m: m.group(1) + "?[redacted]", text)
 
 
-def _body_excerpt(response: requests.Response) -> str:
+def read_error_body(response: requests.Response, limit: int = 65536) -> bytes:
+    """Up to *limit* bytes of an error response's body (``b""`` if it cannot be read)."""
     try:
-        raw = response.raw.read(4096, decode_content=True) if response.raw is not None else b""
-    except Exception:  # the body is only decoration for the error
-        raw = b""
+        return response.raw.read(limit, decode_content=True) if response.raw is not None else b""
+    except Exception:  # noqa: BLE001 - the body is only decoration for the error
+        return b""
+
+
+def _body_excerpt(response: requests.Response, raw: bytes | None = None) -> str:
+    if raw is None:
+        raw = read_error_body(response, 4096)
     text = raw.decode("utf-8", errors="replace")
     ctype = response.headers.get("Content-Type", "")
     if "html" in ctype.lower() or text.lstrip().startswith("<"):
@@ -98,13 +105,16 @@ def _body_excerpt(response: requests.Response) -> str:
     return excerpt(redact_text(text), _BODY_EXCERPT)
 
 
-def status_error(response: requests.Response, what: str, cls: type[HTTPStatusError] = HTTPStatusError) -> HTTPStatusError:
+def status_error(response: requests.Response, what: str, cls: type[HTTPStatusError] = HTTPStatusError, *,
+                 raw: bytes | None = None) -> HTTPStatusError:
     """An :class:`HTTPStatusError` for a non-success *response* (body excerpt redacted).
 
     A JSON-RPC error in the body is named in the message, so a server's
     "Unsupported protocol version" is not lost behind the status.
+
+    :param raw: the body, when the caller has already read it.
     """
-    body = _body_excerpt(response)
+    body = _body_excerpt(response, raw[:4096] if raw is not None else None)
     message = what
     try:
         parsed = json.loads(body) if body.startswith("{") else None

@@ -61,12 +61,16 @@ class SSEParser:
     :param max_event_bytes: the most bytes one event (its lines together) may
         take; beyond it :meth:`feed` raises
         :class:`~mcpsync.exceptions.MessageTooLarge`.
+    :param typed_without_data: also dispatch an event that names a type but
+        has no data (with ``data == ""``).  WHATWG drops it; the HTTP
+        transport wants to see a non-standard ``event: complete`` marker.
     """
 
-    def __init__(self, max_event_bytes: int = 32 * 1024 * 1024) -> None:
+    def __init__(self, max_event_bytes: int = 32 * 1024 * 1024, *, typed_without_data: bool = False) -> None:
         if max_event_bytes < 1:
             raise ValueError("max_event_bytes must be positive")
         self._max = max_event_bytes
+        self._typed_without_data = typed_without_data
         self._buf = bytearray()
         self._skip_lf = False
         self._first_line = True
@@ -146,7 +150,7 @@ class SSEParser:
                 self.retry = int(value)
 
     def _dispatch(self, events: list[SSEEvent]) -> None:
-        if self._data:
+        if self._data or (self._typed_without_data and self._event_type):
             events.append(SSEEvent(self._event_type or "message", "\n".join(self._data), self.last_event_id))
         self._reset_event()
 
