@@ -30,8 +30,9 @@ from __future__ import annotations
 import json
 import os
 import re
+from collections.abc import Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Mapping
+from typing import TYPE_CHECKING, Any
 
 import attrs
 
@@ -42,12 +43,12 @@ if TYPE_CHECKING:
 
 __all__ = [
     "ConfigError",
-    "UnsetVariableError",
     "ServerConfig",
-    "load_config",
-    "expand",
+    "UnsetVariableError",
     "client_from_config",
     "client_from_server",
+    "expand",
+    "load_config",
 ]
 
 #: ``type``/``transport`` values and the transport they mean.
@@ -61,6 +62,8 @@ _REMOTE_TYPES = {
 }
 _PATTERN = re.compile(r"\$\$|\$\{([^}]*)\}")
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
+#: Passed as *environ*: leave ``${...}`` as written (listing a file must not need its secrets).
+_VERBATIM: Mapping[str, str] = {}
 
 
 class ConfigError(McpError, ValueError):
@@ -122,6 +125,8 @@ def expand(value: str, where: str, environ: Mapping[str, str] | None = None) -> 
     :raises UnsetVariableError: a variable is unset and has no default.
     :raises ConfigError: an expression this module does not know.
     """
+    if environ is _VERBATIM:
+        return value
     env = os.environ if environ is None else environ
 
     def replace(match: re.Match[str]) -> str:
@@ -131,8 +136,7 @@ def expand(value: str, where: str, environ: Mapping[str, str] | None = None) -> 
         name, sep, default = body.partition(":-")
         if name == "userHome" and not sep:
             return str(Path.home())
-        if name.startswith("env:"):
-            name = name[4:]
+        name = name.removeprefix("env:")
         if not _NAME.match(name):
             raise ConfigError(
                 f"unsupported expression ${{{body}}} in {where}: use ${{VAR}}, ${{VAR:-default}}"
@@ -237,6 +241,7 @@ def load_config(
     name: str | None = None,
     *,
     environ: Mapping[str, str] | None = None,
+    expand_variables: bool = True,
 ) -> dict[str, ServerConfig]:
     """Parse a configuration file (or an already loaded dict).
 
@@ -246,8 +251,11 @@ def load_config(
 
     :param name: parse (and expand variables in) only this entry.
     :param environ: the variables to expand (default ``os.environ``).
+    :param expand_variables: ``False`` keeps ``${...}`` as written (for listings).
     :raises ConfigError: unreadable file, bad JSON, bad entry or unknown *name*.
     """
+    if not expand_variables:
+        environ = _VERBATIM
     servers, origin = _servers(source)
     if name is not None:
         if name not in servers:

@@ -1,0 +1,205 @@
+"""The ``mcpsync`` command, run as a subprocess against real servers.
+
+The demo server (``python -m mcpsync.demo``) and the official-SDK test server
+(``tests/servers/sdk_server.py``) over stdio; exit codes are asserted for
+every failure class scripts rely on.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shlex
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from mcpsync.cli import EXIT_CODES, build_parser
+
+ROOT = Path(__file__).resolve().parent.parent
+DEMO = f"{shlex.quote(sys.executable)} -m mcpsync.demo"
+RUN_TIMEOUT = 60
+
+pytestmark = pytest.mark.timeout(RUN_TIMEOUT + 30)
+
+
+def mcpsync(*argv: str, stdin: str | None = None, env: dict[str, str] | None = None
+            ) -> subprocess.CompletedProcess[str]:
+    full_env = {**os.environ, "PYTHONUNBUFFERED": "1", **(env or {})}
+    full_env.pop("MCPSYNC_CONFIG", None)
+    return subprocess.run(  # noqa: PLW1510 - the exit status is asserted
+        [sys.executable, "-m", "mcpsync", *argv], capture_output=True, text=True, input=stdin,
+        timeout=RUN_TIMEOUT, env=full_env, cwd=ROOT,
+    )
+
+
+@pytest.fixture(scope="module")
+def sdk_cmd() -> str:
+    return " ".join(shlex.quote(p) for p in [sys.executable, str(ROOT / "tests/servers/sdk_server.py")])
+
+
+def test_tools_human_and_json() -> None:
+    proc = mcpsync("--stdio", DEMO, "tools")
+    assert proc.returncode == 0, proc.stderr
+    assert "add(a: number, b: number)\n    Add two numbers." in proc.stdout
+    assert "countdown(n?: integer, delay?: number)" in proc.stdout
+    proc = mcpsync("tools", "--stdio", DEMO, "--json")  # options after the command work too
+    tools = json.loads(proc.stdout)
+    assert {t["name"] for t in tools} == {"echo", "add", "countdown", "weather"}
+    assert tools[0]["inputSchema"]["type"] == "object"
+
+
+def test_call_with_typed_key_values_and_progress_on_stderr() -> None:
+    proc = mcpsync("--stdio", DEMO, "call", "add", "a=2", "b=3.5")
+    assert (proc.returncode, proc.stdout) == (0, "5.5\n"), proc.stderr
+    proc = mcpsync("--stdio", DEMO, "call", "echo", "text=007")  # a string stays a string
+    assert proc.stdout == "007\n"
+    proc = mcpsync("--stdio", DEMO, "call", "countdown", "n=3", "delay=0.01")
+    assert proc.returncode == 0 and proc.stdout == "Liftoff!\n"
+    assert proc.stderr.count("progress [") == 3  # stderr is not a TTY: one line per update
+    assert "3/3 T-minus 0" in proc.stderr
+
+
+def test_call_with_json_arguments_and_json_output() -> None:
+    proc = mcpsync("--stdio", DEMO, "-o", "json", "call", "weather", "--json", '{"city": "Oslo"}')
+    result = json.loads(proc.stdout)
+    assert result["structuredContent"]["city"] == "Oslo"
+    proc = mcpsync("--stdio", DEMO, "--json", "call", "add", "--json", "-", stdin='{"a": 1, "b": 2}')
+    assert json.loads(proc.stdout)["content"][0]["text"] == "3"
+
+
+def test_resources_read_prompts_prompt() -> None:
+    proc = mcpsync("--stdio", DEMO, "resources")
+    assert "demo://readme  (README, text/plain)" in proc.stdout
+    assert "demo://greeting/{name}  (template: greeting)" in proc.stdout
+    proc = mcpsync("--stdio", DEMO, "read", "demo://greeting/Ada")
+    assert proc.stdout == "Hello, Ada!\n"
+    proc = mcpsync("--stdio", DEMO, "prompts")
+    assert "greet(name, style?)" in proc.stdout
+    proc = mcpsync("--stdio", DEMO, "prompt", "greet", "name=Ada", "style=pirate")
+    assert proc.stdout == "[user]\nWrite a short pirate greeting for Ada.\n"
+    proc = mcpsync("--stdio", DEMO, "-o", "json", "read", "demo://readme")
+    assert json.loads(proc.stdout)["contents"][0]["uri"] == "demo://readme"
+
+
+def test_sdk_server_every_subcommand(sdk_cmd: str) -> None:
+    """The official SDK's server (pages of 3) through every listing and call."""
+    import sdk_catalog
+
+    proc = mcpsync("--stdio", sdk_cmd, "--json", "tools")
+    assert [t["name"] for t in json.loads(proc.stdout)] == [t["name"] for t in sdk_catalog.TOOLS]
+    assert mcpsync("--stdio", sdk_cmd, "call", "echo", "text=hi").stdout == "hi\n"
+    proc = mcpsync("--stdio", sdk_cmd, "-o", "json", "call", "add", "a=2", "b=3")
+    assert json.loads(proc.stdout)["structuredContent"] == {"sum": 5}
+    proc = mcpsync("--stdio", sdk_cmd, "call", "slow", "steps=3", "delay=0.01")
+    assert proc.returncode == 0 and proc.stderr.count("progress [") == 3, proc.stderr
+    proc = mcpsync("--stdio", sdk_cmd, "call", "media")
+    assert "[image: image/png," in proc.stdout and "[resource link:" in proc.stdout
+    proc = mcpsync("--stdio", sdk_cmd, "--json", "resources")
+    listed = json.loads(proc.stdout)
+    assert len(listed["resources"]) == len(sdk_catalog.RESOURCES)  # all pages
+    assert len(listed["resourceTemplates"]) == len(sdk_catalog.TEMPLATES)
+    assert mcpsync("--stdio", sdk_cmd, "read", "memo://note/1").stdout == "note 1\n"
+    proc = mcpsync("--stdio", sdk_cmd, "read", "memo://blob/1")
+    assert proc.stdout.startswith("[blob memo://blob/1: application/octet-stream")
+    proc = mcpsync("--stdio", sdk_cmd, "prompts")
+    assert proc.returncode == 0 and "greet(" in proc.stdout
+    proc = mcpsync("--stdio", sdk_cmd, "--json", "prompt", "greet", "name=Ada")
+    assert proc.returncode == 0 and "Ada" in json.dumps(json.loads(proc.stdout)["messages"])
+
+
+def test_tool_error_exits_1_with_the_content_printed(sdk_cmd: str) -> None:
+    proc = mcpsync("--stdio", sdk_cmd, "call", "fail", "message=boom")
+    assert proc.returncode == 1
+    assert "boom" in proc.stdout
+    assert proc.stderr.strip().splitlines()[-1] == "error: tool 'fail' reported an error"
+
+
+@pytest.mark.parametrize(
+    ("argv", "code", "message"),
+    [
+        (["tools"], 2, "no server given"),
+        (["--stdio", DEMO, "--url", "http://127.0.0.1:9/", "tools"], 2, "only one of"),
+        (["--config", "/nonexistent.json", "--server", "x", "tools"], 2, "cannot read"),
+        (["--stdio", DEMO, "call", "add", "oops"], 2, "expected key=value"),
+        (["--stdio", DEMO, "call", "add", "--json", "[1]"], 2, "must be a JSON object"),
+        (["--stdio", DEMO, "call", "nope"], 4, "InvalidParams"),
+        (["--stdio", "/nonexistent/server-binary", "tools"], 3, "ServerStartError"),
+        (["--stdio", f"{shlex.quote(sys.executable)} -c pass", "tools"], 3, "closed its stdout"),
+        (["--url", "http://127.0.0.1:9/mcp", "tools"], 3, "Failed to establish a new connection"),
+        (["--stdio", DEMO, "--timeout", "0.3", "call", "countdown", "n=1", "delay=5"], 5,
+         "RequestTimeout"),
+    ],
+)
+def test_failures_are_one_line_with_a_documented_exit_code(argv: list[str], code: int, message: str) -> None:
+    proc = mcpsync(*argv)
+    assert proc.returncode == code, proc.stderr
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("mcpsync: error: "), proc.stderr
+    assert message in lines[0]
+    assert "Traceback" not in proc.stderr
+    assert code in EXIT_CODES
+
+
+def test_debug_shows_the_traceback() -> None:
+    proc = mcpsync("--debug", "--stdio", DEMO, "call", "nope")
+    assert proc.returncode == 4
+    assert "Traceback (most recent call last)" in proc.stderr
+    assert proc.stderr.rstrip().endswith("mcpsync: error: InvalidParams: [-32602] Unknown tool: nope")
+
+
+def test_config_servers_and_server_selection(tmp_path: Path) -> None:
+    path = tmp_path / "mcp.json"
+    path.write_text(json.dumps({"mcpServers": {
+        "demo": {"command": sys.executable, "args": ["-m", "mcpsync.demo"]},
+        "remote": {"url": "http://127.0.0.1:9/mcp", "headers": {"Authorization": "Bearer ${TOK}"}},
+    }}))
+    proc = mcpsync("--config", str(path), "servers")
+    assert proc.returncode == 0, proc.stderr
+    lines = proc.stdout.splitlines()
+    assert lines[0].split()[:2] == ["demo", "stdio"] and lines[0].endswith("-m mcpsync.demo")
+    assert lines[1].split() == ["remote", "auto", "http://127.0.0.1:9/mcp", "(auto)"]
+    assert "Bearer" not in proc.stdout  # header values (secrets) are never listed
+    proc = mcpsync("--config", str(path), "--server", "demo", "call", "add", "a=1", "b=1")
+    assert proc.stdout == "2\n"
+    proc = subprocess.run(  # noqa: PLW1510 - the exit status is asserted
+        [sys.executable, "-m", "mcpsync", "call", "add", "a=1", "b=2"], capture_output=True,
+        text=True, timeout=RUN_TIMEOUT, cwd=ROOT,
+        env={**os.environ, "MCPSYNC_CONFIG": str(path), "MCPSYNC_SERVER": "demo"},
+    )
+    assert proc.stdout == "3\n", proc.stderr
+    proc = mcpsync("--config", str(path), "tools")
+    assert proc.returncode == 2 and "--server NAME is needed" in proc.stderr
+    proc = mcpsync("--config", str(path), "--server", "remote", "tools", env={"TOK": ""})
+    # TOK is set (empty): the entry resolves; the unreachable host is a connection error.
+    assert proc.returncode == 3, proc.stderr
+    env = {k: v for k, v in os.environ.items() if k != "TOK"}
+    proc = subprocess.run(  # noqa: PLW1510 - the exit status is asserted
+        [sys.executable, "-m", "mcpsync", "--config", str(path), "--server", "remote", "tools"],
+        capture_output=True, text=True, timeout=RUN_TIMEOUT, cwd=ROOT, env=env,
+    )
+    assert proc.returncode == 2
+    assert "environment variable TOK is not set" in proc.stderr
+
+
+def test_help_of_every_subcommand_explains_itself() -> None:
+    proc = mcpsync("--help")
+    assert proc.returncode == 0
+    for name in ("tools", "call", "resources", "read", "prompts", "prompt", "login", "logout",
+                 "servers", "demo", "exit codes:", "--stdio CMD", "--config FILE"):
+        assert name in proc.stdout
+    parser = build_parser()
+    subactions = [a for a in parser._actions if isinstance(a, type(parser._subparsers._group_actions[0]))]  # type: ignore[union-attr]
+    for name, sub in subactions[0].choices.items():
+        text = sub.format_help()
+        assert sub.description, name
+        assert "usage: mcpsync " + name in text
+    call_help = mcpsync("call", "--help").stdout
+    assert "key=value" in call_help and "--json ARGS" in call_help and "reported" in call_help
+
+
+def test_demo_still_works() -> None:
+    proc = mcpsync("demo")
+    assert proc.returncode == 0 and "Liftoff!" in proc.stdout
