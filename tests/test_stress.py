@@ -86,7 +86,7 @@ def one_call(client: mcpsync.Client, rng: random.Random, payload: str, tally: Co
         return None
     names = [tool.name for tool in client.list_tools(timeout=60, cache=False)]
     tally["list"] += 1
-    return None if names == ["echo", "slow", "flood", "cancel_flood", "pid"] else f"tools/list got {names}"
+    return None if names == ["echo", "slow", "flood", "cancel_flood", "raw", "pid"] else f"tools/list got {names}"
 
 
 @pytest.mark.timeout(1500 if HEAVY else 180)

@@ -11,6 +11,8 @@ Tools (all take their input from ``arguments``):
   pipe takes it.
 * ``cancel_flood(count)``: writes ``count`` ``notifications/cancelled`` for request ids the
   client never saw, then the reply (``"flooded"``).
+* ``raw(b64)``: writes the base64-decoded bytes to stdout as they are, then the reply
+  (``"raw"``): fuzzing the client's reader with whatever a broken server might send.
 * ``pid()``: returns the server's process id as text.
 
 With ``--liveness-port P`` the server connects to ``127.0.0.1:P`` and sends ``"server <pid>\\n"``;
@@ -23,6 +25,7 @@ Run: ``python tests/servers/rel_server.py [--liveness-port P]``.
 
 from __future__ import annotations
 
+import base64
 import json
 import os
 import socket
@@ -33,7 +36,7 @@ from typing import Any
 
 VERSIONS = ("2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25")
 TOOLS = [
-    {"name": name, "inputSchema": {"type": "object"}} for name in ("echo", "slow", "flood", "cancel_flood", "pid")
+    {"name": name, "inputSchema": {"type": "object"}} for name in ("echo", "slow", "flood", "cancel_flood", "raw", "pid")
 ]
 
 _write_lock = threading.Lock()
@@ -136,6 +139,8 @@ def handle(message: dict[str, Any]) -> None:
             ).start()
         elif name == "cancel_flood":
             threading.Thread(target=cancel_flood, args=(request_id, int(args.get("count", 1))), daemon=True).start()
+        elif name == "raw":
+            write(base64.b64decode(str(args.get("b64", ""))) + b"\n" + reply(request_id, text_result("raw")))
         elif name == "pid":
             write(reply(request_id, text_result(str(os.getpid()))))
         else:
