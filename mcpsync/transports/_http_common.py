@@ -54,7 +54,7 @@ _GET_FOLLOW = frozenset({301, 302, 303})
 _SECRETS = re.compile(
     r"(?i)(bearer\s+|basic\s+|"
     r"[\"']?(?:access_token|refresh_token|id_token|token|password|secret|client_secret|api[_-]?key|"
-    r"authorization|session_id|sessionid|mcp-session-id)[\"']?\s*[:=]\s*[\"']?)"
+    r"authorization|session_id|sessionid|mcp-session-id)[\"']?\s*[:=]\s*[\"']?(?:(?:bearer|basic)\s+)?)"
     r"[^\s\"'&,;<>]+"
 )
 _QUERY = re.compile(r"((?:https?://|url: )[^\s'\"?]*)\?[^\s'\")]*")
