@@ -19,6 +19,7 @@ from ._schema import check_structured_content
 from ._subscriptions import Subscription
 from .exceptions import (
     CapabilityNotSupported,
+    McpError,
     MethodNotFound,
     ProtocolError,
     RequestTimeout,
@@ -120,7 +121,7 @@ class Features:
                     for key, request in needed.input_requests.items()
                 }
                 attempt["inputResponses"] = {
-                    key: self._input_result(method, needed.input_requests[key], future)
+                    key: self._input_result(conn, method, needed.input_requests[key], future)
                     for key, future in futures.items()
                 }
             if needed.request_state is not None:
@@ -129,7 +130,7 @@ class Features:
 
     @staticmethod
     def _input_result(
-        method: str, request: types.InputRequest, future: Future[dict[str, Any]]
+        conn: Connection, method: str, request: types.InputRequest, future: Future[dict[str, Any]]
     ) -> dict[str, Any]:
         try:
             return future.result()
@@ -140,6 +141,15 @@ class Features:
                     " handler for (and did not declare)"
                 ) from None
             raise
+        except McpError:
+            raise
+        except Exception as exc:
+            # As in the handshake era: the exception goes to exception_handler, and what
+            # escapes is an McpError that names the handler, not its (maybe sensitive) text.
+            conn.report(exc)
+            raise McpError(
+                f"{method}: the client's {request.method} handler failed ({type(exc).__name__})"
+            ) from exc
 
     def _paginate(
         self, method: str, key: str, cls: type[Any], capability: str, timeout: TimeoutArg, cache: bool
@@ -256,8 +266,9 @@ class Features:
         ``subscriptions/listen`` stream.
         """
         conn = self._connection()
+        # A modern server declares resources.subscribe when it serves resourceSubscriptions.
+        self._require("resources.subscribe", "resources/subscribe")
         if conn.era == "legacy":
-            self._require("resources.subscribe", "resources/subscribe")
             self.request("resources/subscribe", {"uri": uri}, timeout=timeout)
         self._resource_subscriptions.add(uri)
         if conn.era == "modern":

@@ -1,6 +1,7 @@
 """A small synchronous MCP *server* engine, for :mod:`mcpsync.testing` and the demo.
 
 It speaks the handshake era (2024-11-05 … 2025-11-25, preferring the newest)
+and, unless told not to, the stateless era 2026-07-28 (:mod:`mcpsync._server_modern`)
 over one connection: a memory transport end or this process's stdin/stdout.
 It works on plain wire-format dicts and knows nothing of tools' Python
 functions: the features live in a :class:`ServerApp` (the
@@ -18,11 +19,11 @@ request (whose reply arrives on the reader thread) while others proceed.
 from __future__ import annotations
 
 import itertools
-import json
 import logging
 import threading
 import time
-from typing import Any, BinaryIO, Callable, Mapping
+from collections.abc import Callable, Mapping
+from typing import Any
 
 from ._server_context import (
     LATEST_PROTOCOL_VERSION,
@@ -34,19 +35,25 @@ from ._server_context import (
     ToolContext,
 )
 from ._server_methods import HANDLERS
+from ._server_modern import (
+    InputRequired,
+    Listens,
+    ModernCall,
+    handle,
+    modern_info,
+    stamp,
+)
 from .exceptions import ConnectionClosed, McpError, RequestTimeout
-from .transports.base import encode_message
 
 __all__ = [
-    "PROTOCOL_VERSIONS",
     "LATEST_PROTOCOL_VERSION",
     "LOGGING_LEVELS",
-    "RpcError",
+    "PROTOCOL_VERSIONS",
     "ClientRequestError",
+    "RpcError",
     "ServerApp",
     "ServerConnection",
     "ToolContext",
-    "serve_stdio",
 ]
 
 _log = logging.getLogger(__name__)
@@ -70,7 +77,7 @@ _thread_numbers = itertools.count(1)
 class _Waiter:
     """One pending server→client request; settled only by whoever pops it."""
 
-    __slots__ = ("event", "response", "error")
+    __slots__ = ("error", "event", "response")
 
     def __init__(self) -> None:
         self.event = threading.Event()
@@ -90,6 +97,8 @@ class ServerConnection:
         :class:`~mcpsync.exceptions.ConnectionClosed` once the client is gone.
     :param page_size: items per page of list results; ``None`` = one page.
     :param disconnect: closes the transport from the server's side, where that is possible.
+    :param era: ``"legacy"`` (handshake only), ``"modern"`` (2026-07-28 only) or
+        ``"dual"`` (each request's ``_meta`` decides).
     """
 
     def __init__(
@@ -99,6 +108,7 @@ class ServerConnection:
         *,
         page_size: int | None = None,
         disconnect: Callable[[], None] | None = None,
+        era: str = "dual",
     ) -> None:
         #: The features this connection serves.
         self.app: ServerApp = app
@@ -127,6 +137,11 @@ class ServerConnection:
         self.initialized = threading.Event()
         #: Resource URIs the client subscribed to.
         self.subscriptions: set[str] = set()
+        self.era_mode = era
+        #: ``"modern"`` once a 2026-07-28 request arrived (it decides where notifications go).
+        self.era: str | None = None
+        #: Open ``subscriptions/listen`` streams.
+        self.listens = Listens()
 
     # -- outgoing ----------------------------------------------------------
 
@@ -152,10 +167,17 @@ class ServerConnection:
         self._write(message)
 
     def log(self, level: str, data: Any, logger: str | None = None) -> None:
-        """Send ``notifications/message`` if *level* passes the client's ``logging/setLevel``."""
+        """Send ``notifications/message`` if *level* passes the client's ``logging/setLevel``.
+
+        Nothing goes to a 2026-07-28 client: its log messages belong to a request.
+        """
+        if self.era != "modern":
+            self.send_log(level, data, logger, self.log_level)
+
+    def send_log(self, level: str, data: Any, logger: str | None, threshold: str | None) -> None:
+        """Send ``notifications/message`` if *level* is at least *threshold* (``None``: any)."""
         if level not in LOGGING_LEVELS:
             raise ValueError(f"unknown logging level {level!r}")
-        threshold = self.log_level
         if threshold is not None and LOGGING_LEVELS.index(level) < LOGGING_LEVELS.index(threshold):
             return
         params: dict[str, Any] = {"level": level, "data": data}
@@ -333,11 +355,21 @@ class ServerConnection:
                     self._cancelled.add(ctx.request_id)
             if ctx is not None:
                 ctx.cancelled.set()
+            else:
+                self.listens.cancelled(params["requestId"])
         # Anything else (roots/list_changed, progress, unknown) needs no action here.
 
     def _on_request(self, request_id: Any, method: str, params: dict[str, Any]) -> None:
+        try:
+            call = modern_info(params) if self.era_mode != "legacy" else None
+        except RpcError as exc:  # e.g. a requestState we did not write
+            self._error(request_id, exc)
+            return
+        if call is not None:
+            handle(self, request_id, method, params, call)
+            return
         handler = HANDLERS.get(method)
-        if handler is None:
+        if handler is None or (self.era_mode == "modern" and method == "initialize"):
             self._error(request_id, RpcError(_METHOD_NOT_FOUND, f"Method not found: {method}"))
             return
         if self.protocol_version is None and method not in ("initialize", "ping"):
@@ -346,8 +378,23 @@ class ServerConnection:
         if method == "tools/call":
             self._start_tool(request_id, params)
             return
+        self._answer_inline(request_id, method, params)
+
+    def _answer_inline(
+        self,
+        request_id: Any,
+        method: str,
+        params: dict[str, Any],
+        finish: Callable[[dict[str, Any]], dict[str, Any]] | None = None,
+    ) -> None:
+        handler = HANDLERS.get(method)
+        if handler is None:
+            self._error(request_id, RpcError(_METHOD_NOT_FOUND, f"Method not found: {method}"))
+            return
         try:
             result = handler(self, params)
+            if finish is not None:
+                result = finish(result)
         except RpcError as exc:
             self._error(request_id, exc)
         except Exception as exc:
@@ -358,9 +405,9 @@ class ServerConnection:
 
     # -- tools/call on its own thread -------------------------------------
 
-    def _start_tool(self, request_id: Any, params: dict[str, Any]) -> None:
+    def _start_tool(self, request_id: Any, params: dict[str, Any], call: ModernCall | None = None) -> None:
         meta = params.get("_meta")
-        ctx = ToolContext(self, request_id, meta if isinstance(meta, dict) else {})
+        ctx = ToolContext(self, request_id, meta if isinstance(meta, dict) else {}, call)
         thread = threading.Thread(
             target=self._run_tool,
             args=(request_id, params, ctx),
@@ -384,8 +431,13 @@ class ServerConnection:
                     _INVALID_PARAMS, "tools/call needs a string name and object arguments"
                 )
             result = self.app.call_tool(name, arguments, ctx)
+            if ctx.modern is not None:
+                result = stamp(self, "tools/call", result)
+        except InputRequired as needed:  # 2026-07-28: ask, and run the tool again on the retry
+            assert ctx.modern is not None
+            outcome: tuple[str, Any] = ("result", ctx.modern.input_required(needed))
         except RpcError as exc:
-            outcome: tuple[str, Any] = ("error", exc)
+            outcome = ("error", exc)
         except Exception as exc:
             outcome = ("error", RpcError(_INTERNAL_ERROR, f"{type(exc).__name__}: {exc}"))
         else:
@@ -403,6 +455,13 @@ class ServerConnection:
         else:
             self._respond(request_id, outcome[1])
 
+    def publish(self, method: str, params: dict[str, Any]) -> None:
+        """Send a change notification: on listen streams (2026-07-28) or plainly, if subscribed."""
+        if self.era == "modern":
+            self.listens.publish(self, method, params)
+        elif method != "notifications/resources/updated" or params.get("uri") in self.subscriptions:
+            self.notify(method, params or None)
+
     def set_subscribed(self, uri: str, subscribed: bool) -> None:
         """Record a ``resources/subscribe`` or ``resources/unsubscribe``."""
         with self._lock:
@@ -410,44 +469,3 @@ class ServerConnection:
                 self.subscriptions.add(uri)
             else:
                 self.subscriptions.discard(uri)
-
-
-def serve_stdio(
-    app: ServerApp, stdin: BinaryIO, stdout: BinaryIO, *, page_size: int | None = None
-) -> None:
-    """Serve one client on newline-delimited JSON over *stdin*/*stdout* until EOF.
-
-    Runs on the calling thread, which becomes the reader thread.
-
-    :param stdin: binary stream the client writes to.
-    :param stdout: binary stream the client reads; nothing else may write to it.
-    """
-    write_lock = threading.Lock()
-
-    def send(message: Mapping[str, Any]) -> None:
-        data = encode_message(message) + b"\n"  # raises before anything is written
-        with write_lock:
-            try:
-                stdout.write(data)
-                stdout.flush()
-            except (OSError, ValueError) as exc:  # broken pipe, or stdout closed
-                raise ConnectionClosed("stdout is closed") from exc
-
-    conn = ServerConnection(app, send, page_size=page_size)
-    app.connection_opened(conn)
-    try:
-        for line in stdin:
-            line = line.strip()
-            if not line:
-                continue
-            try:
-                message = json.loads(line.decode("utf-8"))
-            except (ValueError, RecursionError):  # bad UTF-8 or JSON, or absurdly deep nesting
-                conn._error(None, RpcError(_PARSE_ERROR, "Parse error"))
-                continue
-            try:
-                conn.feed(message)
-            except Exception:  # a bug here must not end the session for every later request
-                _log.exception("failed to handle a message")
-    finally:
-        conn.connection_lost(ConnectionClosed("stdin closed"), drain=True)

@@ -7,17 +7,19 @@ Split from :mod:`mcpsync._server` (the connection engine) so each stays small;
 from __future__ import annotations
 
 import threading
-from typing import TYPE_CHECKING, Any, Mapping, Protocol
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
     from ._server import ServerConnection
+    from ._server_modern import ModernCall
 
 __all__ = [
-    "PROTOCOL_VERSIONS",
     "LATEST_PROTOCOL_VERSION",
     "LOGGING_LEVELS",
-    "RpcError",
+    "PROTOCOL_VERSIONS",
     "ClientRequestError",
+    "RpcError",
     "ServerApp",
     "ToolContext",
 ]
@@ -109,24 +111,33 @@ class ToolContext:
             return "done"
     """
 
-    def __init__(self, conn: ServerConnection, request_id: Any, meta: Mapping[str, Any]) -> None:
+    def __init__(
+        self,
+        conn: ServerConnection,
+        request_id: Any,
+        meta: Mapping[str, Any],
+        modern: ModernCall | None = None,
+    ) -> None:
         #: The JSON-RPC id of the ``tools/call`` request.
         self.request_id = request_id
         #: The request's ``_meta`` (may hold ``progressToken``).
         self.meta: dict[str, Any] = dict(meta)
         #: Set when the client sends ``notifications/cancelled`` for this call or disconnects.
         self.cancelled = threading.Event()
+        #: The 2026-07-28 side of this call (``None`` in the handshake era): requests to the
+        #: client become ``input_required`` results, and the tool runs again with the answers.
+        self.modern = modern
         self._conn = conn
 
     @property
     def protocol_version(self) -> str | None:
-        """The revision negotiated with this client."""
-        return self._conn.protocol_version
+        """The revision negotiated with this client (2026-07-28: the one this request named)."""
+        return self.modern.version if self.modern is not None else self._conn.protocol_version
 
     @property
     def client_capabilities(self) -> dict[str, Any]:
-        """The capabilities the client declared in ``initialize``."""
-        return self._conn.client_capabilities
+        """The capabilities the client declared (in ``initialize``, or in this request's ``_meta``)."""
+        return self.modern.client_capabilities if self.modern is not None else self._conn.client_capabilities
 
     def report_progress(
         self, progress: float, total: float | None = None, message: str | None = None
@@ -143,13 +154,26 @@ class ToolContext:
         self._conn.notify("notifications/progress", params)
 
     def log(self, level: str, data: Any, logger: str | None = None) -> None:
-        """Send ``notifications/message`` unless the client's level filters it out."""
-        self._conn.log(level, data, logger)
+        """Send ``notifications/message`` unless the client's level filters it out.
+
+        A 2026-07-28 request gets log messages only if it named a level.
+        """
+        if self.modern is None:
+            self._conn.log(level, data, logger)
+        elif self.modern.log_level is not None:
+            self._conn.send_log(level, data, logger, self.modern.log_level)
 
     def request(
         self, method: str, params: Mapping[str, Any] | None = None, *, timeout: float | None = 60.0
     ) -> dict[str, Any]:
-        """Send a raw server→client request and block until its result."""
+        """Send a raw server→client request and block until its result.
+
+        In 2026-07-28 there are no server→client requests: the first time, this
+        ends the tool with an ``input_required`` result; on the client's retry
+        the tool runs again and this returns the client's answer.
+        """
+        if self.modern is not None:
+            return self.modern.answer(method, dict(params) if params is not None else None)
         return self._conn.request(method, params, timeout=timeout)
 
     def sample(
@@ -198,7 +222,7 @@ class ToolContext:
         return list(roots) if isinstance(roots, list) else []
 
     def _require(self, capability: str) -> None:
-        if capability not in self._conn.client_capabilities:
+        if capability not in self.client_capabilities:
             raise RuntimeError(f"the client did not declare the {capability!r} capability")
 
 

@@ -10,15 +10,17 @@ from __future__ import annotations
 
 import inspect
 import threading
-from typing import TYPE_CHECKING, Any, Callable, Mapping
+from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING, Any
 
 from . import _server_convert as convert
 from ._server_context import ClientRequestError, RpcError, ToolContext
+from ._server_modern import InputRequired
 
 if TYPE_CHECKING:
     from ._server import ServerConnection
 
-__all__ = ["Features", "ToolFailure", "ToolEntry", "ResourceEntry", "doc_summary"]
+__all__ = ["Features", "ResourceEntry", "ToolEntry", "ToolFailure", "doc_summary"]
 
 _INVALID_PARAMS = -32602
 _RESOURCE_NOT_FOUND = -32002
@@ -90,6 +92,8 @@ class Features:
         self.instructions = instructions
         self.page_size = page_size
         self._capabilities = dict(capabilities) if capabilities is not None else None
+        #: ``ttlMs`` of cacheable 2026-07-28 results (0: immediately stale).
+        self.cache_ttl_ms = 0
         self._lock = threading.Lock()
         self._tools: dict[str, ToolEntry] = {}
         self._resources: dict[str, ResourceEntry] = {}
@@ -141,6 +145,8 @@ class Features:
             kwargs[tool.ctx_param] = ctx
         try:
             value = tool.fn(**kwargs)
+        except InputRequired:
+            raise  # not a failure: the engine asks the client and runs the tool again
         except ClientRequestError as exc:
             return {
                 "content": [{"type": "text", "text": f"request to the client failed: {exc}"}],

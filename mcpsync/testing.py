@@ -30,10 +30,11 @@ from __future__ import annotations
 
 import inspect
 import sys
-from typing import TYPE_CHECKING, Any, Callable, Mapping, TypeVar, overload
+from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING, Any, TypeVar, overload
 
 from . import _server_convert as convert
-from ._server import ServerConnection, serve_stdio
+from ._server import ServerConnection
 from ._server_context import ClientRequestError, RpcError, ToolContext
 from ._server_features import (
     Features,
@@ -42,6 +43,8 @@ from ._server_features import (
     ToolFailure,
     doc_summary,
 )
+from ._server_modern import ERAS
+from ._server_stdio import serve_stdio
 from .transports.base import CloseHandler, MessageHandler, Transport
 from .transports.memory import MemoryTransport, create_pair
 
@@ -49,12 +52,12 @@ if TYPE_CHECKING:
     from .client import Client
 
 __all__ = [
+    "ClientRequestError",
     "FakeServer",
+    "MemoryTransport",
+    "RpcError",
     "ToolContext",
     "ToolFailure",
-    "RpcError",
-    "ClientRequestError",
-    "MemoryTransport",
     "create_pair",
 ]
 
@@ -72,6 +75,18 @@ class FakeServer(Features):
     :param capabilities: the capabilities to declare, verbatim; by default tools,
         resources (with subscribe), prompts, logging and completions, all with
         ``listChanged``.
+    :param era: which protocol era to speak.  ``"dual"`` (the default) serves
+        both, as the official SDK's servers do: a request with a 2026-07-28
+        ``_meta`` (``server/discover``, the probe of ``mode="auto"``) is
+        answered statelessly, ``initialize`` starts a handshake-era session.
+        ``"modern"`` serves only 2026-07-28 (``initialize`` is -32601), and
+        ``"legacy"`` only the handshake era (``server/discover`` is -32601).
+        In 2026-07-28, ``ctx.sample()``, ``ctx.elicit()`` and
+        ``ctx.list_roots()`` become Multi Round-Trip Requests: the tool's
+        first run ends with ``input_required``, and the client's retry runs
+        the tool function again from the start with the answers (so a tool
+        should ask its questions before doing anything it must not repeat).
+    :param cache_ttl_ms: the ``ttlMs`` cache hint of 2026-07-28 list and read results.
 
     Thread-safe: decorators may be applied while clients are connected (call
     :meth:`notify_tools_changed` and friends afterwards), and any number of
@@ -86,10 +101,16 @@ class FakeServer(Features):
         instructions: str | None = None,
         page_size: int | None = None,
         capabilities: Mapping[str, Any] | None = None,
+        era: str = "dual",
+        cache_ttl_ms: int = 0,
     ) -> None:
+        if era not in ERAS:
+            raise ValueError(f"era must be one of {', '.join(ERAS)}; got {era!r}")
         super().__init__(
             name, version, instructions=instructions, page_size=page_size, capabilities=capabilities
         )
+        self.era = era
+        self.cache_ttl_ms = cache_ttl_ms
 
     # -- declaring features ------------------------------------------------
 
@@ -251,8 +272,9 @@ class FakeServer(Features):
             return list(self._connections)
 
     def _broadcast(self, method: str, params: Mapping[str, Any] | None = None) -> None:
+        # A 2026-07-28 client hears of changes only on the listen streams it opened.
         for conn in self.connections:
-            conn.notify(method, params)
+            conn.publish(method, dict(params or {}))
 
     def notify_tools_changed(self) -> None:
         """Send ``notifications/tools/list_changed`` to every connected client."""
@@ -268,9 +290,12 @@ class FakeServer(Features):
 
     def notify_resource_updated(self, uri: str) -> None:
         """Send ``notifications/resources/updated`` to the clients subscribed to *uri*."""
+        self._broadcast("notifications/resources/updated", {"uri": uri})
+
+    def end_subscriptions(self) -> None:
+        """End every open ``subscriptions/listen`` stream gracefully (2026-07-28)."""
         for conn in self.connections:
-            if uri in conn.subscriptions:
-                conn.notify("notifications/resources/updated", {"uri": uri})
+            conn.listens.end_all(conn)
 
     def disconnect_all(self) -> None:
         """Drop every in-process connection, as a crashing server would.
@@ -315,7 +340,7 @@ class FakeServer(Features):
         stdin, stdout = sys.stdin.buffer, sys.stdout.buffer
         saved, sys.stdout = sys.stdout, sys.stderr
         try:
-            serve_stdio(self, stdin, stdout, page_size=self.page_size)
+            serve_stdio(self, stdin, stdout, page_size=self.page_size, era=self.era)
         finally:
             sys.stdout = saved
 
@@ -336,6 +361,7 @@ class _ServedTransport(Transport):
             self._server_end.send,
             page_size=self._server.page_size,
             disconnect=self._server_end.close,
+            era=self._server.era,
         )
         self._server.connection_opened(conn)
         self._server_end.start(conn.feed, conn.connection_lost)
