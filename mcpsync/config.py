@@ -116,6 +116,7 @@ class ServerConfig:
 def expand(value: str, where: str, environ: Mapping[str, str] | None = None) -> str:
     """Expand ``${VAR}``, ``${VAR:-default}``, ``${env:VAR}``, ``${userHome}`` and ``$$``.
 
+    >>> from mcpsync.config import expand
     >>> expand("${HOME_DIR:-/tmp}/x", "cwd", {})
     '/tmp/x'
     >>> expand("Bearer ${env:TOKEN}", "headers.Authorization", {"TOKEN": "t0k"})
@@ -245,6 +246,7 @@ def load_config(
 ) -> dict[str, ServerConfig]:
     """Parse a configuration file (or an already loaded dict).
 
+    >>> from mcpsync.config import load_config
     >>> servers = load_config({"mcpServers": {"demo": {"command": "python", "args": ["-m", "mcpsync.demo"]}}})
     >>> servers["demo"].describe()
     'python -m mcpsync.demo'

@@ -132,9 +132,9 @@ def test_from_config_file_runs_a_real_stdio_server(tmp_path: Path, monkeypatch: 
                 "mcpServers": {
                     "demo": {
                         "command": sys.executable,
-                        "args": ["-c", "import os,sys; from mcpsync.demo import build_server;"
+                        "args": ["-c", ("import os,sys; from mcpsync.demo import build_server;"
                                  " s = build_server(); s.instructions = os.environ['GREETING'];"
-                                 " s.run_stdio()"],
+                                 " s.run_stdio()")],
                         "env": {"GREETING": "${MCPSYNC_TEST_GREETING}"},
                         "cwd": "${MCPSYNC_TEST_CWD:-" + str(tmp_path) + "}",
                     }
@@ -152,3 +152,14 @@ def test_from_config_dict_with_the_sdk_server(sdk_server: list[str]) -> None:
     doc = {"mcpServers": {"sdk": {"command": sdk_server[0], "args": sdk_server[1:]}}}
     with mcpsync.Client.from_config(doc, "sdk", timeout=30) as client:
         assert client.call_tool("echo", {"text": "hi"}).text == "hi"
+
+
+def test_docstring_examples() -> None:
+    import doctest
+
+    import mcpsync._cli_commands
+    import mcpsync.config
+
+    for module in (mcpsync.config, mcpsync._cli_commands):
+        result = doctest.testmod(module)
+        assert result.attempted > 0 and result.failed == 0, module.__name__
