@@ -168,7 +168,7 @@ class ExpiringServer:
 
     def __call__(self, request: Request, conn: Conn) -> None:
         if request.rpc_method == "server/discover":
-            handshake(request, conn)
+            handshake(request, conn)  # 400, as a handshake-era server answers
             return
         if request.rpc_method == "initialize":
             with self.lock:

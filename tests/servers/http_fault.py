@@ -196,6 +196,23 @@ def init_result(request: Request, version: str = "2025-11-25") -> dict[str, Any]
         "serverInfo": {"name": "fault", "version": "0"}}}
 
 
+#: What the official SDK's handshake-era Streamable HTTP server (stateful) answers to a
+#: 2026-07-28 request: it carries no session id, so 400 with a body that is not a modern error.
+LEGACY_PROBE_BODY = {"jsonrpc": "2.0", "id": None,
+                     "error": {"code": -32600, "message": "Bad Request: Missing session ID"}}
+
+
+def legacy_probe_answer(conn: Conn) -> None:
+    conn.respond(400, LEGACY_PROBE_BODY)
+
+
+def discover_result(request: Request, *, versions: tuple[str, ...] = ("2026-07-28",)) -> dict[str, Any]:
+    """A 2026-07-28 ``server/discover`` reply."""
+    return {"jsonrpc": "2.0", "id": request.body["id"], "result": {
+        "supportedVersions": list(versions), "capabilities": {"tools": {"listChanged": True}},
+        "_meta": {"io.modelcontextprotocol/serverInfo": {"name": "modern-fault", "version": "0"}}}}
+
+
 def handshake(request: Request, conn: Conn, *, session: str | None = "s1") -> bool:
     """Answer initialize / initialized / GET 405; return True when the request was handled."""
     headers = {"Mcp-Session-Id": session} if session else {}
@@ -203,9 +220,8 @@ def handshake(request: Request, conn: Conn, *, session: str | None = "s1") -> bo
         conn.respond(405, b"", ctype="text/plain")
     elif request.method == "DELETE":
         conn.respond(200, b"", ctype="text/plain")
-    elif request.rpc_method == "server/discover":  # a handshake-era server does not know it
-        conn.respond(200, {"jsonrpc": "2.0", "id": request.body["id"],
-                           "error": {"code": -32601, "message": "Method not found"}})
+    elif request.rpc_method == "server/discover":
+        legacy_probe_answer(conn)
     elif request.rpc_method == "initialize":
         conn.respond(200, init_result(request), headers=headers)
     elif request.body is not None and "id" not in request.body:
