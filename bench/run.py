@@ -100,12 +100,14 @@ def plan(smoke: bool, sdk: bool) -> list[tuple[str, str, dict]]:
     return cases
 
 
-def measure(rounds: int, smoke: bool, sdk: bool) -> dict[str, dict[str, list[dict]]]:
+def measure(rounds: int, smoke: bool, sdk: bool, only: set[str] | None = None) -> dict[str, dict[str, list[dict]]]:
     results: dict[str, dict[str, list[dict]]] = {}
     server = HttpServer()
     try:
         for r in range(rounds):
             for case, impl, args in plan(smoke, sdk):
+                if only and case not in only:
+                    continue
                 workload = "http" if case.startswith("http") else case
                 if workload == "http":
                     args = dict(args, port=server.port)
@@ -231,13 +233,14 @@ def main() -> int:
     parser.add_argument("--no-sdk", action="store_true", help="skip the official SDK (no virtualenv needed)")
     parser.add_argument("--out", default=None, help="write the Markdown table here too")
     parser.add_argument("--json", default=None, help="write the raw per-round results here")
+    parser.add_argument("--only", default="", help="comma-separated cases: cold,seq,threads,echo,rss,http-json,...")
     opts = parser.parse_args()
     sdk = not opts.no_sdk
     if sdk:
         ensure_sdk()
     rounds = 1 if opts.smoke and opts.rounds == 3 else opts.rounds
     started = time.time()
-    results = measure(rounds, opts.smoke, sdk)
+    results = measure(rounds, opts.smoke, sdk, set(filter(None, opts.only.split(","))))
     text, _ = table(results, sdk)
     text = (
         f"Machine: {machine()}. {rounds} interleaved round(s), medians; "

@@ -106,6 +106,8 @@ class Connection:
             on_request=self._on_request,
             on_progress=self._on_progress,
         )
+        # A waiting caller reads its own reply when the transport allows it.
+        self.session.caller_reader = getattr(transport, "read_for", None)
         self._cancelled_requests: set[int | str] = set()
         # Server requests a handler is still answering: only these can be cancelled,
         # so a server cancelling ids it never sent cannot grow _cancelled_requests.

@@ -45,6 +45,9 @@ SendFunction = Callable[[Mapping[str, Any]], None]
 NotificationSink = Callable[[str, dict[str, Any]], None]
 #: ``(request_id, method, params)`` for every server→client request but ``ping``.
 RequestSink = Callable[["int | str", str, dict[str, Any]], None]
+#: ``read_for(done, timeout, others)``: read replies in the calling thread until
+#: ``done()``; ``others()`` tells whether other replies are awaited.
+CallerReader = Callable[[Callable[[], bool], "float | None", Callable[[], bool]], None]
 #: ``(pending, params)`` for a progress notification matched to a pending request.
 ProgressSink = Callable[["PendingRequest", dict[str, Any]], None]
 
@@ -136,6 +139,9 @@ class Session:
         self._pending: dict[int, PendingRequest] = {}
         self._by_token: dict[int | str, PendingRequest] = {}
         self._closed: BaseException | None = None
+        #: Set by a transport that lets a caller waiting for the only pending
+        #: reply read it itself (no thread switch); see ``StdioTransport.read_for``.
+        self.caller_reader: CallerReader | None = None
         #: ``_meta`` entries added to every request (the modern era's per-request
         #: protocol version, client info and capabilities); replaced whole, never mutated.
         self.default_meta: dict[str, Any] | None = None
@@ -251,6 +257,7 @@ class Session:
             enforced whether or not progress arrives.
         :raises RequestTimeout: after sending ``notifications/cancelled``.
         """
+        reader = self.caller_reader
         while True:
             now = self._clock()
             deadline: float | None = None
@@ -261,6 +268,11 @@ class Session:
                 cap = pending.started + max_total
                 deadline = cap if deadline is None else min(deadline, cap)
             remaining = None if deadline is None else max(0.0, deadline - now)
+            if reader is not None:
+                reader_now, reader = reader, None  # once per wait: it hands back when idle
+                if len(self._pending) == 1 and not pending.future.done():
+                    reader_now(pending.future.done, remaining, self._others_pending)
+                    continue  # time passed: recompute the deadline
             try:
                 return pending.future.result(remaining)
             except FutureTimeout:
@@ -284,6 +296,9 @@ class Session:
                 raise exc
             # The reply won the race: it is the answer.
             return pending.future.result()
+
+    def _others_pending(self) -> bool:
+        return bool(self._pending)
 
     def cancel(self, pending: PendingRequest, reason: str | None = None) -> bool:
         """Cancel *pending*: its caller gets :class:`RequestCancelled`.

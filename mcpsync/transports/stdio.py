@@ -25,7 +25,7 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from .. import _procutil
@@ -40,6 +40,7 @@ from ..exceptions import (
 from ._pipes import (
     JsonLineFramer,
     LineTooLong,
+    ReadBaton,
     StderrDrain,
     StderrOption,
     wait_readable,
@@ -119,6 +120,8 @@ class StdioTransport(Transport):
         self._proc: subprocess.Popen[bytes] | None = None
         self._owner_pid: int | None = None
         self._reader: threading.Thread | None = None
+        self._baton: ReadBaton | None = None
+        self._next_check = 0.0  # when the reader next checks whether the server exited
         self._drain: StderrDrain | None = None
         self._on_message: MessageHandler | None = None
         self._on_close: CloseHandler | None = None
@@ -192,6 +195,7 @@ class StdioTransport(Transport):
         if not _WINDOWS:
             os.set_blocking(proc.stdin.fileno(), False)  # writes must stay interruptible
         try:
+            self._baton = ReadBaton()
             self._drain = StderrDrain(proc.stderr, self._stderr_opt, label=self.describe())
             self._drain.start(f"mcpsync-stdio-stderr-{self._n}")
             self._reader = threading.Thread(
@@ -405,34 +409,94 @@ class StdioTransport(Transport):
             err.__cause__ = exc
             self._fail(err)
         finally:
+            baton = self._baton
+            assert baton is not None
+            # A caller may be reading: close the pipe only once it let go.
+            got = baton.lock.acquire(timeout=1.0)
             stream.close()
+            baton.close()
+            if got:
+                baton.lock.release()
 
     def _pump(self, proc: subprocess.Popen[bytes], fd: int) -> None:
-        framer = self._framer
-        next_check = time.monotonic() + _POLL
+        baton = self._baton
+        assert baton is not None
+        self._next_check = time.monotonic() + _POLL
         while True:
-            if wait_readable(fd, _POLL):
+            if not self._closing.is_set():
+                baton.park(self._stop_reader.is_set)  # while a caller reads
+            if not baton.lock.acquire(timeout=_POLL):
+                if self._stop_reader.is_set():
+                    return
+                continue
+            try:
+                outcome = self._pump_holding(proc, fd, baton)
+            finally:
+                baton.lock.release()
+            if outcome == "stop":
+                return
+            if outcome == "eof":
+                break
+        if not self._closing.is_set():  # EOF
+            self._framer.flush()  # a last line without its newline
+            self._fail(self._death_error(f"MCP server {self.describe()} closed its stdout"))
+
+    def _pump_holding(self, proc: subprocess.Popen[bytes], fd: int, baton: ReadBaton) -> str:
+        """Read until EOF (``"eof"``), stop (``"stop"``) or a caller wants to read (``"yield"``)."""
+        while True:
+            readable, wanted = baton.poll(fd, _POLL)
+            if readable:
                 chunk = os.read(fd, _CHUNK)
                 if not chunk:
-                    break
+                    return "eof"
                 if not self._closing.is_set():
                     self._feed(chunk)
             elif self._stop_reader.is_set():
-                return
+                return "stop"
             if self._closing.is_set():
-                framer.reset()  # from now on stdout is only drained
+                self._framer.reset()  # from now on stdout is only drained
                 if self._stop_reader.is_set():
-                    return
-            elif time.monotonic() >= next_check:
-                next_check = time.monotonic() + _POLL
+                    return "stop"
+                continue
+            if time.monotonic() >= self._next_check:
+                self._next_check = time.monotonic() + _POLL
                 if proc.poll() is not None:
                     # Exited while something (a grandchild) may still hold
                     # stdout: take what is already in the pipe, then report.
                     self._drain_after_exit(fd)
                     self._fail(self._death_error(f"MCP server {self.describe()} exited"))
-        if not self._closing.is_set():  # EOF
-            framer.flush()  # a last line without its newline
-            self._fail(self._death_error(f"MCP server {self.describe()} closed its stdout"))
+                    continue
+            if wanted:
+                return "yield"
+
+    def read_for(self, done: Callable[[], bool], timeout: float | None, others: Callable[[], bool]) -> None:
+        """Read replies in the calling thread until ``done()``; see :class:`ReadBaton`.
+
+        Returns early (the reader thread takes over) after ``timeout``, after
+        ``_POLL`` seconds without data, at EOF or when closing: the reader
+        thread alone reports deaths.  ``others()`` tells whether other replies
+        are awaited, so the reader thread must resume at once.
+        """
+        baton, proc = self._baton, self._proc
+        if baton is None or proc is None or proc.stdout is None or self._closing.is_set():
+            return
+        if self._owner_pid != os.getpid() or not baton.claim():
+            return
+        deadline = None if timeout is None else time.monotonic() + timeout
+        try:
+            fd = proc.stdout.fileno()
+            while not done() and not self._closing.is_set() and not self._stop_reader.is_set():
+                wait = _POLL if deadline is None else min(_POLL, deadline - time.monotonic())
+                if wait <= 0 or not wait_readable(fd, wait):
+                    return
+                chunk = os.read(fd, _CHUNK)
+                if not chunk or self._closing.is_set():
+                    return
+                self._feed(chunk)
+        except OSError:
+            return  # the reader thread sees the same failure and reports it
+        finally:
+            baton.release(others())
 
     def _drain_after_exit(self, fd: int) -> None:
         deadline = time.monotonic() + 0.5  # bounded: a grandchild may keep writing
