@@ -25,7 +25,7 @@ if __name__ == "__main__":  # the browser: log in at the URL given
     browse(sys.argv[1])
     sys.exit(0)
 
-from tests.auth_server.conftest_auth import auth_server, resource_server  # noqa: E402,F401
+from tests.auth_server.conftest_auth import auth_server, resource_server  # noqa: F401
 
 pytestmark = pytest.mark.timeout(120)
 
