@@ -14,6 +14,7 @@ import argparse
 import logging
 import os
 import sys
+import textwrap
 import traceback
 from collections.abc import Callable, Sequence
 from typing import TextIO
@@ -136,7 +137,8 @@ def build_parser() -> argparse.ArgumentParser:
 
     for name, func in COMMANDS.items():
         short, long = _HELP[name]
-        sub = subparsers.add_parser(name, help=short, description=long, epilog=_EPILOG,
+        sub = subparsers.add_parser(name, help=short, description=textwrap.fill(long, 79),
+                                    epilog=_EPILOG,
                                     formatter_class=argparse.RawDescriptionHelpFormatter)
         if name == "call":
             sub.add_argument("tool", metavar="TOOL", help="the tool's name (see `tools`)")
