@@ -246,13 +246,22 @@ class StreamsMixin:
     # -- the GET listening stream (handshake era) ------------------------------------------
 
     def _ensure_listener(self) -> None:
+        """Start the GET stream and wait (bounded) until the server answered the GET.
+
+        Waiting means the stream is open before the handshake returns: a
+        notification the server sends right after it is not missed, and the
+        GET never races the first requests (a server may take a GET that
+        arrives mid-call for the reconnection of that call's stream).
+        """
         with self._lock:
             if self._closed.is_set() or (self._listener is not None and self._listener.is_alive()):
                 return
             self._listener = None
-        self._listener = self._spawn(self._listen_loop, name="get")
+        answered = threading.Event()
+        self._listener = self._spawn(self._listen_loop, answered, name="get")
+        answered.wait(min(self._timeout[0], 5.0))
 
-    def _listen_loop(self) -> None:
+    def _listen_loop(self, answered: threading.Event) -> None:
         parser = SSEParser(self._max)
         failures = 0
         while not self._closed.is_set():
@@ -262,6 +271,8 @@ class StreamsMixin:
             except ConnectionClosed as exc:
                 log.debug("listening stream: %s", exc)
                 response = None
+            finally:
+                answered.set()
             if response is not None:
                 status = response.status_code
                 if status in _NO_STREAM or status == 204 or status in (401, 403):

@@ -2,14 +2,17 @@
 
 Run as ``python tests/conformance/client.py URL`` (the suite appends the URL as the last
 argument and names the scenario in ``MCP_CONFORMANCE_SCENARIO``).  Exit status 0 = the
-client did what the scenario asks without an error.
+client did what the scenario asks without an error.  ``auth/*`` scenarios are handed to
+``auth_client.run`` (mcpsync's OAuth, with ``MCP_CONFORMANCE_CONTEXT`` when given).
 """
 
 from __future__ import annotations
 
+import json
 import logging
 import os
 import sys
+from pathlib import Path
 from typing import Any
 
 import mcpsync
@@ -30,6 +33,12 @@ def main() -> int:
     logging.basicConfig(level=logging.WARNING)
     url = sys.argv[-1]
     scenario = os.environ.get("MCP_CONFORMANCE_SCENARIO", "")
+    if scenario.startswith("auth/"):
+        sys.path.insert(0, str(Path(__file__).resolve().parent))
+        import auth_client
+
+        raw = os.environ.get("MCP_CONFORMANCE_CONTEXT")
+        return auth_client.run(scenario, url, json.loads(raw) if raw else None)
     options: dict[str, Any] = {"timeout": 20, "client_info": ("mcpsync-conformance", "0.1")}
     if scenario.startswith("elicitation"):
         options["elicitation_handler"] = accept_with_defaults
