@@ -45,9 +45,9 @@ SendFunction = Callable[[Mapping[str, Any]], None]
 NotificationSink = Callable[[str, dict[str, Any]], None]
 #: ``(request_id, method, params)`` for every server→client request but ``ping``.
 RequestSink = Callable[["int | str", str, dict[str, Any]], None]
-#: ``read_for(done, timeout, others)``: read replies in the calling thread until
-#: ``done()``; ``others()`` tells whether other replies are awaited.
-CallerReader = Callable[[Callable[[], bool], "float | None", Callable[[], bool]], None]
+#: ``read_for(done, timeout, pending)``: read replies in the calling thread until
+#: ``done()``; ``pending()`` is how many replies are awaited.
+CallerReader = Callable[[Callable[[], bool], "float | None", Callable[[], int]], None]
 #: ``(pending, params)`` for a progress notification matched to a pending request.
 ProgressSink = Callable[["PendingRequest", dict[str, Any]], None]
 
@@ -270,8 +270,8 @@ class Session:
             remaining = None if deadline is None else max(0.0, deadline - now)
             if reader is not None:
                 reader_now, reader = reader, None  # once per wait: it hands back when idle
-                if len(self._pending) == 1 and not pending.future.done():
-                    reader_now(pending.future.done, remaining, self._others_pending)
+                if not pending.future.done():
+                    reader_now(pending.future.done, remaining, self._pending.__len__)
                     continue  # time passed: recompute the deadline
             try:
                 return pending.future.result(remaining)
@@ -296,9 +296,6 @@ class Session:
                 raise exc
             # The reply won the race: it is the answer.
             return pending.future.result()
-
-    def _others_pending(self) -> bool:
-        return bool(self._pending)
 
     def cancel(self, pending: PendingRequest, reason: str | None = None) -> bool:
         """Cancel *pending*: its caller gets :class:`RequestCancelled`.

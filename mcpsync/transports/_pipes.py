@@ -85,14 +85,17 @@ class ReadBaton:
     """Who reads a pipe now: the background reader thread or a waiting caller.
 
     A round trip through a reader thread costs two thread switches, more than
-    the rest of a call.  So a caller waiting for the only pending reply may
-    read the pipe itself (:meth:`claim` … :meth:`release`) while the
-    background reader is parked; after the last caller the reader stays parked
-    for :attr:`LINGER` seconds (back-to-back calls never wake it) unless other
-    requests are pending.  Whoever holds :attr:`lock` is the only reader.
+    the rest of a call.  So a caller waiting for the only pending reply reads
+    the pipe itself (:meth:`claim` … :meth:`release`) when the background
+    reader is parked.  The reader parks (:meth:`park`) when it leaves the
+    connection quiet (no reply awaited) and after a caller read, for
+    :attr:`LINGER` seconds, so back-to-back calls never wake it; a caller that
+    waits the normal way, with other replies awaited, :meth:`kick`\ s it back.
+    Whoever holds :attr:`lock` is the only reader.  Claims never block, so
+    concurrent callers never hand the pipe back and forth.
     """
 
-    #: How long the background reader stays parked after a caller read.
+    #: How long the background reader stays parked when nobody kicks it.
     LINGER = 0.005
 
     def __init__(self) -> None:
@@ -100,86 +103,67 @@ class ReadBaton:
         self._cond = threading.Condition(threading.Lock())
         self._claims = 0
         self._resume_at = 0.0
-        self._closed = False
-        self._wake: tuple[int, int] | None = None
-        if not _WINDOWS:
-            self._wake = os.pipe()
-            os.set_blocking(self._wake[0], False)
-            os.set_blocking(self._wake[1], False)
+        self._parked = False
+        self._kicks = 0
 
-    def park(self, stop: Callable[[], bool]) -> None:
-        """Background reader: wait while callers read (and briefly after)."""
+    @property
+    def kicks(self) -> int:
+        """Bumped by every :meth:`kick`; read before deciding to park."""
+        return self._kicks
+
+    def park(self, stop: Callable[[], bool], kicks_seen: int) -> None:
+        """Background reader (not holding :attr:`lock`): wait while callers read or briefly.
+
+        ``kicks_seen`` is :attr:`kicks` from before the reader found the
+        connection quiet: a kick since then means a waiter needs it now.
+        """
         with self._cond:
-            while not stop():
-                if self._claims == 0:
-                    left = self._resume_at - time.monotonic()
-                    if left <= 0:
-                        return
-                else:
-                    left = 0.1
-                self._cond.wait(min(left, 0.1))
-
-    def poll(self, fd: int, timeout: float) -> tuple[bool, bool]:
-        """Background reader: ``(fd readable, a caller asked to read)`` within ``timeout``."""
-        if self._wake is None:
-            return True, False
-        poller = select.poll()
-        poller.register(fd, select.POLLIN | select.POLLHUP | select.POLLERR)
-        poller.register(self._wake[0], select.POLLIN)
-        ready = {f for f, _ in poller.poll(int(timeout * 1000))}
-        wanted = self._wake[0] in ready
-        if wanted:
+            if self._kicks != kicks_seen:
+                self._resume_at = 0.0
+            self._parked = True
             try:
-                while os.read(self._wake[0], 512):
-                    pass
-            except BlockingIOError:
-                pass
-        return fd in ready, wanted or self._claims > 0
+                while not stop():
+                    if self._claims == 0:
+                        left = self._resume_at - time.monotonic()
+                        if left <= 0:
+                            return
+                    else:
+                        left = 0.1
+                    self._cond.wait(min(left, 0.1))
+            finally:
+                self._parked = False
+
+    def linger(self) -> None:
+        """Background reader: it is about to park with nobody waiting."""
+        with self._cond:
+            self._resume_at = time.monotonic() + self.LINGER
+
+    def kick(self) -> None:
+        """A caller waits the normal way: the background reader must read now."""
+        with self._cond:
+            self._kicks += 1
+            self._resume_at = 0.0
+            if self._parked:
+                self._cond.notify_all()
 
     def claim(self) -> bool:
-        """Caller: become the reader; ``False`` (do not read) if that takes over 0.1 s."""
-        if self._wake is None:
-            return False
+        """Caller: become the reader if the background reader is parked."""
         with self._cond:
-            if self._closed:
+            if not self.lock.acquire(blocking=False):
                 return False
             self._claims += 1
-        if self.lock.acquire(blocking=False):
             return True
-        with self._cond:
-            if not self._closed:
-                try:
-                    os.write(self._wake[1], b"x")  # the background reader yields
-                except BlockingIOError:
-                    pass
-        if self.lock.acquire(timeout=0.1):
-            return True
-        self._unclaim(True)
-        return False
 
     def release(self, resume_now: bool) -> None:
         """Caller: stop reading; ``resume_now`` when other replies are awaited."""
-        self.lock.release()
-        self._unclaim(resume_now)
-
-    def _unclaim(self, resume_now: bool) -> None:
         with self._cond:
+            self.lock.release()
             self._claims -= 1
             self._resume_at = 0.0 if resume_now else time.monotonic() + self.LINGER
-            if resume_now:
+            if resume_now and self._parked:
                 # Otherwise the parked reader's own timeout re-checks: waking it
                 # after every call would cost the thread switch we avoid.
                 self._cond.notify_all()
-
-    def close(self) -> None:
-        """Release the wake pipe; later claims are refused."""
-        with self._cond:
-            self._closed = True
-            wake, self._wake = self._wake, None
-            self._cond.notify_all()
-        if wake is not None:
-            os.close(wake[0])
-            os.close(wake[1])
 
 
 class LineTooLong(Exception):

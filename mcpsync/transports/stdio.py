@@ -122,6 +122,8 @@ class StdioTransport(Transport):
         self._reader: threading.Thread | None = None
         self._baton: ReadBaton | None = None
         self._next_check = 0.0  # when the reader next checks whether the server exited
+        #: Set by the owner: ``True`` when no reply is awaited (the reader may park).
+        self._quiet: Callable[[], bool] | None = None
         self._drain: StderrDrain | None = None
         self._on_message: MessageHandler | None = None
         self._on_close: CloseHandler | None = None
@@ -414,7 +416,6 @@ class StdioTransport(Transport):
             # A caller may be reading: close the pipe only once it let go.
             got = baton.lock.acquire(timeout=1.0)
             stream.close()
-            baton.close()
             if got:
                 baton.lock.release()
 
@@ -422,15 +423,16 @@ class StdioTransport(Transport):
         baton = self._baton
         assert baton is not None
         self._next_check = time.monotonic() + _POLL
+        kicks = baton.kicks
         while True:
             if not self._closing.is_set():
-                baton.park(self._stop_reader.is_set)  # while a caller reads
+                baton.park(self._stop_reader.is_set, kicks)  # while a caller reads
             if not baton.lock.acquire(timeout=_POLL):
                 if self._stop_reader.is_set():
                     return
                 continue
             try:
-                outcome = self._pump_holding(proc, fd, baton)
+                outcome, kicks = self._pump_holding(proc, fd, baton)
             finally:
                 baton.lock.release()
             if outcome == "stop":
@@ -441,22 +443,27 @@ class StdioTransport(Transport):
             self._framer.flush()  # a last line without its newline
             self._fail(self._death_error(f"MCP server {self.describe()} closed its stdout"))
 
-    def _pump_holding(self, proc: subprocess.Popen[bytes], fd: int, baton: ReadBaton) -> str:
-        """Read until EOF (``"eof"``), stop (``"stop"``) or a caller wants to read (``"yield"``)."""
+    def _pump_holding(self, proc: subprocess.Popen[bytes], fd: int, baton: ReadBaton) -> tuple[str, int]:
+        """Read until EOF, stop, or a quiet moment when a caller could read (``"yield"``)."""
+        kicks = baton.kicks
         while True:
-            readable, wanted = baton.poll(fd, _POLL)
-            if readable:
+            if wait_readable(fd, _POLL):
                 chunk = os.read(fd, _CHUNK)
                 if not chunk:
-                    return "eof"
+                    return "eof", kicks
                 if not self._closing.is_set():
                     self._feed(chunk)
+                    # Read before the quiet check: a waiter registered after it kicks after it.
+                    kicks = baton.kicks
+                    if self._quiet is not None and self._quiet() and not self._closing.is_set():
+                        baton.linger()
+                        return "yield", kicks
             elif self._stop_reader.is_set():
-                return "stop"
+                return "stop", kicks
             if self._closing.is_set():
                 self._framer.reset()  # from now on stdout is only drained
                 if self._stop_reader.is_set():
-                    return "stop"
+                    return "stop", kicks
                 continue
             if time.monotonic() >= self._next_check:
                 self._next_check = time.monotonic() + _POLL
@@ -465,22 +472,27 @@ class StdioTransport(Transport):
                     # stdout: take what is already in the pipe, then report.
                     self._drain_after_exit(fd)
                     self._fail(self._death_error(f"MCP server {self.describe()} exited"))
-                    continue
-            if wanted:
-                return "yield"
 
-    def read_for(self, done: Callable[[], bool], timeout: float | None, others: Callable[[], bool]) -> None:
+    def read_for(self, done: Callable[[], bool], timeout: float | None, pending: Callable[[], int]) -> None:
         """Read replies in the calling thread until ``done()``; see :class:`ReadBaton`.
+
+        Only when no other reply is awaited (``pending()``, the number of
+        replies awaited, is 1) and the reader thread is parked; otherwise the
+        reader thread is woken.
 
         Returns early (the reader thread takes over) after ``timeout``, after
         ``_POLL`` seconds without data, at EOF or when closing: the reader
-        thread alone reports deaths.  ``others()`` tells whether other replies
-        are awaited, so the reader thread must resume at once.
+        thread alone reports deaths.
         """
+        if self._quiet is None:
+            self._quiet = lambda: pending() == 0
         baton, proc = self._baton, self._proc
         if baton is None or proc is None or proc.stdout is None or self._closing.is_set():
             return
-        if self._owner_pid != os.getpid() or not baton.claim():
+        if self._owner_pid != os.getpid():
+            return
+        if pending() > 1 or not baton.claim():
+            baton.kick()  # the reader thread reads for us: it must not linger
             return
         deadline = None if timeout is None else time.monotonic() + timeout
         try:
@@ -496,7 +508,8 @@ class StdioTransport(Transport):
         except OSError:
             return  # the reader thread sees the same failure and reports it
         finally:
-            baton.release(others())
+            # Other replies awaited: the reader thread must resume at once.
+            baton.release(pending() > (0 if done() else 1))
 
     def _drain_after_exit(self, fd: int) -> None:
         deadline = time.monotonic() + 0.5  # bounded: a grandchild may keep writing
