@@ -182,6 +182,7 @@ class Connection:
     def abandon(self) -> None:
         """Forget this connection in a forked child without touching the parent's resources."""
         self.session.fail_all(ClientClosed("connection belongs to the parent process"))
+        self.transport.forget()
 
     def _on_transport_closed(self, exc: BaseException) -> None:
         if not isinstance(exc, ClientClosed):

@@ -37,6 +37,8 @@ class Recording(Transport):
 
 
 def make_server(**kwargs: Any) -> FakeServer:
+    # These tests pin down handshake-era behaviour; tests/test_modern*.py cover the other era.
+    kwargs.setdefault("era", "legacy")
     server = FakeServer("test-server", "9.9", instructions="be nice", **kwargs)
 
     @server.tool()
@@ -87,6 +89,12 @@ def make_server(**kwargs: Any) -> FakeServer:
 @pytest.fixture
 def server() -> FakeServer:
     return make_server(page_size=2)
+
+
+def test_dual_era_fake_server_is_modern_in_auto_mode() -> None:
+    with make_server(era="dual").client() as client:
+        assert (client.era, client.protocol_version) == ("modern", "2026-07-28")
+        assert client.call_tool("add", {"a": 1, "b": 2}).text == "3"
 
 
 def test_handshake_and_server_info(server: FakeServer) -> None:

@@ -21,7 +21,8 @@ DEMO_TIMEOUT = 60
 def assert_full_session(output: str) -> None:
     """The printed session shows every part of a real exchange."""
     assert "mcpsync-demo" in output  # server info
-    assert "protocol:    2025-11-25" in output  # negotiated version
+    # The demo server is dual-era, so mode="auto" settles on the stateless revision.
+    assert "protocol:    2026-07-28" in output  # negotiated version
     for tool in ("echo(text)", "add(a, b)", "countdown(n, delay)", "weather(city)"):
         assert tool in output  # tools listed
     assert "add(a=2, b=3) -> 5" in output  # a tool call

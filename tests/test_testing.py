@@ -859,7 +859,7 @@ def test_client_round_trip(server: FakeServer) -> None:
     with server.client(timeout=10) as client:
         assert client.call_tool("add", {"a": 1, "b": 2}).text == "3"
         assert client.server_info.name == "fake" and client.server_info.version == "1.2.3"
-        assert client.protocol_version == LATEST
+        assert client.protocol_version == "2026-07-28"  # FakeServer is dual-era by default
         assert client.instructions == "be nice"
         assert {t.name for t in client.list_tools()} == {"add", "echo"}
         contents = client.read_resource("test://hello").contents

@@ -71,6 +71,13 @@ class Transport(abc.ABC):
     def close(self) -> None:
         """Close the connection; idempotent and bounded in time."""
 
+    def forget(self) -> None:
+        """In a forked child: drop inherited OS handles without touching the peer.
+
+        The default does nothing.  It must never signal, write to or shut
+        down anything the parent process still uses.
+        """
+
     def describe(self) -> str:
         """A short human-readable description for logs and errors (no secrets)."""
         return type(self).__name__
