@@ -38,8 +38,8 @@ from mcpsync.transports._pipes import JsonLineFramer, LineTooLong
 from mcpsync.transports._sse import SSEParser
 
 REL_SERVER = Path(__file__).resolve().parent / "servers" / "rel_server.py"
-#: ``tox -e stress`` (``MCPSYNC_STRESS=1``) runs ten times as many examples.
-SCALE = 10 if os.environ.get("MCPSYNC_STRESS") == "1" else 1
+#: ``tox -e stress`` (``MCPSYNC_STRESS=1``) runs four times as many examples.
+SCALE = 4 if os.environ.get("MCPSYNC_STRESS") == "1" else 1
 
 json_scalars = st.one_of(
     st.none(),
