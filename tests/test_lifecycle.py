@@ -22,9 +22,15 @@ import time
 from pathlib import Path
 
 import pytest
+from helpers_proc import (
+    LivenessListener,
+    assert_no_leaks,
+    child_pids,
+    fd_count,
+    snapshot,
+)
 
 import mcpsync
-from helpers_proc import LivenessListener, assert_no_leaks, child_pids, fd_count, snapshot
 
 HEAVY = os.environ.get("MCPSYNC_STRESS") == "1"
 CYCLES = 1000 if HEAVY else 60
@@ -62,36 +68,42 @@ def test_open_close_cycles_leak_no_process_thread_or_fd() -> None:
     assert fd_count() <= fds, f"fds {fds} -> {fd_count()}"
 
 
+def close_race_round() -> None:
+    """Six threads call a slow tool while three threads close the client."""
+    client = mcpsync.Client.stdio([sys.executable, str(REL_SERVER)], mode="legacy")
+    client.connect()
+    outcomes: list[BaseException | str] = []
+    barrier = threading.Barrier(9)
+
+    def caller() -> None:
+        barrier.wait(10)
+        try:
+            outcomes.append(client.call_tool("slow", {"text": "x", "ms": 30_000}, timeout=60).text)
+        except mcpsync.ConnectionClosed as exc:  # ClientClosed is one
+            outcomes.append(exc)
+
+    def closer() -> None:
+        barrier.wait(10)
+        client.close()
+
+    threads = [threading.Thread(target=caller, daemon=True) for _ in range(6)]
+    threads += [threading.Thread(target=closer, daemon=True) for _ in range(3)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(15)
+    assert not any(t.is_alive() for t in threads), "a caller or closer hung"
+    assert len(outcomes) == 6 and all(isinstance(o, mcpsync.ClientClosed) for o in outcomes), outcomes
+    with pytest.raises(mcpsync.ClientClosed):
+        client.ping()
+
+
+@pytest.mark.timeout(120)
 def test_close_from_many_threads_during_calls_is_bounded() -> None:
     """E6: close() races calls from other threads; everyone returns promptly with a clear outcome."""
     before = snapshot()
     for _ in range(5):
-        client = mcpsync.Client.stdio([sys.executable, str(REL_SERVER)], mode="legacy")
-        client.connect()
-        outcomes: list[BaseException | str] = []
-        barrier = threading.Barrier(9)
-
-        def caller() -> None:
-            barrier.wait(10)
-            try:
-                outcomes.append(client.call_tool("slow", {"text": "x", "ms": 30_000}, timeout=60).text)
-            except mcpsync.ConnectionClosed as exc:  # ClientClosed is one
-                outcomes.append(exc)
-
-        def closer() -> None:
-            barrier.wait(10)
-            client.close()
-
-        threads = [threading.Thread(target=caller, daemon=True) for _ in range(6)]
-        threads += [threading.Thread(target=closer, daemon=True) for _ in range(3)]
-        for t in threads:
-            t.start()
-        for t in threads:
-            t.join(15)
-        assert not any(t.is_alive() for t in threads), "a caller or closer hung"
-        assert len(outcomes) == 6 and all(isinstance(o, mcpsync.ClientClosed) for o in outcomes), outcomes
-        with pytest.raises(mcpsync.ClientClosed):
-            client.ping()
+        close_race_round()
     assert_no_leaks(before)
 
 

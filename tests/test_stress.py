@@ -29,9 +29,9 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
+from helpers_proc import assert_no_leaks, snapshot
 
 import mcpsync
-from helpers_proc import assert_no_leaks, snapshot
 
 HEAVY = os.environ.get("MCPSYNC_STRESS") == "1"
 THREADS, CALLS = (128, 1000) if HEAVY else (32, 300)
