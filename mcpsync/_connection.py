@@ -13,6 +13,7 @@ import inspect
 import logging
 import os
 import threading
+from collections import deque
 from concurrent.futures import Future
 from typing import Any, Callable
 
@@ -49,6 +50,7 @@ _LOG_LEVELS = {
     "emergency": logging.CRITICAL,
 }
 _ACKNOWLEDGED = "notifications/subscriptions/acknowledged"
+_EARLY_LIMIT = 64
 
 
 class Listeners:
@@ -114,6 +116,8 @@ class Connection:
         self._handling: set[int | str] = set()
         self._lock = threading.Lock()
         self._subscriptions: list[Subscription] = []
+        #: Tagged notifications whose stream is not registered yet (or any more).
+        self._early: deque[tuple[object, str, dict[str, Any]]] = deque(maxlen=_EARLY_LIMIT)
         #: The listen stream that feeds :meth:`Client.on` callbacks in the modern era.
         self.background: Subscription | None = None
         #: Set by the client: drops cached results when the server says they changed.
@@ -201,6 +205,15 @@ class Connection:
             sub._bind(pending)
         with self._lock:
             self._subscriptions.append(sub)
+            # A reply stream (HTTP) may deliver the acknowledgement before we got
+            # here: replay what arrived early for this stream.
+            early = [(m, p) for key, m, p in self._early if key == sub.id] if sub.id is not None else []
+            if early:
+                self._early = deque((e for e in self._early if e[0] != sub.id), maxlen=_EARLY_LIMIT)
+        for method, params in early:
+            if self._deliver_tagged(sub, method, params) and method != _ACKNOWLEDGED:
+                for callback in self.listeners.get(method):
+                    self.notifications.submit(callback, params)
 
     def remove_subscription(self, sub: Subscription) -> None:
         with self._lock:
@@ -219,19 +232,25 @@ class Connection:
             if tag is None:
                 return False
             key = normalize_id(tag)
-            for sub in subscriptions:
-                if sub.id == key:
-                    if method == _ACKNOWLEDGED:
-                        agreed = params.get("notifications")
-                        sub._acknowledge(agreed if isinstance(agreed, dict) else {})
-                    else:
-                        sub._deliver(method, params)
-                    return sub is self.background
-            return False
+            with self._lock:
+                match = next((sub for sub in self._subscriptions if sub.id == key), None)
+                if match is None:
+                    self._early.append((key, method, params))
+                    return False
+            return self._deliver_tagged(match, method, params)
         for sub in subscriptions:
             if wanted_by(sub.filter, method, params):
                 sub._deliver(method, params)
         return True
+
+    def _deliver_tagged(self, sub: Subscription, method: str, params: dict[str, Any]) -> bool:
+        """Hand a modern notification to its stream; True when that is the background stream."""
+        if method == _ACKNOWLEDGED:
+            agreed = params.get("notifications")
+            sub._acknowledge(agreed if isinstance(agreed, dict) else {})
+        else:
+            sub._deliver(method, params)
+        return sub is self.background
 
     # -- from the server -----------------------------------------------------
 

@@ -336,3 +336,23 @@ def test_unknown_result_type_is_a_protocol_error(make_server: Any) -> None:
     with server.client() as client:
         with pytest.raises(mcpsync.ProtocolError, match="resultType"):
             client.call_tool("t")
+
+
+def test_notifications_that_beat_their_streams_registration_are_replayed(make_server: Any) -> None:
+    # Over HTTP the acknowledgement can arrive on the reply stream before
+    # listen() has registered the subscription: nothing may be lost.
+    from mcpsync._subscriptions import Subscription
+    from mcpsync.session import PendingRequest
+
+    server = make_server({})
+    with server.client() as client:
+        conn = client._conn
+        assert conn is not None
+        tag = {"_meta": {META + "subscriptionId": 4242}}
+        conn._on_notification("notifications/subscriptions/acknowledged", {**tag, "notifications": {"toolsListChanged": True}})
+        conn._on_notification("notifications/tools/list_changed", dict(tag))
+        sub = Subscription(types.SubscriptionFilter(tools_list_changed=True))
+        conn.add_subscription(sub, PendingRequest(4242, "subscriptions/listen", 0.0))
+        assert sub.wait_acknowledged(0) and sub.acknowledged == {"toolsListChanged": True}
+        note = sub.get(timeout=1)
+        assert note is not None and note.method == "notifications/tools/list_changed"
