@@ -18,10 +18,21 @@ __version__ = "0.1.0"
 
 from . import types  # noqa: E402
 from ._options import DEFAULT  # noqa: E402
+from ._subscriptions import Notification, Subscription  # noqa: E402
 from .client import Client, Handle, PendingCall  # noqa: E402
 from .exceptions import *  # noqa: E402,F401,F403
 from .exceptions import __all__ as _exc_all  # noqa: E402
 
-__all__ = ["__version__", "Client", "Handle", "PendingCall", "DEFAULT", "types", *_exc_all]
+__all__ = [
+    "__version__",
+    "Client",
+    "Handle",
+    "PendingCall",
+    "Subscription",
+    "Notification",
+    "DEFAULT",
+    "types",
+    *_exc_all,
+]
 
 logging.getLogger(__name__).addHandler(logging.NullHandler())

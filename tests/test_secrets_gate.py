@@ -117,18 +117,11 @@ def test_happy_path_session_and_close(gate: Gate) -> None:
     gate.check()
 
 
-_BARE_GAP = pytest.mark.xfail(
-    strict=True,
-    reason="known gap: error excerpts are redacted by pattern only; the transport does not yet"
-    " mask the values of its own headers/URL when a server echoes them bare",
-)
-
-
 @pytest.mark.parametrize(
     ("status", "body"),
     [(status, "labelled") for status in (400, 401, 403, 404, 500, 502)]
     + [(404, "bare")]  # a 404 on a session becomes SessionExpired, which quotes no body
-    + [pytest.param(status, "bare", marks=_BARE_GAP) for status in (400, 401, 403, 500, 502)],
+    + [(status, "bare") for status in (400, 401, 403, 500, 502)],
 )
 def test_error_bodies_echoing_secrets(gate: Gate, status: int, body: str) -> None:
     echo = ECHO if body == "labelled" else BARE_ECHO
@@ -174,17 +167,7 @@ def test_session_expiry(gate: Gate) -> None:
 
 @pytest.mark.parametrize(
     "chain",
-    [
-        False,
-        pytest.param(
-            True,
-            marks=pytest.mark.xfail(
-                strict=True,
-                reason="known gap: the chained requests.ConnectionError (__cause__, printed in"
-                " tracebacks) carries the URL with its query string",
-            ),
-        ),
-    ],
+    [False, True],
 )
 def test_connection_refused_and_dropped(gate: Gate, chain: bool) -> None:
     with FaultServer(lambda r, c: None) as server:

@@ -39,6 +39,8 @@ __all__ = [
     "origin",
     "read_error_body",
     "redact_text",
+    "sanitized",
+    "RedactedCause",
     "redact_url",
     "shutdown_response",
     "status_error",
@@ -86,6 +88,42 @@ def redact_text(text: str) -> str:
     return _QUERY.sub(lambda m: m.group(1) + "?[redacted]", text)
 
 
+class RedactedCause(Exception):
+    """Stands in for a ``requests`` error as ``__cause__``: same story, URLs' queries masked.
+
+    The original's text (shown in every logged traceback) may carry a URL with
+    a token in its query string.
+    """
+
+
+def sanitized(exc: BaseException) -> RedactedCause:
+    """A :class:`RedactedCause` telling what *exc* said, with secrets masked."""
+    return RedactedCause(f"{type(exc).__name__}: {redact_text(excerpt(str(exc), 500))}")
+
+
+# Request headers whose values are protocol plumbing, not credentials.
+_PLAIN_HEADERS = frozenset({
+    "accept", "accept-encoding", "connection", "content-length", "content-type", "host",
+    "user-agent", "mcp-protocol-version", "mcp-method", "mcp-name", "last-event-id",
+})
+
+
+def _own_secrets(response: requests.Response) -> list[str]:
+    """Values we sent (credentials, session id, URL query values) that a server might echo."""
+    request = getattr(response, "request", None)
+    if request is None:
+        return []
+    values = [
+        str(value) for name, value in (request.headers or {}).items()
+        if name.lower() not in _PLAIN_HEADERS and len(str(value)) >= 8
+    ]
+    # "Bearer <token>": the token alone may be echoed too.
+    values += [v.split(None, 1)[1] for v in values if " " in v]
+    query = urlsplit(request.url or "").query
+    values += [part.split("=", 1)[1] for part in query.split("&") if "=" in part]
+    return sorted({v for v in values if len(v) >= 8}, key=len, reverse=True)
+
+
 def read_error_body(response: requests.Response, limit: int = 65536) -> bytes:
     """Up to *limit* bytes of an error response's body (``b""`` if it cannot be read)."""
     try:
@@ -102,6 +140,9 @@ def _body_excerpt(response: requests.Response, raw: bytes | None = None) -> str:
     if "html" in ctype.lower() or text.lstrip().startswith("<"):
         text = _TAGS.sub(" ", text)
     text = _SPACES.sub(" ", text).strip()
+    for secret in _own_secrets(response):
+        # A server may echo what we sent it, unlabelled: mask our own values.
+        text = text.replace(secret, "[redacted]")
     return excerpt(redact_text(text), _BODY_EXCERPT)
 
 

@@ -209,7 +209,7 @@ class StreamsMixin:
             return common.http_request(self._session, "GET", self.url, headers=headers, auth=self._auth,
                                        timeout=self._timeout, follow_redirects=self._follow)
         except requests.RequestException as exc:
-            raise common.connection_error(exc, "GET stream failed") from exc
+            raise common.connection_error(exc, "GET stream failed") from common.sanitized(exc)
 
     def _resume(self, parser: SSEParser, request_id: Any) -> McpError | None:
         """Resume a POST stream with GET + Last-Event-ID; ``None`` once the reply arrived."""

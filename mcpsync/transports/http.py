@@ -308,9 +308,9 @@ class StreamableHTTPTransport(StreamsMixin, ReinitMixin, Transport):
             )
         except requests.RequestException as exc:
             if self._closed.is_set():
-                raise ClientClosed("transport is closed") from exc
+                raise ClientClosed("transport is closed") from common.sanitized(exc)
             raise common.connection_error(exc, f"{what} to {common.redact_url(self.url)} failed",
-                                          outcome_unknown=True) from exc
+                                          outcome_unknown=True) from common.sanitized(exc)
 
     def _exchange(self, message: Mapping[str, Any], body: bytes, modern: bool) -> None:
         """POST *message* and handle the answer, with the one-resend recoveries."""
@@ -380,7 +380,7 @@ class StreamableHTTPTransport(StreamsMixin, ReinitMixin, Transport):
         except Exception as exc:
             if request_id is not None and self._stream_cancelled(request_id):
                 return False
-            raise common.connection_error(exc, "reading the reply failed", outcome_unknown=True) from exc
+            raise common.connection_error(exc, "reading the reply failed", outcome_unknown=True) from common.sanitized(exc)
         finally:
             response.close()
             if modern and request_id is not None:

@@ -115,7 +115,7 @@ class LegacySSETransport(Transport):
                                            timeout=self._timeout, follow_redirects=self._follow)
         except requests.RequestException as exc:
             raise ServerStartError(str(common.connection_error(exc, f"GET {common.redact_url(self.url)} failed"))) \
-                from exc
+                from common.sanitized(exc)
         if not 200 <= response.status_code < 300 or not common.is_event_stream(response):
             error = common.status_error(response, "the SSE stream was refused")
             response.close()
@@ -192,7 +192,7 @@ class LegacySSETransport(Transport):
             response = common.http_request(self._session, "POST", self.endpoint, headers=headers, auth=self._auth,
                                            timeout=self._timeout, data=body, follow_redirects=self._follow)
         except requests.RequestException as exc:
-            raise common.connection_error(exc, "POST to the message endpoint failed", outcome_unknown=True) from exc
+            raise common.connection_error(exc, "POST to the message endpoint failed", outcome_unknown=True) from common.sanitized(exc)
         try:
             if not 200 <= response.status_code < 300:
                 raise common.status_error(response, f"{message.get('method') or 'response'} was refused")
