@@ -50,16 +50,29 @@ from .transports.memory import MemoryTransport, create_pair
 
 if TYPE_CHECKING:
     from .client import Client
+    from .testing_auth import TokenStoreContract
 
 __all__ = [
     "ClientRequestError",
     "FakeServer",
     "MemoryTransport",
     "RpcError",
+    "TokenStoreContract",
     "ToolContext",
     "ToolFailure",
     "create_pair",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    # Lazy: the token store contract pulls in mcpsync.auth (and, when used, keyring);
+    # ``import mcpsync.testing`` for a FakeServer must not pay for that.
+    if name == "TokenStoreContract":
+        from .testing_auth import TokenStoreContract
+
+        return TokenStoreContract
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
 
 F = TypeVar("F", bound=Callable[..., Any])
 

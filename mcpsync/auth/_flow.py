@@ -509,21 +509,13 @@ class Authorizer:
             try:
                 new = self._token(meta, client, data)
             except TokenRequestError as exc:
-                if exc.error in (
+                if exc.error not in (
                     "invalid_grant",
                     "invalid_client",
                     "unauthorized_client",
                 ):
-                    # Under the lock nobody else can have rotated it: the grant is dead.
-                    # Keep registration and metadata; only the tokens go.
-                    log.info(
-                        "the refresh grant was refused (%s); a new login is needed",
-                        exc.error,
-                    )
-                    record.pop("tokens", None)
-                    self.store.save(self.key, record)
-                    return None
-                raise
+                    raise
+                return self._after_refused_refresh(exc.error, refresh_token)
             new.setdefault("refresh_token", refresh_token) if refresh_token else None
             new.setdefault("scope", tokens.get("scope"))
             new.update(issuer=tokens.get("issuer"), resource=tokens.get("resource"))
@@ -531,6 +523,26 @@ class Authorizer:
             # Saved before anyone uses it: the old refresh token may already be spent.
             self.store.save(self.key, record)
             return new
+
+    def _after_refused_refresh(
+        self, error: str | None, spent: str | None
+    ) -> dict[str, Any] | None:
+        """The AS refused our refresh token: a peer's rotation, or a dead grant (RELIABILITY F6).
+
+        A peer that does not take our lock (another program, an older
+        version) may have rotated the token meanwhile: re-read the store and
+        use its tokens when they changed.  Otherwise nothing is deleted: the
+        caller logs in again and the new tokens replace the dead ones, so a
+        lost race can never wipe credentials a peer just saved.
+        """
+        tokens = self.load().get("tokens") or {}
+        if tokens.get("refresh_token") != spent and not expiring(tokens):
+            log.info(
+                "the refresh token was rotated by a peer meanwhile; using its tokens"
+            )
+            return dict(tokens)
+        log.info("the refresh grant was refused (%s); a new login is needed", error)
+        return None
 
 
 def expiring(tokens: dict[str, Any], margin: float = 30.0) -> bool:

@@ -126,6 +126,31 @@ def _key_name(key: str) -> str:
     return hashlib.sha256(key.encode("utf-8")).hexdigest()[:40]
 
 
+def _private_dir(directory: Path, what: str) -> None:
+    """Create *directory* (0700) or check an existing one is ours and private.
+
+    A directory in a shared place (``/tmp``) may have been made in advance by
+    another user, to read our files, swap them or hold our locks forever: refuse
+    a symlink, a non-directory or another owner; tighten our own loose one.
+    """
+    try:
+        directory.mkdir(mode=0o700, parents=True, exist_ok=True)
+        info = os.lstat(directory)
+    except OSError as exc:
+        raise TokenStoreError(
+            f"cannot create {what} {directory}: {exc.strerror}"
+        ) from None
+    if stat.S_ISLNK(info.st_mode) or not stat.S_ISDIR(info.st_mode):
+        raise TokenStoreError(f"{what} {directory} is a symlink or not a directory")
+    if hasattr(os, "geteuid") and info.st_uid != os.geteuid():
+        raise TokenStoreError(
+            f"{what} {directory} belongs to another user; remove it or choose another place"
+        )
+    if sys.platform != "win32" and stat.S_IMODE(info.st_mode) & 0o077:
+        # Ours, but too open (an old umask-made directory): tighten it.
+        os.chmod(directory, 0o700)
+
+
 class FileTokenStore(TokenStore):
     """JSON files in a private directory: the store for servers without a keyring.
 
@@ -149,24 +174,7 @@ class FileTokenStore(TokenStore):
     def _prepare(self) -> None:
         if self._prepared:
             return
-        try:
-            self.directory.mkdir(mode=0o700, parents=True, exist_ok=True)
-            info = os.lstat(self.directory)
-        except OSError as exc:
-            raise TokenStoreError(
-                f"cannot create token directory {self.directory}: {exc.strerror}"
-            ) from None
-        if stat.S_ISLNK(info.st_mode) or not stat.S_ISDIR(info.st_mode):
-            raise TokenStoreError(
-                f"token directory {self.directory} is a symlink or not a directory"
-            )
-        if hasattr(os, "geteuid") and info.st_uid != os.geteuid():
-            raise TokenStoreError(
-                f"token directory {self.directory} belongs to another user"
-            )
-        if sys.platform != "win32" and stat.S_IMODE(info.st_mode) & 0o077:
-            # Ours, but too open (an old umask-made directory): tighten it.
-            os.chmod(self.directory, 0o700)
+        _private_dir(self.directory, "token directory")
         self._prepared = True
 
     def _path(self, key: str, suffix: str = ".json") -> Path:
@@ -383,13 +391,24 @@ class KeyringTokenStore(TokenStore):
     @contextlib.contextmanager
     def lock(self, key: str) -> Iterator[None]:
         if self._lock_dir is None:
-            base = os.environ.get("XDG_RUNTIME_DIR") or os.path.join(
-                tempfile.gettempdir(),
-                f"mcpsync-{os.getuid() if hasattr(os, 'getuid') else 'user'}",
-            )
-            directory = Path(base) / "mcpsync-locks"
-            directory.mkdir(mode=0o700, parents=True, exist_ok=True)
-            self._lock_dir = directory
+            self._lock_dir = _keyring_lock_dir()
         name = _key_name(f"{self.service}\0{key}") + ".lock"
         with self._thread_lock(key), _FileLock(self._lock_dir / name).held():
             yield
+
+
+def _keyring_lock_dir() -> Path:
+    """Where :class:`KeyringTokenStore` keeps its lock files (the keyring has no locks).
+
+    ``$XDG_RUNTIME_DIR`` is private to the user by construction; the fallback in
+    the shared temporary directory is checked like a token directory, so a
+    directory another user planted there is refused rather than used.
+    """
+    runtime = os.environ.get("XDG_RUNTIME_DIR")
+    if runtime:
+        directory = Path(runtime) / "mcpsync-locks"
+    else:
+        user = os.geteuid() if hasattr(os, "geteuid") else "user"
+        directory = Path(tempfile.gettempdir()) / f"mcpsync-{user}-locks"
+    _private_dir(directory, "keyring lock directory")
+    return directory
