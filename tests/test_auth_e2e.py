@@ -1,10 +1,18 @@
 # ruff: noqa: F811  (fixtures imported from tests/auth_server/conftest_auth.py)
-"""End to end against a real authorization server (oidc-provider) and a protected MCP server.
+"""End to end against two real authorization servers, each with a protected MCP server.
 
-The whole flow runs for real: 401 -> RFC 9728 discovery -> OpenID discovery ->
-dynamic registration -> PKCE login through the server's pages (driven
-headlessly) -> token -> retry; then refresh with rotation, step-up on 403,
-a restart with a persisted store, and the web-app flow.
+* ``oidc-provider`` (OpenID Certified; JWT access tokens) with the official
+  Python SDK behind a JWKS token check (``tests/auth_server/server.mjs`` and
+  ``resource_server.py``);
+* the TypeScript SDK's own ``mcpAuthRouter`` with an in-memory provider (opaque
+  tokens, strict rotation, family revocation) and an SDK MCP server behind its
+  ``requireBearerAuth`` (``tests/auth_server/ts_server.mjs``).
+
+Every test runs against both.  The whole flow runs for real: 401 -> RFC 9728
+discovery -> authorization server metadata -> dynamic registration -> PKCE
+login through the server's pages (driven headlessly) -> token -> retry; then
+refresh with rotation, step-up on 403, a restart with a persisted store
+(including a refresh with the persisted refresh token), and the web-app flow.
 """
 
 from __future__ import annotations
@@ -31,6 +39,7 @@ from tests.auth_server.conftest_auth import (  # noqa: F401
     browse,
     follow_to_callback,
     resource_server,
+    ts_sdk_server,
 )
 
 pytestmark = pytest.mark.timeout(90)
@@ -44,9 +53,20 @@ def _stats(url: str) -> dict[str, int]:
     return dict(requests.get(url, timeout=5).json())
 
 
+@pytest.fixture(params=["oidc-provider", "ts-sdk"])
+def peer(request: pytest.FixtureRequest) -> tuple[str, str]:
+    """(MCP endpoint URL, stats URL with the authorization server's ``refresh`` counter)."""
+    if request.param == "oidc-provider":
+        mcp = request.getfixturevalue("resource_server")
+        return mcp, request.getfixturevalue("auth_server") + "/test/stats"
+    mcp = request.getfixturevalue("ts_sdk_server")
+    return mcp, mcp.rsplit("/", 1)[0] + "/test/stats"
+
+
 def test_full_flow_then_refresh_with_rotation_then_step_up(
-    resource_server: str, auth_server: str, tmp_path: Path
+    peer: tuple[str, str], tmp_path: Path
 ) -> None:
+    resource_server, stats_url = peer
     store = FileTokenStore(tmp_path / "tokens")
     opened: list[str] = []
 
@@ -84,7 +104,7 @@ def test_full_flow_then_refresh_with_rotation_then_step_up(
         second = store.load(key)["tokens"]  # type: ignore[index]
         assert second["access_token"] != first["access_token"]
         assert second["refresh_token"] != first["refresh_token"]
-        assert _stats(auth_server + "/test/stats")["refresh"] == 1
+        assert _stats(stats_url)["refresh"] == 1
 
         # Step-up: "write" needs mcp:write -> 403 insufficient_scope -> new login with the union.
         assert client.call_tool("write", {"text": "x"}).text == "wrote x"
@@ -104,10 +124,22 @@ def test_full_flow_then_refresh_with_rotation_then_step_up(
     with _client(resource_server, again) as client:
         assert client.call_tool("write", {"text": "y"}).text == "wrote y"
 
+    # A restart after the access token expired: the persisted (rotated) refresh token works.
+    record = store.load(resource_server)
+    assert record is not None
+    record["tokens"]["expires_at"] = 0
+    store.save(resource_server, record)
+    again = OAuth(
+        store=FileTokenStore(tmp_path / "tokens"),
+        login=LoopbackLogin(open_browser=no_browser),
+    )
+    with _client(resource_server, again) as client:
+        assert client.call_tool("write", {"text": "z"}).text == "wrote z"
+    assert _stats(stats_url)["refresh"] == 2
 
-def test_refresh_is_single_flight_across_threads(
-    resource_server: str, auth_server: str
-) -> None:
+
+def test_refresh_is_single_flight_across_threads(peer: tuple[str, str]) -> None:
+    resource_server, stats_url = peer
     store = MemoryTokenStore()
     auth = OAuth(store=store, login=LoopbackLogin(open_browser=browse, timeout=30))
     with _client(resource_server, auth) as client:
@@ -117,7 +149,7 @@ def test_refresh_is_single_flight_across_threads(
         record["tokens"]["expires_at"] = 0
         store.save(resource_server, record)
         auth._tokens = None
-        before = _stats(auth_server + "/test/stats")["refresh"]
+        before = _stats(stats_url)["refresh"]
         start = threading.Barrier(8)
         errors: list[BaseException] = []
 
@@ -134,10 +166,13 @@ def test_refresh_is_single_flight_across_threads(
         for t in threads:
             t.join(30)
         assert not errors
-        assert _stats(auth_server + "/test/stats")["refresh"] - before == 1
+        after = _stats(stats_url)
+        assert after["refresh"] - before == 1
+        assert after.get("reuse", 0) == 0  # ts-sdk counts refresh-token replays
 
 
-def test_web_app_flow(resource_server: str) -> None:
+def test_web_app_flow(peer: tuple[str, str]) -> None:
+    resource_server, _ = peer
     store = MemoryTokenStore()
     redirect = "http://127.0.0.1:9/oauth/callback"  # never contacted: the "browser" stops there
 

@@ -5,6 +5,9 @@
   does for the other Node peers).  Yields the issuer URL.
 * ``resource_server``: ``resource_server.py`` (official SDK + token check) for that
   issuer.  Yields the MCP endpoint URL.
+* ``ts_sdk_server``: ``ts_server.mjs``, the TypeScript SDK's own authorization
+  server (``mcpAuthRouter``) and an SDK MCP server behind its ``requireBearerAuth``.
+  Yields the MCP endpoint URL; ``/test/stats`` on the same origin has the counters.
 * :func:`browse`: a headless "user with a browser" that walks the authorization
   URL through the server's (auto-approving) login and consent pages and returns
   the final redirect to the client's ``redirect_uri``.
@@ -35,6 +38,7 @@ __all__ = [
     "resource_server",
     "start_peer",
     "stop_peer",
+    "ts_sdk_server",
 ]
 
 HERE = Path(__file__).resolve().parent
@@ -42,8 +46,15 @@ NPM_TIMEOUT = 300.0
 START_TIMEOUT = 30.0
 
 
+PACKAGES = ("oidc-provider", "@modelcontextprotocol/sdk")
+
+
+def _installed() -> bool:
+    return all((HERE / "node_modules" / name).is_dir() for name in PACKAGES)
+
+
 def _install() -> None:
-    if (HERE / "node_modules" / "oidc-provider").is_dir():
+    if _installed():
         return
     npm = shutil.which("npm")
     if npm is None:
@@ -53,7 +64,7 @@ def _install() -> None:
     lock_path = Path(tempfile.gettempdir()) / "mcpsync-tests-auth-npm.lock"
     with open(lock_path, "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)  # parallel test runs install once
-        if (HERE / "node_modules" / "oidc-provider").is_dir():
+        if _installed():
             return
         try:
             proc = subprocess.run(  # noqa: PLW1510
@@ -144,6 +155,16 @@ def resource_server(auth_server: str) -> Iterator[str]:
     proc, port = start_peer(
         [sys.executable, "resource_server.py", "--issuer", auth_server], HERE
     )
+    try:
+        yield f"http://127.0.0.1:{port}/mcp"
+    finally:
+        stop_peer(proc)
+
+
+@pytest.fixture
+def ts_sdk_server() -> Iterator[str]:
+    _install()
+    proc, port = start_peer([_node(), "ts_server.mjs"], HERE)
     try:
         yield f"http://127.0.0.1:{port}/mcp"
     finally:
