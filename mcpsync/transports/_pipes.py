@@ -90,7 +90,7 @@ class ReadBaton:
     reader is parked.  The reader parks (:meth:`park`) when it leaves the
     connection quiet (no reply awaited) and after a caller read, for
     :attr:`LINGER` seconds, so back-to-back calls never wake it; a caller that
-    waits the normal way, with other replies awaited, :meth:`kick`\ s it back.
+    waits the normal way, with other replies awaited, wakes it with :meth:`kick`.
     Whoever holds :attr:`lock` is the only reader.  Claims never block, so
     concurrent callers never hand the pipe back and forth.
     """

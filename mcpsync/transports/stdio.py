@@ -33,19 +33,11 @@ from ..exceptions import (
     ClientClosed,
     ConnectionClosed,
     ForkedClientError,
-    MessageTooLarge,
     RequestTimeout,
     ServerStartError,
 )
-from ._pipes import (
-    JsonLineFramer,
-    LineTooLong,
-    ReadBaton,
-    StderrDrain,
-    StderrOption,
-    wait_readable,
-    write_until,
-)
+from ._pipes import JsonLineFramer, ReadBaton, StderrDrain, StderrOption, write_until
+from ._stdio_reader import _POLL, StdoutReading
 from .base import CloseHandler, MessageHandler, Transport, encode_message
 
 __all__ = ["StdioTransport"]
@@ -53,12 +45,10 @@ __all__ = ["StdioTransport"]
 log = logging.getLogger(__name__)
 
 _WINDOWS = sys.platform == "win32"
-_POLL = 0.1  # how often blocked threads re-check for close / process exit
-_CHUNK = 65536
 _ids = itertools.count(1)
 
 
-class StdioTransport(Transport):
+class StdioTransport(StdoutReading, Transport):
     """Run an MCP server as a subprocess and talk to it over stdin/stdout.
 
     :param command: the program, or a list of program and arguments.
@@ -243,6 +233,45 @@ class StdioTransport(Transport):
             self._terminate_grace = min(self._terminate_grace, 0.5)
             self.close()
 
+    def forget(self) -> None:
+        """Forked child: let go of our copies of the server's pipes, nothing else.
+
+        A child that keeps the write end of the server's stdin open would stop
+        the parent's :meth:`close` from giving the server EOF (the parent would
+        wait ``close_grace`` and then signal it).  So each inherited fd is
+        pointed at ``/dev/null`` with ``dup2``: the pipe copy is released, yet
+        the fd number stays taken, so the file objects that still name it can
+        never close an unrelated fd opened later in the child.  Never
+        ``stream.close()``: flushing a buffer the parent also holds would write
+        its data twice.  Nothing is signalled or written.  In the owning process
+        this does nothing.
+        """
+        if self._owner_pid is None or os.getpid() == self._owner_pid:
+            return
+        self._forked_closed = True
+        proc = self._proc
+        if proc is None:
+            return
+        try:
+            null: int | None = os.open(os.devnull, os.O_RDWR)
+        except OSError:
+            null = None
+        try:
+            for stream in (proc.stdin, proc.stdout, proc.stderr):
+                if stream is None:
+                    continue
+                try:
+                    fd = stream.fileno()
+                    if null is not None:
+                        os.dup2(null, fd)
+                    else:
+                        os.close(fd)
+                except (OSError, ValueError):  # already closed: nothing to release
+                    pass
+        finally:
+            if null is not None:
+                os.close(null)
+
     def _fail(self, exc: ConnectionClosed, *, inline: bool = False) -> bool:
         """Enter the closing state once: report ``exc`` and start the shutdown.
 
@@ -392,155 +421,6 @@ class StdioTransport(Transport):
         fresh = type(exc)(exc.message, exit_code=exc.exit_code, stderr_tail=exc.stderr_tail)
         fresh.__cause__ = exc
         return fresh
-
-    # -- reading ------------------------------------------------------------
-
-    def _read_loop(self) -> None:
-        proc = self._proc
-        assert proc is not None and proc.stdout is not None
-        stream = proc.stdout
-        try:
-            self._pump(proc, stream.fileno())
-        except BaseException as exc:  # the reader never dies silently
-            log.exception("stdio reader of %s failed", self.describe())
-            err = ConnectionClosed(
-                f"the stdio reader of {self.describe()} failed: {type(exc).__name__}",
-                exit_code=proc.poll(),
-                stderr_tail=self.stderr_tail,
-            )
-            err.__cause__ = exc
-            self._fail(err)
-        finally:
-            baton = self._baton
-            assert baton is not None
-            # A caller may be reading: close the pipe only once it let go.
-            got = baton.lock.acquire(timeout=1.0)
-            stream.close()
-            if got:
-                baton.lock.release()
-
-    def _pump(self, proc: subprocess.Popen[bytes], fd: int) -> None:
-        baton = self._baton
-        assert baton is not None
-        self._next_check = time.monotonic() + _POLL
-        kicks = baton.kicks
-        while True:
-            if not self._closing.is_set():
-                baton.park(self._stop_reader.is_set, kicks)  # while a caller reads
-            if not baton.lock.acquire(timeout=_POLL):
-                if self._stop_reader.is_set():
-                    return
-                continue
-            try:
-                outcome, kicks = self._pump_holding(proc, fd, baton)
-            finally:
-                baton.lock.release()
-            if outcome == "stop":
-                return
-            if outcome == "eof":
-                break
-        if not self._closing.is_set():  # EOF
-            self._framer.flush()  # a last line without its newline
-            self._fail(self._death_error(f"MCP server {self.describe()} closed its stdout"))
-
-    def _pump_holding(self, proc: subprocess.Popen[bytes], fd: int, baton: ReadBaton) -> tuple[str, int]:
-        """Read until EOF, stop, or a quiet moment when a caller could read (``"yield"``)."""
-        kicks = baton.kicks
-        while True:
-            if wait_readable(fd, _POLL):
-                chunk = os.read(fd, _CHUNK)
-                if not chunk:
-                    return "eof", kicks
-                if not self._closing.is_set():
-                    self._feed(chunk)
-                    # Read before the quiet check: a waiter registered after it kicks after it.
-                    kicks = baton.kicks
-                    if self._quiet is not None and self._quiet() and not self._closing.is_set():
-                        baton.linger()
-                        return "yield", kicks
-            elif self._stop_reader.is_set():
-                return "stop", kicks
-            if self._closing.is_set():
-                self._framer.reset()  # from now on stdout is only drained
-                if self._stop_reader.is_set():
-                    return "stop", kicks
-                continue
-            if time.monotonic() >= self._next_check:
-                self._next_check = time.monotonic() + _POLL
-                if proc.poll() is not None:
-                    # Exited while something (a grandchild) may still hold
-                    # stdout: take what is already in the pipe, then report.
-                    self._drain_after_exit(fd)
-                    self._fail(self._death_error(f"MCP server {self.describe()} exited"))
-
-    def read_for(self, done: Callable[[], bool], timeout: float | None, pending: Callable[[], int]) -> None:
-        """Read replies in the calling thread until ``done()``; see :class:`ReadBaton`.
-
-        Only when no other reply is awaited (``pending()``, the number of
-        replies awaited, is 1) and the reader thread is parked; otherwise the
-        reader thread is woken.
-
-        Returns early (the reader thread takes over) after ``timeout``, after
-        ``_POLL`` seconds without data, at EOF or when closing: the reader
-        thread alone reports deaths.
-        """
-        if self._quiet is None:
-            self._quiet = lambda: pending() == 0
-        baton, proc = self._baton, self._proc
-        if baton is None or proc is None or proc.stdout is None or self._closing.is_set():
-            return
-        if self._owner_pid != os.getpid():
-            return
-        if pending() > 1 or not baton.claim():
-            baton.kick()  # the reader thread reads for us: it must not linger
-            return
-        deadline = None if timeout is None else time.monotonic() + timeout
-        try:
-            fd = proc.stdout.fileno()
-            while not done() and not self._closing.is_set() and not self._stop_reader.is_set():
-                wait = _POLL if deadline is None else min(_POLL, deadline - time.monotonic())
-                if wait <= 0 or not wait_readable(fd, wait):
-                    return
-                chunk = os.read(fd, _CHUNK)
-                if not chunk or self._closing.is_set():
-                    return
-                self._feed(chunk)
-        except OSError:
-            return  # the reader thread sees the same failure and reports it
-        finally:
-            # Other replies awaited: the reader thread must resume at once.
-            baton.release(pending() > (0 if done() else 1))
-
-    def _drain_after_exit(self, fd: int) -> None:
-        deadline = time.monotonic() + 0.5  # bounded: a grandchild may keep writing
-        while time.monotonic() < deadline and wait_readable(fd, 0):
-            chunk = os.read(fd, _CHUNK)
-            if not chunk or self._closing.is_set():
-                break
-            self._feed(chunk)
-        if not self._closing.is_set():
-            self._framer.flush()
-
-    def _feed(self, chunk: bytes) -> None:
-        try:
-            self._framer.feed(chunk, self._closing.is_set)
-        except LineTooLong:
-            self._framer.reset()
-            self._fail(
-                MessageTooLarge(
-                    f"a message from MCP server {self.describe()} exceeded "
-                    f"max_message_bytes={self._max}",
-                    stderr_tail=self.stderr_tail,
-                )
-            )
-
-    def _deliver(self, message: Any) -> None:
-        if self._closing.is_set() or self._on_message is None:
-            return
-        try:
-            self._on_message(message)
-        except Exception:
-            log.exception("on_message callback of %s raised; message dropped", self.describe())
 
     def _death_error(self, message: str, cause: BaseException | None = None) -> ConnectionClosed:
         proc = self._proc
