@@ -10,6 +10,7 @@ import json
 import logging
 import os
 import queue
+import select
 import signal
 import subprocess
 import sys
@@ -529,6 +530,47 @@ def test_forked_child_cannot_use_the_parents_pipes() -> None:
         assert os.waitstatus_to_exitcode(status) == 0
         assert p.call({"after": 1}) == '{"after": 1}'
         assert p.t.signals_sent == [] and not p.closed.is_set()
+
+
+@pytest.mark.timeout(30)
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="needs fork()")
+def test_forgetful_forked_child_does_not_keep_the_server_alive(leaks: None, tmp_path: Path) -> None:
+    """A live child that forgot the connection holds no copy of the server's stdin."""
+    signals = tmp_path / "signals"
+    ready_r, ready_w = os.pipe()
+    done_r, done_w = os.pipe()
+    with LivenessListener() as live:
+        p = Peer("--liveness-port", str(live.port), "--signal-log", str(signals), close_grace=4.0).start()
+        assert p.call({"before": 1}) == '{"before": 1}'
+        live.wait_connected(1)
+        pid = os.fork()
+        if pid == 0:  # child: never returns into pytest
+            code = 1
+            try:
+                os.close(ready_r)
+                os.close(done_w)
+                p.t.forget()
+                code = 0 if p.t.closed else 2
+                os.write(ready_w, b"x")
+                select.select([done_r], [], [], 20.0)  # stay alive while the parent closes
+            finally:
+                os._exit(code)
+        os.close(ready_w)
+        os.close(done_r)
+        try:
+            assert select.select([ready_r], [], [], 10.0)[0], "the child did not get ready"
+            start = time.monotonic()
+            p.t.close()  # closing stdin must be enough: the server exits on EOF
+            assert live.wait_all_closed(5.0), live.open_roles()
+            assert time.monotonic() - start < 3.0  # not after close_grace and a signal
+            assert p.t.signals_sent == [] and not signals.exists()
+            assert p.t.returncode == 0
+        finally:
+            os.write(done_w, b"x")
+            _, status = os.waitpid(pid, 0)
+            os.close(ready_r)
+            os.close(done_w)
+        assert os.waitstatus_to_exitcode(status) == 0
 
 
 def test_subprocess_fault_server_runs_standalone() -> None:
