@@ -14,32 +14,113 @@ back, so a newer server never breaks this client. Convert with
 .. versionadded:: 0.1
 """
 
+# Names are loaded on first access (PEP 562), one submodule at a time: building
+# ~85 attrs classes and importing cattrs is most of ``import mcpsync``, and a
+# stdio client that only lists and calls tools never needs sampling, prompts,
+# resources or elicitation classes.
+
 from __future__ import annotations
 
-from . import content, elicitation, lifecycle, misc, modern, prompts, resources, sampling, tools
-from ._converter import converter, from_wire, to_wire, wire_name
-from .content import *
-from .elicitation import *
-from .lifecycle import *
-from .misc import *
-from .modern import *
-from .prompts import *
-from .resources import *
-from .sampling import *
-from .tools import *
+import importlib as _importlib
+import typing as _typing
 
-__all__ = [
-    "converter",
-    "to_wire",
-    "from_wire",
-    "wire_name",
-    *lifecycle.__all__,
-    *content.__all__,
-    *tools.__all__,
-    *resources.__all__,
-    *prompts.__all__,
-    *sampling.__all__,
-    *elicitation.__all__,
-    *misc.__all__,
-    *modern.__all__,
-]
+if _typing.TYPE_CHECKING:
+    # ``X as X``: an explicit re-export for ``mypy --strict`` (``__all__`` is computed).
+    from . import content as content
+    from . import elicitation as elicitation
+    from . import lifecycle as lifecycle
+    from . import misc as misc
+    from . import modern as modern
+    from . import prompts as prompts
+    from . import resources as resources
+    from . import sampling as sampling
+    from . import tools as tools
+    from ._converter import converter as converter
+    from ._converter import from_wire as from_wire
+    from ._converter import to_wire as to_wire
+    from ._converter import wire_name as wire_name
+    from .content import *
+    from .elicitation import *
+    from .lifecycle import *
+    from .misc import *
+    from .modern import *
+    from .prompts import *
+    from .resources import *
+    from .sampling import *
+    from .tools import *
+
+#: Submodule -> the names it exports (its ``__all__``, in that order).
+_EXPORTS: dict[str, tuple[str, ...]] = {
+    "_converter": ("converter", "to_wire", "from_wire", "wire_name"),
+    "lifecycle": (
+        "ClientCapabilities", "ElicitationCapability", "Icon", "Implementation",
+        "InitializeRequestParams", "InitializeResult", "PromptsCapability",
+        "ResourcesCapability", "RootsCapability", "SamplingCapability",
+        "ServerCapabilities", "ToolsCapability",
+    ),
+    "content": (
+        "Annotations", "AudioContent", "BlobResourceContents", "ContentBlock",
+        "EmbeddedResource", "ImageContent", "ResourceContents", "ResourceLink", "Role",
+        "SamplingContent", "TextContent", "TextResourceContents", "ToolResultContent",
+        "ToolUseContent", "UnknownContent",
+    ),
+    "tools": (
+        "CallToolRequestParams", "CallToolResult", "ListToolsResult", "Tool",
+        "ToolAnnotations", "ToolChoice", "ToolExecution",
+    ),
+    "resources": (
+        "ListResourceTemplatesResult", "ListResourcesResult", "ReadResourceRequestParams",
+        "ReadResourceResult", "Resource", "ResourceTemplate", "SubscribeRequestParams",
+        "UnsubscribeRequestParams",
+    ),
+    "prompts": (
+        "GetPromptRequestParams", "GetPromptResult", "ListPromptsResult", "Prompt",
+        "PromptArgument", "PromptMessage",
+    ),
+    "sampling": (
+        "CreateMessageRequestParams", "CreateMessageResult", "ModelHint", "ModelPreferences",
+        "SamplingMessage", "SamplingMessageContent",
+    ),
+    "elicitation": (
+        "ElicitRequestFormParams", "ElicitRequestParams", "ElicitRequestURLParams",
+        "ElicitResult", "ElicitationCompleteNotificationParams",
+    ),
+    "misc": (
+        "CancelledNotificationParams", "CompleteRequestParams", "CompleteResult", "Completion",
+        "CompletionArgument", "CompletionContext", "CompletionReference", "CreateTaskResult",
+        "EmptyResult", "GetTaskResult", "ListRootsResult", "ListTasksResult", "LoggingLevel",
+        "LoggingMessageNotificationParams", "NotificationParams", "PaginatedRequestParams",
+        "ProgressNotificationParams", "ProgressToken", "PromptReference", "RequestId",
+        "RequestParams", "ResourceReference", "ResourceTemplateReference",
+        "ResourceUpdatedNotificationParams", "Root", "SetLevelRequestParams", "Task",
+        "TaskMetadata", "TaskStatusNotificationParams",
+    ),
+    "modern": (
+        "PROTOCOL_VERSION_KEY", "CLIENT_INFO_KEY", "CLIENT_CAPABILITIES_KEY", "LOG_LEVEL_KEY",
+        "SERVER_INFO_KEY", "SUBSCRIPTION_ID_KEY", "CacheScope", "DiscoverResult",
+        "InputRequest", "InputRequiredResult", "SubscriptionFilter",
+        "SubscriptionsListenRequestParams", "SubscriptionsAcknowledgedNotificationParams",
+    ),
+}  # fmt: skip
+
+_WHERE = {name: module for module, names in _EXPORTS.items() for name in names}
+_SUBMODULES = frozenset(_EXPORTS) - {"_converter"}
+
+__all__ = [name for names in _EXPORTS.values() for name in names]
+
+
+def __getattr__(name: str) -> _typing.Any:
+    module = _WHERE.get(name)
+    if module is not None:
+        value = getattr(_importlib.import_module(f"{__name__}.{module}"), name)
+    elif name in _SUBMODULES:
+        value = _importlib.import_module(f"{__name__}.{name}")
+    else:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    # Later lookups are plain module attribute reads.
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *__all__, *_SUBMODULES})

@@ -13,7 +13,9 @@ Primitives are checked strictly: a number where a string is expected is a
 :class:`~mcpsync.exceptions.ProtocolError`, not silently ``str()``-ed.
 
 Hooks are generated lazily, on a type's first use, and nothing is generated at
-import. The converter is safe to share between threads: two threads that race
+import. This module imports no type module: each one registers the hooks of
+its own unions when it is loaded (see :mod:`mcpsync.types`, which loads them
+on first access). The converter is safe to share between threads: two threads that race
 on a first use each build an identical hook and one of them is kept.
 
 .. versionadded:: 0.1
@@ -29,20 +31,6 @@ import cattrs
 from cattrs.gen import make_dict_structure_fn, make_dict_unstructure_fn, override
 
 from ..exceptions import ProtocolError, excerpt
-from .content import (
-    BlobResourceContents,
-    ContentBlock,
-    SamplingContent,
-    TextResourceContents,
-    UnknownContent,
-)
-from .elicitation import (
-    ElicitRequestFormParams,
-    ElicitRequestParams,
-    ElicitRequestURLParams,
-)
-from .misc import CompletionReference, ProgressToken
-from .sampling import SamplingMessageContent
 
 __all__ = ["converter", "from_wire", "to_wire", "wire_name"]
 
@@ -217,7 +205,7 @@ def _unstructure_factory(cls: type[Any]) -> Callable[[Any], dict[str, Any]]:
 # --- unions ------------------------------------------------------------------
 
 
-def _tagged_union_hook(
+def tagged_union_hook(
     union: Any,
     key: str,
     *,
@@ -260,7 +248,7 @@ def _tagged_union_hook(
     return structure
 
 
-def _keyed_union_hook(keys: Mapping[str, type[Any]]) -> _Hook:
+def keyed_union_hook(keys: Mapping[str, type[Any]]) -> _Hook:
     """Build a structure hook choosing the member by which of ``keys`` is present."""
     hooks: dict[type[Any], _Hook] = {}
 
@@ -278,7 +266,7 @@ def _keyed_union_hook(keys: Mapping[str, type[Any]]) -> _Hook:
     return structure
 
 
-def _one_or_many_hook(single: Any) -> _Hook:
+def one_or_many_hook(single: Any) -> _Hook:
     """Structure ``single | list[single]`` keeping the shape received."""
     list_type = list[single]
 
@@ -303,43 +291,15 @@ def _configure() -> None:
     converter.register_unstructure_hook_func(lambda t: t in objects, _identity)
     # A predicate, not a class registration: ``Any`` is not a class before 3.11.
     converter.register_unstructure_hook_func(lambda t: t is Any, _identity)
-    converter.register_structure_hook(ProgressToken, _structure_str_or_int)
+    # ``RequestId`` and ``ProgressToken``.
+    converter.register_structure_hook(str | int, _structure_str_or_int)
     converter.register_structure_hook(
-        ProgressToken | None,
+        str | int | None,
         lambda v, t: None if v is None else _structure_str_or_int(v, t),
     )
     converter.register_structure_hook_factory(_is_list, _list_structure_factory)
     converter.register_structure_hook_factory(attrs.has, _structure_factory)
     converter.register_unstructure_hook_factory(attrs.has, _unstructure_factory)
-
-    converter.register_structure_hook(
-        ContentBlock, _tagged_union_hook(ContentBlock, "type", fallback=UnknownContent)
-    )
-    converter.register_structure_hook(
-        SamplingContent, _tagged_union_hook(SamplingContent, "type", fallback=UnknownContent)
-    )
-    converter.register_structure_hook(
-        SamplingMessageContent, _one_or_many_hook(SamplingContent)
-    )
-    converter.register_structure_hook(
-        CompletionReference, _tagged_union_hook(CompletionReference, "type")
-    )
-    converter.register_structure_hook(
-        TextResourceContents | BlobResourceContents,
-        _keyed_union_hook({"text": TextResourceContents, "blob": BlobResourceContents}),
-    )
-    converter.register_structure_hook(
-        ElicitRequestParams,
-        _tagged_union_hook(
-            ElicitRequestParams,
-            "mode",
-            tags={
-                None: ElicitRequestFormParams,
-                "form": ElicitRequestFormParams,
-                "url": ElicitRequestURLParams,
-            },
-        ),
-    )
 
 
 _configure()

@@ -19,6 +19,8 @@ from typing import Any, Literal
 
 import attrs
 
+from ._base import WireObject
+from . import _converter
 from .lifecycle import Icon
 
 __all__ = [
@@ -43,8 +45,8 @@ __all__ = [
 Role = Literal["user", "assistant"]
 
 
-@attrs.define
-class Annotations:
+@attrs.define(repr=False, eq=False)
+class Annotations(WireObject):
     """Hints about how a client should use or display an object."""
 
     #: Who the object is meant for.
@@ -56,8 +58,8 @@ class Annotations:
     extra: dict[str, Any] = attrs.field(factory=dict, kw_only=True)
 
 
-@attrs.define
-class TextContent:
+@attrs.define(repr=False, eq=False)
+class TextContent(WireObject):
     """Plain text. ``TextContent("hi")``."""
 
     text: str
@@ -67,8 +69,8 @@ class TextContent:
     extra: dict[str, Any] = attrs.field(factory=dict, kw_only=True)
 
 
-@attrs.define
-class ImageContent:
+@attrs.define(repr=False, eq=False)
+class ImageContent(WireObject):
     """An image: base64 ``data`` and its ``mime_type``."""
 
     data: str
@@ -79,8 +81,8 @@ class ImageContent:
     extra: dict[str, Any] = attrs.field(factory=dict, kw_only=True)
 
 
-@attrs.define
-class AudioContent:
+@attrs.define(repr=False, eq=False)
+class AudioContent(WireObject):
     """Audio: base64 ``data`` and its ``mime_type`` (2025-03-26+)."""
 
     data: str
@@ -91,8 +93,8 @@ class AudioContent:
     extra: dict[str, Any] = attrs.field(factory=dict, kw_only=True)
 
 
-@attrs.define
-class ResourceLink:
+@attrs.define(repr=False, eq=False)
+class ResourceLink(WireObject):
     """A link to a resource the client may read (2025-06-18+)."""
 
     uri: str
@@ -109,8 +111,8 @@ class ResourceLink:
     extra: dict[str, Any] = attrs.field(factory=dict, kw_only=True)
 
 
-@attrs.define
-class TextResourceContents:
+@attrs.define(repr=False, eq=False)
+class TextResourceContents(WireObject):
     """The contents of a text resource."""
 
     uri: str
@@ -120,8 +122,8 @@ class TextResourceContents:
     extra: dict[str, Any] = attrs.field(factory=dict, kw_only=True)
 
 
-@attrs.define
-class BlobResourceContents:
+@attrs.define(repr=False, eq=False)
+class BlobResourceContents(WireObject):
     """The contents of a binary resource; ``blob`` is base64."""
 
     uri: str
@@ -135,8 +137,8 @@ class BlobResourceContents:
 ResourceContents = TextResourceContents | BlobResourceContents
 
 
-@attrs.define
-class EmbeddedResource:
+@attrs.define(repr=False, eq=False)
+class EmbeddedResource(WireObject):
     """A resource embedded in a message or tool result."""
 
     resource: ResourceContents
@@ -146,8 +148,8 @@ class EmbeddedResource:
     extra: dict[str, Any] = attrs.field(factory=dict, kw_only=True)
 
 
-@attrs.define
-class UnknownContent:
+@attrs.define(repr=False, eq=False)
+class UnknownContent(WireObject):
     """A content block of a ``type`` this version does not know.
 
     Every key other than ``type`` is in :attr:`extra`; the block is sent back
@@ -164,8 +166,8 @@ ContentBlock = (
 )
 
 
-@attrs.define
-class ToolUseContent:
+@attrs.define(repr=False, eq=False)
+class ToolUseContent(WireObject):
     """A model's request to call a tool, in sampling (2025-11-25)."""
 
     id: str
@@ -176,8 +178,8 @@ class ToolUseContent:
     extra: dict[str, Any] = attrs.field(factory=dict, kw_only=True)
 
 
-@attrs.define
-class ToolResultContent:
+@attrs.define(repr=False, eq=False)
+class ToolResultContent(WireObject):
     """The result of a tool call, sent back to the model in sampling (2025-11-25)."""
 
     tool_use_id: str
@@ -192,4 +194,18 @@ class ToolResultContent:
 #: A block in a sampling message.
 SamplingContent = (
     TextContent | ImageContent | AudioContent | ToolUseContent | ToolResultContent | UnknownContent
+)
+
+
+# Registered here, not in _converter: this module may be loaded long after it.
+_converter.converter.register_structure_hook(
+    ContentBlock, _converter.tagged_union_hook(ContentBlock, "type", fallback=UnknownContent)
+)
+_converter.converter.register_structure_hook(
+    SamplingContent,
+    _converter.tagged_union_hook(SamplingContent, "type", fallback=UnknownContent),
+)
+_converter.converter.register_structure_hook(
+    ResourceContents,
+    _converter.keyed_union_hook({"text": TextResourceContents, "blob": BlobResourceContents}),
 )

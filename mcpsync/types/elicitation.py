@@ -12,6 +12,8 @@ from typing import Any, Literal
 
 import attrs
 
+from ._base import WireObject
+from . import _converter
 from .misc import TaskMetadata
 
 __all__ = [
@@ -23,8 +25,8 @@ __all__ = [
 ]
 
 
-@attrs.define
-class ElicitRequestFormParams:
+@attrs.define(repr=False, eq=False)
+class ElicitRequestFormParams(WireObject):
     """Ask the user to fill in a form."""
 
     #: The message to show the user.
@@ -38,8 +40,8 @@ class ElicitRequestFormParams:
     extra: dict[str, Any] = attrs.field(factory=dict, kw_only=True)
 
 
-@attrs.define
-class ElicitRequestURLParams:
+@attrs.define(repr=False, eq=False)
+class ElicitRequestURLParams(WireObject):
     """Ask the user to complete an interaction at a URL (2025-11-25)."""
 
     message: str
@@ -56,8 +58,8 @@ class ElicitRequestURLParams:
 ElicitRequestParams = ElicitRequestFormParams | ElicitRequestURLParams
 
 
-@attrs.define
-class ElicitResult:
+@attrs.define(repr=False, eq=False)
+class ElicitResult(WireObject):
     """The client's answer to ``elicitation/create``.
 
     ::
@@ -73,9 +75,23 @@ class ElicitResult:
     extra: dict[str, Any] = attrs.field(factory=dict, kw_only=True)
 
 
-@attrs.define
-class ElicitationCompleteNotificationParams:
+@attrs.define(repr=False, eq=False)
+class ElicitationCompleteNotificationParams(WireObject):
     """A URL-mode elicitation finished (``notifications/elicitation/complete``)."""
 
     elicitation_id: str
     extra: dict[str, Any] = attrs.field(factory=dict, kw_only=True)
+
+
+_converter.converter.register_structure_hook(
+    ElicitRequestParams,
+    _converter.tagged_union_hook(
+        ElicitRequestParams,
+        "mode",
+        tags={
+            None: ElicitRequestFormParams,
+            "form": ElicitRequestFormParams,
+            "url": ElicitRequestURLParams,
+        },
+    ),
+)

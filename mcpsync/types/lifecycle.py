@@ -14,6 +14,7 @@ from typing import Any
 
 import attrs
 
+from ._base import WireObject
 __all__ = [
     "ClientCapabilities",
     "ElicitationCapability",
@@ -30,8 +31,8 @@ __all__ = [
 ]
 
 
-@attrs.define
-class Icon:
+@attrs.define(repr=False, eq=False)
+class Icon(WireObject):
     """An icon a client may show for a server, tool, resource or prompt (2025-11-25).
 
     ::
@@ -50,8 +51,8 @@ class Icon:
     extra: dict[str, Any] = attrs.field(factory=dict, kw_only=True)
 
 
-@attrs.define
-class Implementation:
+@attrs.define(repr=False, eq=False)
+class Implementation(WireObject):
     """Name and version of an MCP client or server (``clientInfo`` / ``serverInfo``).
 
     ::
@@ -69,8 +70,8 @@ class Implementation:
     extra: dict[str, Any] = attrs.field(factory=dict, kw_only=True)
 
 
-@attrs.define
-class RootsCapability:
+@attrs.define(repr=False, eq=False)
+class RootsCapability(WireObject):
     """The client can answer ``roots/list``."""
 
     #: The client sends ``notifications/roots/list_changed``.
@@ -78,8 +79,8 @@ class RootsCapability:
     extra: dict[str, Any] = attrs.field(factory=dict, kw_only=True)
 
 
-@attrs.define
-class SamplingCapability:
+@attrs.define(repr=False, eq=False)
+class SamplingCapability(WireObject):
     """The client can answer ``sampling/createMessage``.
 
     ``context`` and ``tools`` are empty objects when the client supports
@@ -91,8 +92,8 @@ class SamplingCapability:
     extra: dict[str, Any] = attrs.field(factory=dict, kw_only=True)
 
 
-@attrs.define
-class ElicitationCapability:
+@attrs.define(repr=False, eq=False)
+class ElicitationCapability(WireObject):
     """The client can answer ``elicitation/create``.
 
     An empty object means form mode only; ``form``/``url`` name the modes (2025-11-25).
@@ -103,8 +104,8 @@ class ElicitationCapability:
     extra: dict[str, Any] = attrs.field(factory=dict, kw_only=True)
 
 
-@attrs.define
-class ClientCapabilities:
+@attrs.define(repr=False, eq=False)
+class ClientCapabilities(WireObject):
     """What the client supports, sent in ``initialize``.
 
     ::
@@ -124,16 +125,16 @@ class ClientCapabilities:
     extra: dict[str, Any] = attrs.field(factory=dict, kw_only=True)
 
 
-@attrs.define
-class PromptsCapability:
+@attrs.define(repr=False, eq=False)
+class PromptsCapability(WireObject):
     """The server offers prompts."""
 
     list_changed: bool | None = None
     extra: dict[str, Any] = attrs.field(factory=dict, kw_only=True)
 
 
-@attrs.define
-class ResourcesCapability:
+@attrs.define(repr=False, eq=False)
+class ResourcesCapability(WireObject):
     """The server offers resources."""
 
     #: The server supports ``resources/subscribe``.
@@ -142,16 +143,16 @@ class ResourcesCapability:
     extra: dict[str, Any] = attrs.field(factory=dict, kw_only=True)
 
 
-@attrs.define
-class ToolsCapability:
+@attrs.define(repr=False, eq=False)
+class ToolsCapability(WireObject):
     """The server offers tools."""
 
     list_changed: bool | None = None
     extra: dict[str, Any] = attrs.field(factory=dict, kw_only=True)
 
 
-@attrs.define
-class ServerCapabilities:
+@attrs.define(repr=False, eq=False)
+class ServerCapabilities(WireObject):
     """What the server supports, from the ``initialize`` result.
 
     Test a capability with ``is not None``: ``{"logging": {}}`` is a declared
@@ -174,8 +175,8 @@ class ServerCapabilities:
     extra: dict[str, Any] = attrs.field(factory=dict, kw_only=True)
 
 
-@attrs.define
-class InitializeRequestParams:
+@attrs.define(repr=False, eq=False)
+class InitializeRequestParams(WireObject):
     """The ``params`` of ``initialize``, sent by the client."""
 
     protocol_version: str
@@ -185,8 +186,8 @@ class InitializeRequestParams:
     extra: dict[str, Any] = attrs.field(factory=dict, kw_only=True)
 
 
-@attrs.define
-class InitializeResult:
+@attrs.define(repr=False, eq=False)
+class InitializeResult(WireObject):
     """The server's answer to ``initialize``."""
 
     protocol_version: str

@@ -9,6 +9,9 @@ from typing import Any, Literal
 
 import attrs
 
+from ._base import WireObject
+from . import _converter
+
 __all__ = [
     "CancelledNotificationParams",
     "CompleteRequestParams",
@@ -51,32 +54,32 @@ LoggingLevel = Literal[
 ]
 
 
-@attrs.define
-class EmptyResult:
+@attrs.define(repr=False, eq=False)
+class EmptyResult(WireObject):
     """A result with no content, e.g. the answer to ``ping``."""
 
     meta: dict[str, Any] | None = None
     extra: dict[str, Any] = attrs.field(factory=dict, kw_only=True)
 
 
-@attrs.define
-class RequestParams:
+@attrs.define(repr=False, eq=False)
+class RequestParams(WireObject):
     """The ``params`` of a request that takes no arguments (``ping``, ``roots/list``)."""
 
     meta: dict[str, Any] | None = None
     extra: dict[str, Any] = attrs.field(factory=dict, kw_only=True)
 
 
-@attrs.define
-class NotificationParams:
+@attrs.define(repr=False, eq=False)
+class NotificationParams(WireObject):
     """The ``params`` of a notification with no arguments (``*/list_changed``)."""
 
     meta: dict[str, Any] | None = None
     extra: dict[str, Any] = attrs.field(factory=dict, kw_only=True)
 
 
-@attrs.define
-class PaginatedRequestParams:
+@attrs.define(repr=False, eq=False)
+class PaginatedRequestParams(WireObject):
     """The ``params`` of a ``*/list`` request."""
 
     #: The ``next_cursor`` of the previous page; ``None`` for the first page.
@@ -85,8 +88,8 @@ class PaginatedRequestParams:
     extra: dict[str, Any] = attrs.field(factory=dict, kw_only=True)
 
 
-@attrs.define
-class Root:
+@attrs.define(repr=False, eq=False)
+class Root(WireObject):
     """A directory or file the server may work in. ``Root("file:///home/me/project")``."""
 
     #: A ``file://`` URI.
@@ -96,8 +99,8 @@ class Root:
     extra: dict[str, Any] = attrs.field(factory=dict, kw_only=True)
 
 
-@attrs.define
-class ListRootsResult:
+@attrs.define(repr=False, eq=False)
+class ListRootsResult(WireObject):
     """The client's answer to ``roots/list``."""
 
     roots: list[Root] = attrs.field(factory=list)
@@ -105,8 +108,8 @@ class ListRootsResult:
     extra: dict[str, Any] = attrs.field(factory=dict, kw_only=True)
 
 
-@attrs.define
-class SetLevelRequestParams:
+@attrs.define(repr=False, eq=False)
+class SetLevelRequestParams(WireObject):
     """The ``params`` of ``logging/setLevel``."""
 
     level: LoggingLevel
@@ -114,8 +117,8 @@ class SetLevelRequestParams:
     extra: dict[str, Any] = attrs.field(factory=dict, kw_only=True)
 
 
-@attrs.define
-class LoggingMessageNotificationParams:
+@attrs.define(repr=False, eq=False)
+class LoggingMessageNotificationParams(WireObject):
     """A log message from the server (``notifications/message``)."""
 
     level: LoggingLevel
@@ -127,8 +130,8 @@ class LoggingMessageNotificationParams:
     extra: dict[str, Any] = attrs.field(factory=dict, kw_only=True)
 
 
-@attrs.define
-class ProgressNotificationParams:
+@attrs.define(repr=False, eq=False)
+class ProgressNotificationParams(WireObject):
     """Progress of a long-running request (``notifications/progress``)."""
 
     progress_token: ProgressToken
@@ -140,8 +143,8 @@ class ProgressNotificationParams:
     extra: dict[str, Any] = attrs.field(factory=dict, kw_only=True)
 
 
-@attrs.define
-class CancelledNotificationParams:
+@attrs.define(repr=False, eq=False)
+class CancelledNotificationParams(WireObject):
     """A request was cancelled (``notifications/cancelled``)."""
 
     #: The id of the cancelled request (absent only for task cancellation).
@@ -151,8 +154,8 @@ class CancelledNotificationParams:
     extra: dict[str, Any] = attrs.field(factory=dict, kw_only=True)
 
 
-@attrs.define
-class ResourceUpdatedNotificationParams:
+@attrs.define(repr=False, eq=False)
+class ResourceUpdatedNotificationParams(WireObject):
     """A subscribed resource changed (``notifications/resources/updated``)."""
 
     uri: str
@@ -160,8 +163,8 @@ class ResourceUpdatedNotificationParams:
     extra: dict[str, Any] = attrs.field(factory=dict, kw_only=True)
 
 
-@attrs.define
-class PromptReference:
+@attrs.define(repr=False, eq=False)
+class PromptReference(WireObject):
     """Completion target: a prompt. ``PromptReference("greeting")``."""
 
     name: str
@@ -170,8 +173,8 @@ class PromptReference:
     extra: dict[str, Any] = attrs.field(factory=dict, kw_only=True)
 
 
-@attrs.define
-class ResourceTemplateReference:
+@attrs.define(repr=False, eq=False)
+class ResourceTemplateReference(WireObject):
     """Completion target: a resource template. ``ResourceTemplateReference("file:///{path}")``."""
 
     #: The URI or URI template.
@@ -187,8 +190,8 @@ ResourceReference = ResourceTemplateReference
 CompletionReference = PromptReference | ResourceTemplateReference
 
 
-@attrs.define
-class CompletionArgument:
+@attrs.define(repr=False, eq=False)
+class CompletionArgument(WireObject):
     """The argument being completed."""
 
     name: str
@@ -196,16 +199,16 @@ class CompletionArgument:
     extra: dict[str, Any] = attrs.field(factory=dict, kw_only=True)
 
 
-@attrs.define
-class CompletionContext:
+@attrs.define(repr=False, eq=False)
+class CompletionContext(WireObject):
     """Already-resolved arguments, to help the server complete (2025-06-18+)."""
 
     arguments: dict[str, str] | None = None
     extra: dict[str, Any] = attrs.field(factory=dict, kw_only=True)
 
 
-@attrs.define
-class CompleteRequestParams:
+@attrs.define(repr=False, eq=False)
+class CompleteRequestParams(WireObject):
     """The ``params`` of ``completion/complete``."""
 
     ref: CompletionReference
@@ -215,8 +218,8 @@ class CompleteRequestParams:
     extra: dict[str, Any] = attrs.field(factory=dict, kw_only=True)
 
 
-@attrs.define
-class Completion:
+@attrs.define(repr=False, eq=False)
+class Completion(WireObject):
     """Completion values for an argument (at most 100)."""
 
     values: list[str] = attrs.field(factory=list)
@@ -227,8 +230,8 @@ class Completion:
     extra: dict[str, Any] = attrs.field(factory=dict, kw_only=True)
 
 
-@attrs.define
-class CompleteResult:
+@attrs.define(repr=False, eq=False)
+class CompleteResult(WireObject):
     """The result of ``completion/complete``."""
 
     completion: Completion
@@ -236,8 +239,8 @@ class CompleteResult:
     extra: dict[str, Any] = attrs.field(factory=dict, kw_only=True)
 
 
-@attrs.define
-class TaskMetadata:
+@attrs.define(repr=False, eq=False)
+class TaskMetadata(WireObject):
     """Asks for a task-augmented request (2025-11-25)."""
 
     #: Requested lifetime of the task, in milliseconds.
@@ -245,8 +248,8 @@ class TaskMetadata:
     extra: dict[str, Any] = attrs.field(factory=dict, kw_only=True)
 
 
-@attrs.define
-class Task:
+@attrs.define(repr=False, eq=False)
+class Task(WireObject):
     """The state of a task (2025-11-25)."""
 
     task_id: str
@@ -262,18 +265,18 @@ class Task:
     extra: dict[str, Any] = attrs.field(factory=dict, kw_only=True)
 
 
-@attrs.define
+@attrs.define(repr=False, eq=False)
 class GetTaskResult(Task):
     """The result of ``tasks/get`` (and of ``tasks/cancel``): a task."""
 
 
-@attrs.define
+@attrs.define(repr=False, eq=False)
 class TaskStatusNotificationParams(Task):
     """A task changed status (``notifications/tasks/status``)."""
 
 
-@attrs.define
-class CreateTaskResult:
+@attrs.define(repr=False, eq=False)
+class CreateTaskResult(WireObject):
     """The answer to a task-augmented request (2025-11-25)."""
 
     task: Task
@@ -281,11 +284,16 @@ class CreateTaskResult:
     extra: dict[str, Any] = attrs.field(factory=dict, kw_only=True)
 
 
-@attrs.define
-class ListTasksResult:
+@attrs.define(repr=False, eq=False)
+class ListTasksResult(WireObject):
     """One page of ``tasks/list``."""
 
     tasks: list[Task] = attrs.field(factory=list)
     next_cursor: str | None = None
     meta: dict[str, Any] | None = None
     extra: dict[str, Any] = attrs.field(factory=dict, kw_only=True)
+
+
+_converter.converter.register_structure_hook(
+    CompletionReference, _converter.tagged_union_hook(CompletionReference, "type")
+)

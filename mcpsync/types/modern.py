@@ -9,6 +9,7 @@ from typing import Any, Literal
 
 import attrs
 
+from ._base import WireObject
 from .lifecycle import ServerCapabilities
 
 __all__ = [
@@ -41,8 +42,8 @@ SUBSCRIPTION_ID_KEY = "io.modelcontextprotocol/subscriptionId"
 CacheScope = Literal["public", "private"]
 
 
-@attrs.define
-class DiscoverResult:
+@attrs.define(repr=False, eq=False)
+class DiscoverResult(WireObject):
     """The answer to ``server/discover``: versions, capabilities, instructions."""
 
     supported_versions: list[str]
@@ -55,8 +56,8 @@ class DiscoverResult:
     extra: dict[str, Any] = attrs.field(factory=dict, kw_only=True)
 
 
-@attrs.define
-class InputRequest:
+@attrs.define(repr=False, eq=False)
+class InputRequest(WireObject):
     """One request the server needs answered before it can finish (MRTR)."""
 
     method: str
@@ -64,8 +65,8 @@ class InputRequest:
     extra: dict[str, Any] = attrs.field(factory=dict, kw_only=True)
 
 
-@attrs.define
-class InputRequiredResult:
+@attrs.define(repr=False, eq=False)
+class InputRequiredResult(WireObject):
     """``resultType: "input_required"``: answer ``input_requests`` and retry."""
 
     result_type: str = "input_required"
@@ -75,8 +76,8 @@ class InputRequiredResult:
     extra: dict[str, Any] = attrs.field(factory=dict, kw_only=True)
 
 
-@attrs.define
-class SubscriptionFilter:
+@attrs.define(repr=False, eq=False)
+class SubscriptionFilter(WireObject):
     """What a ``subscriptions/listen`` stream should carry (each type is opt-in)."""
 
     tools_list_changed: bool | None = None
@@ -86,8 +87,8 @@ class SubscriptionFilter:
     extra: dict[str, Any] = attrs.field(factory=dict, kw_only=True)
 
 
-@attrs.define
-class SubscriptionsListenRequestParams:
+@attrs.define(repr=False, eq=False)
+class SubscriptionsListenRequestParams(WireObject):
     """The ``params`` of ``subscriptions/listen``."""
 
     notifications: SubscriptionFilter
@@ -95,8 +96,8 @@ class SubscriptionsListenRequestParams:
     extra: dict[str, Any] = attrs.field(factory=dict, kw_only=True)
 
 
-@attrs.define
-class SubscriptionsAcknowledgedNotificationParams:
+@attrs.define(repr=False, eq=False)
+class SubscriptionsAcknowledgedNotificationParams(WireObject):
     """The server's acknowledgement of a listen stream: what it agreed to send."""
 
     notifications: SubscriptionFilter

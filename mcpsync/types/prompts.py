@@ -9,6 +9,7 @@ from typing import Any
 
 import attrs
 
+from ._base import WireObject
 from .content import ContentBlock, Role
 from .lifecycle import Icon
 
@@ -22,8 +23,8 @@ __all__ = [
 ]
 
 
-@attrs.define
-class PromptArgument:
+@attrs.define(repr=False, eq=False)
+class PromptArgument(WireObject):
     """An argument a prompt template accepts."""
 
     name: str
@@ -33,8 +34,8 @@ class PromptArgument:
     extra: dict[str, Any] = attrs.field(factory=dict, kw_only=True)
 
 
-@attrs.define
-class Prompt:
+@attrs.define(repr=False, eq=False)
+class Prompt(WireObject):
     """A prompt or prompt template the server offers."""
 
     name: str
@@ -46,8 +47,8 @@ class Prompt:
     extra: dict[str, Any] = attrs.field(factory=dict, kw_only=True)
 
 
-@attrs.define
-class ListPromptsResult:
+@attrs.define(repr=False, eq=False)
+class ListPromptsResult(WireObject):
     """One page of ``prompts/list``."""
 
     prompts: list[Prompt] = attrs.field(factory=list)
@@ -56,8 +57,8 @@ class ListPromptsResult:
     extra: dict[str, Any] = attrs.field(factory=dict, kw_only=True)
 
 
-@attrs.define
-class GetPromptRequestParams:
+@attrs.define(repr=False, eq=False)
+class GetPromptRequestParams(WireObject):
     """The ``params`` of ``prompts/get``."""
 
     name: str
@@ -66,8 +67,8 @@ class GetPromptRequestParams:
     extra: dict[str, Any] = attrs.field(factory=dict, kw_only=True)
 
 
-@attrs.define
-class PromptMessage:
+@attrs.define(repr=False, eq=False)
+class PromptMessage(WireObject):
     """One message of a prompt."""
 
     role: Role
@@ -75,8 +76,8 @@ class PromptMessage:
     extra: dict[str, Any] = attrs.field(factory=dict, kw_only=True)
 
 
-@attrs.define
-class GetPromptResult:
+@attrs.define(repr=False, eq=False)
+class GetPromptResult(WireObject):
     """The result of ``prompts/get``: ``.messages`` is the list of :class:`PromptMessage`."""
 
     messages: list[PromptMessage] = attrs.field(factory=list)

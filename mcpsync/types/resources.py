@@ -9,6 +9,7 @@ from typing import Any
 
 import attrs
 
+from ._base import WireObject
 from .content import Annotations, ResourceContents
 from .lifecycle import Icon
 
@@ -24,8 +25,8 @@ __all__ = [
 ]
 
 
-@attrs.define
-class Resource:
+@attrs.define(repr=False, eq=False)
+class Resource(WireObject):
     """A resource the server can read. ``Resource("file:///a.txt", "a.txt")``."""
 
     uri: str
@@ -41,8 +42,8 @@ class Resource:
     extra: dict[str, Any] = attrs.field(factory=dict, kw_only=True)
 
 
-@attrs.define
-class ListResourcesResult:
+@attrs.define(repr=False, eq=False)
+class ListResourcesResult(WireObject):
     """One page of ``resources/list``."""
 
     resources: list[Resource] = attrs.field(factory=list)
@@ -51,8 +52,8 @@ class ListResourcesResult:
     extra: dict[str, Any] = attrs.field(factory=dict, kw_only=True)
 
 
-@attrs.define
-class ResourceTemplate:
+@attrs.define(repr=False, eq=False)
+class ResourceTemplate(WireObject):
     """A family of resources described by an RFC 6570 URI template."""
 
     uri_template: str
@@ -66,8 +67,8 @@ class ResourceTemplate:
     extra: dict[str, Any] = attrs.field(factory=dict, kw_only=True)
 
 
-@attrs.define
-class ListResourceTemplatesResult:
+@attrs.define(repr=False, eq=False)
+class ListResourceTemplatesResult(WireObject):
     """One page of ``resources/templates/list``."""
 
     resource_templates: list[ResourceTemplate] = attrs.field(factory=list)
@@ -76,8 +77,8 @@ class ListResourceTemplatesResult:
     extra: dict[str, Any] = attrs.field(factory=dict, kw_only=True)
 
 
-@attrs.define
-class ReadResourceRequestParams:
+@attrs.define(repr=False, eq=False)
+class ReadResourceRequestParams(WireObject):
     """The ``params`` of ``resources/read``."""
 
     uri: str
@@ -85,8 +86,8 @@ class ReadResourceRequestParams:
     extra: dict[str, Any] = attrs.field(factory=dict, kw_only=True)
 
 
-@attrs.define
-class ReadResourceResult:
+@attrs.define(repr=False, eq=False)
+class ReadResourceResult(WireObject):
     """The result of ``resources/read``.
 
     ::
@@ -101,8 +102,8 @@ class ReadResourceResult:
     extra: dict[str, Any] = attrs.field(factory=dict, kw_only=True)
 
 
-@attrs.define
-class SubscribeRequestParams:
+@attrs.define(repr=False, eq=False)
+class SubscribeRequestParams(WireObject):
     """The ``params`` of ``resources/subscribe``."""
 
     uri: str
@@ -110,8 +111,8 @@ class SubscribeRequestParams:
     extra: dict[str, Any] = attrs.field(factory=dict, kw_only=True)
 
 
-@attrs.define
-class UnsubscribeRequestParams:
+@attrs.define(repr=False, eq=False)
+class UnsubscribeRequestParams(WireObject):
     """The ``params`` of ``resources/unsubscribe``."""
 
     uri: str

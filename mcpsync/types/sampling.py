@@ -12,6 +12,8 @@ from typing import Any, Literal
 
 import attrs
 
+from ._base import WireObject
+from . import _converter
 from .content import Role, SamplingContent
 from .misc import TaskMetadata
 from .tools import Tool, ToolChoice
@@ -29,16 +31,16 @@ __all__ = [
 SamplingMessageContent = SamplingContent | list[SamplingContent]
 
 
-@attrs.define
-class ModelHint:
+@attrs.define(repr=False, eq=False)
+class ModelHint(WireObject):
     """A hint for model selection: a (sub)string of a model name."""
 
     name: str | None = None
     extra: dict[str, Any] = attrs.field(factory=dict, kw_only=True)
 
 
-@attrs.define
-class ModelPreferences:
+@attrs.define(repr=False, eq=False)
+class ModelPreferences(WireObject):
     """The server's preferences for model selection; priorities are 0.0 to 1.0."""
 
     hints: list[ModelHint] | None = None
@@ -48,8 +50,8 @@ class ModelPreferences:
     extra: dict[str, Any] = attrs.field(factory=dict, kw_only=True)
 
 
-@attrs.define
-class SamplingMessage:
+@attrs.define(repr=False, eq=False)
+class SamplingMessage(WireObject):
     """A message in a sampling conversation."""
 
     role: Role
@@ -58,8 +60,8 @@ class SamplingMessage:
     extra: dict[str, Any] = attrs.field(factory=dict, kw_only=True)
 
 
-@attrs.define
-class CreateMessageRequestParams:
+@attrs.define(repr=False, eq=False)
+class CreateMessageRequestParams(WireObject):
     """What the server asks for in ``sampling/createMessage``.
 
     The client's ``sampling_handler`` receives this and returns a
@@ -84,8 +86,8 @@ class CreateMessageRequestParams:
     extra: dict[str, Any] = attrs.field(factory=dict, kw_only=True)
 
 
-@attrs.define
-class CreateMessageResult:
+@attrs.define(repr=False, eq=False)
+class CreateMessageResult(WireObject):
     """The client's answer to ``sampling/createMessage``.
 
     ::
@@ -102,3 +104,8 @@ class CreateMessageResult:
     stop_reason: str | None = None
     meta: dict[str, Any] | None = None
     extra: dict[str, Any] = attrs.field(factory=dict, kw_only=True)
+
+
+_converter.converter.register_structure_hook(
+    SamplingMessageContent, _converter.one_or_many_hook(SamplingContent)
+)

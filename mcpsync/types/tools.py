@@ -9,6 +9,7 @@ from typing import Any
 
 import attrs
 
+from ._base import WireObject
 from ..exceptions import ToolError, excerpt
 from .content import ContentBlock, TextContent
 from .lifecycle import Icon
@@ -25,8 +26,8 @@ __all__ = [
 ]
 
 
-@attrs.define
-class ToolAnnotations:
+@attrs.define(repr=False, eq=False)
+class ToolAnnotations(WireObject):
     """Hints about a tool's behaviour; untrusted unless the server is trusted."""
 
     title: str | None = None
@@ -37,8 +38,8 @@ class ToolAnnotations:
     extra: dict[str, Any] = attrs.field(factory=dict, kw_only=True)
 
 
-@attrs.define
-class ToolExecution:
+@attrs.define(repr=False, eq=False)
+class ToolExecution(WireObject):
     """How a tool may be run (2025-11-25)."""
 
     #: ``"forbidden"``, ``"optional"`` or ``"required"``: task-augmented calls.
@@ -46,8 +47,8 @@ class ToolExecution:
     extra: dict[str, Any] = attrs.field(factory=dict, kw_only=True)
 
 
-@attrs.define
-class Tool:
+@attrs.define(repr=False, eq=False)
+class Tool(WireObject):
     """A tool the server offers.
 
     ::
@@ -70,8 +71,8 @@ class Tool:
     extra: dict[str, Any] = attrs.field(factory=dict, kw_only=True)
 
 
-@attrs.define
-class ListToolsResult:
+@attrs.define(repr=False, eq=False)
+class ListToolsResult(WireObject):
     """One page of ``tools/list``."""
 
     tools: list[Tool] = attrs.field(factory=list)
@@ -81,8 +82,8 @@ class ListToolsResult:
     extra: dict[str, Any] = attrs.field(factory=dict, kw_only=True)
 
 
-@attrs.define
-class CallToolRequestParams:
+@attrs.define(repr=False, eq=False)
+class CallToolRequestParams(WireObject):
     """The ``params`` of ``tools/call``."""
 
     name: str
@@ -93,8 +94,8 @@ class CallToolRequestParams:
     extra: dict[str, Any] = attrs.field(factory=dict, kw_only=True)
 
 
-@attrs.define
-class CallToolResult:
+@attrs.define(repr=False, eq=False)
+class CallToolResult(WireObject):
     """The result of ``tools/call``.
 
     ``is_error`` is data, not an exception; call :meth:`raise_for_error` to
@@ -130,8 +131,8 @@ class CallToolResult:
             raise ToolError(message, self)
 
 
-@attrs.define
-class ToolChoice:
+@attrs.define(repr=False, eq=False)
+class ToolChoice(WireObject):
     """How the model may use tools in sampling (2025-11-25)."""
 
     #: ``"auto"``, ``"required"`` or ``"none"``.
