@@ -99,6 +99,11 @@ def _kind(addr: _IPAddress) -> str:
 class UrlPolicy:
     """Which server-supplied URLs we may fetch or send a user to, judged by the MCP server's own URL.
 
+    Addresses are checked when resolved; the connection is not pinned to them
+    (DNS rebinding): outside loopback only https is allowed, and certificate
+    verification for the host name refuses a rebound address before any
+    request is sent.  docs/auth.rst, "Security choices", gives the reasoning.
+
     :param server_url: the MCP server's URL.
     :param resolve: look hosts up and check the addresses (tests may switch it off
         for hosts that do not resolve).
