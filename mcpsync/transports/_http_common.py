@@ -20,7 +20,7 @@ import logging
 import re
 import socket
 from collections.abc import Iterator, Mapping
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 from urllib.parse import urljoin, urlsplit
 
 from ..exceptions import ConnectionClosed, HTTPStatusError, excerpt
@@ -28,8 +28,11 @@ from ..exceptions import ConnectionClosed, HTTPStatusError, excerpt
 if TYPE_CHECKING:  # pragma: no cover - typing only
     import requests
 
+    from ._http_send import Sender
+
 __all__ = [
     "MAX_REDIRECTS",
+    "RedactedCause",
     "connection_error",
     "http_request",
     "is_event_stream",
@@ -39,9 +42,8 @@ __all__ = [
     "origin",
     "read_error_body",
     "redact_text",
-    "sanitized",
-    "RedactedCause",
     "redact_url",
+    "sanitized",
     "shutdown_response",
     "status_error",
 ]
@@ -190,12 +192,11 @@ def new_session(pool_size: int = 32) -> requests.Session:
 
 
 def http_request(
-    session: requests.Session,
+    sender: Sender,
     method: str,
     url: str,
     *,
     headers: Mapping[str, str],
-    auth: Any,
     timeout: tuple[float, float | None],
     data: bytes | None = None,
     stream: bool = True,
@@ -205,25 +206,16 @@ def http_request(
 
     :raises HTTPStatusError: for a redirect we do not follow (the 3xx status).
     """
-    start = origin(url)
     current = url
     for _ in range(MAX_REDIRECTS + 1):
-        response = session.request(
-            method,
-            current,
-            headers=dict(headers),
-            auth=auth,
-            data=data,
-            timeout=timeout,
-            stream=stream,
-            allow_redirects=False,
-        )
+        response = sender.send(method, current, headers=headers, timeout=timeout, data=data, stream=stream)
         status = response.status_code
         if not (300 <= status < 400) or "Location" not in response.headers:
             return response
         target = urljoin(current, response.headers["Location"])
         followable = status in _ALWAYS_FOLLOW or (method == "GET" and status in _GET_FOLLOW)
         response.close()
+        start = origin(url)
         if not follow_redirects or not followable or origin(target) != start:
             reason = "redirects are disabled" if not follow_redirects else (
                 "redirect to another origin refused" if origin(target) != start

@@ -29,6 +29,8 @@ from ._sse import SSEParser
 if TYPE_CHECKING:  # pragma: no cover
     import requests
 
+    from ._http_send import Sender
+
 __all__ = ["StreamsMixin"]
 
 log = logging.getLogger("mcpsync.transports.http")
@@ -55,7 +57,7 @@ class StreamsMixin:
 
     url: str
     reconnects: int
-    _auth: Any
+    _sender: Sender
     _session: requests.Session
     _timeout: tuple[float, float]
     _follow: bool
@@ -206,7 +208,7 @@ class StreamsMixin:
         if last_event_id:
             headers["Last-Event-ID"] = last_event_id
         try:
-            return common.http_request(self._session, "GET", self.url, headers=headers, auth=self._auth,
+            return common.http_request(self._sender, "GET", self.url, headers=headers,
                                        timeout=self._timeout, follow_redirects=self._follow)
         except requests.RequestException as exc:
             raise common.connection_error(exc, "GET stream failed") from common.sanitized(exc)

@@ -66,6 +66,7 @@ from ._http_modern import (
     rpc_error_body,
 )
 from ._http_reinit import ReinitMixin
+from ._http_send import Sender
 from ._http_streams import StreamsMixin
 from .base import CloseHandler, MessageHandler, Transport, encode_message
 
@@ -149,6 +150,7 @@ class StreamableHTTPTransport(StreamsMixin, ReinitMixin, Transport):
         self._headers = dict(headers or {})
         self._own_session = session is None
         self._session = session if session is not None else common.new_session()
+        self._sender = Sender(self._session, auth)
         self._timeout = (connect_timeout, read_timeout)
         self._max = max_message_bytes
         self._follow = follow_redirects
@@ -302,10 +304,8 @@ class StreamableHTTPTransport(StreamsMixin, ReinitMixin, Transport):
         import requests
 
         try:
-            return common.http_request(
-                self._session, "POST", self.url, headers=headers or self._headers_for(), auth=self._auth,
-                timeout=self._timeout, data=body, follow_redirects=self._follow,
-            )
+            return common.http_request(self._sender, "POST", self.url, headers=headers or self._headers_for(),
+                                       timeout=self._timeout, data=body, follow_redirects=self._follow)
         except requests.RequestException as exc:
             if self._closed.is_set():
                 raise ClientClosed("transport is closed") from common.sanitized(exc)
@@ -483,8 +483,8 @@ class StreamableHTTPTransport(StreamsMixin, ReinitMixin, Transport):
 
         try:
             response = common.http_request(
-                self._session, "DELETE", self.url, headers=self._headers_for(json_body=False),
-                auth=self._auth, timeout=(self._delete_timeout, self._delete_timeout), follow_redirects=False)
+                self._sender, "DELETE", self.url, headers=self._headers_for(json_body=False),
+                timeout=(self._delete_timeout, self._delete_timeout), follow_redirects=False)
             response.close()
         except (requests.RequestException, HTTPStatusError) as exc:
             log.debug("DELETE of the session failed (ignored): %s", type(exc).__name__)

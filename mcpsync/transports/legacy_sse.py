@@ -31,6 +31,7 @@ from ..exceptions import (
     ServerStartError,
 )
 from . import _http_common as common
+from ._http_send import Sender
 from ._sse import SSEParser
 from .base import CloseHandler, MessageHandler, Transport, encode_message
 from .http import FallbackToLegacy, RequestErrorHandler, StreamableHTTPTransport
@@ -77,6 +78,7 @@ class LegacySSETransport(Transport):
         self._headers = dict(headers or {})
         self._own_session = session is None
         self._session = session if session is not None else common.new_session()
+        self._sender = Sender(self._session, auth)
         self._timeout = (connect_timeout, read_timeout)
         self._max = max_message_bytes
         self._follow = follow_redirects
@@ -111,7 +113,7 @@ class LegacySSETransport(Transport):
         headers = dict(self._headers)
         headers["Accept"] = "text/event-stream"
         try:
-            response = common.http_request(self._session, "GET", self.url, headers=headers, auth=self._auth,
+            response = common.http_request(self._sender, "GET", self.url, headers=headers,
                                            timeout=self._timeout, follow_redirects=self._follow)
         except requests.RequestException as exc:
             raise ServerStartError(str(common.connection_error(exc, f"GET {common.redact_url(self.url)} failed"))) \
@@ -189,7 +191,7 @@ class LegacySSETransport(Transport):
         headers = dict(self._headers)
         headers["Content-Type"] = "application/json"
         try:
-            response = common.http_request(self._session, "POST", self.endpoint, headers=headers, auth=self._auth,
+            response = common.http_request(self._sender, "POST", self.endpoint, headers=headers,
                                            timeout=self._timeout, data=body, follow_redirects=self._follow)
         except requests.RequestException as exc:
             raise common.connection_error(exc, "POST to the message endpoint failed", outcome_unknown=True) from common.sanitized(exc)
