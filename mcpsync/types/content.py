@@ -19,8 +19,8 @@ from typing import Any, Literal
 
 import attrs
 
-from ._base import WireObject
 from . import _converter
+from ._base import WireObject
 from .lifecycle import Icon
 
 __all__ = [

@@ -12,9 +12,9 @@ from typing import Any, Literal
 
 import attrs
 
-from ._base import WireObject
 from . import _converter
-from .misc import TaskMetadata
+from ._base import WireObject
+from ._task_metadata import TaskMetadata
 
 __all__ = [
     "ElicitRequestFormParams",

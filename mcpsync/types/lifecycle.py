@@ -15,6 +15,7 @@ from typing import Any
 import attrs
 
 from ._base import WireObject
+
 __all__ = [
     "ClientCapabilities",
     "ElicitationCapability",

@@ -9,8 +9,9 @@ from typing import Any, Literal
 
 import attrs
 
-from ._base import WireObject
 from . import _converter
+from ._base import WireObject
+from ._task_metadata import TaskMetadata
 
 __all__ = [
     "CancelledNotificationParams",
@@ -236,15 +237,6 @@ class CompleteResult(WireObject):
 
     completion: Completion
     meta: dict[str, Any] | None = None
-    extra: dict[str, Any] = attrs.field(factory=dict, kw_only=True)
-
-
-@attrs.define(repr=False, eq=False)
-class TaskMetadata(WireObject):
-    """Asks for a task-augmented request (2025-11-25)."""
-
-    #: Requested lifetime of the task, in milliseconds.
-    ttl: int | None = None
     extra: dict[str, Any] = attrs.field(factory=dict, kw_only=True)
 
 

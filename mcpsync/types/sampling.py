@@ -12,10 +12,10 @@ from typing import Any, Literal
 
 import attrs
 
-from ._base import WireObject
 from . import _converter
+from ._base import WireObject
+from ._task_metadata import TaskMetadata
 from .content import Role, SamplingContent
-from .misc import TaskMetadata
 from .tools import Tool, ToolChoice
 
 __all__ = [

@@ -9,11 +9,11 @@ from typing import Any
 
 import attrs
 
-from ._base import WireObject
 from ..exceptions import ToolError, excerpt
+from ._base import WireObject
+from ._task_metadata import TaskMetadata
 from .content import ContentBlock, TextContent
 from .lifecycle import Icon
-from .misc import TaskMetadata
 
 __all__ = [
     "CallToolRequestParams",

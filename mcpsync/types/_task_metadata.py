@@ -1,0 +1,25 @@
+"""``TaskMetadata``, in a module of its own (re-exported by :mod:`.misc`).
+
+Tools, sampling and elicitation requests carry it; keeping it out of
+``misc`` means a client that only lists and calls tools never builds the ~25
+classes there.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import attrs
+
+from ._base import WireObject
+
+__all__ = ["TaskMetadata"]
+
+
+@attrs.define(repr=False, eq=False)
+class TaskMetadata(WireObject):
+    """Asks for a task-augmented request (2025-11-25)."""
+
+    #: Requested lifetime of the task, in milliseconds.
+    ttl: int | None = None
+    extra: dict[str, Any] = attrs.field(factory=dict, kw_only=True)
