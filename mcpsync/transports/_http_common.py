@@ -43,6 +43,7 @@ __all__ = [
     "read_error_body",
     "redact_text",
     "redact_url",
+    "release",
     "sanitized",
     "shutdown_response",
     "status_error",
@@ -243,6 +244,25 @@ def iter_body(response: requests.Response, chunk: int = 65536) -> Iterator[bytes
         if not data:
             return
         yield data
+
+
+def release(response: requests.Response, limit: int = 65536) -> None:
+    """Close *response*, first reading a short body to its end so its connection is reused.
+
+    Closing a streamed response whose body was not read closes its connection
+    (one TCP connect per request).  A body longer than *limit* is dropped with
+    its connection.
+    """
+    try:
+        left = limit
+        for data in iter_body(response):
+            left -= len(data)
+            if left < 0:
+                break
+    except Exception as exc:  # noqa: BLE001 - the body is not wanted; closing is all that matters
+        log.debug("could not read a body to its end: %s", type(exc).__name__)
+    finally:
+        response.close()
 
 
 def _socket_of(response: requests.Response) -> socket.socket | None:

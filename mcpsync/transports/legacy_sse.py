@@ -195,11 +195,12 @@ class LegacySSETransport(Transport):
                                            timeout=self._timeout, data=body, follow_redirects=self._follow)
         except requests.RequestException as exc:
             raise common.connection_error(exc, "POST to the message endpoint failed", outcome_unknown=True) from common.sanitized(exc)
-        try:
-            if not 200 <= response.status_code < 300:
+        if not 200 <= response.status_code < 300:
+            try:
                 raise common.status_error(response, f"{message.get('method') or 'response'} was refused")
-        finally:
-            response.close()
+            finally:
+                response.close()
+        common.release(response)
 
     def close(self) -> None:
         """Shut the stream down, join the reader; idempotent and bounded."""
