@@ -393,3 +393,13 @@ def test_unknown_tag_property(tag: str, extra: dict[str, Any]) -> None:
     assert obj.content == [types.UnknownContent(tag, extra={k: v for k, v in data.items()
                                                             if k != "type"})]
     assert types.to_wire(obj) == {"content": [data]}
+
+
+def test_lazy_export_table_matches_every_submodule() -> None:
+    # mcpsync.types loads submodules on first use of a name; a class missing
+    # from the table would silently be unreachable as types.X.
+    import importlib
+
+    for module_name, names in types._EXPORTS.items():
+        module = importlib.import_module(f"mcpsync.types.{module_name}")
+        assert set(names) == set(module.__all__), module_name
