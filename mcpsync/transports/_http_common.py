@@ -18,6 +18,7 @@ from __future__ import annotations
 import json
 import logging
 import re
+import select
 import socket
 from collections.abc import Iterator, Mapping
 from typing import TYPE_CHECKING
@@ -41,6 +42,7 @@ __all__ = [
     "new_session",
     "origin",
     "read_error_body",
+    "readable_soon",
     "redact_text",
     "redact_url",
     "release",
@@ -274,6 +276,46 @@ def _socket_of(response: requests.Response) -> socket.socket | None:
     fp = getattr(getattr(raw, "_fp", None), "fp", None)
     sock = getattr(getattr(fp, "raw", None), "_sock", None)
     return sock if isinstance(sock, socket.socket) else None
+
+
+def readable_soon(response: requests.Response, timeout: float) -> bool:
+    """Whether reading *response* finds bytes within *timeout* seconds (buffered or on the socket).
+
+    A ``True`` means the next ``read1`` returns without waiting for the server
+    (barring a chunk header split across segments); ``False`` also when we
+    cannot tell, so the caller falls back to a reader thread.
+    """
+    raw = response.raw
+    decoded = getattr(raw, "_decoded_buffer", None)
+    if decoded is not None and len(decoded):
+        return True
+    fp = getattr(getattr(raw, "_fp", None), "fp", None)
+    if fp is None:
+        return True  # the body is complete: a read returns b"" at once
+    sock = _socket_of(response)
+    if sock is None or not hasattr(fp, "peek"):
+        return False
+    try:
+        # Bytes may sit in the response's buffer (or TLS layer), where select
+        # cannot see them: peek without blocking.
+        previous = sock.gettimeout()
+        sock.setblocking(False)
+        try:
+            if fp.peek(1):
+                return True
+        finally:
+            sock.settimeout(previous)
+        return timeout > 0 and _wait_readable(sock, timeout)
+    except (OSError, ValueError):
+        return False
+
+
+def _wait_readable(sock: socket.socket, timeout: float) -> bool:
+    if hasattr(select, "poll"):  # not select(): a busy process may hold more than FD_SETSIZE fds
+        poller = select.poll()
+        poller.register(sock, select.POLLIN | select.POLLHUP | select.POLLERR)
+        return bool(poller.poll(max(1, round(timeout * 1000))))
+    return bool(select.select([sock], [], [], timeout)[0])
 
 
 def shutdown_response(response: requests.Response) -> None:

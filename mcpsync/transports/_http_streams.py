@@ -19,6 +19,7 @@ import json
 import logging
 import random
 import threading
+import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
@@ -36,6 +37,11 @@ __all__ = ["StreamsMixin"]
 log = logging.getLogger("mcpsync.transports.http")
 
 _NO_STREAM = frozenset({400, 404, 405})
+_CHUNK = 65536
+#: Longest wait for the next segment of a reply stream in the caller's thread.
+_INLINE_WAIT = 0.002
+#: Longest time the caller's thread spends reading a reply stream in all.
+_INLINE_BUDGET = 0.02
 #: Event types that end a fragment-dialect stream.
 _DIALECT_END = frozenset({"complete", "error"})
 
@@ -50,6 +56,23 @@ def _dialect_error(types: set[str]) -> ProtocolError:
 
 class _Dialect(Exception):
     """Internal: a fragment-dialect end marker arrived before the reply."""
+
+
+class _ReplyState:
+    """How far a POST reply stream was read, handed from the caller's thread to a reader thread."""
+
+    __slots__ = ("ended", "error", "got", "odd", "parser")
+
+    def __init__(self, parser: SSEParser) -> None:
+        self.parser = parser
+        #: Event types other than ``message`` seen so far (fragment dialect).
+        self.odd: set[str] = set()
+        #: Whether the reply has been delivered.
+        self.got = False
+        #: Whether the body was read to its end (or broke).
+        self.ended = False
+        #: A MessageTooLarge or _Dialect raised while reading.
+        self.error: Exception | None = None
 
 
 class StreamsMixin:
@@ -85,6 +108,9 @@ class StreamsMixin:
     def _stream_cancelled(self, request_id: Any) -> bool:
         raise NotImplementedError
 
+    def _untrack(self, request_id: Any, *, forget: bool = False) -> None:
+        raise NotImplementedError
+
     # -- threads ---------------------------------------------------------------------------
 
     def _spawn(self, target: Callable[..., None], *args: Any, name: str) -> threading.Thread:
@@ -108,8 +134,35 @@ class StreamsMixin:
 
     # -- reading ---------------------------------------------------------------------------
 
+    def _take(self, chunk: bytes, parser: SSEParser, wanted: Any, odd: set[str] | None, got: bool) -> bool:
+        """Parse *chunk*, delivering its messages; whether *wanted*'s reply has passed.
+
+        :raises _Dialect: when *odd* is given and a fragment-dialect end marker
+            arrives before the reply.
+        """
+        for event in parser.feed(chunk):
+            if event.event != "message":
+                if odd is not None:
+                    odd.add(event.event)
+                    if event.event in _DIALECT_END and not got:
+                        raise _Dialect()
+                continue
+            if not event.data.strip():
+                continue
+            try:
+                payload = json.loads(event.data)
+            except ValueError:
+                log.warning("ignoring an SSE event that is not JSON")
+                continue
+            for item in payload if isinstance(payload, list) else [payload]:
+                self._deliver(item)
+                if not got and wanted is not None and isinstance(item, dict) and "method" not in item \
+                        and item.get("id") == wanted:
+                    got = True
+        return got
+
     def _consume(self, response: requests.Response, parser: SSEParser, wanted: Any, *,
-                 stop_at_reply: bool = True, odd: set[str] | None = None) -> bool:
+                 stop_at_reply: bool = True, odd: set[str] | None = None, got: bool = False) -> bool:
         """Read one SSE response, delivering its messages; whether *wanted*'s reply passed.
 
         With *stop_at_reply* false the stream is read to its end even after the
@@ -119,35 +172,16 @@ class StreamsMixin:
         :raises _Dialect: when *odd* is given and a fragment-dialect end
             marker arrives before the reply.
         """
-        got = False
         with self._lock:
             if self._closed.is_set():
                 response.close()
-                return False
+                return got
             self._streams.add(response)
         try:
             for chunk in common.iter_body(response):
-                for event in parser.feed(chunk):
-                    if event.event != "message":
-                        if odd is not None:
-                            odd.add(event.event)
-                            if event.event in _DIALECT_END and not got:
-                                raise _Dialect()
-                        continue
-                    if not event.data.strip():
-                        continue
-                    try:
-                        payload = json.loads(event.data)
-                    except ValueError:
-                        log.warning("ignoring an SSE event that is not JSON")
-                        continue
-                    for item in payload if isinstance(payload, list) else [payload]:
-                        self._deliver(item)
-                        if wanted is not None and isinstance(item, dict) and "method" not in item \
-                                and item.get("id") == wanted:
-                            got = True
-                            if stop_at_reply:
-                                return True
+                got = self._take(chunk, parser, wanted, odd, got)
+                if got and stop_at_reply:
+                    return True
         except MessageTooLarge:
             if got:
                 return True
@@ -163,11 +197,67 @@ class StreamsMixin:
             response.close()
         return got
 
-    def _read_post_stream(self, response: requests.Response, request_id: Any, resumable: bool) -> None:
-        parser = SSEParser(self._max, typed_without_data=True)
-        odd: set[str] = set()
+    def _read_reply_inline(self, response: requests.Response, request_id: Any, resumable: bool) -> bool:
+        """Read a POST reply stream in the caller's thread while its bytes come promptly.
+
+        Waits at most :data:`_INLINE_WAIT` for each next segment and
+        :data:`_INLINE_BUDGET` in all, so :meth:`send` stays short: the usual
+        quick reply (headers, event and end of stream within a few segments)
+        costs no thread switch, and its messages are delivered in order as
+        they are read.  Anything else (a slow reply, a stream that stays open,
+        a failure) goes on in a reader thread from where this left off.
+
+        :returns: whether the stream was read to its end with the reply in it
+            (else a reader thread now owns *response*).
+        """
+        state = _ReplyState(SSEParser(self._max, typed_without_data=True))
+        read1 = getattr(response.raw, "read1", None)
+        deadline = time.monotonic() + _INLINE_BUDGET
         try:
-            if self._consume(response, parser, request_id, stop_at_reply=False, odd=odd):
+            while read1 is not None and time.monotonic() < deadline \
+                    and common.readable_soon(response, _INLINE_WAIT):
+                chunk = read1(_CHUNK)
+                if not chunk:
+                    state.ended = True
+                    break
+                state.got = self._take(chunk, state.parser, request_id, state.odd, state.got)
+        except (MessageTooLarge, _Dialect) as exc:
+            state.error = exc
+        except Exception as exc:  # noqa: BLE001 - the reader thread reports the broken stream
+            log.debug("SSE stream broke: %s", common.redact_text(str(exc)))
+            state.ended = True
+        if state.ended and state.got:
+            response.close()
+            return True
+        self._spawn(self._read_reply_stream, response, request_id, resumable, state, name="sse")
+        return False
+
+    def _read_reply_stream(self, response: requests.Response, request_id: Any, resumable: bool,
+                           state: _ReplyState) -> None:
+        try:
+            self._read_post_stream(response, request_id, resumable, state)
+        finally:
+            if not resumable:
+                self._untrack(request_id)
+
+    def _read_post_stream(self, response: requests.Response, request_id: Any, resumable: bool,
+                          state: _ReplyState | None = None) -> None:
+        """Finish a POST reply stream (from where *state* left off), resuming or failing its request."""
+        if state is None:
+            state = _ReplyState(SSEParser(self._max, typed_without_data=True))
+        parser, odd = state.parser, state.odd
+        try:
+            if isinstance(state.error, _Dialect):
+                raise state.error
+            if isinstance(state.error, MessageTooLarge):
+                if not state.got:
+                    raise state.error
+                got = True
+            elif state.ended:
+                got = state.got
+            else:
+                got = self._consume(response, parser, request_id, stop_at_reply=False, odd=odd, got=state.got)
+            if got:
                 return
         except MessageTooLarge as exc:
             self._fail_request(request_id, exc)
@@ -175,6 +265,9 @@ class StreamsMixin:
         except _Dialect:
             self._fail_request(request_id, _dialect_error(odd))
             return
+        finally:
+            if state.error is not None or state.ended:
+                response.close()
         if self._closed.is_set() or self._stream_cancelled(request_id):
             return
         if odd:
