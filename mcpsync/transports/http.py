@@ -59,6 +59,7 @@ from ..exceptions import (
 )
 from . import _http_common as common
 from ._http_factory import http_transport_factory
+from ._http_inflight import InFlightMixin
 from ._http_modern import (
     HEADER_MISMATCH,
     ToolHeaders,
@@ -100,7 +101,7 @@ def _valid_session_id(value: str) -> bool:
     return 0 < len(value) <= _MAX_SESSION_ID and all(0x21 <= ord(c) <= 0x7E for c in value)
 
 
-class StreamableHTTPTransport(StreamsMixin, ReinitMixin, Transport):
+class StreamableHTTPTransport(InFlightMixin, StreamsMixin, ReinitMixin, Transport):
     """MCP over Streamable HTTP, with ``requests``.
 
     :param url: the MCP endpoint.
@@ -427,48 +428,6 @@ class StreamableHTTPTransport(StreamsMixin, ReinitMixin, Transport):
                     self._protocol_version = version
         if self._on_message is not None:
             self._on_message(item)
-
-    # -- 2026-07-28 requests in flight ----------------------------------------------------
-
-    def _track(self, request_id: Any, response: requests.Response) -> None:
-        with self._lock:
-            self._responses[request_id] = response
-
-    def _untrack(self, request_id: Any, *, forget: bool = False) -> None:
-        with self._lock:
-            self._responses.pop(request_id, None)
-            self._cancelled.discard(request_id)
-            if forget:
-                self._modern.pop(request_id, None)
-
-    def _stream_cancelled(self, request_id: Any) -> bool:
-        with self._lock:
-            return request_id in self._cancelled
-
-    def _cancel_modern(self, message: Mapping[str, Any]) -> None:
-        params = message.get("params")
-        request_id = params.get("requestId") if isinstance(params, dict) else None
-        if not isinstance(request_id, (int, str)):
-            return
-        with self._lock:
-            if self._modern.pop(request_id, None) is None:
-                return  # already answered: nothing to cancel
-            self._cancelled.add(request_id)
-            response = self._responses.get(request_id)
-        if response is not None:
-            common.shutdown_response(response)
-
-    def _fail_request(self, request_id: Any, exc: BaseException) -> None:
-        with self._lock:
-            self._modern.pop(request_id, None)
-        if self._closed.is_set():
-            return
-        if self._on_request_error is not None:
-            self._on_request_error(request_id, exc)
-        elif self._on_message is not None:
-            self._on_message({"jsonrpc": "2.0", "id": request_id, "error": {
-                "code": -32000, "message": str(exc),
-                "data": {"mcpsync": "transport", "outcome_unknown": True}}})
 
     # -- closing --------------------------------------------------------------------------
 
