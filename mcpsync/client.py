@@ -423,10 +423,14 @@ class Client(Features):
         max_total_timeout: float | None = None,
     ) -> dict[str, Any]:
         """Send any request and return the raw ``result`` object (the escape hatch)."""
-        return self.request_async(method, params, progress=progress).result(
-            timeout,
-            reset_timeout_on_progress=reset_timeout_on_progress,
-            max_total_timeout=max_total_timeout,
+        # request_async(...).result(...) without the PendingCall: this is the hot path.
+        session = self._connection().session
+        pending = session.send_request(method, params, on_progress=progress)
+        return session.wait(
+            pending,
+            timeout=self._timeout(timeout),
+            reset_on_progress=reset_timeout_on_progress,
+            max_total=max_total_timeout,
         )
 
     def notify(self, method: str, params: Mapping[str, Any] | None = None) -> None:

@@ -459,6 +459,9 @@ class Session:
 
     def feed(self, message: Any) -> None:
         """Handle one parsed message from the peer.  Never raises for bad input."""
+        if type(message) is dict and "method" not in message and "id" in message:
+            self._feed_response(message)  # the common case first
+            return
         if isinstance(message, list):
             # Batches were removed in 2025-06-18; resolving what we can beats
             # leaving callers to time out.

@@ -24,6 +24,7 @@ __all__ = [
     "LineTooLong",
     "StderrDrain",
     "StderrOption",
+    "readable_waiter",
     "wait_readable",
     "wait_writable",
     "write_until",
@@ -47,11 +48,21 @@ def wait_readable(fd: int, timeout: float) -> bool:
     FD_SETSIZE descriptors.  Windows pipes cannot be polled; there the caller
     simply blocks in ``os.read``.
     """
+    return readable_waiter(fd)(timeout)
+
+
+def readable_waiter(fd: int) -> Callable[[float], bool]:
+    """:func:`wait_readable` for one ``fd``, set up once for a reading loop."""
     if _WINDOWS:
-        return True
-    poller = select.poll()
-    poller.register(fd, select.POLLIN | select.POLLHUP | select.POLLERR)
-    return bool(poller.poll(int(timeout * 1000)))
+        return lambda timeout: True
+    poll = select.poll()
+    poll.register(fd, select.POLLIN | select.POLLHUP | select.POLLERR)
+    wait = poll.poll
+
+    def ready(timeout: float) -> bool:
+        return bool(wait(int(timeout * 1000)))
+
+    return ready
 
 
 def wait_writable(fd: int, timeout: float) -> None:
@@ -63,7 +74,7 @@ def wait_writable(fd: int, timeout: float) -> None:
     poller.poll(int(timeout * 1000))
 
 
-def write_until(fd: int, data: bytes, deadline: float | None, stop: Callable[[], bool]) -> int:
+def write_until(fd: int, data: bytes | memoryview, deadline: float | None, stop: Callable[[], bool]) -> int:
     """Write ``data`` to non-blocking ``fd``; return how many bytes went out.
 
     Returns early (short) when ``deadline`` passes or ``stop()`` turns true,
@@ -100,7 +111,10 @@ class ReadBaton:
 
     def __init__(self) -> None:
         self.lock = threading.Lock()
-        self._cond = threading.Condition(threading.Lock())
+        # Short sections take the plain mutex (no Python-level Condition frames);
+        # only the parked reader waits on the condition.
+        self._mutex = threading.Lock()
+        self._cond = threading.Condition(self._mutex)
         self._claims = 0
         self._resume_at = 0.0
         self._parked = False
@@ -135,12 +149,12 @@ class ReadBaton:
 
     def linger(self) -> None:
         """Background reader: it is about to park with nobody waiting."""
-        with self._cond:
+        with self._mutex:
             self._resume_at = time.monotonic() + self.LINGER
 
     def kick(self) -> None:
         """A caller waits the normal way: the background reader must read now."""
-        with self._cond:
+        with self._mutex:
             self._kicks += 1
             self._resume_at = 0.0
             if self._parked:
@@ -148,7 +162,7 @@ class ReadBaton:
 
     def claim(self) -> bool:
         """Caller: become the reader if the background reader is parked."""
-        with self._cond:
+        with self._mutex:
             if not self.lock.acquire(blocking=False):
                 return False
             self._claims += 1
@@ -156,7 +170,7 @@ class ReadBaton:
 
     def release(self, resume_now: bool) -> None:
         """Caller: stop reading; ``resume_now`` when other replies are awaited."""
-        with self._cond:
+        with self._mutex:
             self.lock.release()
             self._claims -= 1
             self._resume_at = 0.0 if resume_now else time.monotonic() + self.LINGER
@@ -228,11 +242,11 @@ class JsonLineFramer:
         """Drop any partial line."""
         self._buf.clear()
 
-    def _line(self, line: bytes | bytearray) -> None:
+    def _line(self, line: bytes | bytearray | memoryview) -> None:
         end = len(line)
         if end and line[end - 1] == 13:  # one trailing carriage return (CRLF servers)
-            end -= 1
-        text = str(memoryview(line)[:end], "utf-8", "replace")
+            line = memoryview(line)[: end - 1]
+        text = str(line, "utf-8", "replace")
         if not text or text.isspace():
             return
         try:

@@ -24,7 +24,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from ..exceptions import ConnectionClosed, MessageTooLarge
-from ._pipes import JsonLineFramer, LineTooLong, ReadBaton, wait_readable
+from ._pipes import JsonLineFramer, LineTooLong, ReadBaton, readable_waiter, wait_readable
 from .base import MessageHandler
 
 __all__ = ["StdoutReading"]
@@ -112,16 +112,18 @@ class StdoutReading:
     def _pump_holding(self, proc: subprocess.Popen[bytes], fd: int, baton: ReadBaton) -> tuple[str, int]:
         """Read until EOF, stop, or a quiet moment when a caller could read (``"yield"``)."""
         kicks = baton.kicks
+        ready, closing = readable_waiter(fd), self._closing.is_set
         while True:
-            if wait_readable(fd, _POLL):
+            if ready(_POLL):
                 chunk = os.read(fd, _CHUNK)
                 if not chunk:
                     return "eof", kicks
-                if not self._closing.is_set():
+                if not closing():
                     self._feed(chunk)
                     # Read before the quiet check: a waiter registered after it kicks after it.
-                    kicks = baton.kicks
-                    if self._quiet is not None and self._quiet() and not self._closing.is_set():
+                    kicks = baton._kicks
+                    quiet = self._quiet
+                    if quiet is not None and quiet() and not closing():
                         baton.linger()
                         return "yield", kicks
             elif self._stop_reader.is_set():
@@ -161,14 +163,16 @@ class StdoutReading:
             baton.kick()  # the reader thread reads for us: it must not linger
             return
         deadline = None if timeout is None else time.monotonic() + timeout
+        closing, stopping = self._closing.is_set, self._stop_reader.is_set
         try:
             fd = proc.stdout.fileno()
-            while not done() and not self._closing.is_set() and not self._stop_reader.is_set():
+            ready = readable_waiter(fd)
+            while not done() and not closing() and not stopping():
                 wait = _POLL if deadline is None else min(_POLL, deadline - time.monotonic())
-                if wait <= 0 or not wait_readable(fd, wait):
+                if wait <= 0 or not ready(wait):
                     return
                 chunk = os.read(fd, _CHUNK)
-                if not chunk or self._closing.is_set():
+                if not chunk or closing():
                     return
                 self._feed(chunk)
         except OSError:

@@ -108,6 +108,7 @@ class StdioTransport(StdoutReading, Transport):
         self._forked_closed = False
         self._close_exc: ConnectionClosed | None = None
         self._proc: subprocess.Popen[bytes] | None = None
+        self._stdin_fd = -1  # valid while not closing, under the write lock
         self._owner_pid: int | None = None
         self._reader: threading.Thread | None = None
         self._baton: ReadBaton | None = None
@@ -177,6 +178,7 @@ class StdioTransport(StdoutReading, Transport):
             self._done.set()
             raise
         self._proc, self._owner_pid = proc, os.getpid()
+        self._stdin_fd = proc.stdin.fileno() if proc.stdin is not None else -1
         _procutil.close_at_exit(self)
         assert proc.stdin is not None and proc.stdout is not None and proc.stderr is not None
         if self._closing.is_set():  # close() ran while we were spawning
@@ -368,25 +370,38 @@ class StdioTransport(StdoutReading, Transport):
         if self._proc is None:
             raise ConnectionClosed("the stdio transport has not been started")
         limit = self._write_timeout if timeout is None else timeout
-        deadline = None if limit is None else time.monotonic() + limit
-        while not self._write_lock.acquire(timeout=_POLL):
-            if self._closing.is_set():
-                raise self._closed_error()
-            if deadline is not None and time.monotonic() >= deadline:
-                raise self._write_timed_out(limit, message)
+        deadline: float | None = None
+        lock = self._write_lock
+        if not lock.acquire(False):  # contended: wait, bounded and interruptible by close
+            deadline = None if limit is None else time.monotonic() + limit
+            while not lock.acquire(timeout=_POLL):
+                if self._closing.is_set():
+                    raise self._closed_error()
+                if deadline is not None and time.monotonic() >= deadline:
+                    raise self._write_timed_out(limit, message)
         failure: OSError | None = None
         written = 0
         try:
-            if self._closing.is_set():
+            if self._closing.is_set():  # stdin is closed (or closing) under this lock
                 raise self._closed_error()
-            assert self._proc.stdin is not None
-            written = write_until(self._proc.stdin.fileno(), data, deadline, self._closing.is_set)
-            if written < len(data) and self._closing.is_set():
-                raise self._closed_error()
+            fd = self._stdin_fd
+            try:
+                # Most frames fit in the pipe: one syscall and nothing else
+                # while holding the lock (other writers queue behind it).
+                written = os.write(fd, data)
+            except BlockingIOError:
+                written = 0
+            if written < len(data):
+                if deadline is None and limit is not None:
+                    deadline = time.monotonic() + limit
+                rest = memoryview(data)[written:]
+                written += write_until(fd, rest, deadline, self._closing.is_set)
+                if written < len(data) and self._closing.is_set():
+                    raise self._closed_error()
         except OSError as exc:
             failure = exc
         finally:
-            self._write_lock.release()
+            lock.release()
         if failure is not None:
             # The pipe broke: the server is dying.  Report it with its exit code.
             self._fail(self._death_error(f"cannot write to MCP server {self.describe()}", failure))
