@@ -213,6 +213,10 @@ class JsonLineFramer:
         :raises LineTooLong: when the current line exceeds the cap.
         """
         buf, cap, start = self._buf, self._cap, 0
+        last = len(chunk) - 1
+        if not buf and last < cap and chunk.find(b"\n") == last:
+            self._line(memoryview(chunk)[:last])  # one whole line: the usual reply
+            return
         while True:
             nl = chunk.find(b"\n", start)
             if nl < 0:

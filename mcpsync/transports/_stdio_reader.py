@@ -24,7 +24,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from ..exceptions import ConnectionClosed, MessageTooLarge
-from ._pipes import JsonLineFramer, LineTooLong, ReadBaton, readable_waiter, wait_readable
+from ._pipes import JsonLineFramer, LineTooLong, ReadBaton, wait_readable
 from .base import MessageHandler
 
 __all__ = ["StdoutReading"]
@@ -42,6 +42,7 @@ class StdoutReading:
     _proc: subprocess.Popen[bytes] | None
     _owner_pid: int | None
     _baton: ReadBaton | None
+    _ready: Callable[[float], bool]
     _framer: JsonLineFramer
     _closing: threading.Event
     _stop_reader: threading.Event
@@ -112,7 +113,7 @@ class StdoutReading:
     def _pump_holding(self, proc: subprocess.Popen[bytes], fd: int, baton: ReadBaton) -> tuple[str, int]:
         """Read until EOF, stop, or a quiet moment when a caller could read (``"yield"``)."""
         kicks = baton.kicks
-        ready, closing = readable_waiter(fd), self._closing.is_set
+        ready, closing = self._ready, self._closing.is_set
         while True:
             if ready(_POLL):
                 chunk = os.read(fd, _CHUNK)
@@ -166,7 +167,7 @@ class StdoutReading:
         closing, stopping = self._closing.is_set, self._stop_reader.is_set
         try:
             fd = proc.stdout.fileno()
-            ready = readable_waiter(fd)
+            ready = self._ready
             while not done() and not closing() and not stopping():
                 wait = _POLL if deadline is None else min(_POLL, deadline - time.monotonic())
                 if wait <= 0 or not ready(wait):

@@ -36,7 +36,7 @@ from ..exceptions import (
     RequestTimeout,
     ServerStartError,
 )
-from ._pipes import JsonLineFramer, ReadBaton, StderrDrain, StderrOption, write_until
+from ._pipes import JsonLineFramer, ReadBaton, StderrDrain, StderrOption, readable_waiter, write_until
 from ._stdio_reader import _POLL, StdoutReading
 from .base import CloseHandler, MessageHandler, Transport, encode_message
 
@@ -112,6 +112,7 @@ class StdioTransport(StdoutReading, Transport):
         self._owner_pid: int | None = None
         self._reader: threading.Thread | None = None
         self._baton: ReadBaton | None = None
+        self._ready: Callable[[float], bool] = lambda timeout: True
         self._next_check = 0.0  # when the reader next checks whether the server exited
         #: Set by the owner: ``True`` when no reply is awaited (the reader may park).
         self._quiet: Callable[[], bool] | None = None
@@ -190,6 +191,7 @@ class StdioTransport(StdoutReading, Transport):
             os.set_blocking(proc.stdin.fileno(), False)  # writes must stay interruptible
         try:
             self._baton = ReadBaton()
+            self._ready = readable_waiter(proc.stdout.fileno())  # used by the baton holder only
             self._drain = StderrDrain(proc.stderr, self._stderr_opt, label=self.describe())
             self._drain.start(f"mcpsync-stdio-stderr-{self._n}")
             self._reader = threading.Thread(
