@@ -142,7 +142,10 @@ class ReadBaton:
                         if left <= 0:
                             return
                     else:
-                        left = 0.1
+                        # A caller reads.  Its release wakes nobody (that would
+                        # cost the switch we avoid), so look again soon: a
+                        # notification arriving after it must wait ~LINGER only.
+                        left = self.LINGER
                     self._cond.wait(min(left, 0.1))
             finally:
                 self._parked = False
