@@ -27,6 +27,10 @@ from typing import Any, Callable, Mapping
 
 __all__ = ["Transport", "MessageHandler", "CloseHandler", "encode_message"]
 
+# One encoder for every message: json.dumps with non-default options builds a
+# new JSONEncoder per call. encode() keeps no state, so sharing it is thread-safe.
+_ENCODER = json.JSONEncoder(allow_nan=False, separators=(",", ":"), ensure_ascii=False)
+
 #: Called with each parsed JSON value received from the peer.
 MessageHandler = Callable[[Any], None]
 #: Called once when the connection ends, with the reason.
@@ -43,7 +47,7 @@ def encode_message(message: Mapping[str, Any]) -> bytes:
     :raises ValueError: for NaN/Infinity or text that is not valid Unicode.
     :raises TypeError: for values JSON cannot represent.
     """
-    text = json.dumps(message, allow_nan=False, separators=(",", ":"), ensure_ascii=False)
+    text = _ENCODER.encode(message)
     try:
         return text.encode("utf-8")
     except UnicodeEncodeError as exc:
