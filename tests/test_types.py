@@ -403,3 +403,17 @@ def test_lazy_export_table_matches_every_submodule() -> None:
     for module_name, names in types._EXPORTS.items():
         module = importlib.import_module(f"mcpsync.types.{module_name}")
         assert set(names) == set(module.__all__), module_name
+
+
+def test_base_annotations_evaluate_even_when_type_checking_is_set() -> None:
+    # Sphinx's autodoc imports modules with typing.TYPE_CHECKING set; cattrs then
+    # resolves every annotation in the MRO, so the base's must evaluate too.
+    import inspect
+    import typing
+
+    from mcpsync.types import _base
+
+    source = inspect.getsource(_base).replace("if TYPE_CHECKING:", "if True:")
+    namespace: dict[str, Any] = {"__name__": "mcpsync.types._base_checked"}
+    exec(compile(source, "_base_checked", "exec"), namespace)
+    assert "__attrs_attrs__" in typing.get_type_hints(namespace["WireObject"], globalns=namespace)

@@ -25,9 +25,10 @@ class WireObject:
 
     __slots__ = ()
     if TYPE_CHECKING:
-        # Only for type checkers: cattrs resolves every class annotation in
-        # the MRO at runtime, and this one does not evaluate there.
-        __attrs_attrs__: ClassVar[tuple[attrs.Attribute[Any], ...]]
+        # For type checkers.  It must still evaluate at runtime: cattrs resolves
+        # every annotation in the MRO, and tools such as Sphinx's autodoc import
+        # modules with TYPE_CHECKING set (attrs.Attribute is not subscriptable).
+        __attrs_attrs__: ClassVar[tuple[Any, ...]]
 
     def __repr__(self) -> str:
         # Per thread, like attrs: a cyclic structure prints ``...`` instead of recursing.
