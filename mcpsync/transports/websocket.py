@@ -27,7 +27,6 @@ Example::
 from __future__ import annotations
 
 import itertools
-import json
 import logging
 import os
 import socket
@@ -43,12 +42,11 @@ from ..exceptions import (
     ClientClosed,
     ConnectionClosed,
     ForkedClientError,
-    MessageTooLarge,
     RequestTimeout,
     ServerStartError,
-    excerpt,
 )
 from . import _ws_frames as frames
+from . import _ws_handshake, _ws_reader
 from .base import CloseHandler, MessageHandler, Transport, encode_message
 
 __all__ = ["WebSocketClosed", "WebSocketTransport", "websocket_transport_factory"]
@@ -201,7 +199,7 @@ class WebSocketTransport(Transport):
             self._teardown()
             raise ClientClosed("the transport was closed while starting")
         self._reader = threading.Thread(
-            target=self._read_loop, name=f"mcpsync-ws-reader-{self._n}", daemon=True
+            target=_ws_reader.read_loop, args=(self,), name=f"mcpsync-ws-reader-{self._n}", daemon=True
         )
         try:
             self._reader.start()
@@ -212,46 +210,21 @@ class WebSocketTransport(Transport):
         log.info("connected to %s (subprotocol %s)", self._describe, self.subprotocol)
 
     def _connect(self) -> None:
-        lib = frames.library()
-        ws = frames.new_socket(lib, self._sslopt)
-        self._ws, self._owner_pid = ws, os.getpid()
-        header = {**self._headers, **frames.auth_headers(self._auth, self._url)}
-        if self._subprotocols:
-            header["Sec-WebSocket-Protocol"] = ", ".join(self._subprotocols)
-        options: dict[str, Any] = {
-            "header": header,
-            "timeout": self._connect_timeout,
-            "redirect_limit": 0,  # a redirect would carry the credentials elsewhere
-        }
-        if self._origin is not None:
-            options["origin"] = self._origin
-        else:
-            options["suppress_origin"] = True
-        try:
-            ws.connect(self._url, **options)
-        except lib.WebSocketBadStatusException as exc:
-            raise frames.status_error(exc, self._describe) from None
-        except (lib.WebSocketException, OSError, ValueError) as exc:
-            hint = ""
-            if isinstance(exc, ssl.SSLCertVerificationError):
-                hint = (
-                    " (TLS certificate not trusted: pass verify=<CA bundle path> for a private CA)"
-                )
-            elif "redirect" in str(exc).lower():
-                hint = " (redirects are not followed on WebSocket handshakes; use the final URL)"
-            raise ServerStartError(
-                f"cannot connect to {self._describe}: {type(exc).__name__}: {excerpt(str(exc))}{hint}"
-            ) from exc
-        chosen = frames.selected_subprotocol(ws)
-        if self._subprotocols and chosen not in self._subprotocols:
-            ws.shutdown()
-            got = f"selected {excerpt(chosen)!r}" if chosen else "selected none"
-            raise ServerStartError(
-                f"{self._describe} does not speak the {'/'.join(self._subprotocols)!r} "
-                f"WebSocket subprotocol ({got}); pass subprotocols=() if it needs none"
-            )
-        self.subprotocol = chosen
-        ws.settimeout(_TICK)
+        def keep(ws: Any) -> None:
+            self._ws, self._owner_pid = ws, os.getpid()
+
+        self.subprotocol = _ws_handshake.handshake(
+            self._url,
+            describe=self._describe,
+            headers=self._headers,
+            auth=self._auth,
+            subprotocols=self._subprotocols,
+            sslopt=self._sslopt,
+            origin=self._origin,
+            connect_timeout=self._connect_timeout,
+            on_socket=keep,
+        )
+        self._ws.settimeout(_TICK)
 
     def close(self) -> None:
         """Send a close frame (1000), wait briefly for the answer, drop the socket.
@@ -424,99 +397,6 @@ class WebSocketTransport(Transport):
             fresh = type(exc)(exc.message)
         fresh.__cause__ = exc
         return fresh
-
-    # -- reading ------------------------------------------------------------
-
-    def _read_loop(self) -> None:
-        lib = frames.library()
-        reader = frames.MessageReader(self._ws, self._max)
-        try:
-            while True:
-                try:
-                    item = reader.next(self._pong)
-                except lib.WebSocketTimeoutException:
-                    continue  # the frame state survives; the shutdown of close() ends us
-                if item is None:
-                    continue
-                opcode, data = item
-                if opcode == frames.CLOSE:
-                    self._peer_closed(data)
-                    return
-                if not self._closing.is_set():
-                    self._deliver(opcode, data)
-        except frames.TooLarge:
-            self._fail(
-                MessageTooLarge(
-                    f"a message from {self._describe} exceeded max_message_bytes={self._max}"
-                ),
-                close_code=1009,
-                reason="message too big",
-            )
-        except (lib.WebSocketProtocolException, lib.WebSocketPayloadException) as exc:
-            self._fail(
-                WebSocketClosed(
-                    f"{self._describe} broke the WebSocket protocol: {excerpt(str(exc))}", code=1002
-                ),
-                close_code=1002,
-                reason="protocol error",
-            )
-        except (lib.WebSocketConnectionClosedException, OSError) as exc:
-            self._fail(
-                WebSocketClosed(
-                    f"the connection to {self._describe} was lost without a close frame",
-                    code=1006,
-                )
-            )
-            log.debug("reader of %s ended: %r", self._describe, exc)
-        except BaseException as exc:  # the reader never dies silently
-            log.exception("WebSocket reader of %s failed", self._describe)
-            err = ConnectionClosed(
-                f"the WebSocket reader of {self._describe} failed: {type(exc).__name__}"
-            )
-            err.__cause__ = exc
-            self._fail(err)
-        finally:
-            self._teardown()
-
-    def _peer_closed(self, data: bytes) -> None:
-        code, reason = frames.parse_close(data)
-        if not self._close_sent:
-            # Echo the code, as RFC 6455 asks; an initiated close was answered already.
-            self._send_close(code if code not in (1005, 1006) else 1000, "", timeout=1.0)
-        text = f"{self._describe} closed the connection (code {code}"
-        text += f": {excerpt(reason, 120)})" if reason else ")"
-        self._fail(WebSocketClosed(text, code=code, reason=reason))
-
-    def _pong(self, payload: bytes) -> None:
-        if not self._closing.is_set():
-            self._write(frames.PONG, payload, time.monotonic() + (self._write_timeout or 60.0))
-
-    def _deliver(self, opcode: int, data: bytes) -> None:
-        if opcode != frames.TEXT:
-            self._skip("a binary frame", data)
-            return
-        try:
-            message = json.loads(data.decode("utf-8"))
-        except Exception as exc:  # noqa: BLE001 - incl. RecursionError and bad UTF-8
-            self._skip(f"a frame that is not JSON ({type(exc).__name__})", data)
-            return
-        if self._on_message is None:
-            return
-        try:
-            self._on_message(message)
-        except Exception:
-            log.exception("on_message callback of %s raised; message dropped", self._describe)
-
-    def _skip(self, what: str, data: bytes) -> None:
-        self.skipped_frames += 1
-        if self.skipped_frames <= 5 or self.skipped_frames % 1000 == 0:
-            log.warning(
-                "skipped %s from %s (%d so far): %s",
-                what,
-                self._describe,
-                self.skipped_frames,
-                excerpt(data, 120),
-            )
 
 
 #: The keyword arguments of :class:`WebSocketTransport` that Client.websocket passes on.
