@@ -370,7 +370,10 @@ class StreamsMixin:
                 answered.set()
             if response is not None:
                 status = response.status_code
-                if status in _NO_STREAM or status == 204 or status in (401, 403):
+                # A 2xx that is not a stream is an SPA fallback or a JSON error page:
+                # retrying it is a reconnect loop (awslabs/mcp#3352), so it means "no stream".
+                if status in _NO_STREAM or status in (401, 403) or (
+                        200 <= status < 300 and not common.is_event_stream(response)):
                     log.debug("no listening stream (GET answered %s)", status)
                     response.close()
                     return
