@@ -5,17 +5,20 @@ requests for one MCP server, and keeps the results in a token store record::
 
     {"tokens": {...}, "clients": {issuer: {...}}, "resource_metadata": {...},
      "server_metadata": {...}, "resource": "https://..."}
+
+The browser login's own pieces (authorization URL, callback checks, the
+web-app flow's pending logins) live in :mod:`mcpsync.auth._login`.
 """
 
 from __future__ import annotations
 
-import hashlib
 import logging
 import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
-from urllib.parse import parse_qs, urlencode, urlsplit
+from urllib.parse import urlsplit
 
+from . import _login
 from ._discovery import (
     UrlPolicy,
     canonical_resource,
@@ -25,14 +28,12 @@ from ._discovery import (
 )
 from ._errors import (
     AuthorizationRequired,
-    CallbackError,
     DiscoveryError,
-    IssuerMismatchError,
     RegistrationError,
-    StateMismatchError,
     TokenRequestError,
 )
-from ._pkce import new_state, new_verifier, s256_challenge, same_secret
+from ._login import PENDING_TTL
+from ._pkce import new_state, new_verifier
 from ._registration import choose_auth_method, register_client, token_request
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -45,8 +46,6 @@ __all__ = ["PENDING_TTL", "Authorizer"]
 
 log = logging.getLogger("mcpsync.auth")
 
-#: Seconds a web-app login started by ``begin()`` may take before ``complete()``.
-PENDING_TTL = 900.0
 
 
 def _scope_set(value: Any) -> set[str]:
@@ -105,9 +104,6 @@ class Authorizer:
 
     def load(self) -> dict[str, Any]:
         return self.store.load(self.key) or {}
-
-    def _pending_key(self, state: str) -> str:
-        return f"{self.key}#login#{hashlib.sha256(state.encode()).hexdigest()[:32]}"
 
     # -- discovery ----------------------------------------------------------------------------
 
@@ -248,8 +244,8 @@ class Authorizer:
             client = self.client_for(meta, record, receiver.redirect_uri, scope)
             record.setdefault("clients", {})[meta["issuer"]] = client
             state, verifier = new_state(), new_verifier()
-            url = self._authorization_url(
-                meta, client, receiver.redirect_uri, state, verifier, resource, scope
+            url = _login.authorization_url(
+                self.policy, meta, client, receiver.redirect_uri, state, verifier, resource, scope
             )
             receiver.state = state  # before the browser: a fast callback must find it
             log.info(
@@ -257,7 +253,8 @@ class Authorizer:
             )
             self.login.open(url)
             params = receiver.wait(state, self.login.timeout)
-        tokens = self._exchange(
+        tokens = _login.exchange(
+            self,
             meta,
             client,
             params,
@@ -286,84 +283,6 @@ class Authorizer:
         if scope:
             data["scope"] = scope
         return data
-
-    def _authorization_url(
-        self,
-        meta: dict[str, Any],
-        client: dict[str, Any],
-        redirect_uri: str,
-        state: str,
-        verifier: str,
-        resource: str,
-        scope: str | None,
-    ) -> str:
-        endpoint = meta.get("authorization_endpoint")
-        if not isinstance(endpoint, str):
-            raise DiscoveryError(
-                "authorization server metadata has no authorization_endpoint"
-            )
-        self.policy.check(
-            endpoint, "authorization_endpoint"
-        )  # F3: no javascript:, file:, ...
-        query = {
-            "response_type": "code",
-            "client_id": client["client_id"],
-            "redirect_uri": redirect_uri,
-            "state": state,
-            "code_challenge": s256_challenge(verifier),
-            "code_challenge_method": "S256",
-            "resource": resource,
-        }
-        if scope:
-            query["scope"] = scope
-        if scope and "offline_access" in scope.split():
-            query["prompt"] = (
-                "consent"  # OIDC: offline_access is granted only with consent
-            )
-        separator = "&" if urlsplit(endpoint).query else "?"
-        return endpoint + separator + urlencode(query)
-
-    def _exchange(
-        self,
-        meta: dict[str, Any],
-        client: dict[str, Any],
-        params: dict[str, str],
-        state: str,
-        verifier: str,
-        redirect_uri: str,
-        resource: str,
-        scope: str | None,
-    ) -> dict[str, Any]:
-        if not same_secret(params.get("state"), state):
-            raise StateMismatchError(
-                "the login response does not belong to the login in progress (state)"
-            )
-        # RFC 9207: check iss before anything else the response says (mix-up attacks).
-        if "iss" in params:
-            if params["iss"] != meta["issuer"]:
-                raise IssuerMismatchError(
-                    "the login response came from another authorization server (iss)"
-                )
-        elif meta.get("authorization_response_iss_parameter_supported") is True:
-            raise IssuerMismatchError(
-                "the authorization server promised an iss parameter but sent none"
-            )
-        if "error" in params:
-            code = params["error"][:60]
-            raise CallbackError(f"authorization refused: {code}", error=code)
-        if not params.get("code"):
-            raise CallbackError("the login response has no authorization code")
-        data = {
-            "grant_type": "authorization_code",
-            "code": params["code"],
-            "redirect_uri": redirect_uri,
-            "code_verifier": verifier,
-            "resource": resource,
-        }
-        tokens = self._token(meta, client, data)
-        if scope and "scope" not in tokens:
-            tokens["scope"] = scope
-        return tokens
 
     def _token(
         self, meta: dict[str, Any], client: dict[str, Any], data: dict[str, str]
@@ -397,81 +316,19 @@ class Authorizer:
             self.store.save(self.key, current)
         return tokens
 
-    # -- web-app flow ---------------------------------------------------------------------
+    # -- web-app flow (in _login) -----------------------------------------------------------
 
     def start(
-        self,
-        meta: dict[str, Any],
-        record: dict[str, Any],
-        resource: str,
-        scope: str | None,
+        self, meta: dict[str, Any], record: dict[str, Any], resource: str, scope: str | None
     ) -> str:
         """Register if needed, remember a pending login in the store; the authorization URL."""
-        if self.redirect_uri is None:
-            raise RegistrationError("the web-app flow (login=None) needs redirect_uri=")
-        client = self.client_for(meta, record, self.redirect_uri, scope)
-        state, verifier = new_state(), new_verifier()
-        pending = {
-            "state": state,
-            "verifier": verifier,
-            "created": time.time(),
-            "scope": scope,
-            "resource": resource,
-            "server_metadata": meta,
-            "client": client,
-            "resource_metadata": record.get("resource_metadata"),
-        }
-        self.store.save(self._pending_key(state), pending)
-        return self._authorization_url(
-            meta, client, self.redirect_uri, state, verifier, resource, scope
-        )
+        return _login.start(self, meta, record, resource, scope)
 
     def begin(self) -> str:
-        prm, meta, resource = self.discover({})
-        record = self.load()
-        record.update(resource_metadata=prm)
-        granted = _scope_set((record.get("tokens") or {}).get("scope"))
-        return self.start(
-            meta, record, resource, _join(self.select_scopes({}, prm, meta, granted))
-        )
+        return _login.begin(self)
 
     def complete(self, callback_url: str) -> dict[str, Any]:
-        params = {
-            k: v[0]
-            for k, v in parse_qs(
-                urlsplit(callback_url).query, keep_blank_values=True
-            ).items()
-        }
-        state = params.get("state")
-        if not state:
-            raise StateMismatchError("the callback URL has no state")
-        key = self._pending_key(state)
-        pending = self.store.load(key)
-        if pending is None or not same_secret(pending.get("state"), state):
-            raise StateMismatchError(
-                "no login in progress matches this callback (state); start again"
-            )
-        self.store.delete(key)  # one-shot: a replayed callback finds nothing
-        if time.time() - float(pending.get("created", 0)) > PENDING_TTL:
-            raise StateMismatchError("the login took too long; start again")
-        meta, client = pending["server_metadata"], pending["client"]
-        assert self.redirect_uri is not None
-        tokens = self._exchange(
-            meta,
-            client,
-            params,
-            state,
-            pending["verifier"],
-            self.redirect_uri,
-            pending["resource"],
-            pending.get("scope"),
-        )
-        record = {
-            "server_metadata": meta,
-            "resource": pending["resource"],
-            "resource_metadata": pending.get("resource_metadata"),
-        }
-        return self._save(record, meta, client, tokens, pending["resource"])
+        return _login.complete(self, callback_url)
 
     # -- refresh -----------------------------------------------------------------------------
 
