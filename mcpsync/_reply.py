@@ -1,4 +1,5 @@
-"""The outcome of one request: :class:`Reply`, a light one-shot future.
+"""The outcome of one request: :class:`Reply`, a light one-shot future, and the
+helpers that turn a response message into an outcome (id matching, validation).
 
 Used by :mod:`mcpsync.session` for every pending request; nothing here does
 I/O or starts a thread.
@@ -6,11 +7,15 @@ I/O or starts a thread.
 
 from __future__ import annotations
 
+import copy
 import logging
 import threading
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
-__all__ = ["Reply"]
+from .exceptions import ProtocolError, error_from_response, excerpt
+
+__all__ = ["Reply", "clone_exception", "normalize_id", "outcome_of"]
 
 log = logging.getLogger("mcpsync.session")
 
@@ -113,3 +118,61 @@ class Reply:
                 fn(self)
             except Exception:
                 log.exception("a reply callback raised")
+
+
+def normalize_id(raw: object) -> int | str | None:
+    """Return the id a reply refers to, or ``None`` when it cannot match ours.
+
+    We only ever issue integer ids.  Servers that echo ``"7"`` for ``7`` are
+    common, so a string of digits is taken as that integer; ``True`` would alias
+    id 1 in a dict and a float or ``null`` is never ours.
+    """
+    if isinstance(raw, bool):
+        return None
+    if isinstance(raw, int):
+        return raw
+    if isinstance(raw, str):
+        if raw.isascii() and raw.isdigit() and len(raw) < 20:
+            return int(raw)
+        return raw
+    return None
+
+
+def outcome_of(message: dict[str, Any]) -> dict[str, Any] | BaseException:
+    """Validate a JSON-RPC response: its result, or the error it carries as an exception.
+
+    :raises ~mcpsync.exceptions.ProtocolError: if the response is malformed.
+    """
+    has_result = "result" in message
+    has_error = "error" in message
+    if message.get("jsonrpc") != "2.0":
+        raise ProtocolError(f"malformed response (jsonrpc is not '2.0'): {excerpt(message)}")
+    if has_result == has_error:
+        raise ProtocolError(
+            f"malformed response (needs exactly one of result/error): {excerpt(message)}"
+        )
+    if has_error:
+        error = message["error"]
+        if (
+            not isinstance(error, dict)
+            or not isinstance(error.get("code"), int)
+            or isinstance(error.get("code"), bool)
+            or not isinstance(error.get("message"), str)
+        ):
+            raise ProtocolError(f"malformed error response: {excerpt(message)}")
+        return error_from_response(error)
+    result = message["result"]
+    if not isinstance(result, dict):
+        raise ProtocolError(f"malformed response (result is not an object): {excerpt(message)}")
+    return result
+
+
+def clone_exception(exc: BaseException) -> BaseException:
+    """A fresh copy of *exc* per waiter: threads must not share one traceback."""
+    try:
+        dup = copy.copy(exc)
+    except Exception:  # an exotic exception type; sharing beats losing it
+        return exc
+    dup.__cause__ = exc.__cause__
+    dup.__traceback__ = None
+    return dup

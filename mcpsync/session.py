@@ -16,24 +16,23 @@ transport's reader thread calls with every parsed message.  The rules it keeps
 
 from __future__ import annotations
 
-import copy
 import itertools
 import logging
 import threading
 import time
-from typing import Any, Callable, Mapping
+from collections.abc import Callable, Mapping
+from typing import Any
 
-from ._reply import Reply
+from ._reply import Reply, clone_exception, normalize_id, outcome_of
 from .exceptions import (
     ConnectionClosed,
     ProtocolError,
     RequestCancelled,
     RequestTimeout,
-    error_from_response,
     excerpt,
 )
 
-__all__ = ["Session", "PendingRequest", "Reply", "normalize_id"]
+__all__ = ["PendingRequest", "Reply", "Session", "normalize_id"]
 
 log = logging.getLogger(__name__)
 
@@ -51,24 +50,6 @@ CallerReader = Callable[[Callable[[], bool], "float | None", Callable[[], int]],
 ProgressSink = Callable[["PendingRequest", dict[str, Any]], None]
 
 _NEVER_CANCEL = frozenset({"initialize"})
-
-
-def normalize_id(raw: object) -> int | str | None:
-    """Return the id a reply refers to, or ``None`` when it cannot match ours.
-
-    We only ever issue integer ids.  Servers that echo ``"7"`` for ``7`` are
-    common, so a string of digits is taken as that integer; ``True`` would alias
-    id 1 in a dict and a float or ``null`` is never ours.
-    """
-    if isinstance(raw, bool):
-        return None
-    if isinstance(raw, int):
-        return raw
-    if isinstance(raw, str):
-        if raw.isascii() and raw.isdigit() and len(raw) < 20:
-            return int(raw)
-        return raw
-    return None
 
 
 class PendingRequest:
@@ -96,17 +77,6 @@ class PendingRequest:
         self.progress_token: int | str | None = None
         self.on_progress: ProgressCallback | None = None
         self.cancel_sent = False
-
-
-def _clone(exc: BaseException) -> BaseException:
-    """A fresh copy of *exc* per waiter: threads must not share one traceback."""
-    try:
-        dup = copy.copy(exc)
-    except Exception:  # an exotic exception type; sharing beats losing it
-        return exc
-    dup.__cause__ = exc.__cause__
-    dup.__traceback__ = None
-    return dup
 
 
 class Session:
@@ -179,7 +149,7 @@ class Session:
         """
         with self._lock:
             if self._closed is not None:
-                raise _clone(self._closed)
+                raise clone_exception(self._closed)
             request_id = next(self._ids)
             pending = PendingRequest(request_id, method, self._clock())
             self._pending[request_id] = pending
@@ -212,7 +182,7 @@ class Session:
         :raises ConnectionClosed: when the session is closed or the send fails.
         """
         if self._closed is not None:
-            raise _clone(self._closed)
+            raise clone_exception(self._closed)
         message: dict[str, Any] = {"jsonrpc": "2.0", "method": method}
         if params is not None:
             message["params"] = dict(params)
@@ -353,7 +323,7 @@ class Session:
             self._pending.clear()
             self._by_token.clear()
         for item in pending:
-            item.future.set_exception(_clone(exc))
+            item.future.set_exception(clone_exception(exc))
 
     # -- receiving -----------------------------------------------------------
 
@@ -401,7 +371,7 @@ class Session:
             self.dropped_responses += 1
             return
         try:
-            outcome = self._outcome(message)
+            outcome = outcome_of(message)
         except ProtocolError as exc:
             pending.future.set_exception(exc)
             return
@@ -413,31 +383,6 @@ class Session:
             pending.future.set_exception(outcome)
         else:
             pending.future.set_result(outcome)
-
-    @staticmethod
-    def _outcome(message: dict[str, Any]) -> dict[str, Any] | BaseException:
-        has_result = "result" in message
-        has_error = "error" in message
-        if message.get("jsonrpc") != "2.0":
-            raise ProtocolError(f"malformed response (jsonrpc is not '2.0'): {excerpt(message)}")
-        if has_result == has_error:
-            raise ProtocolError(
-                f"malformed response (needs exactly one of result/error): {excerpt(message)}"
-            )
-        if has_error:
-            error = message["error"]
-            if (
-                not isinstance(error, dict)
-                or not isinstance(error.get("code"), int)
-                or isinstance(error.get("code"), bool)
-                or not isinstance(error.get("message"), str)
-            ):
-                raise ProtocolError(f"malformed error response: {excerpt(message)}")
-            return error_from_response(error)
-        result = message["result"]
-        if not isinstance(result, dict):
-            raise ProtocolError(f"malformed response (result is not an object): {excerpt(message)}")
-        return result
 
     def _feed_notification(self, message: dict[str, Any], method: str) -> None:
         params = message.get("params")
