@@ -5,88 +5,30 @@ from __future__ import annotations
 import logging
 import os
 import threading
-from typing import Any, Callable, Mapping, Sequence, TypeVar
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, TypeVar
 
 from . import __version__, types
 from ._cache import ResultCache
 from ._connection import Connection, Listeners
 from ._features import Features, open_listen
+from ._handles import Handle, PendingCall
 from ._options import DEFAULT, ClientOptions, Default, RootsArg, TimeoutArg
 from ._subscriptions import Subscription
 from .exceptions import (
-    McpError,
     ClientClosed,
     ForkedClientError,
+    McpError,
 )
-from .session import PendingRequest, ProgressCallback
+from .session import ProgressCallback
 from .transports.base import Transport
 
-__all__ = ["Client", "PendingCall", "Handle"]
+__all__ = ["Client", "Handle", "PendingCall"]
 
 log = logging.getLogger(__name__)
 
 T = TypeVar("T")
 _MAX_PAGES = 10_000
-
-
-class Handle:
-    """Returned by :meth:`Client.on`; :meth:`remove` unregisters the callback."""
-
-    def __init__(self, listeners: Listeners, method: str, callback: Callable[[dict[str, Any]], Any]):
-        self._listeners = listeners
-        self.method = method
-        self.callback = callback
-
-    def remove(self) -> None:
-        """Stop calling the callback; idempotent."""
-        self._listeners.remove(self.method, self.callback)
-
-
-class PendingCall:
-    """A request in flight, from :meth:`Client.request_async`.
-
-    :meth:`result` blocks for the reply; :meth:`cancel` (from any thread) makes
-    the waiter raise :class:`~mcpsync.RequestCancelled` and tells the server.
-    """
-
-    def __init__(self, client: Client, conn: Connection, pending: PendingRequest) -> None:
-        self._client = client
-        self._conn = conn
-        self._pending = pending
-
-    @property
-    def id(self) -> int:
-        """The JSON-RPC id of the request."""
-        return self._pending.id
-
-    def done(self) -> bool:
-        """Whether the request has settled (reply, error, timeout or cancel)."""
-        return self._pending.future.done()
-
-    def result(
-        self,
-        timeout: TimeoutArg = DEFAULT,
-        *,
-        reset_timeout_on_progress: bool = True,
-        max_total_timeout: float | None = None,
-    ) -> dict[str, Any]:
-        """Wait for the raw result.
-
-        :raises RequestTimeout: when no reply (or progress) came in time; the
-            server is sent ``notifications/cancelled``.
-        :raises ServerError: for a JSON-RPC error reply.
-        :raises ConnectionClosed: when the connection died first.
-        """
-        return self._conn.session.wait(
-            self._pending,
-            timeout=self._client._timeout(timeout),
-            reset_on_progress=reset_timeout_on_progress,
-            max_total=max_total_timeout,
-        )
-
-    def cancel(self, reason: str | None = None) -> bool:
-        """Cancel the request; ``False`` if it had already settled."""
-        return self._conn.session.cancel(self._pending, reason)
 
 
 class Client(Features):
