@@ -25,6 +25,7 @@ import time
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from . import _server_tools
 from ._server_context import (
     LATEST_PROTOCOL_VERSION,
     LOGGING_LEVELS,
@@ -36,12 +37,10 @@ from ._server_context import (
 )
 from ._server_methods import HANDLERS
 from ._server_modern import (
-    InputRequired,
     Listens,
     ModernCall,
     handle,
     modern_info,
-    stamp,
 )
 from .exceptions import ConnectionClosed, McpError, RequestTimeout
 
@@ -70,9 +69,6 @@ _PARSE_ERROR, _INVALID_REQUEST, _METHOD_NOT_FOUND, _INVALID_PARAMS, _INTERNAL_ER
     -32602,
     -32603,
 )
-
-_thread_numbers = itertools.count(1)
-
 
 class _Waiter:
     """One pending server→client request; settled only by whoever pops it."""
@@ -311,27 +307,16 @@ class ServerConnection:
             waiter.error = ConnectionClosed("the client disconnected")
             waiter.event.set()
         if drain:
-            self._join_tools(DRAIN_TIMEOUT, warn=False)
+            _server_tools.join_tools(self, DRAIN_TIMEOUT, warn=False)
         with self._lock:
             contexts = list(self._inflight.values())
         for ctx in contexts:
             ctx.cancelled.set()
-        self._join_tools(TOOL_JOIN_TIMEOUT, warn=True)
+        _server_tools.join_tools(self, TOOL_JOIN_TIMEOUT, warn=True)
         try:
             self.app.connection_closed(self)
         except Exception:
             _log.exception("connection_closed hook failed")
-
-    def _join_tools(self, timeout: float, *, warn: bool) -> None:
-        with self._lock:
-            threads = [t for t in self._threads if t is not threading.current_thread()]
-        deadline = time.monotonic() + timeout
-        for thread in threads:
-            thread.join(max(0.0, deadline - time.monotonic()))
-            if warn and thread.is_alive():
-                _log.warning(
-                    "tool thread %s still running after the client disconnected", thread.name
-                )
 
     def _on_response(self, message: dict[str, Any]) -> None:
         if not _valid_id(message["id"]):  # e.g. a list: not even hashable
@@ -403,57 +388,10 @@ class ServerConnection:
         else:
             self._respond(request_id, result)
 
-    # -- tools/call on its own thread -------------------------------------
+    # -- tools/call on its own thread (in _server_tools) ------------------
 
     def _start_tool(self, request_id: Any, params: dict[str, Any], call: ModernCall | None = None) -> None:
-        meta = params.get("_meta")
-        ctx = ToolContext(self, request_id, meta if isinstance(meta, dict) else {}, call)
-        thread = threading.Thread(
-            target=self._run_tool,
-            args=(request_id, params, ctx),
-            name=f"mcpsync-fakeserver-tool-{next(_thread_numbers)}",
-            daemon=True,
-        )
-        with self._lock:
-            if self._closed:
-                return
-            # Registered before the thread starts so a cancel arriving right away finds it.
-            self._inflight[request_id] = ctx
-            self._threads.add(thread)
-        thread.start()
-
-    def _run_tool(self, request_id: Any, params: dict[str, Any], ctx: ToolContext) -> None:
-        try:
-            name = params.get("name")
-            arguments = params.get("arguments", {})
-            if not isinstance(name, str) or not isinstance(arguments, dict):
-                raise RpcError(
-                    _INVALID_PARAMS, "tools/call needs a string name and object arguments"
-                )
-            result = self.app.call_tool(name, arguments, ctx)
-            if ctx.modern is not None:
-                result = stamp(self, "tools/call", result)
-        except InputRequired as needed:  # 2026-07-28: ask, and run the tool again on the retry
-            assert ctx.modern is not None
-            outcome: tuple[str, Any] = ("result", ctx.modern.input_required(needed))
-        except RpcError as exc:
-            outcome = ("error", exc)
-        except Exception as exc:
-            outcome = ("error", RpcError(_INTERNAL_ERROR, f"{type(exc).__name__}: {exc}"))
-        else:
-            outcome = ("result", result)
-        finally:
-            with self._lock:
-                self._inflight.pop(request_id, None)
-                self._threads.discard(threading.current_thread())
-                client_cancelled = request_id in self._cancelled
-                self._cancelled.discard(request_id)
-        if client_cancelled:
-            return  # the spec says a request the client cancelled gets no response
-        if outcome[0] == "error":
-            self._error(request_id, outcome[1])
-        else:
-            self._respond(request_id, outcome[1])
+        _server_tools.start_tool(self, request_id, params, call)
 
     def publish(self, method: str, params: dict[str, Any]) -> None:
         """Send a change notification: on listen streams (2026-07-28) or plainly, if subscribed."""
