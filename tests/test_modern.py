@@ -29,7 +29,7 @@ class ScriptedServer:
     def __init__(self, handlers: dict[str, Handler], *, modern: bool = True) -> None:
         self.handlers = dict(handlers)
         self.received: list[dict[str, Any]] = []
-        self.lock = threading.Lock()
+        self.lock = threading.Condition()
         self.client_end, self.end = create_pair()
         if modern:
             self.handlers.setdefault("server/discover", lambda m: {
@@ -45,6 +45,7 @@ class ScriptedServer:
     def _on_message(self, message: dict[str, Any]) -> None:
         with self.lock:
             self.received.append(message)
+            self.lock.notify_all()
         if "id" not in message or "method" not in message:
             return
         handler = self.handlers.get(message["method"])
@@ -69,13 +70,13 @@ class ScriptedServer:
 
     def wait_for(self, method: str, count: int = 1, timeout: float = 5.0) -> list[dict[str, Any]]:
         """The server end receives on its own thread: wait until it has seen *count* of *method*."""
-        deadline = threading.Event()
-        for _ in range(int(timeout / 0.01)):
-            found = self.requests(method)
-            if len(found) >= count:
-                return found
-            deadline.wait(0.01)
-        raise AssertionError(f"server did not receive {count} x {method}: {self.requests(method)}")
+        def found() -> list[dict[str, Any]]:
+            return [m for m in self.received if m.get("method") == method]
+
+        with self.lock:
+            if self.lock.wait_for(lambda: len(found()) >= count, timeout):
+                return found()
+            raise AssertionError(f"server did not receive {count} x {method}: {found()}")
 
     def client(self, **options: Any) -> mcpsync.Client:
         return mcpsync.Client(self.client_end, **options)
