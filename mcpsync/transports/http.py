@@ -69,9 +69,9 @@ from ._http_modern import (
     rpc_error_body,
 )
 from ._http_reinit import ReinitMixin
-from ._http_send import Sender
+from ._http_send import HttpEndpoint
 from ._http_streams import StreamsMixin
-from .base import CloseHandler, MessageHandler, Transport, encode_message
+from .base import CloseHandler, MessageHandler, encode_message
 
 if TYPE_CHECKING:  # pragma: no cover
     import requests
@@ -101,7 +101,7 @@ def _valid_session_id(value: str) -> bool:
     return 0 < len(value) <= _MAX_SESSION_ID and all(0x21 <= ord(c) <= 0x7E for c in value)
 
 
-class StreamableHTTPTransport(InFlightMixin, StreamsMixin, ReinitMixin, Transport):
+class StreamableHTTPTransport(InFlightMixin, StreamsMixin, ReinitMixin, HttpEndpoint):
     """MCP over Streamable HTTP, with ``requests``.
 
     :param url: the MCP endpoint.
@@ -146,17 +146,10 @@ class StreamableHTTPTransport(InFlightMixin, StreamsMixin, ReinitMixin, Transpor
     ) -> None:
         if session_retry not in ("safe", "all", "none"):
             raise ValueError("session_retry must be 'safe', 'all' or 'none'")
-        if common.origin(url)[0] not in ("http", "https"):
-            raise ValueError(f"not an http(s) URL: {common.redact_url(url)}")
-        self.url = url
-        self._auth = auth
-        self._headers = dict(headers or {})
-        self._own_session = session is None
-        self._session = session if session is not None else common.new_session()
-        self._sender = Sender(self._session, auth)
-        self._timeout = (connect_timeout, read_timeout)
-        self._max = max_message_bytes
-        self._follow = follow_redirects
+        self._init_endpoint(
+            url, auth=auth, headers=headers, session=session, connect_timeout=connect_timeout,
+            read_timeout=read_timeout, max_message_bytes=max_message_bytes, follow_redirects=follow_redirects,
+        )
         self._attempts = reconnect_attempts
         self._retry_delay = retry_delay
         self._max_retry_delay = max_retry_delay

@@ -31,7 +31,7 @@ from ..exceptions import (
     ServerStartError,
 )
 from . import _http_common as common
-from ._http_send import Sender
+from ._http_send import HttpEndpoint
 from ._sse import SSEParser
 from .base import CloseHandler, MessageHandler, Transport, encode_message
 from .http import FallbackToLegacy, RequestErrorHandler, StreamableHTTPTransport
@@ -46,7 +46,7 @@ log = logging.getLogger("mcpsync.transports.http")
 _ids = itertools.count(1)
 
 
-class LegacySSETransport(Transport):
+class LegacySSETransport(HttpEndpoint):
     """MCP over the 2024-11-05 HTTP+SSE transport.
 
     :param url: the SSE endpoint (``GET``), e.g. ``http://host/sse``.
@@ -71,17 +71,10 @@ class LegacySSETransport(Transport):
         endpoint_timeout: float = 10.0,
         allow_cross_origin_endpoint: bool = False,
     ) -> None:
-        if common.origin(url)[0] not in ("http", "https"):
-            raise ValueError(f"not an http(s) URL: {common.redact_url(url)}")
-        self.url = url
-        self._auth = auth
-        self._headers = dict(headers or {})
-        self._own_session = session is None
-        self._session = session if session is not None else common.new_session()
-        self._sender = Sender(self._session, auth)
-        self._timeout = (connect_timeout, read_timeout)
-        self._max = max_message_bytes
-        self._follow = follow_redirects
+        self._init_endpoint(
+            url, auth=auth, headers=headers, session=session, connect_timeout=connect_timeout,
+            read_timeout=read_timeout, max_message_bytes=max_message_bytes, follow_redirects=follow_redirects,
+        )
         self._endpoint_timeout = endpoint_timeout
         self._cross_origin = allow_cross_origin_endpoint
         self._n = next(_ids)
