@@ -8,7 +8,7 @@ attributes documented at its top.
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import Future
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -46,27 +46,15 @@ class Features:
     _cache: ResultCache
     _resource_subscriptions: set[str]
 
-    # Provided by Client.
-    def _connection(self) -> Connection:
-        raise NotImplementedError
+    if TYPE_CHECKING:
+        # Provided by Client; declared for the type checker only.
+        request: Callable[..., dict[str, Any]]
 
-    def request(
-        self,
-        method: str,
-        params: Mapping[str, Any] | None = None,
-        *,
-        timeout: TimeoutArg = DEFAULT,
-        progress: ProgressCallback | None = None,
-        reset_timeout_on_progress: bool = True,
-        max_total_timeout: float | None = None,
-    ) -> dict[str, Any]:
-        raise NotImplementedError
+        def _connection(self) -> Connection: ...
 
-    def _timeout(self, timeout: TimeoutArg) -> float | None:
-        raise NotImplementedError
+        def _timeout(self, timeout: TimeoutArg) -> float | None: ...
 
-    def _sync_background(self) -> None:
-        raise NotImplementedError
+        def _sync_background(self) -> None: ...
 
     # -- plumbing shared by the feature methods ------------------------------
 
