@@ -56,6 +56,17 @@ def call_in_thread(client: mcpsync.Client, name: str, args: dict[str, Any]) -> t
     return thread, outcome
 
 
+def wait_pending(client: mcpsync.Client, count: int, timeout: float = 5.0) -> None:
+    """Block until *count* calls are registered on the client's session (sent, awaiting replies)."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        conn = client._conn
+        if conn is not None and conn.session.pending_count() >= count:
+            return
+        time.sleep(0.005)
+    raise AssertionError(f"fewer than {count} calls in flight after {timeout} s")
+
+
 # --------------------------------------------------------------------------- server closes
 
 
@@ -81,7 +92,7 @@ def test_abrupt_close_fails_every_pending_call(bridge: Bridge) -> None:
     client = connect(bridge.url(on="add", action="abort"))
     try:
         calls = [call_in_thread(client, "slow", SLOW) for _ in range(3)]
-        time.sleep(0.3)  # not synchronisation: lets the three calls reach the server first
+        wait_pending(client, 3)
         started = time.monotonic()
         with pytest.raises(WebSocketClosed) as info:
             client.call_tool("add", {"a": 1, "b": 2})
@@ -277,7 +288,7 @@ def test_tls_is_verified_by_default(tls_bridge: tuple[Bridge, Path]) -> None:
 def test_close_from_another_thread_fails_pending_call_promptly(bridge: Bridge) -> None:
     client = connect(bridge.url())
     thread, outcome = call_in_thread(client, "slow", SLOW)
-    time.sleep(0.3)  # not synchronisation: lets the call reach the server first
+    wait_pending(client, 1)
     started = time.monotonic()
     client.close()
     thread.join(5.0)
