@@ -16,12 +16,12 @@ import logging
 
 __version__ = "0.1.0"
 
-from . import types  # noqa: E402
-from ._options import DEFAULT  # noqa: E402
-from ._subscriptions import Notification, Subscription  # noqa: E402
-from .client import Client, Handle, PendingCall  # noqa: E402
-from .exceptions import *  # noqa: E402,F401,F403
-from .exceptions import __all__ as _exc_all  # noqa: E402
+from mcpsync import types  # noqa: E402
+from mcpsync.client.options import DEFAULT  # noqa: E402
+from mcpsync.client.subscriptions import Notification, Subscription  # noqa: E402
+from mcpsync.client.client import Client, Handle, PendingCall  # noqa: E402
+from mcpsync.exceptions import *  # noqa: E402,F401,F403
+from mcpsync.exceptions import __all__ as _exc_all  # noqa: E402
 
 __all__ = [
     "__version__",

@@ -32,21 +32,16 @@ import os
 import re
 from collections.abc import Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import attrs
 
-from .exceptions import McpError
-
-if TYPE_CHECKING:
-    from .client import Client
+from mcpsync.exceptions import McpError
 
 __all__ = [
     "ConfigError",
     "ServerConfig",
     "UnsetVariableError",
-    "client_from_config",
-    "client_from_server",
     "expand",
     "load_config",
 ]
@@ -265,29 +260,3 @@ def load_config(
             raise ConfigError(f"no server {name!r} in {origin} (servers: {known})")
         return {name: _entry(name, servers[name], environ)}
     return {key: _entry(key, entry, environ) for key, entry in servers.items()}
-
-
-def client_from_server(entry: ServerConfig, **options: Any) -> Client:
-    """A :class:`~mcpsync.Client` for one parsed entry; *options* go to the constructor."""
-    from .client import Client
-
-    if entry.transport == "stdio":
-        assert entry.command is not None
-        return Client.stdio(entry.command, args=entry.args, env=entry.env, cwd=entry.cwd, **options)
-    assert entry.url is not None
-    headers = dict(entry.headers or {})
-    headers.update(options.pop("headers", None) or {})
-    if entry.transport == "websocket":
-        return Client.websocket(entry.url, headers=headers or None, **options)
-    return Client.http(entry.url, headers=headers or None, transport=entry.transport, **options)
-
-
-def client_from_config(
-    source: str | os.PathLike[str] | Mapping[str, Any], name: str, **options: Any
-) -> Client:
-    """What :meth:`mcpsync.Client.from_config` does.
-
-    ``environ=`` among *options* replaces ``os.environ`` for the expansion.
-    """
-    environ = options.pop("environ", None)
-    return client_from_server(load_config(source, name, environ=environ)[name], **options)

@@ -19,11 +19,11 @@ import sys
 import threading
 from typing import TYPE_CHECKING, Any, TextIO
 
-from . import __version__
-from .testing import FakeServer, ToolContext
+from mcpsync import __version__
+from mcpsync.testing import FakeServer, ToolContext
 
 if TYPE_CHECKING:
-    from .client import Client
+    from mcpsync.client.client import Client
 
 __all__ = ["build_server", "run_demo", "main"]
 
@@ -158,7 +158,7 @@ def _section(out: TextIO, title: str) -> None:
 
 
 def _session(client: Client, out: TextIO) -> None:
-    from .types import PromptReference, TextContent, TextResourceContents
+    from mcpsync.types import PromptReference, TextContent, TextResourceContents
 
     client.connect()
     info = client.server_info
@@ -224,8 +224,8 @@ def run_demo(out: TextIO | None = None) -> int:
     :param out: where to write (default: ``sys.stdout``).
     :returns: the exit status: 0 on success, 1 if the session failed.
     """
-    from .client import Client
-    from .exceptions import McpError
+    from mcpsync.client.client import Client
+    from mcpsync.exceptions import McpError
 
     out = out if out is not None else sys.stdout
     print("mcpsync demo: a real MCP session over stdio", file=out)

@@ -30,10 +30,10 @@ import threading
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from .exceptions import ClientClosed, ConnectionClosed, ForkedClientError
+from mcpsync.exceptions import ClientClosed, ConnectionClosed, ForkedClientError
 
 if TYPE_CHECKING:
-    from .client import Client
+    from mcpsync.client.client import Client
 
 __all__ = ["SharedClient"]
 

@@ -313,10 +313,10 @@ def test_keyring_lock_dir_planted_by_someone_else_is_refused(
 def test_testing_reexports_the_contract_lazily() -> None:
     code = (
         "import sys, mcpsync.testing as t\n"
-        "print(sorted(m for m in ('mcpsync.auth', 'mcpsync.testing_auth', 'keyring')"
+        "print(sorted(m for m in ('mcpsync.auth', 'mcpsync.testing.token_store', 'keyring')"
         " if m in sys.modules))\n"
         "from mcpsync.testing import TokenStoreContract\n"
-        "from mcpsync.testing_auth import TokenStoreContract as C\n"
+        "from mcpsync.testing.token_store import TokenStoreContract as C\n"
         "print(TokenStoreContract is C)\n"
     )
     out = subprocess.run(

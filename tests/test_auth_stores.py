@@ -19,7 +19,7 @@ from mcpsync.auth import (
     MemoryTokenStore,
     TokenStoreError,
 )
-from mcpsync.testing_auth import BIG_RECORD, TokenStoreContract
+from mcpsync.testing.token_store import BIG_RECORD, TokenStoreContract
 
 pytestmark = pytest.mark.timeout(30)
 

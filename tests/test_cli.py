@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from mcpsync.cli import EXIT_CODES, build_parser
+from mcpsync.cli.main import EXIT_CODES, build_parser
 
 ROOT = Path(__file__).resolve().parent.parent
 DEMO = f"{shlex.quote(sys.executable)} -m mcpsync.demo"

@@ -2,15 +2,15 @@
 
 Each target may only raise what it documents, and the reader thread must survive:
 
-* :class:`~mcpsync.transports._pipes.JsonLineFramer`: any chunking of a stream of JSON lines
+* :class:`~mcpsync.transports.stdio.pipes.JsonLineFramer`: any chunking of a stream of JSON lines
   mixed with junk, blank, CRLF and invalid-UTF-8 lines delivers exactly what a one-shot
   ``split(b"\\n")`` reference delivers; arbitrary bytes raise nothing but ``LineTooLong``.
-* :meth:`~mcpsync.session.Session.feed` ("never raises for bad input"): random valid and invalid
+* :meth:`~mcpsync.rpc.session.Session.feed` ("never raises for bad input"): random valid and invalid
   JSON-RPC messages never raise, settle each pending request at most once, and leave the session
   consistent (every request is either pending or settled; ``fail_all`` settles the rest).
 * :func:`mcpsync.types.from_wire`: random JSON for every exported protocol type raises nothing
   but :class:`~mcpsync.ProtocolError`.
-* :class:`~mcpsync.transports._sse.SSEParser` on arbitrary bytes: nothing but
+* :class:`~mcpsync.transports.http.sse_parser.SSEParser` on arbitrary bytes: nothing but
   :class:`~mcpsync.MessageTooLarge` (random chunkings of valid streams are in
   ``tests/test_http_sse_parser.py``).
 * End to end: a real stdio server (``tests/servers/rel_server.py``, tool ``raw``) writes fuzzed
@@ -33,9 +33,9 @@ from hypothesis import strategies as st
 
 import mcpsync
 from mcpsync import types
-from mcpsync.session import Session
-from mcpsync.transports._pipes import JsonLineFramer, LineTooLong
-from mcpsync.transports._sse import SSEParser
+from mcpsync.rpc.session import Session
+from mcpsync.transports.stdio.pipes import JsonLineFramer, LineTooLong
+from mcpsync.transports.http.sse_parser import SSEParser
 
 REL_SERVER = Path(__file__).resolve().parent / "servers" / "rel_server.py"
 #: ``tox -e stress`` (``MCPSYNC_STRESS=1``) runs four times as many examples.

@@ -1,11 +1,11 @@
-"""The SSE parser (mcpsync.transports._sse): WHATWG vectors, sseclient-py's gaps, chunking property."""
+"""The SSE parser (mcpsync.transports.http.sse_parser): WHATWG vectors, sseclient-py's gaps, chunking property."""
 
 from __future__ import annotations
 
 import pytest
 
 from mcpsync.exceptions import MessageTooLarge
-from mcpsync.transports._sse import SSEEvent, SSEParser
+from mcpsync.transports.http.sse_parser import SSEEvent, SSEParser
 
 
 def parse(*chunks: bytes, **kw: int) -> tuple[list[SSEEvent], SSEParser]:

@@ -342,8 +342,8 @@ def test_unknown_result_type_is_a_protocol_error(make_server: Any) -> None:
 def test_notifications_that_beat_their_streams_registration_are_replayed(make_server: Any) -> None:
     # Over HTTP the acknowledgement can arrive on the reply stream before
     # listen() has registered the subscription: nothing may be lost.
-    from mcpsync._subscriptions import Subscription
-    from mcpsync.session import PendingRequest
+    from mcpsync.client.subscriptions import Subscription
+    from mcpsync.rpc.session import PendingRequest
 
     server = make_server({})
     with server.client() as client:

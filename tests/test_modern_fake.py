@@ -14,7 +14,8 @@ import pytest
 from schema_util import validate_against
 
 import mcpsync
-from mcpsync import _options, types
+from mcpsync import types
+from mcpsync.client import options as _options
 from mcpsync.testing import FakeServer, ToolContext
 from mcpsync.transports.base import CloseHandler, MessageHandler, Transport
 

@@ -16,8 +16,8 @@ import pytest
 import sdk_catalog
 
 import mcpsync
-from mcpsync import _options
-from mcpsync.transports.stdio import StdioTransport
+from mcpsync.client import options as _options
+from mcpsync.transports.stdio.transport import StdioTransport
 
 MODERN = "2026-07-28"
 SUB_ID = "io.modelcontextprotocol/subscriptionId"

@@ -16,7 +16,7 @@ from mcpsync.exceptions import (
     RequestTimeout,
     ServerError,
 )
-from mcpsync.session import Session, normalize_id
+from mcpsync.rpc.session import Session, normalize_id
 
 
 class FakeClock:

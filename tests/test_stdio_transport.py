@@ -39,7 +39,7 @@ from mcpsync.exceptions import (
     RequestTimeout,
     ServerStartError,
 )
-from mcpsync.transports.stdio import StdioTransport
+from mcpsync.transports.stdio.transport import StdioTransport
 
 FAULT = [sys.executable, str(Path(__file__).resolve().parent / "servers" / "fault_server.py")]
 MiB = 1024 * 1024
@@ -224,7 +224,7 @@ def test_unterminated_100mib_flood_stays_bounded(leaks: None) -> None:
 
 
 def test_junk_lines_skipped_with_counter_and_warning(caplog: pytest.LogCaptureFixture) -> None:
-    caplog.set_level(logging.WARNING, logger="mcpsync.transports.stdio")
+    caplog.set_level(logging.WARNING, logger="mcpsync.transports.stdio.transport")
     with Peer() as p:
         assert p.call({"junk": True}) == '{"junk": true}'  # the reply itself ends in \r\n
         assert p.t.skipped_lines == 3  # npm warn, \xff\xfe, {not json}; blank lines are not junk
@@ -233,7 +233,7 @@ def test_junk_lines_skipped_with_counter_and_warning(caplog: pytest.LogCaptureFi
         for _ in range(5):
             p.call({"junk": True})
         assert p.t.skipped_lines == 18
-        warnings = [r for r in caplog.records if r.name == "mcpsync.transports.stdio"]
+        warnings = [r for r in caplog.records if r.name == "mcpsync.transports.stdio.transport"]
         assert len(warnings) <= 6  # rate-limited: a burst, then one "suppressed" note
 
 

@@ -19,7 +19,7 @@ from ws_harness import Bridge
 
 import mcpsync
 from mcpsync import types
-from mcpsync.transports.websocket import WebSocketTransport
+from mcpsync.transports.websocket.transport import WebSocketTransport
 
 pytestmark = pytest.mark.timeout(60)
 

@@ -22,7 +22,7 @@ from ws_harness import Bridge, make_certificates
 from ws_raw import RawServer
 
 import mcpsync
-from mcpsync.transports.websocket import WebSocketClosed, WebSocketTransport
+from mcpsync.transports.websocket.transport import WebSocketClosed, WebSocketTransport
 
 pytestmark = pytest.mark.timeout(60)
 

@@ -2,6 +2,9 @@
 
 ``keyring`` is imported only when a :class:`KeyringTokenStore` is used, so
 stdio-only users never pay for it.
+
+May import: :mod:`mcpsync.exceptions` and :mod:`mcpsync.types` only; the transports use
+it through ``requests``' auth hooks, and it never imports a transport or the client.
 """
 
 from __future__ import annotations

@@ -38,7 +38,7 @@ class TokenStore(abc.ABC):
     """Where :class:`~mcpsync.auth.OAuth` keeps its state (abstract).
 
     Subclasses implement :meth:`load` and :meth:`save`, and usually
-    :meth:`delete` and :meth:`lock`.  ``mcpsync.testing_auth.TokenStoreContract``
+    :meth:`delete` and :meth:`lock`.  ``mcpsync.testing.token_store.TokenStoreContract``
     is a test class every implementation should pass.
     """
 

@@ -2,6 +2,9 @@
 
 A transport moves whole JSON-RPC messages; it knows nothing of ids, futures or
 MCP methods.  See :class:`~mcpsync.transports.base.Transport`.
+
+May import: :mod:`mcpsync.rpc`, :mod:`mcpsync.types`, :mod:`mcpsync.exceptions`; never the
+client.  Each transport (stdio, http, websocket, memory) is independent of the others.
 """
 
 from __future__ import annotations

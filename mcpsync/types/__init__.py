@@ -11,6 +11,8 @@ back, so a newer server never breaks this client. Convert with
     assert result.text == "hi"
     assert types.to_wire(types.TextContent("hi")) == {"type": "text", "text": "hi"}
 
+May import: :mod:`mcpsync.exceptions` only (and attrs/cattrs).
+
 .. versionadded:: 0.1
 """
 

@@ -1,0 +1,168 @@
+"""Which server the ``mcpsync`` command talks to, and how it logs in.
+
+``--config FILE --server NAME`` (an ``mcpServers`` entry), ``--stdio CMD`` or
+``--url URL``; ``MCPSYNC_CONFIG`` and ``MCPSYNC_SERVER`` stand in for the
+first pair.  Remote servers get :class:`mcpsync.auth.OAuth` with a persistent
+token store, so ``mcpsync login`` once is enough for later commands.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shlex
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from mcpsync.auth import (
+    AuthError,
+    FileTokenStore,
+    KeyringTokenStore,
+    LoopbackLogin,
+    OAuth,
+    TokenStore,
+)
+from mcpsync.config import ConfigError, ServerConfig, load_config
+
+if TYPE_CHECKING:
+    from mcpsync.auth._loopback import LoopbackReceiver
+    from mcpsync.client.client import Client
+
+__all__ = ["NotLoggedIn", "UsageError", "add_target_options", "oauth_for", "open_client", "resolve"]
+
+
+class UsageError(ConfigError):
+    """The command line does not name a usable server."""
+
+
+class NotLoggedIn(AuthError):
+    """The server needs a login and the command may not start one by itself."""
+
+
+class _NoLogin(LoopbackLogin):
+    """A login that refuses to start: scripts must never wait for a browser."""
+
+    def __init__(self, url: str) -> None:
+        super().__init__()
+        self._url = url
+
+    def receiver(self, preferred_port: int | None = None) -> LoopbackReceiver:
+        raise NotLoggedIn(
+            f"{self._url} needs a login: run `mcpsync --url {self._url} login` first"
+        )
+
+
+def add_target_options(parser: argparse.ArgumentParser, *, top: bool) -> None:
+    """The server-selection and output options, accepted before or after the command.
+
+    On subcommands the defaults are suppressed so that a value given before
+    the command is not overwritten by the subparser's default.
+    """
+    d: dict[str, Any] = {} if top else {"default": argparse.SUPPRESS}
+    group = parser.add_argument_group("choosing the server (one of)")
+    group.add_argument("--config", metavar="FILE", help="an mcpServers JSON file "
+                       "(Claude Desktop/Cursor/VS Code format; env: MCPSYNC_CONFIG)", **d)
+    group.add_argument("--server", metavar="NAME", help="the entry of --config to use "
+                       "(env: MCPSYNC_SERVER; optional when the file has one entry)", **d)
+    group.add_argument("--stdio", metavar="CMD", help="run CMD (split like a shell would) "
+                       "and talk to it over stdin/stdout, e.g. --stdio 'python -m mcpsync.demo'", **d)
+    group.add_argument("--url", metavar="URL", help="a remote server: http(s):// or ws(s)://", **d)
+    group.add_argument("--header", metavar="'NAME: VALUE'", action="append",
+                       help="an HTTP header for --url (repeatable)", **d)
+    group.add_argument("--transport", choices=["auto", "streamable-http", "sse", "websocket"],
+                       help="for --url: the transport (default: auto, or websocket for ws://)", **d)
+    other = parser.add_argument_group("general options")
+    other.add_argument("--timeout", type=float, metavar="SECONDS",
+                       help="per-request timeout (default 60; progress resets it)", **d)
+    other.add_argument("--token-store", metavar="DIR|keyring",
+                       help="where OAuth tokens live (default: ~/.config/mcpsync/tokens;"
+                       " env: MCPSYNC_TOKEN_STORE)", **d)
+    other.add_argument("-o", "--output", choices=["text", "json"],
+                       help="output format (default text)", **d)
+    other.add_argument("--debug", action="store_true",
+                       help="show tracebacks and debug logs on stderr", **d)
+
+
+def _opt(args: argparse.Namespace, name: str) -> Any:
+    return getattr(args, name, None)
+
+
+def resolve(args: argparse.Namespace) -> ServerConfig:
+    """The server the options name, as a config entry."""
+    config = _opt(args, "config") or os.environ.get("MCPSYNC_CONFIG")
+    stdio, url = _opt(args, "stdio"), _opt(args, "url")
+    chosen = [flag for flag, v in (("--config", config if not (stdio or url) else _opt(args, "config")),
+                                   ("--stdio", stdio), ("--url", url)) if v]
+    if len(chosen) > 1:
+        raise UsageError(f"give only one of {', '.join(chosen)}")
+    if stdio:
+        argv = shlex.split(stdio)
+        if not argv:
+            raise UsageError("--stdio needs a command")
+        return ServerConfig(name="stdio", transport="stdio", command=argv[0], args=argv[1:])
+    if url:
+        headers = {}
+        for header in _opt(args, "header") or []:
+            key, sep, value = header.partition(":")
+            if not sep or not key.strip():
+                raise UsageError(f"--header must look like 'Name: value', got {header.split(':')[0]!r}")
+            headers[key.strip()] = value.strip()
+        transport = _opt(args, "transport") or (
+            "websocket" if url.startswith(("ws://", "wss://")) else "auto"
+        )
+        return ServerConfig(name="url", transport=transport, url=url, headers=headers or None)
+    if config:
+        name = _opt(args, "server") or os.environ.get("MCPSYNC_SERVER")
+        if name is None:
+            servers = load_config(config, expand_variables=False)
+            if len(servers) != 1:
+                raise UsageError(f"--server NAME is needed: {config} has "
+                                 f"{', '.join(servers) or 'no servers'}")
+            name = next(iter(servers))
+        return load_config(config, name)[name]
+    raise UsageError("no server given: use --stdio CMD, --url URL or --config FILE --server NAME"
+                     " (try `mcpsync demo` for a first look)")
+
+
+def _store(args: argparse.Namespace) -> TokenStore:
+    where = _opt(args, "token_store") or os.environ.get("MCPSYNC_TOKEN_STORE")
+    if where == "keyring":
+        return KeyringTokenStore()
+    if where:
+        return FileTokenStore(Path(where).expanduser())
+    base = Path(os.environ.get("XDG_CONFIG_HOME") or Path.home() / ".config")
+    return FileTokenStore(base / "mcpsync" / "tokens")
+
+
+def oauth_for(args: argparse.Namespace, url: str, *, interactive: bool) -> OAuth:
+    """OAuth with the persistent store; a browser login only when *interactive*."""
+    login = LoopbackLogin(timeout=_opt(args, "login_timeout") or 300.0) if interactive else _NoLogin(url)
+    return OAuth(store=_store(args), login=login, client_name="mcpsync-cli",
+                 client_id=_opt(args, "client_id"), scopes=_opt(args, "scope"), server_url=url)
+
+
+def open_client(args: argparse.Namespace, *, interactive_login: bool | None = None) -> Client:
+    """A client for the chosen server (not yet connected)."""
+    from mcpsync.client.client import Client
+
+    entry = resolve(args)
+    timeout = _opt(args, "timeout") or 60.0
+    options: dict[str, Any] = {"timeout": timeout, "client_info": ("mcpsync-cli", _version())}
+    if entry.transport == "stdio":
+        # The server's stderr goes to the mcpsync.server logger (shown with --debug); a
+        # server that dies has its stderr tail in the one-line error anyway.
+        return Client.from_server_config(entry, **options)
+    assert entry.url is not None
+    headers = {k.lower() for k in entry.headers or {}}
+    if "authorization" not in headers and entry.transport != "websocket":
+        if interactive_login is None:
+            interactive_login = sys.stdin.isatty() and sys.stderr.isatty()
+        options["auth"] = oauth_for(args, entry.url, interactive=interactive_login)
+    return Client.from_server_config(entry, **options)
+
+
+def _version() -> str:
+    from mcpsync import __version__
+
+    return __version__

@@ -1,0 +1,437 @@
+"""The blocking, typed MCP client users call."""
+
+from __future__ import annotations
+
+import logging
+import os
+import threading
+from collections.abc import Callable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
+from mcpsync import __version__, types
+from mcpsync.client.cache import ResultCache
+from mcpsync.client.connection import Connection, Listeners
+from mcpsync.client.features import Features, open_listen
+from mcpsync.client.handles import Handle, PendingCall
+from mcpsync.client.options import DEFAULT, ClientOptions, Default, RootsArg, TimeoutArg
+from mcpsync.client.subscriptions import Subscription
+from mcpsync.exceptions import (
+    ClientClosed,
+    ForkedClientError,
+    McpError,
+)
+from mcpsync.rpc.session import ProgressCallback
+from mcpsync.transports.base import Transport
+
+if TYPE_CHECKING:
+    from mcpsync.config import ServerConfig
+
+__all__ = ["Client", "Handle", "PendingCall"]
+
+log = logging.getLogger(__name__)
+
+
+class Client(Features):
+    """A synchronous MCP client.
+
+    A Client can be shared between threads; create it once per process.  The
+    connection opens on first use (or :meth:`connect`); :meth:`close` is
+    idempotent and bounded in time::
+
+        with mcpsync.Client.stdio([sys.executable, "-m", "mcpsync.demo"]) as client:
+            for tool in client.list_tools():
+                print(tool.name)
+            print(client.call_tool("add", {"a": 1, "b": 2}).text)
+
+    :param transport: any :class:`~mcpsync.transports.base.Transport`.
+    :param client_info: ``(name, version)`` sent to the server.
+    :param timeout: default per-request timeout in seconds; ``None`` waits forever.
+    :param mode: ``"auto"``, ``"legacy"`` or a protocol version to pin.
+    :param roots: roots to offer the server: :class:`~mcpsync.types.Root`,
+        ``(uri, name)`` tuples or paths, or a callable returning them.
+    :param sampling_handler: answers ``sampling/createMessage``.
+    :param elicitation_handler: answers ``elicitation/create`` (form and URL mode).
+    :param logging_handler: receives server log messages.
+    :param exception_handler: receives exceptions raised by your callbacks.
+    """
+
+    def __init__(
+        self,
+        transport: Transport,
+        *,
+        client_info: tuple[str, str] = ("mcpsync", __version__),
+        timeout: float | None = 30.0,
+        mode: str = "auto",
+        roots: RootsArg = None,
+        sampling_handler: Callable[[types.CreateMessageRequestParams], types.CreateMessageResult]
+        | None = None,
+        elicitation_handler: Callable[[Any], types.ElicitResult] | None = None,
+        logging_handler: Callable[[types.LoggingMessageNotificationParams], Any] | None = None,
+        exception_handler: Callable[[BaseException], None] | None = None,
+        capabilities: Mapping[str, Any] | None = None,
+        max_queued_notifications: int = 10_000,
+        _transport_factory: Callable[[], Transport] | None = None,
+    ) -> None:
+        self._options = ClientOptions(
+            client_info=client_info,
+            timeout=timeout,
+            mode=mode,
+            roots=roots,
+            sampling_handler=sampling_handler,
+            elicitation_handler=elicitation_handler,
+            logging_handler=logging_handler,
+            exception_handler=exception_handler,
+            capabilities=dict(capabilities) if capabilities else None,
+            max_queued_notifications=max_queued_notifications,
+        )
+        self._options.check_mode()  # a bad mode fails here, not at first use
+        self._transport: Transport | None = transport
+        self._factory = _transport_factory
+        self._listeners = Listeners()
+        self._connect_lock = threading.Lock()
+        self._state_lock = threading.Lock()
+        self._conn: Connection | None = None
+        self._connecting: Connection | None = None
+        self._closed = False
+        self._tools: dict[str, types.Tool] = {}
+        self._cache = ResultCache()
+        self._resource_subscriptions: set[str] = set()
+        self._background_lock = threading.Lock()
+        self._listeners.on_change = self._sync_background
+
+    @classmethod
+    def stdio(
+        cls,
+        command: str | Sequence[str],
+        *,
+        args: Sequence[str] | None = None,
+        env: Mapping[str, str] | None = None,
+        cwd: str | os.PathLike[str] | None = None,
+        stderr: Any = None,
+        max_message_bytes: int = 32 * 1024 * 1024,
+        close_grace: float = 2.0,
+        terminate_grace: float = 2.0,
+        write_timeout: float | None = 60.0,
+        **options: Any,
+    ) -> Client:
+        """A client for a server run as a subprocess speaking MCP over stdio.
+
+        :param command: the program, or a list of program and arguments.
+        :param env: merged over a safe default environment (not the whole of ours).
+        :param stderr: where the server's stderr goes (default: the
+            ``mcpsync.server`` logger); it is always drained.
+        :param max_message_bytes: longest line accepted from the server.
+        :param close_grace: seconds :meth:`close` waits after closing the
+            server's stdin before SIGTERM; *terminate_grace* more before SIGKILL.
+        :param write_timeout: bound on one write to a server that stopped reading.
+        """
+        from mcpsync.transports.stdio.transport import StdioTransport
+
+        def factory() -> Transport:
+            return StdioTransport(
+                command,
+                args,
+                env=env,
+                cwd=cwd,
+                stderr=stderr,
+                max_message_bytes=max_message_bytes,
+                close_grace=close_grace,
+                terminate_grace=terminate_grace,
+                write_timeout=write_timeout,
+            )
+
+        return cls(factory(), _transport_factory=factory, **options)
+
+    @classmethod
+    def http(
+        cls,
+        url: str,
+        *,
+        auth: Any = None,
+        headers: Mapping[str, str] | None = None,
+        session: Any = None,
+        transport: str = "auto",
+        **options: Any,
+    ) -> Client:
+        """A client for a server reached over HTTP.
+
+        :param transport: ``"auto"`` (Streamable HTTP, falling back to legacy
+            HTTP+SSE on the spec's signals), ``"streamable-http"`` or ``"sse"``.
+        :param session: a ``requests.Session`` (proxies, TLS, retries); by
+            default each connection makes its own.
+        :param auth: a ``requests`` auth object, e.g. :class:`mcpsync.auth.OAuth`.
+
+        Options the transports take (``read_timeout``, ``connect_timeout``,
+        ``session_retry``, ...; see ``docs/transports.rst``) are split off from
+        the client options.
+        """
+        from mcpsync.transports.http.streamable import http_transport_factory
+
+        factory, options = http_transport_factory(
+            url, auth=auth, headers=headers, session=session, transport=transport, options=options
+        )
+        return cls(factory(), _transport_factory=factory, **options)
+
+    @classmethod
+    def websocket(
+        cls,
+        url: str,
+        *,
+        headers: Mapping[str, str] | None = None,
+        auth: Any = None,
+        **options: Any,
+    ) -> Client:
+        """A client for a server reached over a WebSocket (``ws://`` or ``wss://``).
+
+        Needs ``pip install 'mcpsync[websocket]'``.  Transport options
+        (``verify``, ``subprotocols``, ``connect_timeout``, ``write_timeout``,
+        ``max_message_bytes``, ...; see
+        :class:`~mcpsync.transports.websocket.transport.WebSocketTransport`) are split off
+        from the client options.  A forked child opens its own connection.
+
+        :param headers: extra headers for the upgrade request.
+        :param auth: a ``requests`` auth object, e.g. ``mcpsync.auth.BearerToken``;
+            the headers it sets go on the upgrade request, on every connect.
+        """
+        from mcpsync.transports.websocket.transport import websocket_transport_factory
+
+        factory, options = websocket_transport_factory(
+            url, headers=headers, auth=auth, options=options
+        )
+        return cls(factory(), _transport_factory=factory, **options)
+
+    @classmethod
+    def from_config(
+        cls, path_or_dict: str | os.PathLike[str] | Mapping[str, Any], name: str, **options: Any
+    ) -> Client:
+        """A client for server *name* of an ``mcpServers`` JSON file or dict.
+
+        The format of Claude Desktop, Cursor and VS Code; ``${VAR}``,
+        ``${VAR:-default}`` and ``${env:VAR}`` are expanded (see
+        :mod:`mcpsync.config`).  *options* go to :meth:`stdio`, :meth:`http`
+        or :meth:`websocket`.
+
+        :raises mcpsync.config.ConfigError: bad file or entry, unknown *name*,
+            or an unset variable (also a ``ValueError``).
+        """
+        from mcpsync.config import load_config
+
+        environ = options.pop("environ", None)
+        return cls.from_server_config(load_config(path_or_dict, name, environ=environ)[name], **options)
+
+    @classmethod
+    def from_server_config(cls, entry: ServerConfig, **options: Any) -> Client:
+        """A client for one entry parsed by :func:`mcpsync.config.load_config`.
+
+        *options* go to :meth:`stdio`, :meth:`http` or :meth:`websocket`; ``headers=``
+        among them are merged over the entry's.
+        """
+        if entry.transport == "stdio":
+            assert entry.command is not None
+            return cls.stdio(entry.command, args=entry.args, env=entry.env, cwd=entry.cwd, **options)
+        assert entry.url is not None
+        headers = dict(entry.headers or {})
+        headers.update(options.pop("headers", None) or {})
+        if entry.transport == "websocket":
+            return cls.websocket(entry.url, headers=headers or None, **options)
+        return cls.http(entry.url, headers=headers or None, transport=entry.transport, **options)
+
+    # -- lifecycle -----------------------------------------------------------
+
+    def connect(self) -> Client:
+        """Open the connection now (otherwise it opens on first use)."""
+        self._connection()
+        return self
+
+    def _connection(self) -> Connection:
+        conn = self._conn
+        if conn is not None and conn.pid == os.getpid():
+            return conn
+        # One thread connects; the others wait here.  close() never takes this
+        # lock, so it can interrupt a slow handshake from any thread.
+        with self._connect_lock:
+            with self._state_lock:
+                if self._closed:
+                    raise ClientClosed("client is closed")
+                conn = self._conn
+                if conn is not None and conn.pid == os.getpid():
+                    return conn
+                transport = self._next_transport(conn)
+                conn = Connection(transport, self._options, self._listeners)
+                self._connecting = conn
+            try:
+                conn.open(self._options.timeout)
+            finally:
+                with self._state_lock:
+                    self._connecting = None
+            with self._state_lock:
+                if self._closed:
+                    conn.close()
+                    raise ClientClosed("client was closed while connecting")
+                self._cache.clear()
+                conn.on_invalidate = self._cache.invalidate
+                self._conn = conn
+            if conn.era == "modern" and (self._listeners.methods() or self._resource_subscriptions):
+                try:
+                    self._sync_background()
+                except McpError as exc:  # notifications are best effort; calls must still work
+                    log.warning("could not open the notification stream: %s", exc)
+            return conn
+
+    def _next_transport(self, old: Connection | None) -> Transport:
+        if old is not None:
+            # Forked: the parent's pipes, sockets and threads are not ours.
+            old.abandon()
+            self._conn = None
+            if self._factory is None:
+                raise ForkedClientError(
+                    "this client was connected before os.fork(); create a new Client in"
+                    " the child process (or construct it with Client.stdio/Client.http,"
+                    " which reconnect by themselves)"
+                )
+            self._transport = None
+        transport = self._transport
+        self._transport = None
+        if transport is None:
+            if self._factory is None:
+                raise ClientClosed("client has no transport")
+            transport = self._factory()
+        return transport
+
+    def close(self) -> None:
+        """Close the connection; idempotent, callable from any thread, bounded in time."""
+        with self._state_lock:
+            if self._closed:
+                return
+            self._closed = True
+            conns = [c for c in (self._conn, self._connecting) if c is not None]
+            self._conn = None
+            transport, self._transport = self._transport, None
+        for conn in conns:
+            if conn.pid == os.getpid():
+                conn.close()
+        if transport is not None:
+            transport.close()
+
+    @property
+    def closed(self) -> bool:
+        """Whether :meth:`close` was called."""
+        return self._closed
+
+    def __enter__(self) -> Client:
+        return self.connect()
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+    # -- what the server declared --------------------------------------------
+
+    @property
+    def server_info(self) -> types.Implementation:
+        """The server's name, version and title (connects if needed).
+
+        A modern server may leave it out of ``server/discover``: then
+        ``name`` and ``version`` are empty strings.
+        """
+        return self._connection().server_info
+
+    @property
+    def server_capabilities(self) -> types.ServerCapabilities:
+        """What the server declared it supports (connects if needed)."""
+        return self._connection().capabilities
+
+    @property
+    def protocol_version(self) -> str:
+        """The negotiated protocol revision, e.g. ``"2026-07-28"`` or ``"2025-11-25"``."""
+        return self._connection().protocol_version
+
+    @property
+    def era(self) -> str:
+        """``"modern"`` (stateless, 2026-07-28) or ``"legacy"`` (initialize handshake)."""
+        return self._connection().era
+
+    @property
+    def instructions(self) -> str | None:
+        """The server's usage instructions, if it sent any."""
+        return self._connection().instructions
+
+    # -- raw requests --------------------------------------------------------
+
+    def _timeout(self, timeout: TimeoutArg) -> float | None:
+        return self._options.timeout if isinstance(timeout, Default) else timeout
+
+    def request_async(
+        self,
+        method: str,
+        params: Mapping[str, Any] | None = None,
+        *,
+        progress: ProgressCallback | None = None,
+    ) -> PendingCall:
+        """Send a request and return at once; see :class:`PendingCall`."""
+        conn = self._connection()
+        pending = conn.session.send_request(method, params, on_progress=progress)
+        return PendingCall(conn, pending, self._options.timeout)
+
+    def request(
+        self,
+        method: str,
+        params: Mapping[str, Any] | None = None,
+        *,
+        timeout: TimeoutArg = DEFAULT,
+        progress: ProgressCallback | None = None,
+        reset_timeout_on_progress: bool = True,
+        max_total_timeout: float | None = None,
+    ) -> dict[str, Any]:
+        """Send any request and return the raw ``result`` object (the escape hatch)."""
+        # request_async(...).result(...) without the PendingCall: this is the hot path.
+        session = self._connection().session
+        pending = session.send_request(method, params, on_progress=progress)
+        return session.wait(
+            pending,
+            timeout=self._timeout(timeout),
+            reset_on_progress=reset_timeout_on_progress,
+            max_total=max_total_timeout,
+        )
+
+    def notify(self, method: str, params: Mapping[str, Any] | None = None) -> None:
+        """Send any notification."""
+        self._connection().session.notify(method, params)
+
+    def on(self, method: str, callback: Callable[[dict[str, Any]], Any]) -> Handle:
+        """Call ``callback(params)`` for each notification *method* (``"*"``: all).
+
+        Callbacks run on the dispatcher thread, never the reader thread, in
+        arrival order; they may call the client.  On a modern server,
+        list-changed and resource-updated notifications need an open
+        ``subscriptions/listen`` stream: the client keeps one open for the
+        methods you registered here (and the URIs of :meth:`subscribe_resource`).
+        """
+        self._listeners.add(method, callback)
+        return Handle(self._listeners, method, callback)
+
+    def _sync_background(self) -> None:
+        """Keep the background listen stream's filter in step with what is wanted."""
+        conn = self._conn
+        if conn is None or conn.era != "modern" or conn.pid != os.getpid():
+            return
+        with self._background_lock:
+            methods = self._listeners.methods()
+            every = "*" in methods
+            filt = types.SubscriptionFilter(
+                tools_list_changed=every or "notifications/tools/list_changed" in methods or None,
+                prompts_list_changed=every or "notifications/prompts/list_changed" in methods or None,
+                resources_list_changed=every or "notifications/resources/list_changed" in methods or None,
+                resource_subscriptions=sorted(self._resource_subscriptions) or None,
+            )
+            old = conn.background
+            if old is not None and not old.closed and old.filter == filt:
+                return
+            new: Subscription | None = None
+            if filt != types.SubscriptionFilter():
+                new = Subscription(filt, on_close=conn.remove_subscription, queue_notifications=False)
+                conn.background = new
+                open_listen(conn, new, self._options.timeout)
+            else:
+                conn.background = None
+            if old is not None:
+                old.close()

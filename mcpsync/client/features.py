@@ -1,0 +1,392 @@
+"""The MCP feature methods of :class:`mcpsync.Client`, the same in both eras.
+
+Kept apart from the connection plumbing in :mod:`mcpsync.client.client`; the
+:class:`Features` mixin relies only on ``request``, ``_connection`` and the
+attributes documented at its top.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import Future
+from typing import TYPE_CHECKING, Any, TypeVar
+
+from mcpsync import types
+from mcpsync.client.cache import ResultCache
+from mcpsync.client.options import DEFAULT, ClientOptions, TimeoutArg
+from mcpsync.client.output_schema import check_structured_content
+from mcpsync.client.subscriptions import Subscription
+from mcpsync.exceptions import (
+    CapabilityNotSupported,
+    McpError,
+    MethodNotFound,
+    ProtocolError,
+    RequestTimeout,
+    ServerError,
+)
+from mcpsync.rpc.session import ProgressCallback
+
+if TYPE_CHECKING:
+    from mcpsync.client.connection import Connection
+
+__all__ = ["Features"]
+
+log = logging.getLogger("mcpsync.client.client")
+
+T = TypeVar("T")
+_MAX_PAGES = 10_000
+
+
+class Features:
+    """Tools, resources, prompts, completion, logging, roots and subscriptions."""
+
+    _options: ClientOptions
+    _tools: dict[str, types.Tool]
+    _cache: ResultCache
+    _resource_subscriptions: set[str]
+
+    if TYPE_CHECKING:
+        # Provided by Client; declared for the type checker only.
+        request: Callable[..., dict[str, Any]]
+
+        def _connection(self) -> Connection: ...
+
+        def _timeout(self, timeout: TimeoutArg) -> float | None: ...
+
+        def _sync_background(self) -> None: ...
+
+    # -- plumbing shared by the feature methods ------------------------------
+
+    def _require(self, capability: str, method: str) -> None:
+        caps = self._connection().capabilities
+        head, _, sub = capability.partition(".")
+        value = getattr(caps, head, None)
+        if value is not None and sub:
+            value = getattr(value, sub, None) if not isinstance(value, dict) else value.get(sub)
+        if value is None or value is False:
+            raise CapabilityNotSupported(capability, method)
+
+    def _complete(
+        self,
+        method: str,
+        params: dict[str, Any],
+        *,
+        timeout: TimeoutArg = DEFAULT,
+        progress: ProgressCallback | None = None,
+        reset_timeout_on_progress: bool = True,
+        max_total_timeout: float | None = None,
+    ) -> dict[str, Any]:
+        """Send a request and return its complete result, answering MRTR rounds.
+
+        A modern server may answer ``tools/call``, ``prompts/get`` and
+        ``resources/read`` with ``resultType: "input_required"``: we run the
+        same handlers a handshake-era server would reach with requests, then
+        retry with ``inputResponses`` and the echoed ``requestState``.
+        """
+        attempt = dict(params)
+        for _ in range(self._options.max_input_rounds + 1):
+            raw = self.request(
+                method,
+                attempt,
+                timeout=timeout,
+                progress=progress,
+                reset_timeout_on_progress=reset_timeout_on_progress,
+                max_total_timeout=max_total_timeout,
+            )
+            kind = raw.get("resultType")
+            if kind is None or kind == "complete":
+                return raw
+            if kind != "input_required":
+                raise ProtocolError(f"{method}: unsupported resultType {str(kind)[:40]!r}")
+            needed = types.from_wire(types.InputRequiredResult, raw)
+            attempt = dict(params)
+            if needed.input_requests:
+                # Answered concurrently on the handler workers, as legacy server requests are.
+                conn = self._connection()
+                futures = {
+                    key: conn.run_handler(request.method, request.params or {})
+                    for key, request in needed.input_requests.items()
+                }
+                attempt["inputResponses"] = {
+                    key: self._input_result(conn, method, needed.input_requests[key], future)
+                    for key, future in futures.items()
+                }
+            if needed.request_state is not None:
+                attempt["requestState"] = needed.request_state
+        raise ProtocolError(f"{method}: still input_required after {self._options.max_input_rounds} rounds")
+
+    @staticmethod
+    def _input_result(
+        conn: Connection, method: str, request: types.InputRequest, future: Future[dict[str, Any]]
+    ) -> dict[str, Any]:
+        try:
+            return future.result()
+        except ServerError as exc:
+            if exc.code == -32601:
+                raise ProtocolError(
+                    f"{method}: server asked for {request.method!r}, which this client has no"
+                    " handler for (and did not declare)"
+                ) from None
+            raise
+        except McpError:
+            raise
+        except Exception as exc:
+            # As in the handshake era: the exception goes to exception_handler, and what
+            # escapes is an McpError that names the handler, not its (maybe sensitive) text.
+            conn.report(exc)
+            raise McpError(
+                f"{method}: the client's {request.method} handler failed ({type(exc).__name__})"
+            ) from exc
+
+    def _paginate(
+        self, method: str, key: str, cls: type[Any], capability: str, timeout: TimeoutArg, cache: bool
+    ) -> list[Any]:
+        self._require(capability, method)
+        items: list[Any] = []
+        cursor: str | None = None
+        seen: set[str] = set()
+        for _ in range(_MAX_PAGES):
+            raw = self._cache.get(method, cursor) if cache else None
+            if raw is None:
+                raw = self.request(method, {"cursor": cursor} if cursor is not None else None, timeout=timeout)
+                self._cache.put(method, cursor, raw)
+            page = types.from_wire(cls, raw)
+            items.extend(getattr(page, key))
+            cursor = page.next_cursor
+            if cursor is None:
+                return items
+            if cursor in seen:
+                raise ProtocolError(f"{method}: server repeated pagination cursor {cursor[:80]!r}")
+            seen.add(cursor)
+        raise ProtocolError(f"{method}: more than {_MAX_PAGES} pages")
+
+    # -- tools ---------------------------------------------------------------
+
+    def list_tools(self, *, timeout: TimeoutArg = DEFAULT, cache: bool = True) -> list[types.Tool]:
+        """All tools the server offers (every page).
+
+        :param cache: reuse a result the server marked cacheable (``ttlMs``);
+            ``False`` always asks the server.
+        """
+        tools: list[types.Tool] = self._paginate(
+            "tools/list", "tools", types.ListToolsResult, "tools", timeout, cache
+        )
+        self._tools = {tool.name: tool for tool in tools}
+        return tools
+
+    def call_tool(
+        self,
+        name: str,
+        arguments: Mapping[str, Any] | None = None,
+        *,
+        timeout: TimeoutArg = DEFAULT,
+        progress: ProgressCallback | None = None,
+        reset_timeout_on_progress: bool = True,
+        max_total_timeout: float | None = None,
+        meta: Mapping[str, Any] | None = None,
+    ) -> types.CallToolResult:
+        """Call a tool and return its result.
+
+        A result with ``is_error`` is returned, not raised: call
+        ``result.raise_for_error()`` to raise :class:`~mcpsync.ToolError`.
+        When the tool was listed with an ``outputSchema`` and :mod:`jsonschema`
+        is installed, ``structured_content`` is validated against it.
+
+        :param progress: ``fn(progress, total, message)``, run on the dispatcher thread.
+        :param reset_timeout_on_progress: progress restarts the *timeout* window.
+        :param max_total_timeout: a hard cap, progress or not.
+        """
+        self._require("tools", "tools/call")
+        params: dict[str, Any] = {"name": name, "arguments": dict(arguments or {})}
+        if meta:
+            params["_meta"] = dict(meta)
+        raw = self._complete(
+            "tools/call",
+            params,
+            timeout=timeout,
+            progress=progress,
+            reset_timeout_on_progress=reset_timeout_on_progress,
+            max_total_timeout=max_total_timeout,
+        )
+        result = types.from_wire(types.CallToolResult, raw)
+        tool = self._tools.get(name)
+        if tool is not None and tool.output_schema is not None and not result.is_error:
+            check_structured_content(name, tool.output_schema, result.structured_content)
+        return result
+
+    # -- resources -----------------------------------------------------------
+
+    def list_resources(self, *, timeout: TimeoutArg = DEFAULT, cache: bool = True) -> list[types.Resource]:
+        """All resources the server lists (every page)."""
+        return self._paginate(
+            "resources/list", "resources", types.ListResourcesResult, "resources", timeout, cache
+        )
+
+    def list_resource_templates(
+        self, *, timeout: TimeoutArg = DEFAULT, cache: bool = True
+    ) -> list[types.ResourceTemplate]:
+        """All resource templates (every page)."""
+        return self._paginate(
+            "resources/templates/list",
+            "resource_templates",
+            types.ListResourceTemplatesResult,
+            "resources",
+            timeout,
+            cache,
+        )
+
+    def read_resource(
+        self, uri: str, *, timeout: TimeoutArg = DEFAULT, cache: bool = True
+    ) -> types.ReadResourceResult:
+        """Read a resource; ``.contents`` holds text and blob contents."""
+        self._require("resources", "resources/read")
+        raw = self._cache.get("resources/read", uri) if cache else None
+        if raw is None:
+            raw = self._complete("resources/read", {"uri": uri}, timeout=timeout)
+            self._cache.put("resources/read", uri, raw)
+        return types.from_wire(types.ReadResourceResult, raw)
+
+    def subscribe_resource(self, uri: str, *, timeout: TimeoutArg = DEFAULT) -> None:
+        """Ask for ``notifications/resources/updated`` about *uri* (see :meth:`on`).
+
+        On a modern server this joins the client's background
+        ``subscriptions/listen`` stream.
+        """
+        conn = self._connection()
+        # A modern server declares resources.subscribe when it serves resourceSubscriptions.
+        self._require("resources.subscribe", "resources/subscribe")
+        if conn.era == "legacy":
+            self.request("resources/subscribe", {"uri": uri}, timeout=timeout)
+        self._resource_subscriptions.add(uri)
+        if conn.era == "modern":
+            self._sync_background()
+
+    def unsubscribe_resource(self, uri: str, *, timeout: TimeoutArg = DEFAULT) -> None:
+        """Stop updates about *uri*."""
+        conn = self._connection()
+        self._resource_subscriptions.discard(uri)
+        if conn.era == "legacy":
+            self._require("resources.subscribe", "resources/unsubscribe")
+            self.request("resources/unsubscribe", {"uri": uri}, timeout=timeout)
+        else:
+            self._sync_background()
+
+    # -- prompts -------------------------------------------------------------
+
+    def list_prompts(self, *, timeout: TimeoutArg = DEFAULT, cache: bool = True) -> list[types.Prompt]:
+        """All prompts (every page)."""
+        return self._paginate("prompts/list", "prompts", types.ListPromptsResult, "prompts", timeout, cache)
+
+    def get_prompt(
+        self,
+        name: str,
+        arguments: Mapping[str, str] | None = None,
+        *,
+        timeout: TimeoutArg = DEFAULT,
+    ) -> types.GetPromptResult:
+        """Render a prompt; ``.messages`` holds the conversation."""
+        self._require("prompts", "prompts/get")
+        params: dict[str, Any] = {"name": name}
+        if arguments:
+            params["arguments"] = {key: str(value) for key, value in arguments.items()}
+        return types.from_wire(types.GetPromptResult, self._complete("prompts/get", params, timeout=timeout))
+
+    # -- the rest ------------------------------------------------------------
+
+    def complete(
+        self,
+        ref: types.PromptReference | types.ResourceTemplateReference,
+        argument_name: str,
+        argument_value: str,
+        *,
+        context: Mapping[str, str] | None = None,
+        timeout: TimeoutArg = DEFAULT,
+    ) -> types.Completion:
+        """Ask the server to complete an argument of a prompt or resource template."""
+        self._require("completions", "completion/complete")
+        params: dict[str, Any] = {
+            "ref": types.to_wire(ref),
+            "argument": {"name": argument_name, "value": argument_value},
+        }
+        if context:
+            params["context"] = {"arguments": dict(context)}
+        raw = self.request("completion/complete", params, timeout=timeout)
+        return types.from_wire(types.CompleteResult, raw).completion
+
+    def set_logging_level(self, level: types.LoggingLevel, *, timeout: TimeoutArg = DEFAULT) -> None:
+        """Ask the server to send log messages at *level* and above.
+
+        Modern servers take the level with every request; this sets it for
+        all requests from now on.
+        """
+        conn = self._connection()
+        self._require("logging", "logging/setLevel")
+        if conn.era == "modern":
+            conn.log_level = level
+            conn.set_modern_meta()
+            return
+        self.request("logging/setLevel", {"level": level}, timeout=timeout)
+
+    def ping(self, *, timeout: TimeoutArg = DEFAULT) -> None:
+        """Check that the server answers (``server/discover`` on a modern server)."""
+        conn = self._connection()
+        self.request("ping" if conn.era == "legacy" else "server/discover", None, timeout=timeout)
+
+    def notify_roots_changed(self) -> None:
+        """Tell the server the roots changed (modern servers ask for them each time)."""
+        conn = self._connection()
+        if conn.era == "legacy":
+            conn.session.notify("notifications/roots/list_changed")
+
+    def listen(
+        self,
+        *,
+        tools: bool = False,
+        prompts: bool = False,
+        resources: bool = False,
+        resource_uris: Sequence[str] = (),
+        timeout: TimeoutArg = DEFAULT,
+        maxsize: int = 1000,
+    ) -> Subscription:
+        """Open a stream of list-changed and resource-updated notifications.
+
+        Works in both eras: a ``subscriptions/listen`` request on a modern
+        server (returns once the server acknowledged it); a filtered view of
+        the connection's notifications on a handshake-era server (resource
+        URIs are subscribed with ``resources/subscribe``).  Close it, or use
+        it as a context manager.
+        """
+        conn = self._connection()
+        filt = types.SubscriptionFilter(
+            tools_list_changed=tools or None,
+            prompts_list_changed=prompts or None,
+            resources_list_changed=resources or None,
+            resource_subscriptions=list(resource_uris) or None,
+        )
+        sub = Subscription(filt, maxsize=maxsize, on_close=conn.remove_subscription)
+        if conn.era == "legacy":
+            for uri in resource_uris:
+                self.subscribe_resource(uri, timeout=timeout)
+            conn.add_subscription(sub, None)
+            sub._acknowledge(types.to_wire(filt))
+            return sub
+        return open_listen(conn, sub, self._timeout(timeout))
+
+
+def open_listen(conn: Connection, sub: Subscription, timeout: float | None) -> Subscription:
+    """Send ``subscriptions/listen`` for *sub* and wait for the acknowledgement."""
+    pending = conn.session.send_request("subscriptions/listen", {"notifications": types.to_wire(sub.filter)})
+    conn.add_subscription(sub, pending)
+    if not sub.wait_acknowledged(timeout):
+        sub.close()
+        raise RequestTimeout("server did not acknowledge subscriptions/listen in time", method="subscriptions/listen")
+    if sub.error is not None:
+        conn.remove_subscription(sub)
+        if conn.background is sub and isinstance(sub.error, MethodNotFound):
+            # on() callbacks are best effort, as in the handshake era, where a server
+            # without list_changed support simply never sends the notifications.
+            log.warning("server does not serve subscriptions/listen: on() callbacks will not fire")
+            return sub
+        raise sub.error
+    return sub

@@ -1,0 +1,143 @@
+"""Client options: the default-timeout sentinel, protocol versions, roots, capabilities."""
+
+from __future__ import annotations
+
+import enum
+import os
+from pathlib import Path
+from typing import Any, Callable, Iterable, Sequence, Union
+
+import attrs
+
+from mcpsync import types
+
+__all__ = [
+    "DEFAULT",
+    "Default",
+    "TimeoutArg",
+    "HANDSHAKE_VERSIONS",
+    "LATEST_HANDSHAKE_VERSION",
+    "MODERN_VERSIONS",
+    "RootsArg",
+    "normalize_roots",
+    "ClientOptions",
+]
+
+
+class Default(enum.Enum):
+    """Type of :data:`DEFAULT`: "use the client's configured value"."""
+
+    token = 0
+
+    def __repr__(self) -> str:
+        return "DEFAULT"
+
+
+#: Pass (or leave) ``timeout=DEFAULT`` to use the client's default; ``None`` waits forever.
+DEFAULT = Default.token
+
+TimeoutArg = Union[float, None, Default]
+
+#: Handshake-era revisions we speak, newest first.
+HANDSHAKE_VERSIONS: tuple[str, ...] = ("2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05")
+LATEST_HANDSHAKE_VERSION = HANDSHAKE_VERSIONS[0]
+#: Stateless-era revisions we speak, newest first.
+MODERN_VERSIONS: tuple[str, ...] = ("2026-07-28",)
+
+_RootItem = Union["types.Root", tuple[str, str], tuple[str], str, "os.PathLike[str]"]
+#: What ``roots=`` accepts: a list of roots, or a callable returning one.
+RootsArg = Union[Sequence[_RootItem], Callable[[], Iterable[_RootItem]], None]
+
+
+def _root(item: _RootItem) -> types.Root:
+    if isinstance(item, types.Root):
+        return item
+    if isinstance(item, tuple):
+        uri = item[0]
+        name = item[1] if len(item) > 1 else None
+        return types.Root(_as_uri(uri), name=name)
+    return types.Root(_as_uri(item))
+
+
+def _as_uri(value: str | os.PathLike[str]) -> str:
+    text = os.fspath(value)
+    if "://" in text:
+        return text
+    return Path(text).expanduser().resolve().as_uri()
+
+
+def normalize_roots(roots: RootsArg) -> list[types.Root]:
+    """Turn the ``roots=`` option into a list of :class:`~mcpsync.types.Root`.
+
+    Paths become ``file://`` URIs; ``(uri, name)`` tuples keep their name.
+    """
+    if roots is None:
+        return []
+    items = roots() if callable(roots) else roots
+    return [_root(item) for item in items]
+
+
+@attrs.define(kw_only=True)
+class ClientOptions:
+    """Validated options shared by every way of constructing a client."""
+
+    client_info: tuple[str, str]
+    timeout: float | None = 30.0
+    mode: str = "auto"
+    roots: RootsArg = None
+    sampling_handler: Callable[[Any], Any] | None = None
+    elicitation_handler: Callable[[Any], Any] | None = None
+    logging_handler: Callable[[Any], Any] | None = None
+    exception_handler: Callable[[BaseException], None] | None = None
+    #: Extra client capabilities merged over the derived ones.
+    capabilities: dict[str, Any] | None = None
+    #: Bound of the notification queue; beyond it notifications are dropped and counted.
+    max_queued_notifications: int = 10_000
+    #: Threads running server→client request handlers (sampling, elicitation, roots).
+    handler_workers: int = 4
+    #: Bound on the ``server/discover`` probe of ``mode="auto"``, seconds.
+    discover_timeout: float = 10.0
+    #: Bound on ``input_required`` rounds of one modern request.
+    max_input_rounds: int = 10
+
+    def check_mode(self) -> None:
+        """:raises ValueError: for a mode that is no era and no version we speak."""
+        if self.mode in ("auto", "legacy", "modern"):
+            return
+        if self.mode not in HANDSHAKE_VERSIONS + MODERN_VERSIONS:
+            raise ValueError(
+                "mode must be 'auto', 'legacy', 'modern' or one of"
+                f" {', '.join(MODERN_VERSIONS + HANDSHAKE_VERSIONS)}; got {self.mode!r}"
+            )
+
+    def offered_versions(self) -> tuple[str, ...]:
+        """The handshake versions this client accepts, newest first."""
+        if self.mode in HANDSHAKE_VERSIONS:
+            return (self.mode,)
+        return HANDSHAKE_VERSIONS
+
+    def modern_versions(self) -> tuple[str, ...]:
+        """The stateless-era versions to try; empty when the mode excludes that era."""
+        if self.mode in ("auto", "modern"):
+            return MODERN_VERSIONS
+        if self.mode in MODERN_VERSIONS:
+            return (self.mode,)
+        return ()
+
+    def allows_handshake(self) -> bool:
+        """Whether the mode lets us fall back to (or start with) ``initialize``."""
+        return self.mode in ("auto", "legacy") or self.mode in HANDSHAKE_VERSIONS
+
+    def client_capabilities(self, *, modern: bool = False) -> dict[str, Any]:
+        """Capabilities derived from the configured handlers (wire format)."""
+        caps: dict[str, Any] = {}
+        if self.roots is not None:
+            # The modern era dropped roots/list_changed: the server asks each time.
+            caps["roots"] = {} if modern else {"listChanged": True}
+        if self.sampling_handler is not None:
+            caps["sampling"] = {}
+        if self.elicitation_handler is not None:
+            caps["elicitation"] = {"form": {}, "url": {}}
+        for key, value in (self.capabilities or {}).items():
+            caps[key] = value
+        return caps

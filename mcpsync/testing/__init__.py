@@ -1,0 +1,393 @@
+"""What you need to test your own MCP client code: an in-process fake server.
+
+:class:`FakeServer` is a real (small, synchronous) MCP server.  Declare
+tools, resources and prompts with decorators, then talk to it in-process
+with :meth:`FakeServer.client` (no subprocess, no sockets) or serve it on
+stdio with :meth:`FakeServer.run_stdio` (for ``python -m yourmodule``)::
+
+    from mcpsync.testing import FakeServer
+
+    server = FakeServer("demo")
+
+    @server.tool()
+    def add(a: int, b: int) -> int:
+        "Add two integers."
+        return a + b
+
+    with server.client() as client:
+        assert client.call_tool("add", {"a": 1, "b": 2}).text == "3"
+
+A tool's input schema comes from its type hints; a parameter annotated
+``ctx: ToolContext`` gives it progress, logging, cancellation and
+server→client requests (sampling, elicitation, roots).  A tool that raises
+(:class:`ToolFailure` or anything else) returns ``isError: true``; raise
+:class:`RpcError` to answer with a JSON-RPC error instead.
+
+May import: the client (to hand back a connected :class:`~mcpsync.Client`), the memory
+transport, its own server engine (:mod:`mcpsync.testing.server`), rpc, types, exceptions.
+
+.. versionadded:: 0.1.0
+"""
+
+from __future__ import annotations
+
+import inspect
+import sys
+from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING, Any, TypeVar, overload
+
+from mcpsync.testing.server import convert as convert
+from mcpsync.testing.server.connection import ServerConnection
+from mcpsync.testing.server.context import ClientRequestError, RpcError, ToolContext
+from mcpsync.testing.server.registry import (
+    Features,
+    ResourceEntry,
+    ToolEntry,
+    ToolFailure,
+    doc_summary,
+)
+from mcpsync.testing.server.modern import ERAS
+from mcpsync.testing.server.stdio import serve_stdio
+from mcpsync.transports.base import CloseHandler, MessageHandler, Transport
+from mcpsync.transports.memory import MemoryTransport, create_pair
+
+if TYPE_CHECKING:
+    from mcpsync.client.client import Client
+    from mcpsync.testing.token_store import TokenStoreContract
+
+__all__ = [
+    "ClientRequestError",
+    "FakeServer",
+    "MemoryTransport",
+    "RpcError",
+    "TokenStoreContract",
+    "ToolContext",
+    "ToolFailure",
+    "create_pair",
+]
+
+
+def __getattr__(name: str) -> Any:
+    # Lazy: the token store contract pulls in mcpsync.auth (and, when used, keyring);
+    # ``import mcpsync.testing`` for a FakeServer must not pay for that.
+    if name == "TokenStoreContract":
+        from mcpsync.testing.token_store import TokenStoreContract
+
+        return TokenStoreContract
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+class FakeServer(Features):
+    """An in-process MCP server for tests, demos and ``python -m`` servers.
+
+    :param name: ``serverInfo.name``.
+    :param version: ``serverInfo.version``.
+    :param instructions: the ``instructions`` sent in ``initialize``.
+    :param page_size: items per page of list results (``None``: no pagination),
+        to test a client's pagination.
+    :param capabilities: the capabilities to declare, verbatim; by default tools,
+        resources (with subscribe), prompts, logging and completions, all with
+        ``listChanged``.
+    :param era: which protocol era to speak.  ``"dual"`` (the default) serves
+        both, as the official SDK's servers do: a request with a 2026-07-28
+        ``_meta`` (``server/discover``, the probe of ``mode="auto"``) is
+        answered statelessly, ``initialize`` starts a handshake-era session.
+        ``"modern"`` serves only 2026-07-28 (``initialize`` is -32601), and
+        ``"legacy"`` only the handshake era (``server/discover`` is -32601).
+        In 2026-07-28, ``ctx.sample()``, ``ctx.elicit()`` and
+        ``ctx.list_roots()`` become Multi Round-Trip Requests: the tool's
+        first run ends with ``input_required``, and the client's retry runs
+        the tool function again from the start with the answers (so a tool
+        should ask its questions before doing anything it must not repeat).
+    :param cache_ttl_ms: the ``ttlMs`` cache hint of 2026-07-28 list and read results.
+
+    Thread-safe: decorators may be applied while clients are connected (call
+    :meth:`notify_tools_changed` and friends afterwards), and any number of
+    clients may be connected at once.
+    """
+
+    def __init__(
+        self,
+        name: str,
+        version: str = "0.1.0",
+        *,
+        instructions: str | None = None,
+        page_size: int | None = None,
+        capabilities: Mapping[str, Any] | None = None,
+        era: str = "dual",
+        cache_ttl_ms: int = 0,
+    ) -> None:
+        if era not in ERAS:
+            raise ValueError(f"era must be one of {', '.join(ERAS)}; got {era!r}")
+        super().__init__(
+            name, version, instructions=instructions, page_size=page_size, capabilities=capabilities
+        )
+        self.era = era
+        self.cache_ttl_ms = cache_ttl_ms
+
+    # -- declaring features ------------------------------------------------
+
+    @overload
+    def tool(self, name: F) -> F: ...
+    @overload
+    def tool(
+        self,
+        name: str | None = None,
+        description: str | None = None,
+        output_schema: Mapping[str, Any] | None = None,
+        *,
+        title: str | None = None,
+        annotations: Mapping[str, Any] | None = None,
+    ) -> Callable[[F], F]: ...
+
+    def tool(
+        self,
+        name: Any = None,
+        description: str | None = None,
+        output_schema: Mapping[str, Any] | None = None,
+        *,
+        title: str | None = None,
+        annotations: Mapping[str, Any] | None = None,
+    ) -> Any:
+        """Register a tool (decorator); usable bare (``@server.tool``) or called.
+
+        :param name: the tool name (default: the function's name).
+        :param description: default: the first paragraph of the docstring.
+        :param output_schema: declares ``outputSchema``; the return value then
+            becomes ``structuredContent`` (non-dicts wrapped as ``{"result": value}``).
+        """
+        if callable(name):
+            return self.tool()(name)
+
+        def register(fn: F) -> F:
+            tool = ToolEntry(
+                fn,
+                name or fn.__name__,
+                description or doc_summary(fn),
+                output_schema,
+                title,
+                annotations,
+            )
+            with self._lock:
+                self._tools[tool.wire["name"]] = tool
+            return fn
+
+        return register
+
+    def remove_tool(self, name: str) -> None:
+        """Forget a tool (then call :meth:`notify_tools_changed` to tell clients)."""
+        with self._lock:
+            del self._tools[name]
+
+    def resource(
+        self,
+        uri: str,
+        name: str | None = None,
+        mime_type: str | None = "text/plain",
+        *,
+        description: str | None = None,
+    ) -> Callable[[F], F]:
+        """Register a resource (decorator); the function takes no arguments.
+
+        It returns ``str`` (text), ``bytes`` (blob), a contents dict, or a list of them.
+        """
+
+        def register(fn: F) -> F:
+            wire = self._resource_wire(
+                "uri", uri, name or fn.__name__, mime_type, description or doc_summary(fn)
+            )
+            with self._lock:
+                self._resources[uri] = ResourceEntry(fn, wire, mime_type)
+            return fn
+
+        return register
+
+    def resource_template(
+        self,
+        uri_template: str,
+        name: str | None = None,
+        mime_type: str | None = "text/plain",
+        *,
+        description: str | None = None,
+    ) -> Callable[[F], F]:
+        """Register a resource template (decorator), e.g. ``"demo://greeting/{name}"``.
+
+        The function receives the template's variables as keyword arguments.
+        """
+
+        def register(fn: F) -> F:
+            wire = self._resource_wire(
+                "uriTemplate",
+                uri_template,
+                name or fn.__name__,
+                mime_type,
+                description or doc_summary(fn),
+            )
+            with self._lock:
+                self._templates[uri_template] = ResourceEntry(
+                    fn, wire, mime_type, convert.UriTemplate(uri_template)
+                )
+            return fn
+
+        return register
+
+    @staticmethod
+    def _resource_wire(
+        key: str, uri: str, name: str, mime_type: str | None, description: str | None
+    ) -> dict[str, Any]:
+        wire: dict[str, Any] = {key: uri, "name": name}
+        if mime_type:
+            wire["mimeType"] = mime_type
+        if description:
+            wire["description"] = description
+        return wire
+
+    def prompt(self, name: str | None = None, description: str | None = None) -> Callable[[F], F]:
+        """Register a prompt (decorator); its parameters are the prompt's arguments.
+
+        It returns a ``str`` (one user message) or a list of messages (see
+        :func:`mcpsync.testing.server.convert.prompt_messages`).
+        """
+
+        def register(fn: F) -> F:
+            arguments = [
+                {"name": p.name, "required": p.default is p.empty}
+                for p in inspect.signature(fn).parameters.values()
+                if p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD)
+            ]
+            wire: dict[str, Any] = {"name": name or fn.__name__, "arguments": arguments}
+            text = description or doc_summary(fn)
+            if text:
+                wire["description"] = text
+            with self._lock:
+                self._prompts[wire["name"]] = (fn, wire)
+            return fn
+
+        return register
+
+    def completion(self, handler: F) -> F:
+        """Set the ``completion/complete`` handler (usable as a decorator).
+
+        ``handler(ref, argument, context)`` gets the wire dicts (``ref`` has
+        ``type`` and ``name`` or ``uri``; ``argument`` has ``name`` and ``value``;
+        ``context`` is ``{"arguments": {...}}`` or ``None``) and returns a list of
+        strings or a full ``completion`` dict.
+        """
+        self._completion = handler
+        return handler
+
+    # -- talking to connected clients ----------------------------------------
+
+    @property
+    def connections(self) -> list[ServerConnection]:
+        """The live connections (one per connected client)."""
+        with self._lock:
+            return list(self._connections)
+
+    def _broadcast(self, method: str, params: Mapping[str, Any] | None = None) -> None:
+        # A 2026-07-28 client hears of changes only on the listen streams it opened.
+        for conn in self.connections:
+            conn.publish(method, dict(params or {}))
+
+    def notify_tools_changed(self) -> None:
+        """Send ``notifications/tools/list_changed`` to every connected client."""
+        self._broadcast("notifications/tools/list_changed")
+
+    def notify_resources_changed(self) -> None:
+        """Send ``notifications/resources/list_changed`` to every connected client."""
+        self._broadcast("notifications/resources/list_changed")
+
+    def notify_prompts_changed(self) -> None:
+        """Send ``notifications/prompts/list_changed`` to every connected client."""
+        self._broadcast("notifications/prompts/list_changed")
+
+    def notify_resource_updated(self, uri: str) -> None:
+        """Send ``notifications/resources/updated`` to the clients subscribed to *uri*."""
+        self._broadcast("notifications/resources/updated", {"uri": uri})
+
+    def end_subscriptions(self) -> None:
+        """End every open ``subscriptions/listen`` stream gracefully (2026-07-28)."""
+        for conn in self.connections:
+            conn.listens.end_all(conn)
+
+    def disconnect_all(self) -> None:
+        """Drop every in-process connection, as a crashing server would.
+
+        Pending and later calls of those clients fail with
+        :class:`~mcpsync.exceptions.ConnectionClosed`.
+        """
+        for conn in self.connections:
+            conn.disconnect()
+
+    def log(self, level: str, data: Any, logger: str | None = None) -> None:
+        """Send ``notifications/message`` to every client whose level lets it through."""
+        for conn in self.connections:
+            conn.log(level, data, logger)
+
+    # -- running ---------------------------------------------------------------
+
+    def transport(self) -> Transport:
+        """A fresh client-side transport connected to this server in-process.
+
+        The server side starts serving (on the memory transport's daemon
+        thread) when the client starts the transport, and stops when it closes.
+        """
+        return _ServedTransport(self)
+
+    def client(self, **options: Any) -> Client:
+        """A :class:`mcpsync.Client` connected to this server in-process (lazily).
+
+        :param options: passed to :class:`mcpsync.Client` (``timeout=``,
+            ``sampling_handler=``, ``roots=`` …).
+        """
+        from mcpsync.client.client import Client
+
+        return Client(self.transport(), **options)
+
+    def run_stdio(self) -> None:
+        """Serve one client on this process's stdin/stdout until EOF.
+
+        While serving, ``sys.stdout`` points at stderr so a stray ``print()``
+        cannot corrupt the protocol stream.
+        """
+        stdin, stdout = sys.stdin.buffer, sys.stdout.buffer
+        saved, sys.stdout = sys.stdout, sys.stderr
+        try:
+            serve_stdio(self, stdin, stdout, page_size=self.page_size, era=self.era)
+        finally:
+            sys.stdout = saved
+
+    def __repr__(self) -> str:
+        return f"FakeServer({self.name!r}, {self.version!r})"
+
+
+class _ServedTransport(Transport):
+    """The client end of a memory pair whose server end runs a :class:`FakeServer`."""
+
+    def __init__(self, server: FakeServer) -> None:
+        self._server = server
+        self._client_end, self._server_end = create_pair()
+
+    def start(self, on_message: MessageHandler, on_close: CloseHandler) -> None:
+        conn = ServerConnection(
+            self._server,
+            self._server_end.send,
+            page_size=self._server.page_size,
+            disconnect=self._server_end.close,
+            era=self._server.era,
+        )
+        self._server.connection_opened(conn)
+        self._server_end.start(conn.feed, conn.connection_lost)
+        self._client_end.start(on_message, on_close)
+
+    def send(self, message: Mapping[str, Any]) -> None:
+        self._client_end.send(message)
+
+    def close(self) -> None:
+        self._client_end.close()
+
+    def describe(self) -> str:
+        return f"in-process FakeServer {self._server.name!r}"

@@ -1,0 +1,66 @@
+"""Serving a :class:`~mcpsync.testing.server.connection.ServerConnection` on this process's stdin/stdout."""
+
+from __future__ import annotations
+
+import json
+import logging
+import threading
+from collections.abc import Mapping
+from typing import Any, BinaryIO
+
+from mcpsync.testing.server.connection import ServerConnection
+from mcpsync.testing.server.context import RpcError, ServerApp
+from mcpsync.exceptions import ConnectionClosed
+from mcpsync.transports.base import encode_message
+
+__all__ = ["serve_stdio"]
+
+_log = logging.getLogger("mcpsync.testing.server.connection")
+
+_PARSE_ERROR = -32700
+
+
+def serve_stdio(
+    app: ServerApp,
+    stdin: BinaryIO,
+    stdout: BinaryIO,
+    *,
+    page_size: int | None = None,
+    era: str = "dual",
+) -> None:
+    """Serve one client on newline-delimited JSON over *stdin*/*stdout* until EOF.
+
+    Runs on the calling thread, which becomes the reader thread.
+
+    :param stdin: binary stream the client writes to.
+    :param stdout: binary stream the client reads; nothing else may write to it.
+    """
+    write_lock = threading.Lock()
+
+    def send(message: Mapping[str, Any]) -> None:
+        data = encode_message(message) + b"\n"  # raises before anything is written
+        with write_lock:
+            try:
+                stdout.write(data)
+                stdout.flush()
+            except (OSError, ValueError) as exc:  # broken pipe, or stdout closed
+                raise ConnectionClosed("stdout is closed") from exc
+
+    conn = ServerConnection(app, send, page_size=page_size, era=era)
+    app.connection_opened(conn)
+    try:
+        for line in stdin:
+            line = line.strip()
+            if not line:
+                continue
+            try:
+                message = json.loads(line.decode("utf-8"))
+            except (ValueError, RecursionError):  # bad UTF-8 or JSON, or absurdly deep nesting
+                conn._error(None, RpcError(_PARSE_ERROR, "Parse error"))
+                continue
+            try:
+                conn.feed(message)
+            except Exception:  # a bug here must not end the session for every later request
+                _log.exception("failed to handle a message")
+    finally:
+        conn.connection_lost(ConnectionClosed("stdin closed"), drain=True)

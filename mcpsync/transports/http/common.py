@@ -1,0 +1,345 @@
+"""What both HTTP transports share: requests plumbing, redirects, errors, redaction.
+
+``requests`` is imported by the transports lazily, so that stdio-only users
+never pay for it; this module therefore imports it only inside functions.
+
+Redirect policy (RELIABILITY F1): ``requests`` strips only ``Authorization``
+when a redirect changes host, and forwards every custom header, session ids
+included.  So we never let ``requests`` follow redirects: :func:`http_request`
+follows at most :data:`MAX_REDIRECTS` hops itself, and only when the target has
+the same origin (scheme, host, port) as the URL we were given; 301/302/303 are
+followed for GET only (``requests`` would turn a POST into a bodiless GET).
+Anything else raises :class:`~mcpsync.exceptions.HTTPStatusError` with the 3xx
+status, and nothing is sent to the other origin.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import re
+import select
+import socket
+from collections.abc import Iterator, Mapping
+from typing import TYPE_CHECKING
+from urllib.parse import urljoin, urlsplit
+
+from mcpsync.exceptions import ConnectionClosed, HTTPStatusError, excerpt
+
+if TYPE_CHECKING:  # pragma: no cover - typing only
+    import requests
+
+    from mcpsync.transports.http.send import Sender
+
+__all__ = [
+    "MAX_REDIRECTS",
+    "RedactedCause",
+    "connection_error",
+    "http_request",
+    "is_event_stream",
+    "is_json",
+    "iter_body",
+    "new_session",
+    "origin",
+    "read_error_body",
+    "readable_soon",
+    "redact_text",
+    "redact_url",
+    "release",
+    "sanitized",
+    "shutdown_response",
+    "status_error",
+]
+
+log = logging.getLogger("mcpsync.transports.http.streamable")
+
+MAX_REDIRECTS = 5
+_BODY_EXCERPT = 300
+_ALWAYS_FOLLOW = frozenset({307, 308})
+_GET_FOLLOW = frozenset({301, 302, 303})
+
+_SECRETS = re.compile(
+    r"(?i)(bearer\s+|basic\s+|"
+    r"[\"']?(?:access_token|refresh_token|id_token|token|password|secret|client_secret|api[_-]?key|"
+    r"authorization|session_id|sessionid|mcp-session-id)[\"']?\s*[:=]\s*[\"']?(?:(?:bearer|basic)\s+)?)"
+    r"[^\s\"'&,;<>]+"
+)
+_QUERY = re.compile(r"((?:https?://|url: )[^\s'\"?]*)\?[^\s'\")]*")
+_TAGS = re.compile(r"<[^>]*>")
+_SPACES = re.compile(r"\s+")
+
+
+def origin(url: str) -> tuple[str, str, int | None]:
+    """``(scheme, host, port)`` of *url*, with the scheme's default port filled in."""
+    parts = urlsplit(url)
+    scheme = parts.scheme.lower()
+    port = parts.port or {"http": 80, "https": 443}.get(scheme)
+    return scheme, (parts.hostname or "").lower(), port
+
+
+def redact_url(url: str) -> str:
+    """*url* without credentials, query string or fragment: safe for logs and errors."""
+    parts = urlsplit(url)
+    host = parts.hostname or ""
+    if parts.port:
+        host += f":{parts.port}"
+    suffix = "?[redacted]" if parts.query else ""
+    return f"{parts.scheme}://{host}{parts.path}{suffix}"
+
+
+def redact_text(text: str) -> str:
+    """Mask tokens, passwords and query strings in untrusted or diagnostic text."""
+    text = _SECRETS.sub(lambda m: m.group(1) + "[redacted]", text)
+    return _QUERY.sub(lambda m: m.group(1) + "?[redacted]", text)
+
+
+class RedactedCause(Exception):
+    """Stands in for a ``requests`` error as ``__cause__``: same story, URLs' queries masked.
+
+    The original's text (shown in every logged traceback) may carry a URL with
+    a token in its query string.
+    """
+
+
+def sanitized(exc: BaseException) -> RedactedCause:
+    """A :class:`RedactedCause` telling what *exc* said, with secrets masked."""
+    return RedactedCause(f"{type(exc).__name__}: {redact_text(excerpt(str(exc), 500))}")
+
+
+# Request headers whose values are protocol plumbing, not credentials.
+_PLAIN_HEADERS = frozenset({
+    "accept", "accept-encoding", "connection", "content-length", "content-type", "host",
+    "user-agent", "mcp-protocol-version", "mcp-method", "mcp-name", "last-event-id",
+})
+
+
+def _own_secrets(response: requests.Response) -> list[str]:
+    """Values we sent (credentials, session id, URL query values) that a server might echo."""
+    request = getattr(response, "request", None)
+    if request is None:
+        return []
+    values = [
+        str(value) for name, value in (request.headers or {}).items()
+        if name.lower() not in _PLAIN_HEADERS and len(str(value)) >= 8
+    ]
+    # "Bearer <token>": the token alone may be echoed too.
+    values += [v.split(None, 1)[1] for v in values if " " in v]
+    query = urlsplit(request.url or "").query
+    values += [part.split("=", 1)[1] for part in query.split("&") if "=" in part]
+    return sorted({v for v in values if len(v) >= 8}, key=len, reverse=True)
+
+
+def read_error_body(response: requests.Response, limit: int = 65536) -> bytes:
+    """Up to *limit* bytes of an error response's body (``b""`` if it cannot be read)."""
+    try:
+        return response.raw.read(limit, decode_content=True) if response.raw is not None else b""
+    except Exception:  # noqa: BLE001 - the body is only decoration for the error
+        return b""
+
+
+def _body_excerpt(response: requests.Response, raw: bytes | None = None) -> str:
+    if raw is None:
+        raw = read_error_body(response, 4096)
+    text = raw.decode("utf-8", errors="replace")
+    ctype = response.headers.get("Content-Type", "")
+    if "html" in ctype.lower() or text.lstrip().startswith("<"):
+        text = _TAGS.sub(" ", text)
+    text = _SPACES.sub(" ", text).strip()
+    for secret in _own_secrets(response):
+        # A server may echo what we sent it, unlabelled: mask our own values.
+        text = text.replace(secret, "[redacted]")
+    return excerpt(redact_text(text), _BODY_EXCERPT)
+
+
+def status_error(response: requests.Response, what: str, cls: type[HTTPStatusError] = HTTPStatusError, *,
+                 raw: bytes | None = None) -> HTTPStatusError:
+    """An :class:`HTTPStatusError` for a non-success *response* (body excerpt redacted).
+
+    A JSON-RPC error in the body is named in the message, so a server's
+    "Unsupported protocol version" is not lost behind the status.
+
+    :param raw: the body, when the caller has already read it.
+    """
+    body = _body_excerpt(response, raw[:4096] if raw is not None else None)
+    message = what
+    try:
+        parsed = json.loads(body) if body.startswith("{") else None
+    except ValueError:
+        parsed = None
+    if isinstance(parsed, dict) and isinstance(parsed.get("error"), dict):
+        err = parsed["error"]
+        message += f"; server said: [{err.get('code')}] {excerpt(err.get('message'), 150)}"
+    retry_after: float | None = None
+    header = response.headers.get("Retry-After", "")
+    if header.strip().isdigit():
+        retry_after = float(header.strip())
+    return cls(response.status_code, message, body_excerpt=body, retry_after=retry_after)
+
+
+def connection_error(exc: BaseException, what: str, *, outcome_unknown: bool = False) -> ConnectionClosed:
+    """A :class:`ConnectionClosed` describing *exc* without leaking URLs' queries."""
+    detail = redact_text(excerpt(str(exc), 200))
+    return ConnectionClosed(f"{what}: {type(exc).__name__}: {detail}", outcome_unknown=outcome_unknown)
+
+
+def new_session(pool_size: int = 32) -> requests.Session:
+    """A ``requests.Session`` whose pools fit many threads plus long-lived streams."""
+    import requests
+    import requests.adapters
+
+    session = requests.Session()
+    adapter = requests.adapters.HTTPAdapter(pool_connections=4, pool_maxsize=pool_size)
+    session.mount("http://", adapter)
+    session.mount("https://", adapter)
+    return session
+
+
+def http_request(
+    sender: Sender,
+    method: str,
+    url: str,
+    *,
+    headers: Mapping[str, str],
+    timeout: tuple[float, float | None],
+    data: bytes | None = None,
+    stream: bool = True,
+    follow_redirects: bool = True,
+) -> requests.Response:
+    """One HTTP exchange with our redirect policy; raises ``requests`` exceptions as they come.
+
+    :raises HTTPStatusError: for a redirect we do not follow (the 3xx status).
+    """
+    current = url
+    for _ in range(MAX_REDIRECTS + 1):
+        response = sender.send(method, current, headers=headers, timeout=timeout, data=data, stream=stream)
+        status = response.status_code
+        if not (300 <= status < 400) or "Location" not in response.headers:
+            return response
+        target = urljoin(current, response.headers["Location"])
+        followable = status in _ALWAYS_FOLLOW or (method == "GET" and status in _GET_FOLLOW)
+        response.close()
+        start = origin(url)
+        if not follow_redirects or not followable or origin(target) != start:
+            reason = "redirects are disabled" if not follow_redirects else (
+                "redirect to another origin refused" if origin(target) != start
+                else "a redirect that would change the method was refused")
+            raise HTTPStatusError(status, f"{reason} ({redact_url(current)} -> {redact_url(target)})")
+        log.debug("following %s redirect to %s", status, redact_url(target))
+        current = target
+    raise HTTPStatusError(status, f"more than {MAX_REDIRECTS} redirects from {redact_url(url)}")
+
+
+def iter_body(response: requests.Response, chunk: int = 65536) -> Iterator[bytes]:
+    """Yield what the socket has, as soon as it has it (never wait to fill a buffer).
+
+    ``read1`` (urllib3 >= 2.3) returns what is available, for chunked,
+    length-delimited and close-delimited bodies alike; ``iter_content(128)``
+    would hold a small event until more bytes arrive (RELIABILITY C8).
+    """
+    raw = response.raw
+    read1 = getattr(raw, "read1", None)
+    if read1 is None:  # urllib3 < 2.3: chunk boundaries, the best requests offers
+        yield from response.iter_content(chunk_size=None)
+        return
+    while True:
+        data = read1(chunk)
+        if not data:
+            return
+        yield data
+
+
+def release(response: requests.Response, limit: int = 65536) -> None:
+    """Close *response*, first reading a short body to its end so its connection is reused.
+
+    Closing a streamed response whose body was not read closes its connection
+    (one TCP connect per request).  A body longer than *limit* is dropped with
+    its connection.
+    """
+    try:
+        left = limit
+        for data in iter_body(response):
+            left -= len(data)
+            if left < 0:
+                break
+    except Exception as exc:  # noqa: BLE001 - the body is not wanted; closing is all that matters
+        log.debug("could not read a body to its end: %s", type(exc).__name__)
+    finally:
+        response.close()
+
+
+def _socket_of(response: requests.Response) -> socket.socket | None:
+    raw = response.raw
+    conn = getattr(raw, "_connection", None) or getattr(raw, "connection", None)
+    sock = getattr(conn, "sock", None)
+    if isinstance(sock, socket.socket):
+        return sock
+    fp = getattr(getattr(raw, "_fp", None), "fp", None)
+    sock = getattr(getattr(fp, "raw", None), "_sock", None)
+    return sock if isinstance(sock, socket.socket) else None
+
+
+def readable_soon(response: requests.Response, timeout: float) -> bool:
+    """Whether reading *response* finds bytes within *timeout* seconds (buffered or on the socket).
+
+    A ``True`` means the next ``read1`` returns without waiting for the server
+    (barring a chunk header split across segments); ``False`` also when we
+    cannot tell, so the caller falls back to a reader thread.
+    """
+    raw = response.raw
+    decoded = getattr(raw, "_decoded_buffer", None)
+    if decoded is not None and len(decoded):
+        return True
+    fp = getattr(getattr(raw, "_fp", None), "fp", None)
+    if fp is None:
+        return True  # the body is complete: a read returns b"" at once
+    sock = _socket_of(response)
+    if sock is None or not hasattr(fp, "peek"):
+        return False
+    try:
+        # Bytes may sit in the response's buffer (or TLS layer), where select
+        # cannot see them: peek without blocking.
+        previous = sock.gettimeout()
+        sock.setblocking(False)
+        try:
+            if fp.peek(1):
+                return True
+        finally:
+            sock.settimeout(previous)
+        return timeout > 0 and _wait_readable(sock, timeout)
+    except (OSError, ValueError):
+        return False
+
+
+def _wait_readable(sock: socket.socket, timeout: float) -> bool:
+    if hasattr(select, "poll"):  # not select(): a busy process may hold more than FD_SETSIZE fds
+        poller = select.poll()
+        poller.register(sock, select.POLLIN | select.POLLHUP | select.POLLERR)
+        return bool(poller.poll(max(1, round(timeout * 1000))))
+    return bool(select.select([sock], [], [], timeout)[0])
+
+
+def shutdown_response(response: requests.Response) -> None:
+    """Unblock a thread reading *response*, from any thread.
+
+    Closing a streaming response from another thread can deadlock on the
+    reader's buffer lock; shutting the socket down makes the blocked ``recv``
+    return at once, and the reader then closes the response itself.
+    """
+    sock = _socket_of(response)
+    if sock is None:
+        return
+    try:
+        sock.shutdown(socket.SHUT_RDWR)
+    except OSError:
+        pass  # already closed or never connected
+
+
+def is_event_stream(response: requests.Response) -> bool:
+    """Whether the response body is ``text/event-stream``."""
+    return response.headers.get("Content-Type", "").split(";")[0].strip().lower() == "text/event-stream"
+
+
+def is_json(response: requests.Response) -> bool:
+    """Whether the response body is JSON (``application/json`` or ``+json``)."""
+    ctype = response.headers.get("Content-Type", "").split(";")[0].strip().lower()
+    return ctype == "application/json" or ctype.endswith("+json")

@@ -1,0 +1,82 @@
+"""``Client.http(...)``'s transport choice and option split.
+
+``transport="auto"`` means Streamable HTTP with the legacy HTTP+SSE fallback,
+or WebSocket when the URL is ``ws://``/``wss://``; ``"websocket"`` forces the
+WebSocket transport (which speaks its own options; a ``requests.Session``
+means nothing to it).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from mcpsync.transports.http import common as common
+from mcpsync.transports.base import Transport
+
+__all__ = ["http_transport_factory"]
+
+_TRANSPORT_OPTIONS = frozenset({
+    "connect_timeout", "read_timeout", "max_message_bytes", "follow_redirects", "reconnect_attempts",
+    "retry_delay", "max_retry_delay", "delete_timeout", "session_retry", "listen", "endpoint_timeout",
+    "allow_cross_origin_endpoint",
+})
+_LEGACY_ONLY = frozenset({"endpoint_timeout", "allow_cross_origin_endpoint"})
+_STREAMABLE_ONLY = frozenset({"reconnect_attempts", "retry_delay", "max_retry_delay", "delete_timeout",
+                              "session_retry", "listen"})
+
+
+def http_transport_factory(
+    url: str,
+    *,
+    auth: Any,
+    headers: Mapping[str, str] | None,
+    session: Any,
+    transport: str,
+    options: dict[str, Any],
+) -> tuple[Callable[[], Transport], dict[str, Any]]:
+    """Split transport options from client options; return a transport factory.
+
+    Each call of the factory makes a fresh transport (a fresh connection pool,
+    unless a session was given): :class:`~mcpsync.Client` calls it again in a
+    forked child.  A given ``requests.Session`` is shared, so after a fork its
+    pools are cleared in the child (closing, never shutting down, the parent's
+    sockets).
+
+    :raises ValueError: for an unknown *transport*, a URL of the wrong scheme,
+        or a *session* with the WebSocket transport.
+    """
+    if transport == "websocket" or (transport == "auto" and url.lower().startswith(("ws://", "wss://"))):
+        if session is not None:
+            raise ValueError("a requests.Session cannot be used with the WebSocket transport")
+        from mcpsync.transports.websocket.transport import websocket_transport_factory
+
+        return websocket_transport_factory(url, headers=headers, auth=auth, options=options)
+
+    from mcpsync.transports.http.streamable import StreamableHTTPTransport
+    from mcpsync.transports.http.legacy import AutoHTTPTransport, LegacySSETransport
+
+    if transport not in ("auto", "streamable-http", "sse"):
+        raise ValueError("transport must be 'auto', 'streamable-http', 'sse' or 'websocket'")
+    transport_options = {k: v for k, v in options.items() if k in _TRANSPORT_OPTIONS}
+    client_options = {k: v for k, v in options.items() if k not in _TRANSPORT_OPTIONS}
+    common.origin(url)  # validate early
+    owner = os.getpid()
+
+    def factory() -> Transport:
+        if session is not None and os.getpid() != owner:
+            for adapter in session.adapters.values():
+                pool = getattr(adapter, "poolmanager", None)
+                if pool is not None:
+                    pool.clear()
+        base = {"auth": auth, "headers": headers, "session": session}
+        if transport == "sse":
+            opts = {k: v for k, v in transport_options.items() if k not in _STREAMABLE_ONLY}
+            return LegacySSETransport(url, **base, **opts)
+        if transport == "streamable-http":
+            opts = {k: v for k, v in transport_options.items() if k not in _LEGACY_ONLY}
+            return StreamableHTTPTransport(url, **base, **opts)
+        return AutoHTTPTransport(url, **base, **transport_options)
+
+    return factory, client_options

@@ -1,0 +1,289 @@
+"""The legacy HTTP+SSE transport (MCP 2024-11-05) and the ``"auto"`` HTTP transport.
+
+Legacy: ``GET`` the SSE URL; the server's first event, ``endpoint``, names the
+URL to POST messages to (it must have the stream's origin, or our headers and
+credentials would go elsewhere); every reply arrives on the GET stream, read
+by the thread ``mcpsync-http-sse-N``.  A lost stream cannot be resumed in
+2024-11-05: every pending request fails with ``outcome_unknown``.
+
+Auto (:class:`AutoHTTPTransport`): Streamable HTTP first; if the
+``initialize`` POST is answered 400, 404 or 405 — the signals the spec's
+backwards-compatibility section lists — the same URL is opened as a legacy
+SSE stream.  No other URL is guessed, and network errors or 401 never fall back.
+
+.. versionadded:: 0.1
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import logging
+import threading
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
+from urllib.parse import urljoin
+
+from mcpsync.exceptions import (
+    ClientClosed,
+    ConnectionClosed,
+    MessageTooLarge,
+    ServerStartError,
+)
+from mcpsync.transports.http import common as common
+from mcpsync.transports.http.send import HttpEndpoint
+from mcpsync.transports.http.sse_parser import SSEParser
+from mcpsync.transports.base import CloseHandler, MessageHandler, Transport, encode_message
+from mcpsync.transports.http.streamable import FallbackToLegacy, RequestErrorHandler, StreamableHTTPTransport
+
+if TYPE_CHECKING:  # pragma: no cover
+    import requests
+
+__all__ = ["AutoHTTPTransport", "LegacySSETransport"]
+
+log = logging.getLogger("mcpsync.transports.http.streamable")
+
+_ids = itertools.count(1)
+
+
+class LegacySSETransport(HttpEndpoint):
+    """MCP over the 2024-11-05 HTTP+SSE transport.
+
+    :param url: the SSE endpoint (``GET``), e.g. ``http://host/sse``.
+    :param endpoint_timeout: seconds to wait for the ``endpoint`` event.
+    :param allow_cross_origin_endpoint: accept an ``endpoint`` on another
+        origin (off: a hostile server could make us POST our headers elsewhere).
+
+    The other parameters are those of :class:`~mcpsync.transports.http.streamable.StreamableHTTPTransport`.
+    """
+
+    def __init__(
+        self,
+        url: str,
+        *,
+        auth: Any = None,
+        headers: Mapping[str, str] | None = None,
+        session: requests.Session | None = None,
+        connect_timeout: float = 10.0,
+        read_timeout: float = 300.0,
+        max_message_bytes: int = 32 * 1024 * 1024,
+        follow_redirects: bool = True,
+        endpoint_timeout: float = 10.0,
+        allow_cross_origin_endpoint: bool = False,
+    ) -> None:
+        self._init_endpoint(
+            url, auth=auth, headers=headers, session=session, connect_timeout=connect_timeout,
+            read_timeout=read_timeout, max_message_bytes=max_message_bytes, follow_redirects=follow_redirects,
+        )
+        self._endpoint_timeout = endpoint_timeout
+        self._cross_origin = allow_cross_origin_endpoint
+        self._n = next(_ids)
+        self._lock = threading.Lock()
+        self._closed = threading.Event()
+        self._endpoint_ready = threading.Event()
+        self._close_reported = False
+        self.endpoint: str | None = None
+        self._endpoint_error: BaseException | None = None
+        self._stream: requests.Response | None = None
+        self._reader: threading.Thread | None = None
+        self._on_message: MessageHandler | None = None
+        self._on_close: CloseHandler | None = None
+
+    def describe(self) -> str:
+        return f"HTTP+SSE {common.redact_url(self.url)}"
+
+    def start(self, on_message: MessageHandler, on_close: CloseHandler) -> None:
+        """Open the SSE stream and wait (bounded) for the ``endpoint`` event.
+
+        :raises ServerStartError: when the stream cannot be opened or names no
+            acceptable endpoint in time.
+        :raises HTTPStatusError: when the server refuses the GET.
+        """
+        import requests
+
+        self._on_message = on_message
+        self._on_close = on_close
+        headers = dict(self._headers)
+        headers["Accept"] = "text/event-stream"
+        try:
+            response = common.http_request(self._sender, "GET", self.url, headers=headers,
+                                           timeout=self._timeout, follow_redirects=self._follow)
+        except requests.RequestException as exc:
+            raise ServerStartError(str(common.connection_error(exc, f"GET {common.redact_url(self.url)} failed"))) \
+                from common.sanitized(exc)
+        if not 200 <= response.status_code < 300 or not common.is_event_stream(response):
+            error = common.status_error(response, "the SSE stream was refused")
+            response.close()
+            if 200 <= response.status_code < 300:
+                raise ServerStartError(f"{self.describe()} did not answer with an event stream")
+            raise error
+        self._stream = response
+        self._reader = threading.Thread(target=self._read, args=(response,), daemon=True,
+                                        name=f"mcpsync-http-sse-{self._n}")
+        self._reader.start()
+        if not self._endpoint_ready.wait(self._endpoint_timeout):
+            self.close()
+            raise ServerStartError(f"{self.describe()} sent no endpoint event within {self._endpoint_timeout} s")
+        if self._endpoint_error is not None:
+            error_text = str(self._endpoint_error)
+            self.close()
+            raise ServerStartError(error_text) from self._endpoint_error
+
+    def _set_endpoint(self, data: str) -> None:
+        target = urljoin(self.url, data.strip())
+        if common.origin(target) != common.origin(self.url) and not self._cross_origin:
+            self._endpoint_error = ServerStartError(
+                f"endpoint event names another origin ({common.redact_url(target)});"
+                " refusing to send messages there")
+        else:
+            self.endpoint = target
+        self._endpoint_ready.set()
+
+    def _read(self, response: requests.Response) -> None:
+        parser = SSEParser(self._max)
+        reason: ConnectionClosed = ConnectionClosed("the server closed the SSE stream", outcome_unknown=True)
+        try:
+            for chunk in common.iter_body(response):
+                for event in parser.feed(chunk):
+                    if event.event == "endpoint":
+                        if not self._endpoint_ready.is_set():
+                            self._set_endpoint(event.data)
+                        continue
+                    if event.event != "message" or not event.data.strip():
+                        continue
+                    try:
+                        payload = json.loads(event.data)
+                    except ValueError:
+                        log.warning("ignoring an SSE event that is not JSON")
+                        continue
+                    if self._on_message is not None:
+                        self._on_message(payload)
+        except MessageTooLarge as exc:
+            reason = exc
+        except BaseException as exc:
+            if not self._closed.is_set():
+                reason = common.connection_error(exc, "the SSE stream broke", outcome_unknown=True)
+        finally:
+            response.close()
+            self._endpoint_ready.set()
+        if self._closed.is_set():
+            reason = ClientClosed("transport closed")
+        self._report_close(reason)
+
+    def send(self, message: Mapping[str, Any]) -> None:
+        """POST one message to the endpoint; replies come on the stream.
+
+        :raises HTTPStatusError: for a non-success status.
+        :raises ConnectionClosed: when the server cannot be reached.
+        """
+        import requests
+
+        body = encode_message(message)
+        if self._closed.is_set() or self.endpoint is None:
+            raise ClientClosed("transport is closed")
+        headers = dict(self._headers)
+        headers["Content-Type"] = "application/json"
+        try:
+            response = common.http_request(self._sender, "POST", self.endpoint, headers=headers,
+                                           timeout=self._timeout, data=body, follow_redirects=self._follow)
+        except requests.RequestException as exc:
+            raise common.connection_error(exc, "POST to the message endpoint failed", outcome_unknown=True) from common.sanitized(exc)
+        if not 200 <= response.status_code < 300:
+            try:
+                raise common.status_error(response, f"{message.get('method') or 'response'} was refused")
+            finally:
+                response.close()
+        common.release(response)
+
+    def close(self) -> None:
+        """Shut the stream down, join the reader; idempotent and bounded."""
+        with self._lock:
+            first = not self._closed.is_set()
+            self._closed.set()
+        if self._stream is not None:
+            common.shutdown_response(self._stream)
+        if first:
+            reader = self._reader
+            if reader is not None and reader is not threading.current_thread():
+                reader.join(timeout=2.0)
+            if self._own_session:
+                self._session.close()
+        self._report_close(ClientClosed("transport closed"))
+
+    def _report_close(self, exc: BaseException) -> None:
+        with self._lock:
+            if self._close_reported:
+                return
+            self._close_reported = True
+        if self._on_close is not None:
+            self._on_close(exc)
+
+
+class AutoHTTPTransport(Transport):
+    """Streamable HTTP, falling back to legacy HTTP+SSE on the spec's signals.
+
+    Takes the parameters of :class:`StreamableHTTPTransport`; those that
+    :class:`LegacySSETransport` also has are passed on to it.
+    """
+
+    _LEGACY_KEYS = ("auth", "headers", "session", "connect_timeout", "read_timeout", "max_message_bytes",
+                    "follow_redirects", "endpoint_timeout", "allow_cross_origin_endpoint")
+
+    def __init__(self, url: str, **options: Any) -> None:
+        self.url = url
+        self._options = options
+        streamable = {k: v for k, v in options.items()
+                      if k not in ("endpoint_timeout", "allow_cross_origin_endpoint")}
+        self._active: Transport = StreamableHTTPTransport(url, _fallback=True, **streamable)
+        self._lock = threading.Lock()
+        self._on_message: MessageHandler | None = None
+        self._on_close: CloseHandler | None = None
+
+    @property
+    def active(self) -> Transport:
+        """The transport in use: Streamable HTTP, or legacy SSE after a fallback."""
+        return self._active
+
+    def describe(self) -> str:
+        return self._active.describe()
+
+    def start(self, on_message: MessageHandler, on_close: CloseHandler,
+              on_request_error: RequestErrorHandler | None = None) -> None:
+        self._on_message = on_message
+        self._on_close = on_close
+        inner = self._active
+        assert isinstance(inner, StreamableHTTPTransport)
+        inner.start(on_message, self._forward_close(inner), on_request_error)
+
+    def _forward_close(self, inner: Transport) -> CloseHandler:
+        def forward(exc: BaseException) -> None:
+            if self._active is inner and self._on_close is not None:
+                self._on_close(exc)
+        return forward
+
+    def send(self, message: Mapping[str, Any]) -> None:
+        try:
+            self._active.send(message)
+        except FallbackToLegacy as fallback:
+            self._fall_back(fallback, message)
+
+    def _fall_back(self, fallback: FallbackToLegacy, message: Mapping[str, Any]) -> None:
+        log.info("Streamable HTTP initialize got %s; trying legacy HTTP+SSE at %s",
+                 fallback.error.status, common.redact_url(self.url))
+        legacy_options = {k: v for k, v in self._options.items() if k in self._LEGACY_KEYS}
+        legacy = LegacySSETransport(self.url, **legacy_options)
+        old = self._active
+        with self._lock:
+            self._active = legacy
+        old.close()  # its on_close is not forwarded: it is no longer active
+        assert self._on_message is not None
+        try:
+            legacy.start(self._on_message, self._forward_close(legacy))
+        except Exception as exc:
+            raise ServerStartError(
+                f"{common.redact_url(self.url)}: Streamable HTTP refused initialize ({fallback.error}) and"
+                f" legacy HTTP+SSE failed too ({exc})") from exc
+        legacy.send(message)
+
+    def close(self) -> None:
+        self._active.close()

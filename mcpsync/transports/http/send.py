@@ -1,0 +1,152 @@
+"""Sending one HTTP request through the user's ``requests.Session``, cheaply.
+
+``Session.request`` re-reads the environment on every call: proxy variables
+(``merge_environment_settings`` and, again, ``resolve_proxies``), ``~/.netrc``
+and the CA-bundle variables, and it copies the cookie jar.  On a loopback
+server that is about a third of a request's cost.  :class:`Sender` does the
+same preparation as ``Session.request`` but reads what comes from the
+environment once per URL (on first use) and then reuses it:
+
+* the session's headers, cookies, hooks, adapters (retries, TLS) and ``auth``
+  are honoured exactly as ``Session.request`` would, read at every request;
+* proxies (``session.proxies`` merged with ``*_PROXY``/``NO_PROXY``),
+  ``verify``/``cert`` (with ``REQUESTS_CA_BUNDLE``/``CURL_CA_BUNDLE``), the
+  query ``session.params`` adds and the ``.netrc`` credentials are fixed per
+  URL on first use: environment changes made later in the process are not
+  seen by an open transport (documented in ``docs/transports.rst``).
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
+
+from mcpsync.transports.base import Transport
+
+if TYPE_CHECKING:  # pragma: no cover
+    import requests
+
+__all__ = ["Sender", "HttpEndpoint"]
+
+#: URLs whose settings are kept (the endpoint, a legacy message URL, a few redirect targets).
+_MAX_URLS = 16
+
+
+class _Target:
+    """What is fixed for one URL: its prepared form, its environment settings, its auth."""
+
+    __slots__ = ("auth", "settings", "url")
+
+    def __init__(self, url: str, settings: dict[str, Any], auth: Any) -> None:
+        self.url = url
+        self.settings = settings
+        self.auth = auth
+
+
+class Sender:
+    """Send requests through *session*, with *auth* (``None``: the session's, then ``.netrc``).
+
+    Thread-safe: the per-URL cache is filled under a lock, requests share nothing else.
+    """
+
+    def __init__(self, session: requests.Session, auth: Any = None) -> None:
+        self.session = session
+        self.auth = auth
+        self._targets: dict[str, _Target] = {}
+        self._lock = threading.Lock()
+
+    def _target(self, url: str) -> _Target:
+        target = self._targets.get(url)
+        if target is not None:
+            return target
+        from requests.models import PreparedRequest
+        from requests.utils import get_auth_from_url, get_netrc_auth
+
+        session = self.session
+        settings = session.merge_environment_settings(url, {}, None, None, None)
+        template = PreparedRequest()
+        template.prepare_url(url, session.params)
+        auth = self.auth if self.auth is not None else session.auth
+        if auth is None and session.trust_env:
+            auth = get_netrc_auth(url)
+        if auth is None:
+            # Credentials in the URL itself, as PreparedRequest.prepare_auth would find them.
+            from_url = get_auth_from_url(template.url or url)
+            auth = from_url if any(from_url) else None
+        target = _Target(template.url or url, dict(settings), auth)
+        with self._lock:
+            if len(self._targets) < _MAX_URLS:
+                self._targets[url] = target
+        return target
+
+    def send(
+        self,
+        method: str,
+        url: str,
+        *,
+        headers: Mapping[str, str],
+        timeout: tuple[float, float | None],
+        data: bytes | None = None,
+        stream: bool = True,
+    ) -> requests.Response:
+        """One request, no redirects followed; raises ``requests`` exceptions as they come."""
+        from requests.cookies import RequestsCookieJar, merge_cookies
+        from requests.models import PreparedRequest
+        from requests.sessions import merge_setting
+        from requests.structures import CaseInsensitiveDict
+
+        session = self.session
+        target = self._target(url)
+        prepared = PreparedRequest()
+        prepared.method = method
+        prepared.url = target.url
+        prepared.prepare_headers(merge_setting(headers, session.headers, dict_class=CaseInsensitiveDict))  # type: ignore[no-untyped-call]
+        jar = session.cookies
+        # A copy, as Session.prepare_request makes; an empty jar adds no header.
+        cookies = merge_cookies(RequestsCookieJar(), jar) if len(jar) else RequestsCookieJar()  # type: ignore[no-untyped-call]
+        if len(jar):
+            prepared.prepare_cookies(cookies)
+        else:
+            prepared._cookies = cookies  # type: ignore[attr-defined]
+        prepared.prepare_body(data, None, None)
+        if target.auth is not None:
+            prepared.prepare_auth(target.auth, target.url)
+        prepared.prepare_hooks(session.hooks)
+        kwargs = dict(target.settings)
+        kwargs["stream"] = stream
+        return session.send(prepared, timeout=timeout, allow_redirects=False, **kwargs)
+
+
+class HttpEndpoint(Transport):
+    """What both HTTP transports hold: the URL, headers, session, sender and limits."""
+
+    def _init_endpoint(
+        self,
+        url: str,
+        *,
+        auth: Any,
+        headers: Mapping[str, str] | None,
+        session: requests.Session | None,
+        connect_timeout: float,
+        read_timeout: float,
+        max_message_bytes: int,
+        follow_redirects: bool,
+    ) -> None:
+        """Validate *url* and set the shared attributes.
+
+        :raises ValueError: for a URL that is not http(s).
+        """
+        from mcpsync.transports.http import common as common
+
+        if common.origin(url)[0] not in ("http", "https"):
+            raise ValueError(f"not an http(s) URL: {common.redact_url(url)}")
+        self.url = url
+        self._auth = auth
+        self._headers = dict(headers or {})
+        self._own_session = session is None
+        self._session = session if session is not None else common.new_session()
+        self._sender = Sender(self._session, auth)
+        self._timeout: tuple[float, float] = (connect_timeout, read_timeout)
+        self._max = max_message_bytes
+        self._follow = follow_redirects

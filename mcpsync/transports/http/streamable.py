@@ -1,0 +1,446 @@
+"""The Streamable HTTP transport (MCP 2025-03-26 … 2026-07-28).
+
+Every message is a POST to one URL.  The caller's thread does the POST:
+
+* ``202``/empty body: accepted (notifications and responses);
+* ``application/json``: the reply is read and delivered before :meth:`send`
+  returns;
+* ``text/event-stream``: the caller's thread reads the stream while its
+  bytes come promptly (at most 2 ms per segment, 20 ms in all), so a quick
+  reply costs no thread switch; whatever is left then goes to a reader thread
+  ``mcpsync-http-sse-N``, so the caller's timeout, progress and cancellation
+  work as for any request.  Every message on the stream (replies,
+  notifications, server requests) is delivered as its event arrives, never
+  waiting for the stream to end;
+* any other status raises a typed error from :meth:`send`, so exactly that
+  request fails at once; a connection failure raises
+  :class:`~mcpsync.exceptions.ConnectionClosed`.  Exception: a 2026-07-28
+  request refused with a recognised modern JSON-RPC error in the body (e.g.
+  -32022) gets that error as its reply, so the client can retry instead of
+  falling back to the handshake era.
+
+Handshake era: after the handshake a listening GET stream runs on
+``mcpsync-http-get-N`` (405 = the server has none); a POST stream that ends
+before its reply is resumed (:mod:`._http_streams`); a 404 for a request that
+carried a session id means the session expired, and one re-initialize runs
+inside the transport (:mod:`._http_reinit`).
+
+2026-07-28 (requests whose ``_meta`` names a protocol version): no session,
+no GET stream, no DELETE; routing headers (:mod:`._http_modern`); a lost
+response stream loses its request (``outcome_unknown``, no resumption);
+cancelling a request closes its response stream instead of POSTing
+``notifications/cancelled``; a ``subscriptions/listen`` stream is an ordinary
+long-lived POST stream.
+
+Example::
+
+    t = StreamableHTTPTransport("http://127.0.0.1:8000/mcp")
+    client = mcpsync.Client(t)
+
+.. versionadded:: 0.1
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import logging
+import threading
+from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING, Any
+
+from mcpsync.exceptions import (
+    ClientClosed,
+    HTTPStatusError,
+    McpError,
+    MessageTooLarge,
+    ProtocolError,
+    SessionExpired,
+)
+from mcpsync.transports.http import common as common
+from mcpsync.transports.http.factory import http_transport_factory
+from mcpsync.transports.http.inflight import InFlightMixin
+from mcpsync.transports.http.modern import (
+    HEADER_MISMATCH,
+    ToolHeaders,
+    is_modern,
+    modern_error,
+    routing_headers,
+    rpc_error_body,
+)
+from mcpsync.transports.http.reinit import ReinitMixin
+from mcpsync.transports.http.send import HttpEndpoint
+from mcpsync.transports.http.streams import StreamsMixin
+from mcpsync.transports.base import CloseHandler, MessageHandler, encode_message
+
+if TYPE_CHECKING:  # pragma: no cover
+    import requests
+
+__all__ = ["FallbackToLegacy", "RequestErrorHandler", "StreamableHTTPTransport", "http_transport_factory"]
+
+log = logging.getLogger("mcpsync.transports.http.streamable")
+
+#: ``(request_id, exc)``: fail one pending request (optional third ``start`` callback).
+RequestErrorHandler = Callable[["int | str", BaseException], None]
+
+_ids = itertools.count(1)
+_ACCEPT = "application/json, text/event-stream"
+_NO_STREAM = frozenset({400, 404, 405})
+_MAX_SESSION_ID = 1024
+
+
+class FallbackToLegacy(McpError):
+    """Internal: the server refused our POSTs as a 2024-11-05 HTTP+SSE server would."""
+
+    def __init__(self, error: HTTPStatusError) -> None:
+        super().__init__(str(error))
+        self.error = error
+
+
+def _valid_session_id(value: str) -> bool:
+    return 0 < len(value) <= _MAX_SESSION_ID and all(0x21 <= ord(c) <= 0x7E for c in value)
+
+
+class StreamableHTTPTransport(InFlightMixin, StreamsMixin, ReinitMixin, HttpEndpoint):
+    """MCP over Streamable HTTP, with ``requests``.
+
+    :param url: the MCP endpoint.
+    :param auth: a ``requests`` auth object (e.g. :class:`mcpsync.auth.OAuth`).
+    :param headers: extra headers sent with every request.
+    :param session: a ``requests.Session`` to use (proxies, TLS, retries); it
+        is not closed by :meth:`close`.  By default a private one is made.
+    :param connect_timeout: seconds to connect.
+    :param read_timeout: the idle timeout: seconds without a byte from the
+        server (any byte, keep-alive comments included) before a read fails.
+    :param max_message_bytes: cap on one JSON body or one SSE event.
+    :param follow_redirects: follow same-origin redirects (never cross-origin).
+    :param reconnect_attempts: reconnects of one stream without progress before
+        giving up (progress = a new event) .
+    :param retry_delay: seconds before the first reconnect when the server sent
+        no ``retry``; later ones back off exponentially with jitter.
+    :param max_retry_delay: cap on any reconnect delay (a server's ``retry`` too).
+    :param delete_timeout: bound on the ``DELETE`` sent by :meth:`close`.
+    :param session_retry: after a re-initialize, which failed POST to resend:
+        ``"safe"`` (all but ``tools/call``), ``"all"`` or ``"none"``.
+    :param listen: open the GET listening stream after the handshake.
+    """
+
+    def __init__(
+        self,
+        url: str,
+        *,
+        auth: Any = None,
+        headers: Mapping[str, str] | None = None,
+        session: requests.Session | None = None,
+        connect_timeout: float = 10.0,
+        read_timeout: float = 300.0,
+        max_message_bytes: int = 32 * 1024 * 1024,
+        follow_redirects: bool = True,
+        reconnect_attempts: int = 5,
+        retry_delay: float = 1.0,
+        max_retry_delay: float = 30.0,
+        delete_timeout: float = 2.0,
+        session_retry: str = "safe",
+        listen: bool = True,
+        _fallback: bool = False,
+    ) -> None:
+        if session_retry not in ("safe", "all", "none"):
+            raise ValueError("session_retry must be 'safe', 'all' or 'none'")
+        self._init_endpoint(
+            url, auth=auth, headers=headers, session=session, connect_timeout=connect_timeout,
+            read_timeout=read_timeout, max_message_bytes=max_message_bytes, follow_redirects=follow_redirects,
+        )
+        self._attempts = reconnect_attempts
+        self._retry_delay = retry_delay
+        self._max_retry_delay = max_retry_delay
+        self._delete_timeout = delete_timeout
+        self._session_retry = session_retry
+        self._listen = listen
+        self._fallback = _fallback
+        self._n = next(_ids)
+        self._lock = threading.Lock()
+        self._reinit_lock = threading.Lock()
+        self._closed = threading.Event()
+        self._close_reported = False
+        self._on_message: MessageHandler | None = None
+        self._on_close: CloseHandler | None = None
+        self._on_request_error: RequestErrorHandler | None = None
+        self._session_id: str | None = None
+        self._protocol_version: str | None = None
+        self._init_message: dict[str, Any] | None = None
+        self._initialized_message: dict[str, Any] | None = None
+        self._internal_ids = itertools.count(1)
+        self._streams: set[requests.Response] = set()
+        self._threads: set[threading.Thread] = set()
+        self._listener: threading.Thread | None = None
+        self._thread_ids = itertools.count(1)
+        self._tools = ToolHeaders()
+        #: Methods of the 2026-07-28 requests awaiting their reply, by id.
+        self._modern: dict[Any, str] = {}
+        #: Their open responses (JSON being read, or SSE), so that cancelling closes them.
+        self._responses: dict[Any, requests.Response] = {}
+        #: Requests cancelled by closing their stream, until their reader notices.
+        self._cancelled: set[Any] = set()
+        self._modern_seen = False
+        #: Set when a 2026-07-28 probe POST was refused outright (404/405, no JSON-RPC body).
+        self._post_refused: HTTPStatusError | None = None
+        #: Re-initializations performed after the session expired.
+        self.reinitializations = 0
+        #: Reconnections of SSE streams (resumptions and listening stream).
+        self.reconnects = 0
+
+    # -- Transport API -------------------------------------------------------------------
+
+    def describe(self) -> str:
+        return f"Streamable HTTP {common.redact_url(self.url)}"
+
+    @property
+    def session_id(self) -> str | None:
+        """The ``Mcp-Session-Id`` in use, if the server assigned one."""
+        return self._session_id
+
+    @property
+    def protocol_version(self) -> str | None:
+        """The negotiated handshake-era version, sent as ``MCP-Protocol-Version``."""
+        return self._protocol_version
+
+    def start(
+        self,
+        on_message: MessageHandler,
+        on_close: CloseHandler,
+        on_request_error: RequestErrorHandler | None = None,
+    ) -> None:
+        """Remember the callbacks; no network I/O happens until the first :meth:`send`.
+
+        :param on_request_error: fails one pending request; without it a lost
+            reply is reported as a JSON-RPC error response (code -32000, with
+            ``data.outcome_unknown``).
+        """
+        self._on_message = on_message
+        self._on_close = on_close
+        self._on_request_error = on_request_error
+
+    def send(self, message: Mapping[str, Any]) -> None:
+        """POST one message; see the module docstring for what each reply means.
+
+        :raises FallbackToLegacy: (``initialize`` only) when the server refused
+            our POSTs as a 2024-11-05 server does; :class:`AutoHTTPTransport`
+            catches it.
+        :raises HTTPStatusError: for any other non-success status.
+        :raises SessionExpired: when the session expired and the request may
+            not be resent, or the re-initialize failed.
+        :raises ConnectionClosed: when the server cannot be reached.
+        """
+        body = encode_message(message)
+        if self._closed.is_set():
+            raise ClientClosed("transport is closed")
+        method = message.get("method")
+        if method == "notifications/cancelled" and self._modern_seen and self._init_message is None:
+            self._cancel_modern(message)  # 2026-07-28: closing the stream is the cancellation
+            return
+        if method == "initialize" and "id" in message:
+            if self._fallback and self._post_refused is not None:
+                raise FallbackToLegacy(self._post_refused)
+            self._init_message = dict(message)
+        elif method == "notifications/initialized":
+            self._initialized_message = dict(message)
+        request_id = message.get("id") if method is not None else None
+        modern = is_modern(message)
+        if modern:
+            self._modern_seen = True
+            if isinstance(request_id, (int, str)):
+                with self._lock:
+                    self._modern[request_id] = str(method)
+        try:
+            self._exchange(message, body, modern)
+        except BaseException:
+            if modern and isinstance(request_id, (int, str)):
+                self._untrack(request_id, forget=True)
+            raise
+        if method == "notifications/initialized" and self._listen:
+            self._ensure_listener()
+
+    def close(self) -> None:
+        """DELETE the session (bounded), unblock every reader, join them; idempotent."""
+        with self._lock:
+            if self._closed.is_set():
+                first = False
+            else:
+                self._closed.set()
+                first = True
+            streams = [*self._streams, *self._responses.values()]
+        for response in streams:
+            common.shutdown_response(response)
+        if first:
+            self._delete_session()
+            current = threading.current_thread()
+            with self._lock:
+                threads = list(self._threads)
+            for thread in threads:
+                if thread is not current:
+                    thread.join(timeout=2.0)
+            if self._own_session:
+                self._session.close()
+        self._report_close(ClientClosed("transport closed"))
+
+    # -- POST -----------------------------------------------------------------------------
+
+    def _headers_for(self, *, accept: str = _ACCEPT, json_body: bool = True) -> dict[str, str]:
+        headers = dict(self._headers)
+        headers["Accept"] = accept
+        if json_body:
+            headers["Content-Type"] = "application/json"
+        if self._session_id is not None:
+            headers["Mcp-Session-Id"] = self._session_id
+        if self._protocol_version is not None:
+            headers["MCP-Protocol-Version"] = self._protocol_version
+        return headers
+
+    def _post(self, body: bytes, *, what: str, headers: dict[str, str] | None = None) -> requests.Response:
+        import requests
+
+        try:
+            return common.http_request(self._sender, "POST", self.url, headers=headers or self._headers_for(),
+                                       timeout=self._timeout, data=body, follow_redirects=self._follow)
+        except requests.RequestException as exc:
+            if self._closed.is_set():
+                raise ClientClosed("transport is closed") from common.sanitized(exc)
+            raise common.connection_error(exc, f"{what} to {common.redact_url(self.url)} failed",
+                                          outcome_unknown=True) from common.sanitized(exc)
+
+    def _exchange(self, message: Mapping[str, Any], body: bytes, modern: bool) -> None:
+        """POST *message* and handle the answer, with the one-resend recoveries."""
+        method = message.get("method")
+        what = f"POST {method or 'response'}"
+        sent_session = self._session_id
+
+        def headers() -> dict[str, str] | None:
+            return {**self._headers_for(), **routing_headers(message, self._tools)} if modern else None
+
+        response = self._post(body, what=what, headers=headers())
+        if response.status_code == 404 and sent_session is not None and method != "initialize":
+            response.close()
+            self._reinitialize(sent_session)
+            if not self._may_resend(message):
+                raise SessionExpired(404, "session expired; the server re-initialized but"
+                                     f" {method or 'this message'} was not resent (session_retry)")
+            response = self._post(body, what=f"{what} (after re-initialize)", headers=headers())
+            if response.status_code == 404:
+                response.close()
+                raise SessionExpired(404, "session expired again right after re-initializing")
+        if self._handle_post_response(response, message, modern, retry_mismatch=modern):
+            # Our x-mcp-header annotations were stale: refresh them, resend once.
+            self._relist_tools(message)
+            response = self._post(body, what=f"{what} (after re-listing tools)", headers=headers())
+            self._handle_post_response(response, message, modern, retry_mismatch=False)
+
+    def _handle_post_response(self, response: requests.Response, message: Mapping[str, Any], modern: bool, *,
+                              retry_mismatch: bool) -> bool:
+        """Deliver what *response* carries; ``True`` asks for a resend after a header mismatch."""
+        method = message.get("method")
+        request_id = message.get("id") if method is not None else None
+        status = response.status_code
+        if not 200 <= status < 300:
+            raw = common.read_error_body(response)
+            response.close()
+            rpc_body = rpc_error_body(raw)
+            reply = modern_error(status, rpc_body, request_id) if modern else None
+            if reply is not None:
+                if retry_mismatch and method == "tools/call" and reply["error"]["code"] == HEADER_MISMATCH:
+                    return True
+                self._deliver(reply)
+                return False
+            error = common.status_error(response, f"{method or 'response'} was refused", raw=raw)
+            if self._fallback and status in _NO_STREAM:
+                if method == "initialize":
+                    raise FallbackToLegacy(error) from None
+                if modern and status != 400 and rpc_body is None:
+                    # POST itself is refused, as by a 2024-11-05 server: skip the initialize POST.
+                    self._post_refused = error
+            raise error
+        if method == "initialize":
+            self._capture_session(response)
+        if modern and request_id is not None:
+            if self._stream_cancelled(request_id):
+                response.close()  # cancelled while the POST was in flight
+                return False
+            self._track(request_id, response)
+        if common.is_event_stream(response):
+            if request_id is None:
+                response.close()  # a stream for a notification: nothing to wait for
+                return False
+            if self._read_reply_inline(response, request_id, not modern) and modern:
+                self._untrack(request_id)
+            return False
+        try:
+            raw = b"".join(common.iter_body(response))
+        except Exception as exc:
+            if request_id is not None and self._stream_cancelled(request_id):
+                return False
+            raise common.connection_error(exc, "reading the reply failed", outcome_unknown=True) from common.sanitized(exc)
+        finally:
+            response.close()
+            if modern and request_id is not None:
+                self._untrack(request_id)
+        if not raw.strip():
+            return False  # 202 or an empty 200: accepted
+        if len(raw) > self._max:
+            raise MessageTooLarge(f"reply larger than {self._max} bytes")
+        if not common.is_json(response) and request_id is not None:
+            raise ProtocolError(
+                f"{method} got a {status} reply of type {response.headers.get('Content-Type')!r}")
+        try:
+            payload = json.loads(raw)
+        except ValueError as exc:
+            raise ProtocolError(f"{method} got a reply that is not JSON: {exc}") from None
+        for item in payload if isinstance(payload, list) else [payload]:
+            self._deliver(item)
+        return False
+
+    def _capture_session(self, response: requests.Response) -> None:
+        value = response.headers.get("Mcp-Session-Id")
+        if value is None:
+            return
+        if not _valid_session_id(value):
+            response.close()
+            raise ProtocolError("server sent an invalid Mcp-Session-Id (not visible ASCII or too long)")
+        self._session_id = value
+
+    def _deliver(self, item: Any) -> None:
+        """Pass one message up, noting the negotiated version and tool annotations on the way."""
+        if isinstance(item, dict) and "method" not in item and isinstance(item.get("id"), (int, str)):
+            with self._lock:
+                method = self._modern.pop(item["id"], None)
+            if method == "tools/list" and "result" in item:
+                item = {**item, "result": self._tools.learn(item["result"])}
+            init = self._init_message
+            result = item.get("result")
+            if init is not None and item.get("id") == init.get("id") and isinstance(result, dict):
+                version = result.get("protocolVersion")
+                if isinstance(version, str):
+                    self._protocol_version = version
+        if self._on_message is not None:
+            self._on_message(item)
+
+    # -- closing --------------------------------------------------------------------------
+
+    def _delete_session(self) -> None:
+        if self._session_id is None:
+            return
+        import requests
+
+        try:
+            response = common.http_request(
+                self._sender, "DELETE", self.url, headers=self._headers_for(json_body=False),
+                timeout=(self._delete_timeout, self._delete_timeout), follow_redirects=False)
+            response.close()
+        except (requests.RequestException, HTTPStatusError) as exc:
+            log.debug("DELETE of the session failed (ignored): %s", type(exc).__name__)
+
+    def _report_close(self, exc: BaseException) -> None:
+        with self._lock:
+            if self._close_reported:
+                return
+            self._close_reported = True
+        if self._on_close is not None:
+            self._on_close(exc)

@@ -1,0 +1,219 @@
+"""Process helpers for the stdio transport: safe environment, spawning, group kill.
+
+Kept apart from :mod:`mcpsync.transports.stdio.transport` so that the transport module
+holds only framing and lifecycle logic.  Nothing here starts a thread or a
+process at import time.
+"""
+
+from __future__ import annotations
+
+import atexit
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+import weakref
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from mcpsync.exceptions import ServerStartError
+
+__all__ = [
+    "build_environment",
+    "close_at_exit",
+    "default_environment",
+    "group_exists",
+    "signal_group",
+    "spawn",
+    "stop_process_tree",
+]
+
+
+_WINDOWS = sys.platform == "win32"
+
+# Why an allow-list: a Django/Flask process holds SECRET_KEY, database URLs and
+# cloud credentials in its environment, and a third-party MCP server has no
+# business seeing them.  These names are what programs need to find their
+# tools, home directory, locale and temporary files.
+_POSIX_ENV = frozenset(
+    {"HOME", "LOGNAME", "PATH", "SHELL", "TERM", "USER", "LANG", "LANGUAGE", "TMPDIR", "TZ"}
+)
+_WINDOWS_ENV = frozenset(
+    {
+        "APPDATA", "COMSPEC", "HOMEDRIVE", "HOMEPATH", "LOCALAPPDATA", "PATH", "PATHEXT",
+        "PROCESSOR_ARCHITECTURE", "PROGRAMDATA", "PROGRAMFILES", "SYSTEMDRIVE",
+        "SYSTEMROOT", "TEMP", "TMP", "USERNAME", "USERPROFILE", "WINDIR",
+    }
+)
+
+
+
+def default_environment(source: Mapping[str, str] | None = None) -> dict[str, str]:
+    """Return the allow-listed subset of ``source`` (default: ``os.environ``).
+
+    Values starting with ``()`` are dropped: they are exported bash functions,
+    a classic injection vector (Shellshock).
+    """
+    env = os.environ if source is None else source
+    allowed = _WINDOWS_ENV if _WINDOWS else _POSIX_ENV
+    result: dict[str, str] = {}
+    for key, value in env.items():
+        name = key.upper() if _WINDOWS else key
+        wanted = name in allowed or (not _WINDOWS and key.startswith("LC_"))
+        if wanted and not value.startswith("()"):
+            result[key] = value
+    return result
+
+
+def build_environment(overrides: Mapping[str, str] | None) -> dict[str, str]:
+    """The child's environment: the safe default with ``overrides`` merged over it.
+
+    :raises TypeError: if a key or value is not a ``str``.
+    """
+    env = default_environment()
+    for key, value in (overrides or {}).items():
+        if not isinstance(key, str) or not isinstance(value, str):
+            raise TypeError("env keys and values must be str")
+        env[key] = value
+    return env
+
+
+def spawn(argv: list[str], env: dict[str, str], cwd: Any) -> subprocess.Popen[bytes]:
+    """Start ``argv`` with three pipes in a new session (process group) of its own.
+
+    :raises ~mcpsync.exceptions.ServerStartError: if it cannot be started; the
+        ``OSError`` is chained.  The message names the program, never the
+        arguments (they may hold tokens).
+    """
+    kwargs: dict[str, Any] = {}
+    if _WINDOWS:
+        kwargs["creationflags"] = getattr(subprocess, "CREATE_NEW_PROCESS_GROUP", 0)
+    else:
+        kwargs["start_new_session"] = True  # our own group: killpg reaches the whole tree
+    try:
+        return subprocess.Popen(
+            argv,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            env=env,
+            cwd=cwd,
+            bufsize=0,
+            close_fds=True,
+            **kwargs,
+        )
+    except (OSError, ValueError) as exc:
+        reason = getattr(exc, "strerror", None) or str(exc)
+        where = getattr(exc, "filename", None)
+        detail = f" ({where})" if where and where != argv[0] else ""
+        raise ServerStartError(f"cannot start MCP server {argv[0]!r}: {reason}{detail}") from exc
+
+
+_exit_owners: weakref.WeakSet[Any] = weakref.WeakSet()
+_exit_lock = threading.Lock()
+_exit_hook = False
+
+
+def close_at_exit(owner: Any) -> None:
+    """Call ``owner.close_at_exit()`` at interpreter exit if ``owner`` still lives.
+
+    Reader threads are daemons and simply vanish at exit, so a server that does
+    not exit on stdin EOF would be orphaned.  Registered on first use, never at
+    import.
+    """
+    global _exit_hook
+    with _exit_lock:
+        _exit_owners.add(owner)
+        if not _exit_hook:
+            atexit.register(_close_all_at_exit)
+            _exit_hook = True
+
+
+def _close_all_at_exit() -> None:
+    for owner in list(_exit_owners):
+        try:
+            owner.close_at_exit()
+        except Exception:  # noqa: BLE001 - the others must still be stopped
+            pass
+
+
+def signal_group(pgid: int, sig: int) -> bool:
+    """Send ``sig`` to process group ``pgid``; ``False`` if the group is gone."""
+    try:
+        os.killpg(pgid, sig)
+    except (ProcessLookupError, PermissionError):
+        return False
+    return True
+
+
+def group_exists(pgid: int) -> bool:
+    """Whether any process (zombies included) is still in group ``pgid``."""
+    return signal_group(pgid, 0)
+
+
+def _wait_exit(proc: subprocess.Popen[bytes], timeout: float) -> bool:
+    try:
+        proc.wait(timeout=max(timeout, 0.0))
+    except subprocess.TimeoutExpired:
+        return False
+    return True
+
+
+def _wait_group_gone(pgid: int, timeout: float) -> bool:
+    # No event exists for "a process we are not the parent of has died", so
+    # poll; the interval is short and the whole wait is bounded by timeout.
+    deadline = time.monotonic() + timeout
+    while group_exists(pgid):
+        if time.monotonic() >= deadline:
+            return False
+        time.sleep(0.02)
+    return True
+
+
+def stop_process_tree(
+    proc: subprocess.Popen[bytes],
+    pgid: int | None,
+    *,
+    close_grace: float,
+    terminate_grace: float,
+    on_signal: Callable[[str], None] | None = None,
+) -> None:
+    """Stop a server whose stdin was already closed, then its whole group.
+
+    Waits ``close_grace`` for the server to exit by itself; then SIGTERM to the
+    group, ``terminate_grace``, SIGKILL.  The leader is always reaped.  Group
+    members still alive after the leader exited (grandchildren that inherited
+    our pipes) get the same TERM-then-KILL treatment, so no signal reaches a
+    server that exited on stdin EOF.  Only ``pgid`` is ever signalled.
+    """
+
+    def send(sig: int, name: str) -> None:
+        if pgid is not None and not _WINDOWS:
+            if signal_group(pgid, sig) and on_signal is not None:
+                on_signal(name)
+        else:  # Windows has no process groups to signal; the leader only.
+            try:
+                if name == "KILL":
+                    proc.kill()
+                else:
+                    proc.terminate()
+            except OSError:
+                return
+            if on_signal is not None:
+                on_signal(name)
+
+    if not _wait_exit(proc, close_grace):
+        send(signal.SIGTERM, "TERM")
+        if not _wait_exit(proc, terminate_grace):
+            send(getattr(signal, "SIGKILL", signal.SIGTERM), "KILL")
+            _wait_exit(proc, 5.0)
+    if pgid is None or _WINDOWS or not group_exists(pgid):
+        return
+    if signal_group(pgid, signal.SIGTERM) and on_signal is not None:
+        on_signal("TERM-group")
+    if not _wait_group_gone(pgid, terminate_grace):
+        if signal_group(pgid, signal.SIGKILL) and on_signal is not None:
+            on_signal("KILL-group")
+        _wait_group_gone(pgid, 2.0)

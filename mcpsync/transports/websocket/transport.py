@@ -1,0 +1,424 @@
+"""The WebSocket transport: MCP over one WebSocket connection (``ws://`` / ``wss://``).
+
+Not a transport of the MCP specification, but one that deployments use: the
+TypeScript SDK v1 ships a WebSocket client transport.  Its conventions are
+followed here: the ``mcp`` subprotocol is requested (and required of the
+server), each JSON-RPC message travels in one text frame, frames that are not
+JSON are skipped, and a close of the socket fails every pending call.
+
+Built on the synchronous `websocket-client <https://pypi.org/project/websocket-client/>`_
+library (``pip install 'mcpsync[websocket]'``), imported only when a transport
+is started.  One named daemon thread reads frames; callers write whole frames
+under a lock.  Frame *parsing* is the library's; message reassembly, the size
+cap, ping answers and the close handshake are done here so that each of them
+is bounded (the library would answer a ping or a close with an unbounded write
+from the reader, and it joins fragments by repeated concatenation).
+
+Example::
+
+    t = WebSocketTransport("wss://mcp.example.com/ws", auth=BearerToken("..."))
+    t.start(on_message=print, on_close=lambda exc: print("closed:", exc))
+    t.send({"jsonrpc": "2.0", "id": 1, "method": "ping"})
+    t.close()
+
+.. versionadded:: 0.1
+"""
+
+from __future__ import annotations
+
+import itertools
+import logging
+import os
+import socket
+import ssl
+import struct
+import threading
+import time
+import urllib.parse
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+from mcpsync.exceptions import (
+    ClientClosed,
+    ConnectionClosed,
+    ForkedClientError,
+    RequestTimeout,
+    ServerStartError,
+)
+from mcpsync.transports.websocket import frames as frames
+from mcpsync.transports.websocket import handshake as _ws_handshake
+from mcpsync.transports.websocket import reader as _ws_reader
+from mcpsync.transports.base import CloseHandler, MessageHandler, Transport, encode_message
+
+__all__ = ["WebSocketClosed", "WebSocketTransport", "websocket_transport_factory"]
+
+log = logging.getLogger(__name__)
+
+_TICK = 1.0  # socket timeout: how often a blocked reader or writer re-checks for close
+_ids = itertools.count(1)
+
+
+class WebSocketClosed(ConnectionClosed):
+    """The WebSocket connection ended; the close code and reason say how.
+
+    :ivar code: the close code the server sent (e.g. ``1011`` for an internal
+        error), ``1006`` when the connection dropped without a close frame,
+        ``1005`` when the close frame carried no code.
+    :ivar reason: the server's close reason (untrusted text, truncated in ``str()``).
+    """
+
+    def __init__(self, message: str, *, code: int = 1006, reason: str = "") -> None:
+        super().__init__(message)
+        self.code = code
+        self.reason = reason
+
+
+class WebSocketTransport(Transport):
+    """Talk to an MCP server over a WebSocket.
+
+    :param url: ``ws://`` or ``wss://`` URL of the server.
+    :param headers: extra handshake headers (e.g. an API key).
+    :param auth: a ``requests`` auth object (:class:`requests.auth.AuthBase`,
+        e.g. ``mcpsync.auth.BearerToken`` or ``mcpsync.auth.OAuth``) or a
+        ``(user, password)`` tuple; it is applied to a request for the
+        ``http(s)://`` form of the URL on every connect, and the headers it sets
+        go on the handshake.
+    :param subprotocols: subprotocols to request; the server must select one
+        of them.  ``()`` requests none.
+    :param verify: TLS verification: ``True`` (the default CA store), a path
+        to a CA bundle, or ``False`` (not verified; never in production).
+    :param cert: a client certificate: a path, or ``(cert, key)`` paths.
+    :param ssl_context: an :class:`ssl.SSLContext` to use instead (overrides
+        ``verify`` and ``cert``).
+    :param origin: an ``Origin`` header to send; none by default, as for any
+        non-browser client.
+    :param connect_timeout: bound on TCP connect, TLS and the upgrade handshake.
+    :param write_timeout: bound on one :meth:`send` when the server stops
+        reading; ``None`` waits until :meth:`close`.
+    :param close_timeout: how long :meth:`close` waits for the server to
+        answer the close frame before dropping the connection.
+    :param max_message_bytes: largest accepted message (all fragments
+        together); a larger one closes the connection (code 1009) with
+        :class:`~mcpsync.exceptions.MessageTooLarge`, checked before it is read.
+    """
+
+    def __init__(
+        self,
+        url: str,
+        *,
+        headers: Mapping[str, str] | None = None,
+        auth: Any = None,
+        subprotocols: Sequence[str] = ("mcp",),
+        verify: bool | str = True,
+        cert: str | tuple[str, str] | None = None,
+        ssl_context: ssl.SSLContext | None = None,
+        origin: str | None = None,
+        connect_timeout: float = 30.0,
+        write_timeout: float | None = 60.0,
+        close_timeout: float = 2.0,
+        max_message_bytes: int = 32 * 1024 * 1024,
+    ) -> None:
+        parts = urllib.parse.urlsplit(url)
+        if parts.scheme not in ("ws", "wss") or not parts.hostname:
+            raise ValueError("a WebSocket URL must look like ws://host/path or wss://host/path")
+        if parts.username or parts.password:
+            raise ValueError("put credentials in auth= or headers=, not in the URL")
+        if max_message_bytes < 1:
+            raise ValueError("max_message_bytes must be positive")
+        if isinstance(subprotocols, str):
+            subprotocols = (subprotocols,)
+        self._url = url
+        self._headers = dict(headers or {})
+        frames.check_headers(self._headers)
+        self._auth = auth
+        self._subprotocols = tuple(subprotocols)
+        self._sslopt = frames.ssl_options(verify, cert, ssl_context)
+        self._origin = origin
+        self._connect_timeout = connect_timeout
+        self._write_timeout = write_timeout
+        self._close_timeout = close_timeout
+        self._max = max_message_bytes
+        self._n = next(_ids)
+        self._describe = "websocket:" + urllib.parse.urlunsplit(
+            (parts.scheme, parts.netloc, parts.path, "", "")
+        )
+        self._state_lock = threading.Lock()
+        self._write_lock = threading.Lock()  # one whole frame at a time
+        self._sock_lock = threading.Lock()  # shutdown vs. the final socket close
+        self._closing = threading.Event()  # set once, by whoever reports on_close
+        self._done = threading.Event()  # the reader ended and the socket is closed
+        self._started = False
+        self._close_sent = False
+        self._forked_closed = False
+        self._close_exc: ConnectionClosed | None = None
+        self._ws: Any = None
+        self._owner_pid: int | None = None
+        self._reader: threading.Thread | None = None
+        self._on_message: MessageHandler | None = None
+        self._on_close: CloseHandler | None = None
+        #: Frames skipped because they were binary or not JSON (each logged, rate-limited).
+        self.skipped_frames = 0
+        #: The subprotocol the server selected, once connected.
+        self.subprotocol: str | None = None
+
+    # -- public properties --------------------------------------------------
+
+    @property
+    def closed(self) -> bool:
+        """Whether the connection is closed or closing."""
+        return self._closing.is_set() or self._forked_closed
+
+    def describe(self) -> str:
+        """``websocket:<url without query or fragment>`` (a query may carry secrets)."""
+        return self._describe
+
+    # -- lifecycle ----------------------------------------------------------
+
+    def start(self, on_message: MessageHandler, on_close: CloseHandler) -> None:
+        """Connect, run the upgrade handshake and start the reader thread.
+
+        :raises ~mcpsync.exceptions.ServerStartError: if the server cannot be
+            reached, TLS fails, or the server does not speak the subprotocol.
+        :raises ~mcpsync.exceptions.HTTPStatusError: if the server answers the
+            upgrade with an HTTP error (401 for a missing or bad token, say).
+        :raises ImportError: if ``websocket-client`` is not installed.
+        """
+        with self._state_lock:
+            if self._started:
+                raise RuntimeError("WebSocketTransport.start() may be called only once")
+            if self._closing.is_set():
+                raise ClientClosed("the transport was closed before it started")
+            self._started = True
+        self._on_message, self._on_close = on_message, on_close
+        try:
+            self._connect()
+        except BaseException:
+            self._closing.set()
+            self._done.set()
+            raise
+        if self._closing.is_set():  # close() ran while we were connecting
+            self._teardown()
+            raise ClientClosed("the transport was closed while starting")
+        self._reader = threading.Thread(
+            target=_ws_reader.read_loop, args=(self,), name=f"mcpsync-ws-reader-{self._n}", daemon=True
+        )
+        try:
+            self._reader.start()
+        except BaseException as exc:
+            self._closing.set()
+            self._teardown()
+            raise ServerStartError(f"cannot start the reader thread for {self._describe}") from exc
+        log.info("connected to %s (subprotocol %s)", self._describe, self.subprotocol)
+
+    def _connect(self) -> None:
+        def keep(ws: Any) -> None:
+            self._ws, self._owner_pid = ws, os.getpid()
+
+        self.subprotocol = _ws_handshake.handshake(
+            self._url,
+            describe=self._describe,
+            headers=self._headers,
+            auth=self._auth,
+            subprotocols=self._subprotocols,
+            sslopt=self._sslopt,
+            origin=self._origin,
+            connect_timeout=self._connect_timeout,
+            on_socket=keep,
+        )
+        self._ws.settimeout(_TICK)
+
+    def close(self) -> None:
+        """Send a close frame (1000), wait briefly for the answer, drop the socket.
+
+        Idempotent, callable from any thread (the reader's included), bounded
+        by roughly ``close_timeout`` plus a few seconds.  In a forked child it
+        only marks the transport closed: the parent's socket is never touched.
+        """
+        if self._owner_pid is not None and os.getpid() != self._owner_pid:
+            self._forked_closed = True
+            return
+        if not self._started:
+            with self._state_lock:
+                if not self._started:
+                    self._closing.set()
+                    self._done.set()
+                    return
+        self._fail(ClientClosed("client closed"), close_code=1000)
+        if threading.current_thread() is self._reader:
+            return  # the reader closes the socket on its way out
+        # Give the server its close_timeout to answer our close frame (or the
+        # reader to finish a close it started), then cut the socket.
+        self._done.wait(self._close_timeout)
+        self._wake_reader()
+        self._done.wait(self._close_timeout + 5.0)
+        if self._reader is not None and self._reader is not threading.current_thread():
+            self._reader.join(2.0)
+
+    def _fail(self, exc: ConnectionClosed, close_code: int | None = None, reason: str = "") -> bool:
+        """Enter the closing state once and report ``exc``; ``False`` if someone else did.
+
+        With ``close_code``, a close frame goes out (bounded) *before* anyone
+        hears of the failure, so a close() prompted by ``on_close`` cannot cut
+        the socket under it.
+        """
+        with self._state_lock:
+            if self._closing.is_set():
+                return False
+            self._close_exc = exc
+            self._closing.set()
+        if close_code is not None and self._ws is not None:
+            self._send_close(close_code, reason, timeout=1.0)
+        if self._on_close is not None:
+            try:
+                self._on_close(exc)
+            except Exception:
+                log.exception("on_close callback of %s raised", self._describe)
+        return True
+
+    def _wake_reader(self) -> None:
+        with self._sock_lock:
+            sock = getattr(self._ws, "sock", None)
+            if sock is not None:
+                try:
+                    sock.shutdown(socket.SHUT_RDWR)
+                except OSError:
+                    pass
+
+    def _teardown(self) -> None:
+        # Writers woken by the shutdown release the write lock at once; the
+        # socket is closed only when none is inside send(), so its descriptor
+        # cannot be reused under a writer.
+        self._wake_reader()
+        if self._write_lock.acquire(timeout=5.0):
+            try:
+                with self._sock_lock:
+                    if self._ws is not None:
+                        self._ws.shutdown()
+            finally:
+                self._write_lock.release()
+        else:
+            log.warning("a writer of %s is stuck; leaving its socket to the GC", self._describe)
+        self._done.set()
+
+    # -- sending ------------------------------------------------------------
+
+    def send(self, message: Mapping[str, Any]) -> None:
+        """Send one message as one text frame, whole, under the write lock.
+
+        Bounded by ``write_timeout``: if nothing of the frame went out the
+        connection stays usable and :class:`~mcpsync.exceptions.RequestTimeout`
+        is raised; a frame cut in half closes the connection.
+
+        :raises ~mcpsync.exceptions.ForkedClientError: in a forked child.
+        :raises ~mcpsync.exceptions.ConnectionClosed: when the connection is gone.
+        :raises ValueError: or :class:`TypeError` if ``message`` is not JSON.
+        """
+        if self._owner_pid is not None and os.getpid() != self._owner_pid:
+            raise ForkedClientError(
+                f"this {self._describe} connection belongs to process {self._owner_pid}; "
+                "a forked child must open its own client"
+            )
+        payload = encode_message(message)
+        if self._ws is None:
+            raise ConnectionClosed("the WebSocket transport has not been started")
+        limit = self._write_timeout
+        deadline = None if limit is None else time.monotonic() + limit
+        try:
+            written, total = self._write(frames.TEXT, payload, deadline)
+        except OSError as exc:
+            self._fail(WebSocketClosed(f"cannot write to {self._describe}: {exc}", code=1006))
+            self._wake_reader()
+            raise self._closed_error() from exc
+        if written == total:
+            return
+        if written == 0 and not self._closing.is_set():
+            method = message.get("method")
+            raise RequestTimeout(
+                f"could not write to {self._describe} within {limit}s (the server is not reading)",
+                method=method if isinstance(method, str) else "",
+                elapsed=limit or 0.0,
+            )
+        if written:
+            self._fail(
+                WebSocketClosed(
+                    f"{self._describe} stopped reading; a frame was cut short, so the "
+                    "connection is closed",
+                    code=1006,
+                )
+            )
+            self._wake_reader()  # the stream is corrupt: nothing more is read from it
+        raise self._closed_error()
+
+    def _write(self, opcode: int, payload: bytes, deadline: float | None) -> tuple[int, int]:
+        """Write one frame; return ``(bytes written, frame size)``.
+
+        Stops early (short) at ``deadline`` or once closing, unless the frame
+        is the close frame itself.
+        """
+        data = frames.encode_frame(opcode, payload)
+        closing_ok = opcode == frames.CLOSE
+        while not self._write_lock.acquire(timeout=_TICK):
+            if self._closing.is_set() and not closing_ok:
+                return 0, len(data)
+            if deadline is not None and time.monotonic() >= deadline:
+                return 0, len(data)
+        try:
+            sock = self._ws.sock
+            if sock is None or (self._closing.is_set() and not closing_ok) or self._close_sent:
+                return 0, len(data)
+            if closing_ok:
+                self._close_sent = True
+            view, sent = memoryview(data), 0
+            while sent < len(data):
+                try:
+                    sent += sock.send(view[sent:])
+                except (TimeoutError, ssl.SSLWantWriteError):
+                    if deadline is not None and time.monotonic() >= deadline:
+                        break
+                    if self._closing.is_set() and not closing_ok:
+                        break
+            return sent, len(data)
+        finally:
+            self._write_lock.release()
+
+    def _send_close(self, code: int, reason: str, *, timeout: float) -> None:
+        payload = struct.pack("!H", code) + reason.encode("utf-8")[:123]
+        try:
+            self._write(frames.CLOSE, payload, time.monotonic() + timeout)
+        except OSError:
+            pass  # the peer is gone already; nothing left to tell it
+
+    def _closed_error(self) -> ConnectionClosed:
+        exc = self._close_exc
+        if exc is None or isinstance(exc, ClientClosed):
+            return ClientClosed("client closed")
+        if isinstance(exc, WebSocketClosed):
+            fresh: ConnectionClosed = WebSocketClosed(exc.message, code=exc.code, reason=exc.reason)
+        else:
+            fresh = type(exc)(exc.message)
+        fresh.__cause__ = exc
+        return fresh
+
+
+#: The keyword arguments of :class:`WebSocketTransport` that Client.websocket passes on.
+_TRANSPORT_OPTIONS = frozenset({"subprotocols", "verify", "cert", "ssl_context", "origin", "connect_timeout", "write_timeout", "close_timeout", "max_message_bytes"})  # fmt: skip
+
+
+def websocket_transport_factory(
+    url: str, *, headers: Mapping[str, str] | None, auth: Any, options: Mapping[str, Any]
+) -> tuple[Callable[[], Transport], dict[str, Any]]:
+    """Split transport options from client options; return a transport factory.
+
+    Each call of the factory makes a fresh, unconnected transport:
+    :class:`~mcpsync.Client` calls it again in a forked child.  Bad arguments
+    raise here, at once, not on first use.
+    """
+    transport_options = {k: v for k, v in options.items() if k in _TRANSPORT_OPTIONS}
+    client_options = {k: v for k, v in options.items() if k not in _TRANSPORT_OPTIONS}
+    frozen_headers = dict(headers or {})
+
+    def factory() -> Transport:
+        return WebSocketTransport(url, headers=frozen_headers, auth=auth, **transport_options)
+
+    factory()  # validate the URL and options now
+    return factory, client_options
