@@ -10,6 +10,7 @@ from typing import Any, Callable, Iterable, Sequence, Union
 import attrs
 
 from mcpsync import types
+from mcpsync.types.protocol import HANDSHAKE_VERSIONS, LATEST_HANDSHAKE_VERSION, MODERN_VERSIONS
 
 __all__ = [
     "DEFAULT",
@@ -39,10 +40,7 @@ DEFAULT = Default.token
 TimeoutArg = Union[float, None, Default]
 
 #: Handshake-era revisions we speak, newest first.
-HANDSHAKE_VERSIONS: tuple[str, ...] = ("2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05")
-LATEST_HANDSHAKE_VERSION = HANDSHAKE_VERSIONS[0]
 #: Stateless-era revisions we speak, newest first.
-MODERN_VERSIONS: tuple[str, ...] = ("2026-07-28",)
 
 _RootItem = Union["types.Root", tuple[str, str], tuple[str], str, "os.PathLike[str]"]
 #: What ``roots=`` accepts: a list of roots, or a callable returning one.

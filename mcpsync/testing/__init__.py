@@ -40,7 +40,7 @@ from mcpsync.testing.server import convert as convert
 from mcpsync.testing.server.connection import ServerConnection
 from mcpsync.testing.server.context import ClientRequestError, RpcError, ToolContext
 from mcpsync.testing.server.registry import (
-    Features,
+    Registry,
     ResourceEntry,
     ToolEntry,
     ToolFailure,
@@ -80,7 +80,7 @@ def __getattr__(name: str) -> Any:
 F = TypeVar("F", bound=Callable[..., Any])
 
 
-class FakeServer(Features):
+class FakeServer(Registry):
     """An in-process MCP server for tests, demos and ``python -m`` servers.
 
     :param name: ``serverInfo.name``.

@@ -37,16 +37,10 @@ __all__ = ["converter", "from_wire", "to_wire", "wire_name"]
 T = TypeVar("T")
 _Hook = Callable[[Any, Any], Any]
 
+from mcpsync.types.protocol import wire_name
+
 #: The converter for every type in :mod:`mcpsync.types`.
 converter = cattrs.Converter(detailed_validation=False)
-
-
-def wire_name(name: str) -> str:
-    """Return the wire (JSON) name of a python attribute: ``mime_type`` -> ``mimeType``."""
-    if name == "meta":
-        return "_meta"
-    head, *rest = name.split("_")
-    return head + "".join(part[:1].upper() + part[1:] for part in rest)
 
 
 # --- strict primitives -------------------------------------------------------

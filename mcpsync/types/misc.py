@@ -10,6 +10,7 @@ from typing import Any, Literal
 import attrs
 
 from . import _converter
+from . import protocol as _protocol
 from ._base import WireObject
 from ._task_metadata import TaskMetadata
 
@@ -49,10 +50,8 @@ __all__ = [
 RequestId = str | int
 #: A progress token: chosen by the requester, echoed in progress notifications.
 ProgressToken = str | int
-#: Severity of a log message, as in RFC 5424 (syslog).
-LoggingLevel = Literal[
-    "debug", "info", "notice", "warning", "error", "critical", "alert", "emergency"
-]
+#: Severity of a log message, as in RFC 5424 (syslog); defined in :mod:`.protocol`.
+LoggingLevel = _protocol.LoggingLevel
 
 
 @attrs.define(repr=False, eq=False)

@@ -10,6 +10,9 @@ import threading
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, Protocol
 
+from mcpsync.types.protocol import HANDSHAKE_VERSIONS, wire_name
+from mcpsync.types.protocol import LOGGING_LEVELS as _LEVELS
+
 if TYPE_CHECKING:
     from mcpsync.testing.server.connection import ServerConnection
     from mcpsync.testing.server.modern import ModernCall
@@ -25,11 +28,11 @@ __all__ = [
 ]
 
 #: Protocol revisions this engine negotiates, newest first.
-PROTOCOL_VERSIONS = ("2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05")
+PROTOCOL_VERSIONS = HANDSHAKE_VERSIONS
 #: The revision offered when the client asks for one we do not speak.
 LATEST_PROTOCOL_VERSION = PROTOCOL_VERSIONS[0]
 #: RFC 5424 severities, least severe first, as MCP names them.
-LOGGING_LEVELS = ("debug", "info", "notice", "warning", "error", "critical", "alert", "emergency")
+LOGGING_LEVELS: tuple[str, ...] = _LEVELS
 
 
 class RpcError(Exception):
@@ -198,7 +201,7 @@ class ToolContext:
             for m in messages
         ]
         params: dict[str, Any] = {"messages": wire, "maxTokens": max_tokens}
-        params.update({_camel(k): v for k, v in kwargs.items()})
+        params.update({wire_name(k): v for k, v in kwargs.items()})
         return self.request("sampling/createMessage", params, timeout=timeout)
 
     def elicit(
@@ -224,8 +227,3 @@ class ToolContext:
     def _require(self, capability: str) -> None:
         if capability not in self.client_capabilities:
             raise RuntimeError(f"the client did not declare the {capability!r} capability")
-
-
-def _camel(name: str) -> str:
-    head, *rest = name.split("_")
-    return head + "".join(part.title() for part in rest)

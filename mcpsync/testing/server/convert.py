@@ -28,6 +28,8 @@ from typing import (
 
 import attrs
 
+from mcpsync.types.protocol import wire_name
+
 __all__ = [
     "signature_schema",
     "schema_for",
@@ -52,13 +54,10 @@ def to_wire(value: Any) -> Any:
     try:
         from mcpsync.types import to_wire as types_to_wire  # type: ignore[attr-defined,unused-ignore]
     except ImportError:  # mcpsync.types not importable: a camelCase asdict is close enough
-        return {_camel(k): v for k, v in attrs.asdict(value).items() if v is not None}
+        return {wire_name(k): v for k, v in attrs.asdict(value).items() if v is not None}
     return types_to_wire(value)
 
 
-def _camel(name: str) -> str:
-    head, *rest = name.split("_")
-    return head + "".join(part.title() for part in rest)
 
 
 # -- type hints → JSON Schema ---------------------------------------------

@@ -20,7 +20,7 @@ from mcpsync.testing.server.modern import InputRequired
 if TYPE_CHECKING:
     from mcpsync.testing.server.connection import ServerConnection
 
-__all__ = ["Features", "ResourceEntry", "ToolEntry", "ToolFailure", "doc_summary"]
+__all__ = ["Registry", "ResourceEntry", "ToolEntry", "ToolFailure", "doc_summary"]
 
 _INVALID_PARAMS = -32602
 _RESOURCE_NOT_FOUND = -32002
@@ -73,7 +73,7 @@ def doc_summary(fn: Callable[..., Any]) -> str | None:
     return text.split("\n\n")[0].strip() or None if text else None
 
 
-class Features:
+class Registry:
     """Registered features plus the :class:`ServerApp` methods over them (thread-safe)."""
 
     def __init__(
