@@ -38,7 +38,7 @@ from typing import TYPE_CHECKING, Any, TypeVar, overload
 
 from mcpsync.testing.server import convert as convert
 from mcpsync.testing.server.connection import ServerConnection
-from mcpsync.testing.server.context import ClientRequestError, RpcError, ToolContext
+from mcpsync.testing.server.context import ClientRequestError, Peer, RpcError, ToolContext
 from mcpsync.testing.server.registry import (
     Registry,
     ResourceEntry,
@@ -282,7 +282,7 @@ class FakeServer(Registry):
     # -- talking to connected clients ----------------------------------------
 
     @property
-    def connections(self) -> list[ServerConnection]:
+    def connections(self) -> list[Peer]:
         """The live connections (one per connected client)."""
         with self._lock:
             return list(self._connections)

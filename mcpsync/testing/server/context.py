@@ -7,21 +7,22 @@ Split from :mod:`mcpsync.testing.server.connection` (the connection engine) so e
 from __future__ import annotations
 
 import threading
-from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any, Protocol
+from collections.abc import Callable, Mapping
+from typing import Any, Protocol
 
 from mcpsync.types.protocol import HANDSHAKE_VERSIONS, wire_name
 from mcpsync.types.protocol import LOGGING_LEVELS as _LEVELS
 
-if TYPE_CHECKING:
-    from mcpsync.testing.server.connection import ServerConnection
-    from mcpsync.testing.server.modern import ModernCall
+from mcpsync.testing.server.call import ModernCall
+from mcpsync.testing.server.errors import ClientRequestError, RpcError
 
 __all__ = [
     "LATEST_PROTOCOL_VERSION",
     "LOGGING_LEVELS",
     "PROTOCOL_VERSIONS",
     "ClientRequestError",
+    "ListenStreams",
+    "Peer",
     "RpcError",
     "ServerApp",
     "ToolContext",
@@ -33,41 +34,6 @@ PROTOCOL_VERSIONS = HANDSHAKE_VERSIONS
 LATEST_PROTOCOL_VERSION = PROTOCOL_VERSIONS[0]
 #: RFC 5424 severities, least severe first, as MCP names them.
 LOGGING_LEVELS: tuple[str, ...] = _LEVELS
-
-
-class RpcError(Exception):
-    """A JSON-RPC error: raise it from a handler to answer with this error.
-
-    Also raised by :meth:`ToolContext.request` when the client answers with an error.
-
-    :param code: the JSON-RPC error code, e.g. ``-32602``.
-    :param message: the error message.
-    :param data: optional ``data`` member.
-    """
-
-    def __init__(self, code: int, message: str, data: Any = None) -> None:
-        super().__init__(code, message, data)
-        self.code = code
-        self.message = message
-        self.data = data
-
-    def __str__(self) -> str:
-        return f"[{self.code}] {self.message}"
-
-    def to_wire(self) -> dict[str, Any]:
-        """The ``error`` member of a JSON-RPC response."""
-        error: dict[str, Any] = {"code": self.code, "message": self.message}
-        if self.data is not None:
-            error["data"] = self.data
-        return error
-
-
-class ClientRequestError(RpcError):
-    """The client answered a server→client request (sampling, elicitation, roots) with an error.
-
-    Raised by :meth:`ToolContext.request` and friends; a tool that lets it
-    escape returns ``isError: true`` (unlike a plain :class:`RpcError`).
-    """
 
 
 class ServerApp(Protocol):
@@ -92,8 +58,60 @@ class ServerApp(Protocol):
     def complete(
         self, ref: dict[str, Any], argument: dict[str, Any], context: dict[str, Any] | None
     ) -> dict[str, Any]: ...
-    def connection_opened(self, conn: ServerConnection) -> None: ...
-    def connection_closed(self, conn: ServerConnection) -> None: ...
+    def connection_opened(self, conn: Peer) -> None: ...
+    def connection_closed(self, conn: Peer) -> None: ...
+
+
+class ListenStreams(Protocol):
+    """The open ``subscriptions/listen`` streams of a connection (see :class:`.modern.Listens`)."""
+
+    def open(self, conn: Peer, request_id: Any, params: dict[str, Any]) -> None: ...
+    def end_all(self, conn: Peer) -> None: ...
+
+
+class Peer(Protocol):
+    """What the engine's parts (the method table, the stateless era, the tool threads and
+    :class:`ToolContext`) use of the connection they serve.
+
+    :class:`~mcpsync.testing.server.connection.Peer` is the one implementation; the
+    parts depend on this description instead of on it, so the connection can import them all
+    without a cycle.  The underscored members are the engine's own, never the user's.
+    """
+
+    app: ServerApp
+    page_size: int | None
+    log_level: str | None
+    protocol_version: str | None
+    client_capabilities: dict[str, Any]
+    client_info: dict[str, Any]
+    era: str | None
+    _lock: threading.Lock
+    _inflight: dict[Any, ToolContext]
+    _cancelled: set[Any]
+    _threads: set[threading.Thread]
+    _closed: bool
+
+    @property
+    def listens(self) -> ListenStreams: ...
+    def notify(self, method: str, params: Mapping[str, Any] | None = None) -> None: ...
+    def publish(self, method: str, params: dict[str, Any]) -> None: ...
+    def disconnect(self) -> None: ...
+    def log(self, level: str, data: Any, logger: str | None = None) -> None: ...
+    def send_log(self, level: str, data: Any, logger: str | None, threshold: str | None) -> None: ...
+    def request(
+        self, method: str, params: Mapping[str, Any] | None = None, *, timeout: float | None = 60.0
+    ) -> dict[str, Any]: ...
+    def set_subscribed(self, uri: str, subscribed: bool) -> None: ...
+    def _respond(self, request_id: Any, result: Mapping[str, Any]) -> None: ...
+    def _error(self, request_id: Any, error: RpcError) -> None: ...
+    def _start_tool(self, request_id: Any, params: dict[str, Any], call: ModernCall | None = None) -> None: ...
+    def _answer_inline(
+        self,
+        request_id: Any,
+        method: str,
+        params: dict[str, Any],
+        finish: Callable[[dict[str, Any]], dict[str, Any]] | None = None,
+    ) -> None: ...
 
 
 class ToolContext:
@@ -116,7 +134,7 @@ class ToolContext:
 
     def __init__(
         self,
-        conn: ServerConnection,
+        conn: Peer,
         request_id: Any,
         meta: Mapping[str, Any],
         modern: ModernCall | None = None,

@@ -1,4 +1,4 @@
-"""The MCP methods a :class:`~mcpsync.testing.server.connection.ServerConnection` answers, as a table.
+"""The MCP methods a :class:`~mcpsync.testing.server.connection.Peer` answers, as a table.
 
 Each handler takes the connection and the request's ``params`` and returns the
 ``result`` dict, or raises :class:`~mcpsync.testing.server.context.RpcError`.  The
@@ -12,27 +12,25 @@ from __future__ import annotations
 
 import base64
 import binascii
-from typing import TYPE_CHECKING, Any, Callable
+from typing import Any, Callable
 
 from mcpsync.testing.server.context import (
     LATEST_PROTOCOL_VERSION,
     LOGGING_LEVELS,
     PROTOCOL_VERSIONS,
+    Peer,
     RpcError,
 )
-
-if TYPE_CHECKING:
-    from mcpsync.testing.server.connection import ServerConnection
 
 __all__ = ["HANDLERS", "Handler"]
 
 _INVALID_REQUEST, _INVALID_PARAMS = -32600, -32602
 
 #: A method implementation: ``(connection, params) -> result``.
-Handler = Callable[["ServerConnection", dict[str, Any]], dict[str, Any]]
+Handler = Callable[[Peer, dict[str, Any]], dict[str, Any]]
 
 
-def _initialize(conn: ServerConnection, params: dict[str, Any]) -> dict[str, Any]:
+def _initialize(conn: Peer, params: dict[str, Any]) -> dict[str, Any]:
     requested = params.get("protocolVersion")
     if not isinstance(requested, str):
         raise RpcError(_INVALID_PARAMS, "initialize needs a protocolVersion string")
@@ -56,7 +54,7 @@ def _initialize(conn: ServerConnection, params: dict[str, Any]) -> dict[str, Any
 
 
 def _page(
-    conn: ServerConnection, items: list[dict[str, Any]], params: dict[str, Any], key: str
+    conn: Peer, items: list[dict[str, Any]], params: dict[str, Any], key: str
 ) -> dict[str, Any]:
     start = 0
     cursor = params.get("cursor")
@@ -90,7 +88,7 @@ def _decode_cursor(cursor: Any, key: str) -> int:
     return offset
 
 
-def _set_level(conn: ServerConnection, params: dict[str, Any]) -> dict[str, Any]:
+def _set_level(conn: Peer, params: dict[str, Any]) -> dict[str, Any]:
     level = params.get("level")
     if level not in LOGGING_LEVELS:
         raise RpcError(_INVALID_PARAMS, f"unknown logging level {level!r}")
@@ -105,17 +103,17 @@ def _required_str(params: dict[str, Any], key: str) -> str:
     return value
 
 
-def _subscribe(conn: ServerConnection, params: dict[str, Any]) -> dict[str, Any]:
+def _subscribe(conn: Peer, params: dict[str, Any]) -> dict[str, Any]:
     conn.set_subscribed(_required_str(params, "uri"), True)
     return {}
 
 
-def _unsubscribe(conn: ServerConnection, params: dict[str, Any]) -> dict[str, Any]:
+def _unsubscribe(conn: Peer, params: dict[str, Any]) -> dict[str, Any]:
     conn.set_subscribed(_required_str(params, "uri"), False)
     return {}
 
 
-def _complete(conn: ServerConnection, params: dict[str, Any]) -> dict[str, Any]:
+def _complete(conn: Peer, params: dict[str, Any]) -> dict[str, Any]:
     ref, argument, context = params.get("ref"), params.get("argument"), params.get("context")
     if not (
         isinstance(ref, dict)
@@ -126,14 +124,14 @@ def _complete(conn: ServerConnection, params: dict[str, Any]) -> dict[str, Any]:
     return conn.app.complete(ref, argument, context if isinstance(context, dict) else None)
 
 
-def _get_prompt(conn: ServerConnection, params: dict[str, Any]) -> dict[str, Any]:
+def _get_prompt(conn: Peer, params: dict[str, Any]) -> dict[str, Any]:
     arguments = params.get("arguments") or {}
     if not isinstance(arguments, dict):
         raise RpcError(_INVALID_PARAMS, "arguments must be an object")
     return conn.app.get_prompt(_required_str(params, "name"), arguments)
 
 
-def _not_inline(conn: ServerConnection, params: dict[str, Any]) -> dict[str, Any]:
+def _not_inline(conn: Peer, params: dict[str, Any]) -> dict[str, Any]:
     raise AssertionError("tools/call runs on its own thread, never through the table")
 
 

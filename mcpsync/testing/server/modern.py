@@ -2,7 +2,7 @@
 
 A modern request carries its protocol version, client capabilities and
 client info in ``params._meta``; there is no ``initialize``.  This module
-answers such requests for a :class:`~mcpsync.testing.server.connection.ServerConnection`:
+answers such requests for a :class:`~mcpsync.testing.server.connection.Peer`:
 ``server/discover``, the -32022 version check, ``resultType`` and cache hints
 on results, ``subscriptions/listen`` streams, and Multi Round-Trip Requests.
 
@@ -17,24 +17,13 @@ tool that asks the same questions in the same order sees its answers.
 
 from __future__ import annotations
 
-import base64
-import binascii
-import json
 import threading
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from mcpsync.testing.server.context import LOGGING_LEVELS, RpcError
-from mcpsync.types.modern import (
-    CLIENT_CAPABILITIES_KEY,
-    CLIENT_INFO_KEY,
-    LOG_LEVEL_KEY,
-    PROTOCOL_VERSION_KEY,
-    SERVER_INFO_KEY,
-    SUBSCRIPTION_ID_KEY,
-)
-
-if TYPE_CHECKING:
-    from mcpsync.testing.server.connection import ServerConnection
+from mcpsync.testing.server.call import InputRequired, ModernCall, modern_info
+from mcpsync.testing.server.context import Peer
+from mcpsync.testing.server.errors import RpcError
+from mcpsync.types.modern import SERVER_INFO_KEY, SUBSCRIPTION_ID_KEY
 
 __all__ = [
     "ERAS",
@@ -64,78 +53,7 @@ _LIST_CHANGED_FLAGS = {
 }
 
 
-class InputRequired(Exception):
-    """Raised inside a tool by :class:`ModernCall`: the client must answer *request* first."""
-
-    def __init__(self, key: str, method: str, params: dict[str, Any] | None) -> None:
-        super().__init__(key, method)
-        self.key = key
-        self.request: dict[str, Any] = {"method": method, "params": params or {}}
-
-
-class ModernCall:
-    """The modern-era side of one request: what its ``_meta`` said, and MRTR answers."""
-
-    def __init__(self, meta: dict[str, Any], params: dict[str, Any]) -> None:
-        caps = meta.get(CLIENT_CAPABILITIES_KEY)
-        info = meta.get(CLIENT_INFO_KEY)
-        level = meta.get(LOG_LEVEL_KEY)
-        self.version = str(meta.get(PROTOCOL_VERSION_KEY))
-        self.client_capabilities: dict[str, Any] = caps if isinstance(caps, dict) else {}
-        self.client_info: dict[str, Any] = info if isinstance(info, dict) else {}
-        #: ``None``: the request did not ask for log messages, so none may be sent.
-        self.log_level: str | None = level if level in LOGGING_LEVELS else None
-        self.answers: dict[str, Any] = _decode_state(params.get("requestState"))
-        responses = params.get("inputResponses")
-        if isinstance(responses, dict):
-            self.answers.update(responses)
-        self._asked = 0
-        self._lock = threading.Lock()
-
-    def answer(self, method: str, params: dict[str, Any] | None) -> dict[str, Any]:
-        """The client's answer to this run's next question; raises :class:`InputRequired` if none yet."""
-        with self._lock:
-            self._asked += 1
-            key = f"{method.replace('/', '-')}-{self._asked}"
-        found = self.answers.get(key)
-        if isinstance(found, dict):
-            return found
-        raise InputRequired(key, method, params)
-
-    def input_required(self, needed: InputRequired) -> dict[str, Any]:
-        """The ``input_required`` result asking for *needed*, carrying the answers so far."""
-        return {
-            "resultType": "input_required",
-            "inputRequests": {needed.key: needed.request},
-            "requestState": _encode_state(self.answers),
-        }
-
-
-def _encode_state(answers: dict[str, Any]) -> str:
-    return base64.urlsafe_b64encode(json.dumps(answers, separators=(",", ":")).encode()).decode("ascii")
-
-
-def _decode_state(state: Any) -> dict[str, Any]:
-    if state is None:
-        return {}
-    try:
-        decoded = json.loads(base64.urlsafe_b64decode(str(state).encode("ascii")))
-    except (ValueError, binascii.Error, UnicodeError):
-        raise RpcError(_INVALID_PARAMS, "invalid requestState") from None
-    if not isinstance(decoded, dict):
-        raise RpcError(_INVALID_PARAMS, "invalid requestState")
-    return decoded
-
-
-def modern_info(params: dict[str, Any]) -> ModernCall | None:
-    """A :class:`ModernCall` when *params* carry a modern ``_meta``; else ``None`` (handshake era)."""
-    meta = params.get("_meta")
-    if not isinstance(meta, dict) or PROTOCOL_VERSION_KEY not in meta:
-        return None
-    return ModernCall(meta, params)
-
-
-def stamp(conn: ServerConnection, method: str, result: dict[str, Any]) -> dict[str, Any]:
+def stamp(conn: Peer, method: str, result: dict[str, Any]) -> dict[str, Any]:
     """Add what every 2026-07-28 result carries: ``resultType``, cache hints, ``serverInfo``."""
     stamped = {"resultType": "complete", **result}
     if method in _CACHEABLE:
@@ -148,7 +66,7 @@ def stamp(conn: ServerConnection, method: str, result: dict[str, Any]) -> dict[s
     return stamped
 
 
-def handle(conn: ServerConnection, request_id: Any, method: str, params: dict[str, Any], call: ModernCall) -> None:
+def handle(conn: Peer, request_id: Any, method: str, params: dict[str, Any], call: ModernCall) -> None:
     """Answer one modern request (``tools/call`` goes to a tool thread)."""
     if call.version not in MODERN_VERSIONS:
         conn._error(
@@ -192,7 +110,7 @@ class Listens:
         self._lock = threading.Lock()
         self._streams: dict[Any, dict[str, Any]] = {}
 
-    def open(self, conn: ServerConnection, request_id: Any, params: dict[str, Any]) -> None:
+    def open(self, conn: Peer, request_id: Any, params: dict[str, Any]) -> None:
         wanted = params.get("notifications")
         if not isinstance(wanted, dict):
             conn._error(request_id, RpcError(_INVALID_PARAMS, "subscriptions/listen needs notifications"))
@@ -214,7 +132,7 @@ class Listens:
         with self._lock:
             return self._streams.pop(request_id, None) is not None
 
-    def publish(self, conn: ServerConnection, method: str, params: dict[str, Any]) -> None:
+    def publish(self, conn: Peer, method: str, params: dict[str, Any]) -> None:
         """Send a change notification on every stream that opted in to it."""
         with self._lock:
             streams = list(self._streams.items())
@@ -227,7 +145,7 @@ class Listens:
             if wanted:
                 conn.notify(method, {**params, "_meta": {SUBSCRIPTION_ID_KEY: stream_id}})
 
-    def end_all(self, conn: ServerConnection) -> None:
+    def end_all(self, conn: Peer) -> None:
         """End every stream gracefully: its response is the final frame."""
         with self._lock:
             streams, self._streams = list(self._streams), {}

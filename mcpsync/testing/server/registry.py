@@ -18,7 +18,7 @@ from mcpsync.testing.server.context import ClientRequestError, RpcError, ToolCon
 from mcpsync.testing.server.modern import InputRequired
 
 if TYPE_CHECKING:
-    from mcpsync.testing.server.connection import ServerConnection
+    from mcpsync.testing.server.context import Peer
 
 __all__ = ["Registry", "ResourceEntry", "ToolEntry", "ToolFailure", "doc_summary"]
 
@@ -100,7 +100,7 @@ class Registry:
         self._templates: dict[str, ResourceEntry] = {}
         self._prompts: dict[str, tuple[Callable[..., Any], dict[str, Any]]] = {}
         self._completion: Callable[..., Any] | None = None
-        self._connections: set[ServerConnection] = set()
+        self._connections: set[Peer] = set()
 
     # -- the ServerApp protocol (called by the engine) --------------------------
 
@@ -231,12 +231,12 @@ class Registry:
             }
         }
 
-    def connection_opened(self, conn: ServerConnection) -> None:
+    def connection_opened(self, conn: Peer) -> None:
         """Track a new connection (for notifications)."""
         with self._lock:
             self._connections.add(conn)
 
-    def connection_closed(self, conn: ServerConnection) -> None:
+    def connection_closed(self, conn: Peer) -> None:
         """Forget a connection that was lost."""
         with self._lock:
             self._connections.discard(conn)

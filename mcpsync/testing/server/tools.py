@@ -2,7 +2,7 @@
 
 A tool may block, wait for :attr:`~mcpsync.testing.server.context.ToolContext.cancelled`
 or make a server→client request while the reader thread goes on.  The
-thread is registered with its :class:`~mcpsync.testing.server.connection.ServerConnection`
+thread is registered with its :class:`~mcpsync.testing.server.connection.Peer`
 before it starts, so a cancel or a lost connection arriving at once finds it.
 """
 
@@ -12,14 +12,11 @@ import itertools
 import logging
 import threading
 import time
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from mcpsync.testing.server.context import RpcError, ToolContext
-from mcpsync.testing.server.modern import InputRequired, stamp
-
-if TYPE_CHECKING:  # pragma: no cover
-    from mcpsync.testing.server.connection import ServerConnection
-    from mcpsync.testing.server.modern import ModernCall
+from mcpsync.testing.server.call import InputRequired, ModernCall
+from mcpsync.testing.server.context import Peer, RpcError, ToolContext
+from mcpsync.testing.server.modern import stamp
 
 __all__ = ["join_tools", "start_tool"]
 
@@ -31,7 +28,7 @@ _thread_numbers = itertools.count(1)
 
 
 def start_tool(
-    conn: ServerConnection, request_id: Any, params: dict[str, Any], call: ModernCall | None = None
+    conn: Peer, request_id: Any, params: dict[str, Any], call: ModernCall | None = None
 ) -> None:
     """Run one ``tools/call`` on a new thread; nothing once the connection is lost."""
     meta = params.get("_meta")
@@ -52,7 +49,7 @@ def start_tool(
 
 
 def _run_tool(
-    conn: ServerConnection, request_id: Any, params: dict[str, Any], ctx: ToolContext
+    conn: Peer, request_id: Any, params: dict[str, Any], ctx: ToolContext
 ) -> None:
     try:
         name = params.get("name")
@@ -85,7 +82,7 @@ def _run_tool(
         conn._respond(request_id, outcome[1])
 
 
-def join_tools(conn: ServerConnection, timeout: float, *, warn: bool) -> None:
+def join_tools(conn: Peer, timeout: float, *, warn: bool) -> None:
     """Wait, in total at most *timeout* seconds, for the running tool threads."""
     with conn._lock:
         threads = [t for t in conn._threads if t is not threading.current_thread()]

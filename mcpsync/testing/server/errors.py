@@ -1,0 +1,47 @@
+"""The errors the server engine answers with: :class:`RpcError` (a JSON-RPC error reply) and
+:class:`ClientRequestError` (the client refused a server->client request).
+
+At the bottom of the engine so every part (the era logic, the tool threads, the tool context)
+can raise them without importing each other.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+__all__ = ["ClientRequestError", "RpcError"]
+
+
+class RpcError(Exception):
+    """A JSON-RPC error: raise it from a handler to answer with this error.
+
+    Also raised by :meth:`ToolContext.request` when the client answers with an error.
+
+    :param code: the JSON-RPC error code, e.g. ``-32602``.
+    :param message: the error message.
+    :param data: optional ``data`` member.
+    """
+
+    def __init__(self, code: int, message: str, data: Any = None) -> None:
+        super().__init__(code, message, data)
+        self.code = code
+        self.message = message
+        self.data = data
+
+    def __str__(self) -> str:
+        return f"[{self.code}] {self.message}"
+
+    def to_wire(self) -> dict[str, Any]:
+        """The ``error`` member of a JSON-RPC response."""
+        error: dict[str, Any] = {"code": self.code, "message": self.message}
+        if self.data is not None:
+            error["data"] = self.data
+        return error
+
+
+class ClientRequestError(RpcError):
+    """The client answered a server→client request (sampling, elicitation, roots) with an error.
+
+    Raised by :meth:`ToolContext.request` and friends; a tool that lets it
+    escape returns ``isError: true`` (unlike a plain :class:`RpcError`).
+    """
