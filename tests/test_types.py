@@ -352,8 +352,8 @@ def test_all_is_complete() -> None:
     for name in types.__all__:
         assert hasattr(types, name), name
     public = {n for n in dir(types) if not n.startswith("_")}
-    modules = {"content", "elicitation", "lifecycle", "misc", "prompts", "resources"}
-    modules |= {"sampling", "tools", "annotations", "modern", "protocol"}
+    modules = {"content", "elicitation", "lifecycle", "prompts", "resources", "completion"}
+    modules |= {"sampling", "tools", "annotations", "modern", "protocol", "messages", "roots", "logging", "progress", "tasks"}
     assert public - set(types.__all__) - modules == set()
 
 

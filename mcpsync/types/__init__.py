@@ -31,7 +31,12 @@ if _typing.TYPE_CHECKING:
     from . import content as content
     from . import elicitation as elicitation
     from . import lifecycle as lifecycle
-    from . import misc as misc
+    from . import completion as completion
+    from . import logging as logging
+    from . import messages as messages
+    from . import progress as progress
+    from . import roots as roots
+    from . import tasks as tasks
     from . import modern as modern
     from . import prompts as prompts
     from . import resources as resources
@@ -44,7 +49,12 @@ if _typing.TYPE_CHECKING:
     from .content import *
     from .elicitation import *
     from .lifecycle import *
-    from .misc import *
+    from .completion import *
+    from .logging import *
+    from .messages import *
+    from .progress import *
+    from .roots import *
+    from .tasks import *
     from .modern import *
     from .prompts import *
     from .resources import *
@@ -73,7 +83,7 @@ _EXPORTS: dict[str, tuple[str, ...]] = {
     "resources": (
         "ListResourceTemplatesResult", "ListResourcesResult", "ReadResourceRequestParams",
         "ReadResourceResult", "Resource", "ResourceTemplate", "SubscribeRequestParams",
-        "UnsubscribeRequestParams",
+        "UnsubscribeRequestParams", "ResourceUpdatedNotificationParams",
     ),
     "prompts": (
         "GetPromptRequestParams", "GetPromptResult", "ListPromptsResult", "Prompt",
@@ -87,15 +97,21 @@ _EXPORTS: dict[str, tuple[str, ...]] = {
         "ElicitRequestFormParams", "ElicitRequestParams", "ElicitRequestURLParams",
         "ElicitResult", "ElicitationCompleteNotificationParams",
     ),
-    "misc": (
-        "CancelledNotificationParams", "CompleteRequestParams", "CompleteResult", "Completion",
-        "CompletionArgument", "CompletionContext", "CompletionReference", "CreateTaskResult",
-        "EmptyResult", "GetTaskResult", "ListRootsResult", "ListTasksResult", "LoggingLevel",
-        "LoggingMessageNotificationParams", "NotificationParams", "PaginatedRequestParams",
-        "ProgressNotificationParams", "ProgressToken", "PromptReference", "RequestId",
-        "RequestParams", "ResourceReference", "ResourceTemplateReference",
-        "ResourceUpdatedNotificationParams", "Root", "SetLevelRequestParams", "Task",
-        "TaskMetadata", "TaskStatusNotificationParams",
+    "messages": (
+        "EmptyResult", "NotificationParams", "PaginatedRequestParams", "RequestId",
+        "RequestParams",
+    ),
+    "roots": ("ListRootsResult", "Root"),
+    "logging": ("LoggingLevel", "LoggingMessageNotificationParams", "SetLevelRequestParams"),
+    "progress": ("CancelledNotificationParams", "ProgressNotificationParams", "ProgressToken"),
+    "completion": (
+        "CompleteRequestParams", "CompleteResult", "Completion", "CompletionArgument",
+        "CompletionContext", "CompletionReference", "PromptReference", "ResourceReference",
+        "ResourceTemplateReference",
+    ),
+    "tasks": (
+        "CreateTaskResult", "GetTaskResult", "ListTasksResult", "Task", "TaskMetadata",
+        "TaskStatusNotificationParams",
     ),
     "modern": (
         "PROTOCOL_VERSION_KEY", "CLIENT_INFO_KEY", "CLIENT_CAPABILITIES_KEY", "LOG_LEVEL_KEY",

@@ -1,7 +1,7 @@
-"""``TaskMetadata``, in a module of its own (re-exported by :mod:`.misc`).
+"""``TaskMetadata``, in a module of its own (re-exported by :mod:`.tasks`).
 
 Tools, sampling and elicitation requests carry it; keeping it out of
-``misc`` means a client that only lists and calls tools never builds the ~25
+``tasks`` means a client that only lists and calls tools never builds the ~25
 classes there.
 """
 

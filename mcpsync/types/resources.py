@@ -14,6 +14,7 @@ from .content import Annotations, ResourceContents
 from .lifecycle import Icon
 
 __all__ = [
+    "ResourceUpdatedNotificationParams",
     "ListResourceTemplatesResult",
     "ListResourcesResult",
     "ReadResourceRequestParams",
@@ -114,6 +115,15 @@ class SubscribeRequestParams(WireObject):
 @attrs.define(repr=False, eq=False)
 class UnsubscribeRequestParams(WireObject):
     """The ``params`` of ``resources/unsubscribe``."""
+
+    uri: str
+    meta: dict[str, Any] | None = None
+    extra: dict[str, Any] = attrs.field(factory=dict, kw_only=True)
+
+
+@attrs.define(repr=False, eq=False)
+class ResourceUpdatedNotificationParams(WireObject):
+    """A subscribed resource changed (``notifications/resources/updated``)."""
 
     uri: str
     meta: dict[str, Any] | None = None
