@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import logging
 
-__version__ = "0.1.0"
+from mcpsync._version import __version__  # noqa: E402
 
 from mcpsync import types  # noqa: E402
 from mcpsync.client.options import DEFAULT  # noqa: E402

@@ -19,7 +19,7 @@ import sys
 import threading
 from typing import TYPE_CHECKING, Any, TextIO
 
-from mcpsync import __version__
+from mcpsync._version import __version__
 from mcpsync.testing import FakeServer, ToolContext
 
 if TYPE_CHECKING:

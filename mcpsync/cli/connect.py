@@ -163,6 +163,6 @@ def open_client(args: argparse.Namespace, *, interactive_login: bool | None = No
 
 
 def _version() -> str:
-    from mcpsync import __version__
+    from mcpsync._version import __version__
 
     return __version__

@@ -19,7 +19,7 @@ import traceback
 from collections.abc import Callable, Sequence
 from typing import TextIO
 
-from mcpsync import __version__
+from mcpsync._version import __version__
 
 __all__ = ["EXIT_CODES", "build_parser", "exit_code", "main"]
 

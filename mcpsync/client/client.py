@@ -8,7 +8,8 @@ import threading
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from mcpsync import __version__, types
+from mcpsync import types
+from mcpsync._version import __version__
 from mcpsync.client.cache import ResultCache
 from mcpsync.client.connection import Connection, Listeners
 from mcpsync.client.features import Features, open_listen
