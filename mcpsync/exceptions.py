@@ -16,7 +16,8 @@
     │   ├── ConnectionClosed              transport died (exit code, stderr tail)
     │   │   ├── ServerStartError          the server could not be started / exited early
     │   │   ├── ClientClosed              the client was closed (by you)
-    │   │   └── MessageTooLarge           a frame exceeded ``max_message_bytes``
+    │   │   ├── MessageTooLarge           a frame exceeded ``max_message_bytes``
+    │   │   └── WebSocketClosed           the WebSocket closed (code, reason)   [transports.websocket]
     │   ├── HTTPStatusError               non-2xx HTTP reply (status, redacted excerpt)
     │   │   └── SessionExpired            the HTTP session was lost for good
     │   └── ForkedClientError             a stdio client used in a forked child
@@ -26,7 +27,30 @@
     ├── CapabilityNotSupported            the server did not declare the capability
     ├── UnsupportedProtocolVersion        no protocol version both sides speak
     ├── ToolError                         ``CallToolResult.raise_for_error()``
-    └── AuthError                         base of :mod:`mcpsync.auth` errors
+    ├── ConfigError                       a bad ``mcpServers`` file or entry (also ``ValueError``) [config]
+    │   ├── UnsetVariableError            ``${VAR}`` with no value and no default            [config]
+    │   └── UsageError                    bad command-line arguments                         [cli]
+    ├── FallbackToLegacy                  internal: "auto" HTTP switches to HTTP+SSE; never reaches you
+    └── AuthError                         base of the :mod:`mcpsync.auth` errors              [auth]
+        ├── AuthorizationRequired         a login is needed; ``.url`` is where to send the user
+        ├── LoginTimeout                  the loopback login timed out (also ``TimeoutError``)
+        ├── LoginCancelled                the user refused or closed the login
+        ├── TokenStoreError               the token store failed
+        │   └── InsecureTokenStoreError   a store that would keep secrets readable by others
+        ├── DiscoveryError                metadata discovery failed
+        │   ├── ResourceMismatchError     the resource metadata names another server
+        │   ├── PKCENotSupportedError     the authorization server does not do S256 PKCE
+        │   └── SSRFBlockedError          a discovered URL the URL policy refuses
+        ├── IssuerMismatchError           ``iss`` does not match the authorization server
+        ├── RegistrationError             dynamic client registration failed
+        ├── TokenRequestError             the token endpoint refused (``.error``)
+        ├── StateMismatchError            a callback whose ``state`` is not ours
+        ├── CallbackError                 a callback with an error or without a code
+        └── NotLoggedIn                   the CLI has no token for this server               [cli]
+
+Classes marked ``[package]`` are defined in that package (``mcpsync.auth``,
+``mcpsync.config``, ...) and exported from there; the rest are defined here and exported
+from :mod:`mcpsync`.
 
 A tool result with ``isError: true`` is *data*, not an exception: call
 ``result.raise_for_error()`` to opt into :class:`ToolError`.

@@ -81,3 +81,31 @@ def test_every_package_says_its_job_and_what_it_may_import(init: Path) -> None:
     doc = ast.get_docstring(ast.parse((init / "__init__.py").read_text()))
     assert doc, f"{init} has no docstring"
     assert "May import" in doc, f"{init}'s docstring does not say what it may import"
+
+
+def _all_subclasses(cls: type) -> set[type]:
+    found = set()
+    for sub in cls.__subclasses__():
+        found |= {sub} | _all_subclasses(sub)
+    return found
+
+
+def test_every_exception_class_is_in_the_drawn_tree() -> None:
+    """exceptions.py draws THE tree: every McpError subclass anywhere in mcpsync is in it."""
+    import pkgutil
+
+    import mcpsync
+    from mcpsync import exceptions
+
+    for info in pkgutil.walk_packages(mcpsync.__path__, "mcpsync."):
+        if ".contrib." in info.name or info.name.endswith(".contrib"):
+            continue  # framework integrations need their framework configured to import
+        importlib.import_module(info.name)
+    drawn = exceptions.__doc__ or ""
+    missing = sorted(
+        f"{cls.__module__}.{cls.__qualname__}"
+        for cls in _all_subclasses(exceptions.McpError)
+        if cls.__module__.startswith("mcpsync.") and not cls.__name__.startswith("_")
+        and f" {cls.__name__}" not in drawn
+    )
+    assert missing == [], f"not in the tree drawn in mcpsync/exceptions.py: {missing}"
