@@ -108,22 +108,35 @@ class Authorizer:
 
     # -- DPoP ---------------------------------------------------------------------------------
 
-    def dpop_key(self) -> DPoPKey:
-        """This store key's DPoP key: loaded from the record, or made once and saved there."""
+    def dpop_key(self, record: dict[str, Any] | None = None) -> DPoPKey:
+        """This store key's DPoP key: the one in the record (*record*, or loaded), else a new one.
+
+        A new key is saved together with the first tokens bound to it
+        (:meth:`_keep_key`), never alone: the store lock is not re-entrant
+        and a key without tokens is of no use to anyone.
+        """
         if self._dpop_key is None:
-            with self.store.lock(self.key):
-                record = self.load()
-                if "dpop_key" in record:
-                    self._dpop_key = DPoPKey.from_jwk(record["dpop_key"])
-                else:
-                    self._dpop_key = DPoPKey.generate()
-                    record["dpop_key"] = self._dpop_key.private_jwk()
-                    self.store.save(self.key, record)
-                    log.debug("made a DPoP key (%s)", self._dpop_key.thumbprint)
+            stored = (record if record is not None else self.load()).get("dpop_key")
+            self._dpop_key = (
+                DPoPKey.from_jwk(stored) if stored is not None else DPoPKey.generate()
+            )
         return self._dpop_key
 
+    def forget_dpop_key(self) -> None:
+        """After a logout: the next login binds its tokens to a new key."""
+        self._dpop_key = None
+
+    def _keep_key(self, record: dict[str, Any], tokens: dict[str, Any]) -> None:
+        """Put the key *tokens* are bound to into *record*, which is about to be saved with them."""
+        key = self._dpop_key
+        if tokens.get("token_type") == "DPoP" and key and tokens.get("dpop_jkt") == key.thumbprint:
+            record["dpop_key"] = key.private_jwk()
+
     def dpop_for(
-        self, meta: dict[str, Any], prm: dict[str, Any] | None
+        self,
+        meta: dict[str, Any],
+        prm: dict[str, Any] | None,
+        record: dict[str, Any] | None = None,
     ) -> DPoPKey | None:
         """The key to bind new tokens to, or ``None`` for bearer tokens.
 
@@ -152,17 +165,27 @@ class Authorizer:
                     INSTALL,
                 )
             return None
-        return self.dpop_key()
+        return self.dpop_key(record)
 
-    def tokens_key(self, tokens: dict[str, Any]) -> DPoPKey | None:
+    def tokens_key(
+        self, tokens: dict[str, Any], record: dict[str, Any] | None = None
+    ) -> DPoPKey | None:
         """The key *tokens* are bound to (``None`` for bearer tokens)."""
         if tokens.get("token_type") != "DPoP":
             return None
-        key = self.dpop_key()
-        if tokens.get("dpop_jkt") not in (None, key.thumbprint):
-            raise DPoPError(
-                "the stored tokens are bound to another DPoP key than the stored one; log in again"
-            )
+        jkt = tokens.get("dpop_jkt")
+        key = self.dpop_key(record)
+        if jkt not in (None, key.thumbprint):
+            # Another process bound newer tokens to its own key and saved both: use that key.
+            stored = (record if record is not None else self.load()).get("dpop_key")
+            if stored is not None:
+                key = DPoPKey.from_jwk(stored)
+            if key.thumbprint != jkt:
+                raise DPoPError(
+                    "the stored tokens are bound to another DPoP key than the stored one; "
+                    "log in again"
+                )
+            self._dpop_key = key
         return key
 
     # -- discovery ----------------------------------------------------------------------------
@@ -280,8 +303,8 @@ class Authorizer:
         :raises AuthorizationRequired: in the web-app flow (``login=None``).
         """
         prm, meta, resource = self.discover(challenge)
-        dpop = self.dpop_for(meta, prm)  # before the load: a new key is saved in the record
         record = self.load()
+        dpop = self.dpop_for(meta, prm, record)
         record.update(resource_metadata=prm, server_metadata=meta, resource=resource)
         scopes = self.select_scopes(challenge, prm, meta, granted)
         scope = _join(scopes)
@@ -392,6 +415,7 @@ class Authorizer:
             if client.get("source") in ("dcr", "cimd"):
                 current["clients"][meta["issuer"]] = client
             current["tokens"] = tokens
+            self._keep_key(current, tokens)
             self.store.save(self.key, current)
         return tokens
 
@@ -489,11 +513,10 @@ class Authorizer:
             else:
                 return None
             # A DPoP-bound refresh token is bound to the same key (RFC 9449 §5).
-            dpop = self.tokens_key(tokens) or self.dpop_for(
-                meta, record.get("resource_metadata")
+            # (We hold the store lock: the key comes from, or goes into, this record.)
+            dpop = self.tokens_key(tokens, record) or self.dpop_for(
+                meta, record.get("resource_metadata"), record
             )
-            if dpop is not None:
-                record["dpop_key"] = dpop.private_jwk()  # made just now: keep it in this save
             try:
                 new = self._token(meta, client, data, dpop)
             except TokenRequestError as exc:
@@ -508,6 +531,7 @@ class Authorizer:
             new.setdefault("scope", tokens.get("scope"))
             new.update(issuer=tokens.get("issuer"), resource=tokens.get("resource"))
             record["tokens"] = new
+            self._keep_key(record, new)
             # Saved before anyone uses it: the old refresh token may already be spent.
             self.store.save(self.key, record)
             return new

@@ -376,3 +376,4 @@ class OAuth(AuthBase):
             self._tokens = None
             if self._flow is not None:
                 self.store.delete(self._flow.key)
+                self._flow.forget_dpop_key()
