@@ -42,7 +42,15 @@ from mcpsync.auth import _dpop
 from mcpsync.auth._discovery import canonical_resource
 from mcpsync.auth._dpop import DPoPKey, NonceCache, htu, jwk_thumbprint
 from tests.test_auth_stores import DictKeyring, dict_keyring  # noqa: F401
-from tests.test_auth_unit import AS, MCP, SECRET, _as_meta, _oauth, rsps  # noqa: F401
+from tests.test_auth_unit import (  # noqa: F401
+    AS,
+    MCP,
+    SECRET,
+    _as_meta,
+    _mount_metadata,
+    _oauth,
+    rsps,
+)
 
 pytestmark = pytest.mark.timeout(30)
 
@@ -177,15 +185,8 @@ class Servers:
         self.mcp_requests: list[dict[str, Any]] = []
         self.jtis: set[str] = set()
         self.issued = 0
-        rsps.add(
-            responses.GET,
-            "https://mcp.example.com/.well-known/oauth-protected-resource/api/mcp",
-            json={"resource": MCP, "authorization_servers": [AS]},
-        )
-        rsps.add(
-            responses.GET,
-            "https://auth.example.com/.well-known/oauth-authorization-server/tenant",
-            json=meta or _as_meta(dpop_signing_alg_values_supported=["ES256", "RS256"]),
+        _mount_metadata(
+            rsps, meta=meta or _as_meta(dpop_signing_alg_values_supported=["ES256", "RS256"])
         )
         rsps.add(responses.POST, AS + "/register", json={"client_id": "cid"}, status=201)
         rsps.add_callback(responses.POST, AS + "/token", callback=self.token)
