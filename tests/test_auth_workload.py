@@ -136,6 +136,18 @@ def test_a_refused_grant_is_reported_once_without_retry_or_fallback(
     assert SECRET not in str(info.value) and SECRET not in repr(info.value)
 
 
+def test_a_refused_renewal_is_final_too(rsps: responses.RequestsMock) -> None:
+    """When the token expires, the new assertion's refusal is reported; no second try as a login."""
+    answers = iter([(200, {"access_token": "at-1", "token_type": "Bearer", "expires_in": 1})])
+    seen = _stage(rsps, lambda form: next(answers, (400, {"error": "invalid_grant"})))
+    auth = _wif(WorkloadIdentityAssertion(token=JWT))
+    assert _call(auth).status_code == 200  # expires_in=1: expiring at once (30 s margin)
+    with pytest.raises(TokenRequestError) as info:
+        _call(auth)
+    assert info.value.error == "invalid_grant"
+    assert len(seen) == 2
+
+
 def test_bad_token_sources_are_clear_errors(tmp_path: Path) -> None:
     with pytest.raises(ValueError, match="exactly one"):
         WorkloadIdentityAssertion()

@@ -520,7 +520,9 @@ class Authorizer:
             try:
                 new = self._token(meta, client, data, dpop)
             except TokenRequestError as exc:
-                if exc.error not in (
+                # A refused client-credentials or JWT bearer grant is final: asking
+                # again with the same credentials (a new login) cannot help.
+                if data["grant_type"] != "refresh_token" or exc.error not in (
                     "invalid_grant",
                     "invalid_client",
                     "unauthorized_client",
