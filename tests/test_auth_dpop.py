@@ -335,6 +335,39 @@ def test_an_mcp_server_nonce_loop_raises_after_one_retry(rsps: responses.Request
     assert len([r for r in servers.mcp_requests if r["proof"]]) == 2
 
 
+def test_a_nonce_retry_then_a_new_token_then_a_new_nonce_succeeds(
+    rsps: responses.RequestsMock,
+) -> None:
+    """Nonce demands separated by an authorization are not a loop."""
+
+    class Scripted(Servers):
+        script = [
+            (401, 'DPoP error="use_dpop_nonce"', "n1"),
+            (401, 'DPoP error="invalid_token"', None),  # the token was revoked meanwhile
+            (401, 'DPoP error="use_dpop_nonce"', "n2"),  # and the nonce rotated
+        ]
+
+        def mcp(self, request: requests.PreparedRequest) -> tuple[int, dict[str, str], str]:
+            proof = request.headers.get("DPoP")
+            if not (proof and self.script):
+                return super().mcp(request)
+            self.mcp_requests.append({"auth": request.headers.get("Authorization"), "proof": proof})
+            status, challenge, nonce = self.script.pop(0)
+            headers = {"WWW-Authenticate": challenge, **({"DPoP-Nonce": nonce} if nonce else {})}
+            return status, headers, ""
+
+    servers = Scripted(rsps)
+    assert _call(_oauth()).status_code == 200
+    sent = [(r["auth"], jwt.decode(r["proof"], options={"verify_signature": False}).get("nonce"))
+            for r in servers.mcp_requests if r["proof"]]
+    assert sent == [
+        (f"DPoP {SECRET}-at1", None),
+        (f"DPoP {SECRET}-at1", "n1"),
+        (f"DPoP {SECRET}-at2", "n1"),
+        (f"DPoP {SECRET}-at2", "n2"),
+    ]
+
+
 def test_a_bearer_answer_to_a_proof_is_used_as_bearer(rsps: responses.RequestsMock) -> None:
     """RFC 9449 §5: a server that ignores the proof issues a bearer token; it goes out as Bearer."""
     servers = Servers(rsps, token_type="Bearer")

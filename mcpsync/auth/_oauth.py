@@ -263,7 +263,7 @@ class OAuth(AuthBase):
         flow = self._bind(self._server_url or str(response.url))
         current = response
         attempts = 0
-        nonce_retried = False
+        after_nonce = False  # *current* answers a re-send made only to add a nonce
         while True:
             status = current.status_code
             header = current.headers.get("WWW-Authenticate")
@@ -272,19 +272,22 @@ class OAuth(AuthBase):
             )
             proof = current.request.headers.get("DPoP")
             if status == 401 and isinstance(proof, str) and wants_dpop_nonce(header):
-                # RFC 9449 §9: one retry with the server's nonce; asked again, it is a loop.
-                if nonce_retried or nonce is None or nonce == proof_nonce(proof):
+                # RFC 9449 §9: one re-send with the server's nonce; a second demand in a
+                # row is a loop (each re-send alternates with an authorization, so the
+                # number of sends stays bounded by max_auth_attempts).
+                if after_nonce or nonce is None or nonce == proof_nonce(proof):
                     raise DPoPNonceError(
                         "the MCP server asked for a new DPoP nonce again"
-                        if nonce_retried
+                        if after_nonce
                         else "the MCP server asked for a DPoP nonce but sent none (or the same)"
                     )
-                nonce_retried = True
                 with self._lock:
                     tokens = self._tokens
                 if tokens and tokens.get("access_token"):
                     current = self._resend(flow, current, tokens, kwargs)
+                    after_nonce = True
                     continue
+            after_nonce = False
             challenge = parse_www_authenticate(header)
             if status != 401 and not (
                 status == 403 and challenge.get("error") == "insufficient_scope"
