@@ -18,6 +18,8 @@ import logging
 import os
 import pickle
 import stat
+import subprocess
+import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -145,6 +147,12 @@ def test_missing_cryptography_names_the_extra(monkeypatch: pytest.MonkeyPatch) -
     monkeypatch.setattr(_dpop.importlib, "import_module", no_crypto)
     with pytest.raises(DPoPError, match=r"mcpsync\[dpop\]"):
         DPoPKey.generate()
+
+
+def test_importing_auth_does_not_import_cryptography() -> None:
+    code = "import sys, mcpsync, mcpsync.auth; print('cryptography' in sys.modules)"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert out.stdout.strip() == "False", out.stderr
 
 
 def test_nonce_cache_is_per_origin_and_ignores_junk() -> None:
