@@ -1,8 +1,7 @@
 """OAuth 2.1 authorization for MCP servers over HTTP (see ``docs/auth.rst``).
 
-``keyring`` is imported only when a :class:`KeyringTokenStore` is used, and
-``cryptography`` only when a DPoP key is made or loaded (``docs/auth-dpop.rst``),
-so stdio-only users never pay for them.
+``keyring`` is imported only when a :class:`KeyringTokenStore` is used, so
+stdio-only users never pay for it.
 """
 
 from __future__ import annotations
