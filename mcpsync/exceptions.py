@@ -46,6 +46,8 @@
         ├── TokenRequestError             the token endpoint refused (``.error``)
         ├── StateMismatchError            a callback whose ``state`` is not ours
         ├── CallbackError                 a callback with an error or without a code
+        ├── DPoPError                     DPoP cannot be done (no ES256 key support, no extra)
+        │   └── DPoPNonceError            a server kept demanding new DPoP nonces
         └── NotLoggedIn                   the CLI has no token for this server               [cli]
 
 Classes marked ``[package]`` are defined in that package (``mcpsync.auth``,

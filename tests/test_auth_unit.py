@@ -190,23 +190,29 @@ def _token_reply(n: int = 1, **extra: Any) -> dict[str, Any]:
     }
 
 
-def _mount_happy_path(
-    rsps: responses.RequestsMock, *, meta: dict[str, Any] | None = None
+def _mount_metadata(
+    rsps: responses.RequestsMock,
+    *,
+    meta: dict[str, Any] | None = None,
+    **prm: Any,
 ) -> None:
+    """The MCP server's RFC 9728 metadata (plus *prm*) and the AS's RFC 8414 metadata."""
     rsps.add(
         responses.GET,
         "https://mcp.example.com/.well-known/oauth-protected-resource/api/mcp",
-        json={
-            "resource": MCP,
-            "authorization_servers": [AS],
-            "scopes_supported": ["read"],
-        },
+        json={"resource": MCP, "authorization_servers": [AS], **prm},
     )
     rsps.add(
         responses.GET,
         "https://auth.example.com/.well-known/oauth-authorization-server/tenant",
         json=meta or _as_meta(),
     )
+
+
+def _mount_happy_path(
+    rsps: responses.RequestsMock, *, meta: dict[str, Any] | None = None
+) -> None:
+    _mount_metadata(rsps, meta=meta, scopes_supported=["read"])
     rsps.add(responses.POST, AS + "/register", json={"client_id": "cid"}, status=201)
     rsps.add(responses.POST, AS + "/token", json=_token_reply())
 
@@ -450,16 +456,7 @@ def test_invalid_grant_keeps_the_registration_and_logs_in_again(
     store = MemoryTokenStore()
     _stored(store, expires_at=time.time() - 10)
     rsps.add(responses.POST, AS + "/token", json={"error": "invalid_grant"}, status=400)
-    rsps.add(
-        responses.GET,
-        "https://mcp.example.com/.well-known/oauth-protected-resource/api/mcp",
-        json={"resource": MCP, "authorization_servers": [AS]},
-    )
-    rsps.add(
-        responses.GET,
-        "https://auth.example.com/.well-known/oauth-authorization-server/tenant",
-        json=_as_meta(),
-    )
+    _mount_metadata(rsps)
     rsps.add(responses.POST, AS + "/token", json=_token_reply())
     _protected(rsps)
     with requests.Session() as s:

@@ -15,6 +15,8 @@ from ._errors import (
     AuthorizationRequired,
     CallbackError,
     DiscoveryError,
+    DPoPError,
+    DPoPNonceError,
     InsecureTokenStoreError,
     IssuerMismatchError,
     LoginCancelled,
@@ -30,12 +32,15 @@ from ._errors import (
 from ._loopback import LoopbackLogin
 from ._oauth import BearerToken, OAuth
 from ._stores import FileTokenStore, KeyringTokenStore, MemoryTokenStore, TokenStore
+from ._workload import WorkloadIdentityAssertion
 
 __all__ = [
     "AuthError",
     "AuthorizationRequired",
     "BearerToken",
     "CallbackError",
+    "DPoPError",
+    "DPoPNonceError",
     "DiscoveryError",
     "FileTokenStore",
     "IdJagAssertion",
@@ -55,4 +60,5 @@ __all__ = [
     "TokenRequestError",
     "TokenStore",
     "TokenStoreError",
+    "WorkloadIdentityAssertion",
 ]

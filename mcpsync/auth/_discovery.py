@@ -34,8 +34,10 @@ __all__ = [
     "discover_server_metadata",
     "fetch_json",
     "legacy_server_metadata",
+    "parse_challenges",
     "parse_www_authenticate",
     "resource_matches",
+    "wants_dpop_nonce",
 ]
 
 log = logging.getLogger("mcpsync.auth")
@@ -77,13 +79,12 @@ def _unquote(value: str) -> str:
     return value
 
 
-def parse_www_authenticate(header: str | None) -> dict[str, str]:
-    """The parameters of the ``Bearer`` challenge in a ``WWW-Authenticate`` value (RFC 9110 §11.6.1).
+def parse_challenges(header: str | None) -> list[tuple[str, dict[str, str]]]:
+    """Every challenge in a ``WWW-Authenticate`` value: ``(scheme lower-cased, params)`` (RFC 9110 §11.6.1).
 
     Handles several challenges in one header (``Basic realm="x", Bearer
     scope="a b"``), quoted strings with escapes and commas inside quotes, and
-    token68 values.  Keys are lower-cased; the first occurrence wins.  No
-    Bearer challenge: ``{}``.
+    token68 values.  Parameter names are lower-cased; the first occurrence wins.
     """
     challenges: list[tuple[str, dict[str, str]]] = []
     for item in _split_items(header or ""):
@@ -101,10 +102,30 @@ def parse_www_authenticate(header: str | None) -> dict[str, str]:
         pm = _ITEM_PARAM.match(item)
         if pm and challenges:
             challenges[-1][1].setdefault(pm.group(1).lower(), _unquote(pm.group(2)))
-    for scheme, found in challenges:
-        if scheme == "bearer":
-            return found
+    return challenges
+
+
+def parse_www_authenticate(header: str | None) -> dict[str, str]:
+    """The parameters of the ``Bearer`` challenge, else of the ``DPoP`` one (RFC 9449 §7.1).
+
+    A server that accepts only DPoP-bound tokens challenges with ``DPoP
+    resource_metadata=...``; its parameters drive discovery and scope
+    selection exactly like a Bearer challenge's.  Neither: ``{}``.
+    """
+    challenges = parse_challenges(header)
+    for wanted in ("bearer", "dpop"):
+        for scheme, params in challenges:
+            if scheme == wanted:
+                return params
     return {}
+
+
+def wants_dpop_nonce(header: str | None) -> bool:
+    """Whether a ``WWW-Authenticate`` value asks for a DPoP proof with a new nonce (RFC 9449 §9)."""
+    return any(
+        scheme == "dpop" and params.get("error") == "use_dpop_nonce"
+        for scheme, params in parse_challenges(header)
+    )
 
 
 def canonical_resource(url: str) -> str:

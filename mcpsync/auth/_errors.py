@@ -13,6 +13,8 @@ __all__ = [
     "AuthError",
     "AuthorizationRequired",
     "CallbackError",
+    "DPoPError",
+    "DPoPNonceError",
     "DiscoveryError",
     "InsecureTokenStoreError",
     "IssuerMismatchError",
@@ -113,3 +115,15 @@ class CallbackError(AuthError):
     def __init__(self, message: str, *, error: str | None = None) -> None:
         super().__init__(message)
         self.error = error
+
+
+class DPoPError(AuthError):
+    """DPoP (RFC 9449) cannot be used: no signing library, no common algorithm or a damaged key."""
+
+
+class DPoPNonceError(DPoPError):
+    """A server asked for a new DPoP nonce again right after getting one (a nonce loop).
+
+    RFC 9449 §8 and §9 allow one retry with the nonce the server supplied; a
+    second ``use_dpop_nonce`` answer is reported instead of retried forever.
+    """

@@ -7,7 +7,9 @@ requests for one MCP server, and keeps the results in a token store record::
      "server_metadata": {...}, "resource": "https://..."}
 
 The browser login's own pieces (authorization URL, callback checks, the
-web-app flow's pending logins) live in :mod:`mcpsync.auth._login`.
+web-app flow's pending logins) live in :mod:`mcpsync.auth._login`, which takes
+plain values and never this class.  With DPoP (:mod:`mcpsync.auth._dpop`) the
+record also holds ``"dpop_key"``, the private key the tokens are bound to.
 """
 
 from __future__ import annotations
@@ -26,15 +28,19 @@ from ._discovery import (
     discover_server_metadata,
     legacy_server_metadata,
 )
+from ._dpop import ALGORITHM, INSTALL, DPoPKey, NonceCache, available
 from ._errors import (
     AuthorizationRequired,
     DiscoveryError,
+    DPoPError,
     RegistrationError,
     TokenRequestError,
 )
 from ._login import PENDING_TTL
 from ._pkce import new_state, new_verifier
 from ._registration import choose_auth_method, register_client, token_request
+from ._scopes import join_scopes as _join
+from ._scopes import scope_set as _scope_set
 
 if TYPE_CHECKING:  # pragma: no cover
     import requests
@@ -45,19 +51,6 @@ if TYPE_CHECKING:  # pragma: no cover
 __all__ = ["PENDING_TTL", "Authorizer"]
 
 log = logging.getLogger("mcpsync.auth")
-
-
-
-def _scope_set(value: Any) -> set[str]:
-    if isinstance(value, str):
-        return set(value.split())
-    if isinstance(value, (list, tuple, set, frozenset)):
-        return {str(v) for v in value}
-    return set()
-
-
-def _join(scopes: set[str]) -> str | None:
-    return " ".join(sorted(scopes)) if scopes else None
 
 
 class Authorizer:
@@ -82,6 +75,7 @@ class Authorizer:
         signing_algorithm: str | None,
         resolve_hosts: bool,
         assertion: Callable[[str, str, str | None], str] | None = None,
+        dpop: bool | None = None,
     ) -> None:
         self.store = store
         self.key = key
@@ -99,11 +93,100 @@ class Authorizer:
         self.signing_algorithm = signing_algorithm
         self.assertion = assertion
         self.policy = UrlPolicy(server_url, resolve=resolve_hosts)
+        #: ``True``: DPoP or fail; ``False``: bearer tokens only; ``None``: DPoP
+        #: where the authorization server offers it and ``cryptography`` is installed.
+        self.dpop = dpop
+        #: The latest ``DPoP-Nonce`` of each server (authorization and MCP server).
+        self.nonces = NonceCache()
+        self._dpop_key: DPoPKey | None = None
+        self._warned_no_crypto = False
 
     # -- store helpers --------------------------------------------------------------------
 
     def load(self) -> dict[str, Any]:
         return self.store.load(self.key) or {}
+
+    # -- DPoP ---------------------------------------------------------------------------------
+
+    def dpop_key(self, record: dict[str, Any] | None = None) -> DPoPKey:
+        """This store key's DPoP key: the one in the record (*record*, or loaded), else a new one.
+
+        A new key is saved together with the first tokens bound to it
+        (:meth:`_keep_key`), never alone: the store lock is not re-entrant
+        and a key without tokens is of no use to anyone.
+        """
+        if self._dpop_key is None:
+            stored = (record if record is not None else self.load()).get("dpop_key")
+            self._dpop_key = (
+                DPoPKey.from_jwk(stored) if stored is not None else DPoPKey.generate()
+            )
+        return self._dpop_key
+
+    def forget_dpop_key(self) -> None:
+        """After a logout: the next login binds its tokens to a new key."""
+        self._dpop_key = None
+
+    def _keep_key(self, record: dict[str, Any], tokens: dict[str, Any]) -> None:
+        """Put the key *tokens* are bound to into *record*, which is about to be saved with them."""
+        key = self._dpop_key
+        if tokens.get("token_type") == "DPoP" and key and tokens.get("dpop_jkt") == key.thumbprint:
+            record["dpop_key"] = key.private_jwk()
+
+    def dpop_for(
+        self,
+        meta: dict[str, Any],
+        prm: dict[str, Any] | None,
+        record: dict[str, Any] | None = None,
+    ) -> DPoPKey | None:
+        """The key to bind new tokens to, or ``None`` for bearer tokens.
+
+        :raises DPoPError: DPoP is required (``dpop=True`` or the resource's
+            ``dpop_bound_access_tokens_required``) but impossible.
+        """
+        if self.dpop is False:
+            return None
+        algs = meta.get("dpop_signing_alg_values_supported")
+        required = bool(prm) and (prm or {}).get("dpop_bound_access_tokens_required") is True
+        if self.dpop is None and not required and not isinstance(algs, list):
+            return None
+        if isinstance(algs, list) and ALGORITHM not in algs:
+            if self.dpop or required:
+                raise DPoPError(
+                    f"the authorization server accepts no {ALGORITHM} DPoP proofs, "
+                    "the only kind mcpsync signs"
+                )
+            return None
+        if self.dpop is None and not required and not available():
+            if not self._warned_no_crypto:
+                self._warned_no_crypto = True
+                log.warning(
+                    "the authorization server offers DPoP but the cryptography package is "
+                    "missing; using bearer tokens (%s)",
+                    INSTALL,
+                )
+            return None
+        return self.dpop_key(record)
+
+    def tokens_key(
+        self, tokens: dict[str, Any], record: dict[str, Any] | None = None
+    ) -> DPoPKey | None:
+        """The key *tokens* are bound to (``None`` for bearer tokens)."""
+        if tokens.get("token_type") != "DPoP":
+            return None
+        jkt = tokens.get("dpop_jkt")
+        key = self.dpop_key(record)
+        if jkt not in (None, key.thumbprint):
+            # Another process bound newer tokens to its own key and saved both: use that key.
+            stored = (record if record is not None else self.load()).get("dpop_key")
+            if stored is not None:
+                key = DPoPKey.from_jwk(stored)
+            if key.thumbprint != jkt:
+                raise DPoPError(
+                    "the stored tokens are bound to another DPoP key than the stored one; "
+                    "log in again"
+                )
+            self._dpop_key = key
+        return key
 
     # -- discovery ----------------------------------------------------------------------------
 
@@ -221,13 +304,14 @@ class Authorizer:
         """
         prm, meta, resource = self.discover(challenge)
         record = self.load()
+        dpop = self.dpop_for(meta, prm, record)
         record.update(resource_metadata=prm, server_metadata=meta, resource=resource)
         scopes = self.select_scopes(challenge, prm, meta, granted)
         scope = _join(scopes)
         if self.grant_type != "authorization_code":
             client = self.client_for(meta, record, None, scope)
             tokens = self._token(
-                meta, client, self._headless_grant(meta["issuer"], resource, scope)
+                meta, client, self._headless_grant(meta["issuer"], resource, scope), dpop
             )
             return self._save(record, meta, client, tokens, resource)
         if self.login is None:
@@ -253,18 +337,30 @@ class Authorizer:
             )
             self.login.open(url)
             params = receiver.wait(state, self.login.timeout)
-        tokens = _login.exchange(
-            self,
-            meta,
-            client,
-            params,
-            state,
-            verifier,
-            receiver.redirect_uri,
-            resource,
-            scope,
+        tokens = self._exchange(
+            meta, client, params, state, verifier, receiver.redirect_uri, resource, scope, dpop
         )
         return self._save(record, meta, client, tokens, resource)
+
+    def _exchange(
+        self,
+        meta: dict[str, Any],
+        client: dict[str, Any],
+        params: dict[str, str],
+        state: str,
+        verifier: str,
+        redirect_uri: str,
+        resource: str,
+        scope: str | None,
+        dpop: DPoPKey | None,
+    ) -> dict[str, Any]:
+        """Check the login response and trade its code for tokens."""
+        code = _login.check_callback(meta, params, state)
+        data = _login.code_grant(code, redirect_uri, verifier, resource)
+        tokens = self._token(meta, client, data, dpop)
+        if scope and "scope" not in tokens:
+            tokens["scope"] = scope
+        return tokens
 
     def _headless_grant(
         self, issuer: str, resource: str, scope: str | None
@@ -285,7 +381,11 @@ class Authorizer:
         return data
 
     def _token(
-        self, meta: dict[str, Any], client: dict[str, Any], data: dict[str, str]
+        self,
+        meta: dict[str, Any],
+        client: dict[str, Any],
+        data: dict[str, str],
+        dpop: DPoPKey | None,
     ) -> dict[str, Any]:
         return token_request(
             self.session,
@@ -295,6 +395,8 @@ class Authorizer:
             self.policy,
             private_key=self.private_key,
             signing_algorithm=self.signing_algorithm,
+            dpop=dpop,
+            nonces=self.nonces,
         )
 
     def _save(
@@ -313,22 +415,69 @@ class Authorizer:
             if client.get("source") in ("dcr", "cimd"):
                 current["clients"][meta["issuer"]] = client
             current["tokens"] = tokens
+            self._keep_key(current, tokens)
             self.store.save(self.key, current)
         return tokens
 
-    # -- web-app flow (in _login) -----------------------------------------------------------
+    # -- web-app flow ------------------------------------------------------------------------
 
     def start(
         self, meta: dict[str, Any], record: dict[str, Any], resource: str, scope: str | None
     ) -> str:
         """Register if needed, remember a pending login in the store; the authorization URL."""
-        return _login.start(self, meta, record, resource, scope)
+        if self.redirect_uri is None:
+            raise RegistrationError("the web-app flow (login=None) needs redirect_uri=")
+        client = self.client_for(meta, record, self.redirect_uri, scope)
+        state, verifier = new_state(), new_verifier()
+        _login.save_pending(
+            self.store,
+            self.key,
+            {
+                "state": state,
+                "verifier": verifier,
+                "scope": scope,
+                "resource": resource,
+                "server_metadata": meta,
+                "client": client,
+                "resource_metadata": record.get("resource_metadata"),
+            },
+        )
+        return _login.authorization_url(
+            self.policy, meta, client, self.redirect_uri, state, verifier, resource, scope
+        )
 
     def begin(self) -> str:
-        return _login.begin(self)
+        """Discover, pick scopes and start a web-app login; the authorization URL."""
+        prm, meta, resource = self.discover({})
+        record = self.load()
+        record.update(resource_metadata=prm)
+        granted = _scope_set((record.get("tokens") or {}).get("scope"))
+        scopes = self.select_scopes({}, prm, meta, granted)
+        return self.start(meta, record, resource, _join(scopes))
 
     def complete(self, callback_url: str) -> dict[str, Any]:
-        return _login.complete(self, callback_url)
+        """Finish the web-app login the callback URL belongs to; the new tokens (saved)."""
+        pending, params = _login.take_pending(self.store, self.key, callback_url)
+        meta, client = pending["server_metadata"], pending["client"]
+        prm = pending.get("resource_metadata")
+        assert self.redirect_uri is not None
+        tokens = self._exchange(
+            meta,
+            client,
+            params,
+            pending["state"],
+            pending["verifier"],
+            self.redirect_uri,
+            pending["resource"],
+            pending.get("scope"),
+            self.dpop_for(meta, prm),
+        )
+        record = {
+            "server_metadata": meta,
+            "resource": pending["resource"],
+            "resource_metadata": prm,
+        }
+        return self._save(record, meta, client, tokens, pending["resource"])
 
     # -- refresh -----------------------------------------------------------------------------
 
@@ -363,10 +512,17 @@ class Authorizer:
                 }
             else:
                 return None
+            # A DPoP-bound refresh token is bound to the same key (RFC 9449 §5).
+            # (We hold the store lock: the key comes from, or goes into, this record.)
+            dpop = self.tokens_key(tokens, record) or self.dpop_for(
+                meta, record.get("resource_metadata"), record
+            )
             try:
-                new = self._token(meta, client, data)
+                new = self._token(meta, client, data, dpop)
             except TokenRequestError as exc:
-                if exc.error not in (
+                # A refused client-credentials or JWT bearer grant is final: asking
+                # again with the same credentials (a new login) cannot help.
+                if data["grant_type"] != "refresh_token" or exc.error not in (
                     "invalid_grant",
                     "invalid_client",
                     "unauthorized_client",
@@ -377,6 +533,7 @@ class Authorizer:
             new.setdefault("scope", tokens.get("scope"))
             new.update(issuer=tokens.get("issuer"), resource=tokens.get("resource"))
             record["tokens"] = new
+            self._keep_key(record, new)
             # Saved before anyone uses it: the old refresh token may already be spent.
             self.store.save(self.key, record)
             return new

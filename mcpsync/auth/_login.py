@@ -1,16 +1,19 @@
-"""The authorization-code login: the authorization URL, the callback's checks, web-app logins.
+"""The authorization-code login's pieces: the authorization URL, the callback's checks, pending logins.
 
 Both variants of :class:`~mcpsync.auth._flow.Authorizer`'s browser login use
 this module: the loopback one (a local receiver catches the redirect) and the
 web-app one (``begin()`` remembers a pending login in the token store under a
 key derived from its ``state``; ``complete()`` finds it again from the
-callback URL, once).
+callback URL, once).  Every function here takes plain values (metadata, the
+client registration, a store and its key) and never the Authorizer, so this
+module depends on nothing above it.
 """
 
 from __future__ import annotations
 
 import hashlib
 import time
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 from urllib.parse import parse_qs, urlencode, urlsplit
 
@@ -18,16 +21,22 @@ from ._errors import (
     CallbackError,
     DiscoveryError,
     IssuerMismatchError,
-    RegistrationError,
     StateMismatchError,
 )
-from ._pkce import new_state, new_verifier, s256_challenge, same_secret
+from ._pkce import s256_challenge, same_secret
 
 if TYPE_CHECKING:  # pragma: no cover
     from ._discovery import UrlPolicy
-    from ._flow import Authorizer
+    from ._stores import TokenStore
 
-__all__ = ["PENDING_TTL", "authorization_url", "begin", "complete", "exchange", "start"]
+__all__ = [
+    "PENDING_TTL",
+    "authorization_url",
+    "check_callback",
+    "code_grant",
+    "save_pending",
+    "take_pending",
+]
 
 #: Seconds a web-app login started by ``begin()`` may take before ``complete()``.
 PENDING_TTL = 900.0
@@ -65,18 +74,8 @@ def authorization_url(
     return endpoint + separator + urlencode(query)
 
 
-def exchange(
-    flow: Authorizer,
-    meta: dict[str, Any],
-    client: dict[str, Any],
-    params: dict[str, str],
-    state: str,
-    verifier: str,
-    redirect_uri: str,
-    resource: str,
-    scope: str | None,
-) -> dict[str, Any]:
-    """Check the login response (state, then ``iss``, then errors) and trade its code for tokens."""
+def check_callback(meta: dict[str, Any], params: Mapping[str, str], state: str) -> str:
+    """Check a login response (state, then ``iss``, then errors); its authorization code."""
     if not same_secret(params.get("state"), state):
         raise StateMismatchError(
             "the login response does not belong to the login in progress (state)"
@@ -94,96 +93,50 @@ def exchange(
         raise CallbackError(f"authorization refused: {code}", error=code)
     if not params.get("code"):
         raise CallbackError("the login response has no authorization code")
-    data = {
+    return params["code"]
+
+
+def code_grant(code: str, redirect_uri: str, verifier: str, resource: str) -> dict[str, str]:
+    """The token request form that trades an authorization code for tokens (PKCE, RFC 8707)."""
+    return {
         "grant_type": "authorization_code",
-        "code": params["code"],
+        "code": code,
         "redirect_uri": redirect_uri,
         "code_verifier": verifier,
         "resource": resource,
     }
-    tokens = flow._token(meta, client, data)
-    if scope and "scope" not in tokens:
-        tokens["scope"] = scope
-    return tokens
 
 
-# -- web-app flow ---------------------------------------------------------------------------
+# -- web-app flow: logins in progress, kept in the token store ---------------------------------
 
 
-def _pending_key(flow: Authorizer, state: str) -> str:
-    return f"{flow.key}#login#{hashlib.sha256(state.encode()).hexdigest()[:32]}"
+def _pending_key(key: str, state: str) -> str:
+    return f"{key}#login#{hashlib.sha256(state.encode()).hexdigest()[:32]}"
 
 
-def start(
-    flow: Authorizer,
-    meta: dict[str, Any],
-    record: dict[str, Any],
-    resource: str,
-    scope: str | None,
-) -> str:
-    """Register if needed, remember a pending login in the store; the authorization URL."""
-    if flow.redirect_uri is None:
-        raise RegistrationError("the web-app flow (login=None) needs redirect_uri=")
-    client = flow.client_for(meta, record, flow.redirect_uri, scope)
-    state, verifier = new_state(), new_verifier()
-    pending = {
-        "state": state,
-        "verifier": verifier,
-        "created": time.time(),
-        "scope": scope,
-        "resource": resource,
-        "server_metadata": meta,
-        "client": client,
-        "resource_metadata": record.get("resource_metadata"),
-    }
-    flow.store.save(_pending_key(flow, state), pending)
-    return authorization_url(
-        flow.policy, meta, client, flow.redirect_uri, state, verifier, resource, scope
-    )
+def save_pending(store: TokenStore, key: str, pending: dict[str, Any]) -> None:
+    """Remember a login in progress (``pending["state"]`` names it) for :func:`take_pending`."""
+    store.save(_pending_key(key, pending["state"]), {**pending, "created": time.time()})
 
 
-def begin(flow: Authorizer) -> str:
-    """Discover, pick scopes and start a web-app login; the authorization URL."""
-    prm, meta, resource = flow.discover({})
-    record = flow.load()
-    record.update(resource_metadata=prm)
-    from ._flow import _join, _scope_set  # _flow imports this module
+def take_pending(
+    store: TokenStore, key: str, callback_url: str
+) -> tuple[dict[str, Any], dict[str, str]]:
+    """The login in progress a callback URL belongs to (removed: one use), and the callback's parameters.
 
-    granted = _scope_set((record.get("tokens") or {}).get("scope"))
-    scopes = flow.select_scopes({}, prm, meta, granted)
-    return start(flow, meta, record, resource, _join(scopes))
-
-
-def complete(flow: Authorizer, callback_url: str) -> dict[str, Any]:
-    """Finish the web-app login the callback URL belongs to; the new tokens (saved)."""
+    :raises StateMismatchError: no state, an unknown or replayed one, or a login older than
+        :data:`PENDING_TTL`.
+    """
     query = parse_qs(urlsplit(callback_url).query, keep_blank_values=True)
     params = {k: v[0] for k, v in query.items()}
     state = params.get("state")
     if not state:
         raise StateMismatchError("the callback URL has no state")
-    key = _pending_key(flow, state)
-    pending = flow.store.load(key)
+    pending_key = _pending_key(key, state)
+    pending = store.load(pending_key)
     if pending is None or not same_secret(pending.get("state"), state):
         raise StateMismatchError("no login in progress matches this callback (state); start again")
-    flow.store.delete(key)  # one-shot: a replayed callback finds nothing
+    store.delete(pending_key)  # one-shot: a replayed callback finds nothing
     if time.time() - float(pending.get("created", 0)) > PENDING_TTL:
         raise StateMismatchError("the login took too long; start again")
-    meta, client = pending["server_metadata"], pending["client"]
-    assert flow.redirect_uri is not None
-    tokens = exchange(
-        flow,
-        meta,
-        client,
-        params,
-        state,
-        pending["verifier"],
-        flow.redirect_uri,
-        pending["resource"],
-        pending.get("scope"),
-    )
-    record = {
-        "server_metadata": meta,
-        "resource": pending["resource"],
-        "resource_metadata": pending.get("resource_metadata"),
-    }
-    return flow._save(record, meta, client, tokens, pending["resource"])
+    return pending, params

@@ -6,6 +6,10 @@ adds the bearer token and registers a response hook; the hook answers a 401
 once per authorization, at most ``max_auth_attempts`` times.  Unlike digest
 auth, the token is shared: refresh and login are single-flight under one lock
 for all threads, and the store's lock extends that to other processes.
+
+With a DPoP-bound token (RFC 9449) every request also gets a fresh proof in
+its ``DPoP`` header and ``Authorization: DPoP <token>``; a ``use_dpop_nonce``
+challenge is answered by re-sending once with the server's nonce.
 """
 
 from __future__ import annotations
@@ -17,10 +21,12 @@ from typing import TYPE_CHECKING, Any
 
 from requests.auth import AuthBase
 
-from ._discovery import canonical_resource, parse_www_authenticate
-from ._errors import AuthError
-from ._flow import Authorizer, _scope_set, expiring
+from ._discovery import canonical_resource, parse_www_authenticate, wants_dpop_nonce
+from ._dpop import proof_nonce
+from ._errors import AuthError, DPoPNonceError
+from ._flow import Authorizer, expiring
 from ._loopback import LoopbackLogin
+from ._scopes import scope_set as _scope_set
 from ._stores import MemoryTokenStore, TokenStore
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -88,6 +94,11 @@ class OAuth(AuthBase):
     :param session: a ``requests.Session`` for the OAuth requests (proxies,
         TLS).  Never the MCP transport's session, so its headers stay there.
     :param max_auth_attempts: authorizations per request before giving up.
+    :param dpop: bind tokens to a key this client holds (DPoP, RFC 9449;
+        needs ``pip install 'mcpsync[dpop]'``).  ``None`` (default): when the
+        authorization server offers ES256 DPoP and the package is installed;
+        ``True``: always, else :class:`~mcpsync.auth.DPoPError`; ``False``:
+        bearer tokens only.  The key is kept in *store* beside the tokens.
     """
 
     def __init__(
@@ -111,6 +122,7 @@ class OAuth(AuthBase):
         refresh_margin: float = 30.0,
         resolve_hosts: bool = True,
         assertion: Callable[[str, str, str | None], str] | None = None,
+        dpop: bool | None = None,
     ) -> None:
         if grant_type not in ("authorization_code", "client_credentials", "jwt_bearer"):
             raise ValueError(
@@ -142,6 +154,7 @@ class OAuth(AuthBase):
         self._resolve_hosts = resolve_hosts
         self._session = session
         self._assertion = assertion
+        self.dpop = dpop
         self._key = key
         self._lock = threading.RLock()
         self._flow: Authorizer | None = None
@@ -182,11 +195,12 @@ class OAuth(AuthBase):
                 signing_algorithm=self.signing_algorithm,
                 resolve_hosts=self._resolve_hosts,
                 assertion=self._assertion,
+                dpop=self.dpop,
             )
             return self._flow
 
-    def _access_token(self, flow: Authorizer) -> str | None:
-        """A usable access token (refreshed first when it is about to expire), or ``None``."""
+    def _current_tokens(self, flow: Authorizer) -> dict[str, Any] | None:
+        """Usable tokens (refreshed first when about to expire), or ``None``."""
         with self._lock:
             if self._tokens is None:
                 self._tokens = flow.load().get("tokens")
@@ -195,71 +209,125 @@ class OAuth(AuthBase):
                 return None
             if expiring(tokens, self.refresh_margin):
                 self._tokens = tokens = flow.refresh(tokens.get("access_token"))
-            return tokens.get("access_token") if tokens else None
+            return tokens if tokens and tokens.get("access_token") else None
+
+    @staticmethod
+    def _present(
+        flow: Authorizer, r: requests.PreparedRequest, tokens: dict[str, Any]
+    ) -> None:
+        """Put *tokens* on *r*: ``Bearer``, or ``DPoP`` with a fresh proof (RFC 9449 §7.1)."""
+        token = str(tokens["access_token"])
+        key = flow.tokens_key(tokens)
+        if key is None:
+            r.headers["Authorization"] = f"Bearer {token}"
+            r.headers.pop("DPoP", None)
+            return
+        url = str(r.url)
+        r.headers["Authorization"] = f"DPoP {token}"
+        r.headers["DPoP"] = key.proof(
+            str(r.method or "GET"), url, nonce=flow.nonces.get(url), access_token=token
+        )
 
     # -- requests hooks ---------------------------------------------------------------------
 
     def __call__(self, r: requests.PreparedRequest) -> requests.PreparedRequest:
         flow = self._bind(self._server_url or str(r.url))
-        token = self._access_token(flow)
-        if token is not None:
-            r.headers["Authorization"] = f"Bearer {token}"
+        tokens = self._current_tokens(flow)
+        if tokens is not None:
+            self._present(flow, r, tokens)
         r.register_hook("response", self._handle_response)  # type: ignore[no-untyped-call]
         return r
+
+    def _resend(
+        self,
+        flow: Authorizer,
+        refused: requests.Response,
+        tokens: dict[str, Any],
+        kwargs: dict[str, Any],
+    ) -> requests.Response:
+        """Send *refused*'s request again with *tokens* (and a new proof)."""
+        # The body of the refused response is small; read it so the connection is reused.
+        refused.content  # noqa: B018
+        refused.close()
+        prep = refused.request.copy()
+        self._present(flow, prep, tokens)
+        assert refused.connection is not None
+        retried: requests.Response = refused.connection.send(prep, **kwargs)
+        retried.history.append(refused)
+        retried.request = prep
+        return retried
 
     def _handle_response(
         self, response: requests.Response, **kwargs: Any
     ) -> requests.Response:
+        flow = self._bind(self._server_url or str(response.url))
         current = response
-        for _ in range(self.max_auth_attempts):
+        attempts = 0
+        after_nonce = False  # *current* answers a re-send made only to add a nonce
+        while True:
             status = current.status_code
-            challenge = parse_www_authenticate(current.headers.get("WWW-Authenticate"))
+            header = current.headers.get("WWW-Authenticate")
+            nonce = flow.nonces.update(
+                str(current.url), current.headers.get("DPoP-Nonce")
+            )
+            proof = current.request.headers.get("DPoP")
+            if status == 401 and isinstance(proof, str) and wants_dpop_nonce(header):
+                # RFC 9449 §9: one re-send with the server's nonce; a second demand in a
+                # row is a loop (each re-send alternates with an authorization, so the
+                # number of sends stays bounded by max_auth_attempts).
+                if after_nonce or nonce is None or nonce == proof_nonce(proof):
+                    raise DPoPNonceError(
+                        "the MCP server asked for a new DPoP nonce again"
+                        if after_nonce
+                        else "the MCP server asked for a DPoP nonce but sent none (or the same)"
+                    )
+                with self._lock:
+                    tokens = self._tokens
+                if tokens and tokens.get("access_token"):
+                    current = self._resend(flow, current, tokens, kwargs)
+                    after_nonce = True
+                    continue
+            after_nonce = False
+            challenge = parse_www_authenticate(header)
             if status != 401 and not (
                 status == 403 and challenge.get("error") == "insufficient_scope"
             ):
                 return current
+            if attempts >= self.max_auth_attempts:
+                return current
+            attempts += 1
             sent = current.request.headers.get("Authorization")
-            token = self._reauthorize(
+            tokens = self._reauthorize(
                 status, challenge, sent if isinstance(sent, str) else None
             )
-            if token is None:
+            if tokens is None:
                 return current
-            # The body of the refused response is small; read it so the connection is reused.
-            current.content  # noqa: B018
-            current.close()
-            prep = current.request.copy()
-            prep.headers["Authorization"] = f"Bearer {token}"
-            assert current.connection is not None
-            retried: requests.Response = current.connection.send(prep, **kwargs)
-            retried.history.append(current)
-            retried.request = prep
-            current = retried
-        return current
+            current = self._resend(flow, current, tokens, kwargs)
 
     def _reauthorize(
         self, status: int, challenge: dict[str, str], sent: str | None
-    ) -> str | None:
-        """A token to retry with, or ``None`` to give the refusal to the caller."""
+    ) -> dict[str, Any] | None:
+        """Tokens to retry with, or ``None`` to give the refusal to the caller."""
         flow = self._bind(self._server_url or "")
+        sent_token = sent.split(" ", 1)[-1] if sent else None
         with self._lock:
             tokens = flow.load().get("tokens") or self._tokens
             current = tokens.get("access_token") if tokens else None
             if (
                 status == 401
+                and tokens
                 and current
-                and sent != f"Bearer {current}"
-                and not expiring(tokens or {})
+                and sent_token != current
+                and not expiring(tokens)
             ):
                 self._tokens = tokens
-                return str(
-                    current
-                )  # another thread (or process) got a new token meanwhile
+                return tokens  # another thread (or process) got a new token meanwhile
             granted = _scope_set((tokens or {}).get("scope")) if sent else set()
             if status == 401 and sent and tokens and tokens.get("refresh_token"):
                 refreshed = flow.refresh(current)
                 if refreshed:
                     self._tokens = refreshed
-                    return str(refreshed["access_token"])
+                    return refreshed
             if status == 403:
                 required = _scope_set(challenge.get("scope"))
                 if required and required <= granted:
@@ -270,7 +338,7 @@ class OAuth(AuthBase):
                     return None
             log.info("authorization needed for %s (HTTP %s)", self._server_url, status)
             self._tokens = flow.authorize(challenge, granted)
-            return str(self._tokens["access_token"])
+            return self._tokens
 
     # -- explicit flows -----------------------------------------------------------------------
 
@@ -311,3 +379,4 @@ class OAuth(AuthBase):
             self._tokens = None
             if self._flow is not None:
                 self.store.delete(self._flow.key)
+                self._flow.forget_dpop_key()

@@ -18,7 +18,8 @@ from urllib.parse import quote
 
 from ..exceptions import excerpt
 from ._discovery import TIMEOUT, UrlPolicy
-from ._errors import RegistrationError, TokenRequestError
+from ._dpop import DPoPKey, NonceCache
+from ._errors import DPoPNonceError, RegistrationError, TokenRequestError
 
 if TYPE_CHECKING:  # pragma: no cover
     import requests
@@ -53,31 +54,35 @@ def choose_auth_method(meta: dict[str, Any], *, has_secret: bool, has_key: bool)
     return "none"
 
 
-def _post_json(
-    session: requests.Session, url: str, body: dict[str, Any], what: str
-) -> tuple[int, dict[str, Any]]:
+def _post(
+    session: requests.Session,
+    url: str,
+    what: str,
+    error: type[RegistrationError] | type[TokenRequestError],
+    **kwargs: Any,
+) -> tuple[requests.Response, dict[str, Any]]:
+    """POST for a JSON object (at most 1 MiB read); the response (closed) and the object or ``{}``."""
     import requests as _requests
 
+    headers = {"Accept": "application/json", **kwargs.pop("headers", {})}
     try:
         response = session.post(
             url,
-            json=body,
-            headers={"Accept": "application/json"},
+            headers=headers,
             timeout=TIMEOUT,
             allow_redirects=False,
             stream=True,
+            **kwargs,
         )
     except _requests.RequestException as exc:
-        raise RegistrationError(
-            f"{what}: request failed ({type(exc).__name__})"
-        ) from None
+        raise error(f"{what} failed ({type(exc).__name__})") from None
     with response:
         raw = response.raw.read(_MAX_BODY, decode_content=True)
     try:
         data = json.loads(raw) if raw else {}
     except ValueError:
         data = {}
-    return response.status_code, data if isinstance(data, dict) else {}
+    return response, data if isinstance(data, dict) else {}
 
 
 def register_client(
@@ -126,7 +131,10 @@ def register_client(
     }
     # No "scope" in the registration: servers treat it as a ceiling, which would
     # make a later step-up to more scopes impossible for this client.
-    status, data = _post_json(session, endpoint, body, "dynamic client registration")
+    response, data = _post(
+        session, endpoint, "dynamic client registration: request", RegistrationError, json=body
+    )
+    status = response.status_code
     if status not in (200, 201) or not isinstance(data.get("client_id"), str):
         code = data.get("error") if isinstance(data.get("error"), str) else None
         raise RegistrationError(
@@ -182,26 +190,18 @@ def _client_assertion(
     return str(jwt.encode(claims, key, algorithm=algorithm))
 
 
-def token_request(
-    session: requests.Session,
-    meta: dict[str, Any],
+def _client_auth(
     client: dict[str, Any],
+    meta: dict[str, Any],
     data: dict[str, str],
-    policy: UrlPolicy,
-    *,
-    private_key: Any = None,
-    signing_algorithm: str | None = None,
-) -> dict[str, Any]:
-    """POST to the token endpoint with the client's auth method; returns the token record.
+    private_key: Any,
+    signing_algorithm: str | None,
+) -> tuple[dict[str, str], dict[str, str]]:
+    """The form and headers of one token request, with the client's authentication.
 
-    The record has ``access_token``, ``token_type``, absolute ``expires_at``
-    (or ``None``), and ``refresh_token`` / ``scope`` when given.
-
-    :raises TokenRequestError: with the OAuth ``error`` code on a refusal.
+    Built again for every attempt: a ``private_key_jwt`` assertion has a
+    one-time ``jti``.
     """
-    import requests as _requests
-
-    endpoint = policy.check(meta["token_endpoint"], "token_endpoint")
     form = dict(data)
     headers = {
         "Accept": "application/json",
@@ -228,28 +228,56 @@ def token_request(
         ).decode("ascii")
     else:
         form["client_id"] = client["client_id"]
+    return form, headers
+
+
+def token_request(
+    session: requests.Session,
+    meta: dict[str, Any],
+    client: dict[str, Any],
+    data: dict[str, str],
+    policy: UrlPolicy,
+    *,
+    private_key: Any = None,
+    signing_algorithm: str | None = None,
+    dpop: DPoPKey | None = None,
+    nonces: NonceCache | None = None,
+) -> dict[str, Any]:
+    """POST to the token endpoint with the client's auth method; returns the token record.
+
+    The record has ``access_token``, ``token_type`` (``"Bearer"`` or
+    ``"DPoP"``), absolute ``expires_at`` (or ``None``), and ``refresh_token`` /
+    ``scope`` when given.  With *dpop*, each attempt carries a fresh DPoP
+    proof; a ``use_dpop_nonce`` answer is retried once with the server's nonce
+    (RFC 9449 §8), and the nonce is remembered in *nonces* for later requests.
+
+    :raises TokenRequestError: with the OAuth ``error`` code on a refusal.
+    :raises DPoPNonceError: the server asked for a new nonce twice in a row.
+    """
+    endpoint = policy.check(meta["token_endpoint"], "token_endpoint")
+    nonces = nonces if nonces is not None else NonceCache()
     started = time.time()
-    try:
-        response = session.post(
-            endpoint,
-            data=form,
-            headers=headers,
-            timeout=TIMEOUT,
-            allow_redirects=False,
-            stream=True,
+    for attempt in range(2):
+        form, headers = _client_auth(client, meta, data, private_key, signing_algorithm)
+        used = nonces.get(endpoint)
+        if dpop is not None:
+            headers["DPoP"] = dpop.proof("POST", endpoint, nonce=used)
+        started = time.time()
+        response, body = _post(
+            session, endpoint, "token request", TokenRequestError, data=form, headers=headers
         )
-    except _requests.RequestException as exc:
-        raise TokenRequestError(
-            f"token request failed ({type(exc).__name__})"
-        ) from None
-    with response:
-        raw = response.raw.read(_MAX_BODY, decode_content=True)
-    try:
-        body = json.loads(raw) if raw else {}
-    except ValueError:
-        body = {}
-    if not isinstance(body, dict):
-        body = {}
+        if dpop is None:
+            break
+        nonce = nonces.update(endpoint, response.headers.get("DPoP-Nonce"))
+        if body.get("error") != "use_dpop_nonce":
+            break
+        if attempt or nonce is None or nonce == used:
+            raise DPoPNonceError(
+                "the authorization server asked for a new DPoP nonce again"
+                if attempt
+                else "the authorization server asked for a DPoP nonce but sent none (or the same)"
+            )
+        log.debug("the token endpoint wants a DPoP nonce; retrying once with it")
     if response.status_code != 200 or not isinstance(body.get("access_token"), str):
         code = body.get("error") if isinstance(body.get("error"), str) else None
         # error_description is server text: shown only as a short excerpt, never the request.
@@ -260,18 +288,25 @@ def token_request(
             status=response.status_code,
         )
     token_type = str(body.get("token_type", "Bearer"))
-    if token_type.lower() != "bearer":
+    if token_type.lower() == "dpop" and dpop is not None:
+        token_type = "DPoP"
+    elif token_type.lower() == "bearer":
+        # RFC 9449 §5: a server that ignores the proof issues a bearer token; use it as one.
+        token_type = "Bearer"
+    else:
         raise TokenRequestError(
             f"token endpoint issued an unsupported token type {excerpt(token_type, 30)}"
         )
     expires_in = body.get("expires_in")
     tokens: dict[str, Any] = {
         "access_token": body["access_token"],
-        "token_type": "Bearer",
+        "token_type": token_type,
         "expires_at": started + float(expires_in)
         if isinstance(expires_in, (int, float))
         else None,
     }
+    if token_type == "DPoP" and dpop is not None:
+        tokens["dpop_jkt"] = dpop.thumbprint
     if isinstance(body.get("refresh_token"), str):
         tokens["refresh_token"] = body["refresh_token"]
     if isinstance(body.get("scope"), str):

@@ -8,6 +8,9 @@
 * ``ts_sdk_server``: ``ts_server.mjs``, the TypeScript SDK's own authorization
   server (``mcpAuthRouter``) and an SDK MCP server behind its ``requireBearerAuth``.
   Yields the MCP endpoint URL; ``/test/stats`` on the same origin has the counters.
+* :func:`oidc_provider` and :func:`protected_server`: the same two peers as
+  context managers taking command-line options (``--dpop-nonce``, ...), for
+  tests that need them configured otherwise.
 * :func:`browse`: a headless "user with a browser" that walks the authorization
   URL through the server's (auto-approving) login and consent pages and returns
   the final redirect to the client's ``redirect_uri``.
@@ -17,6 +20,7 @@ Import these fixtures into a test module with ``from tests.auth_server.conftest_
 
 from __future__ import annotations
 
+import contextlib
 import fcntl
 import os
 import shutil
@@ -35,6 +39,8 @@ __all__ = [
     "auth_server",
     "browse",
     "follow_to_callback",
+    "oidc_provider",
+    "protected_server",
     "resource_server",
     "start_peer",
     "stop_peer",
@@ -140,25 +146,39 @@ def _node() -> str:
     return str(cached) if cached.exists() else (shutil.which("node") or "node")
 
 
-@pytest.fixture
-def auth_server() -> Iterator[str]:
+@contextlib.contextmanager
+def oidc_provider(*options: str) -> Iterator[str]:
+    """oidc-provider (``server.mjs``) with *options*; the issuer URL."""
     _install()
-    proc, port = start_peer([_node(), "server.mjs"], HERE)
+    proc, port = start_peer([_node(), "server.mjs", *options], HERE)
     try:
         yield f"http://127.0.0.1:{port}"
     finally:
         stop_peer(proc)
 
 
-@pytest.fixture
-def resource_server(auth_server: str) -> Iterator[str]:
+@contextlib.contextmanager
+def protected_server(issuer: str, *options: str) -> Iterator[str]:
+    """``resource_server.py`` for *issuer* with *options*; the MCP endpoint URL."""
     proc, port = start_peer(
-        [sys.executable, "resource_server.py", "--issuer", auth_server], HERE
+        [sys.executable, "resource_server.py", "--issuer", issuer, *options], HERE
     )
     try:
         yield f"http://127.0.0.1:{port}/mcp"
     finally:
         stop_peer(proc)
+
+
+@pytest.fixture
+def auth_server() -> Iterator[str]:
+    with oidc_provider() as issuer:
+        yield issuer
+
+
+@pytest.fixture
+def resource_server(auth_server: str) -> Iterator[str]:
+    with protected_server(auth_server) as url:
+        yield url
 
 
 @pytest.fixture

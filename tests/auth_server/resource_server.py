@@ -9,14 +9,27 @@ Run as ``python tests/auth_server/resource_server.py --issuer URL``; it binds
   with ``resource_metadata`` and ``scope="mcp:read"``.
 * The ``write`` tool needs ``mcp:write`` too: 403 ``insufficient_scope`` with
   the full scope set (step-up).
-* ``GET /test/stats`` counts 401 and 403 answers.
+* DPoP-bound tokens (``cnf.jkt``, RFC 9449) must come as ``Authorization: DPoP``
+  with a valid proof: signature by the key in its header, ``typ``, ``htm``,
+  ``htu``, ``iat``, a ``jti`` never seen before, ``ath`` and the key's thumbprint
+  equal to ``cnf.jkt``; a bound token sent as ``Bearer`` is refused.  Checked
+  here independently of mcpsync (PyJWT and hashlib only).
+* ``--dpop-nonce``: proofs must carry this server's nonce (401
+  ``use_dpop_nonce`` with ``DPoP-Nonce`` otherwise); the nonce changes every
+  five requests and is announced in ``DPoP-Nonce`` on the 200 answers.
+  ``--dpop-nonce-loop``: every proof is answered with a new nonce (a broken server).
+* ``GET /test/stats`` counts 401 and 403 answers, DPoP requests and nonce challenges.
 """
 
 from __future__ import annotations
 
 import argparse
+import base64
+import hashlib
 import json
+import secrets
 import socket
+import time
 import warnings
 from typing import Any
 
@@ -26,10 +39,64 @@ from mcp.server.mcpserver import MCPServer
 
 warnings.simplefilter("ignore")
 
-stats = {"401": 0, "403": 0, "ok": 0}
+stats = {"401": 0, "403": 0, "ok": 0, "dpop": 0, "nonce_challenges": 0, "bad_proof": 0}
 
 
-def build(issuer: str, base: str) -> Any:
+def _b64(data: bytes) -> str:
+    return base64.urlsafe_b64encode(data).rstrip(b"=").decode()
+
+
+def _thumbprint(jwk: dict[str, Any]) -> str:
+    members = {k: jwk[k] for k in ("crv", "kty", "x", "y")}
+    return _b64(hashlib.sha256(json.dumps(members, separators=(",", ":"), sort_keys=True).encode()).digest())
+
+
+class DPoPCheck:
+    """RFC 9449 §4.3 and §7 checks of a proof presented with an access token."""
+
+    def __init__(self, require_nonce: bool, loop: bool) -> None:
+        self.require_nonce = require_nonce or loop
+        self.loop = loop
+        self.nonce = secrets.token_urlsafe(12)
+        self.uses = 0
+        self.seen: set[str] = set()
+
+    def current_nonce(self) -> str:
+        if self.loop or self.uses >= 5:
+            self.nonce, self.uses = secrets.token_urlsafe(12), 0
+        return self.nonce
+
+    def verify(self, proof: str | None, method: str, url: str, token: str, jkt: str) -> str | None:
+        """``None`` when the proof is good, else the error code to answer with."""
+        if not proof or "," in proof:
+            return "invalid_dpop_proof"
+        try:
+            header = jwt.get_unverified_header(proof)
+            jwk = header["jwk"]
+            if header.get("typ") != "dpop+jwt" or "d" in jwk:
+                return "invalid_dpop_proof"
+            claims = jwt.decode(proof, jwt.PyJWK(jwk).key, algorithms=["ES256"])
+        except Exception:  # noqa: BLE001 - any malformed proof is refused
+            return "invalid_dpop_proof"
+        if (
+            claims.get("htm") != method
+            or claims.get("htu") != url
+            or abs(time.time() - float(claims.get("iat", 0))) > 60
+            or not isinstance(claims.get("jti"), str)
+            or claims["jti"] in self.seen
+            or claims.get("ath") != _b64(hashlib.sha256(token.encode()).digest())
+            or _thumbprint(jwk) != jkt
+        ):
+            return "invalid_dpop_proof"
+        self.seen.add(claims["jti"])
+        if self.require_nonce:
+            if claims.get("nonce") != self.nonce or self.loop:
+                return "use_dpop_nonce"
+            self.uses += 1
+        return None
+
+
+def build(issuer: str, base: str, dpop: DPoPCheck) -> Any:
     server = MCPServer("protected-test-server")
 
     @server.tool()
@@ -64,7 +131,15 @@ def build(issuer: str, base: str) -> Any:
         value = f'Bearer resource_metadata="{metadata_url}", scope="{scope}"'
         if error:
             value += f', error="{error}"'
-        return [(b"www-authenticate", value.encode())]
+        dpop_value = f'DPoP algs="ES256", resource_metadata="{metadata_url}", scope="{scope}"'
+        return [(b"www-authenticate", f"{value}, {dpop_value}".encode())]
+
+    def nonce_challenge() -> list[tuple[bytes, bytes]]:
+        value = f'DPoP error="use_dpop_nonce", resource_metadata="{metadata_url}"'
+        return [
+            (b"www-authenticate", value.encode()),
+            (b"dpop-nonce", dpop.current_nonce().encode()),
+        ]
 
     async def guarded(scope: dict[str, Any], receive: Any, send: Any) -> None:
         if scope["type"] != "http":
@@ -96,9 +171,9 @@ def build(issuer: str, base: str) -> Any:
         headers = {k.decode().lower(): v.decode() for k, v in scope["headers"]}
         auth = headers.get("authorization", "")
         claims: dict[str, Any] | None = None
-        if auth.startswith("Bearer "):
+        scheme, _, token = auth.partition(" ")
+        if scheme in ("Bearer", "DPoP"):
             try:
-                token = auth[7:]
                 key = jwks.get_signing_key_from_jwt(token)
                 claims = jwt.decode(
                     token,
@@ -108,6 +183,19 @@ def build(issuer: str, base: str) -> Any:
                     issuer=issuer,
                 )
             except Exception:  # noqa: BLE001 - any bad token is a 401
+                claims = None
+        jkt = (claims or {}).get("cnf", {}).get("jkt")
+        if claims is not None and (scheme == "DPoP") != bool(jkt):
+            claims = None  # RFC 9449 §7.1: a bound token never as Bearer, a bearer one never as DPoP
+        if claims is not None and jkt:
+            stats["dpop"] += 1
+            error = dpop.verify(headers.get("dpop"), scope["method"], resource, token, jkt)
+            if error == "use_dpop_nonce":
+                stats["nonce_challenges"] += 1
+                await respond(send, 401, {"error": error}, nonce_challenge())
+                return
+            if error:
+                stats["bad_proof"] += 1
                 claims = None
         if claims is None:
             stats["401"] += 1
@@ -144,7 +232,18 @@ def build(issuer: str, base: str) -> Any:
                 return {"type": "http.request", "body": body, "more_body": False}
             return await receive()
 
-        await app(scope, replay, send)
+        if not (jkt and dpop.require_nonce):
+            await app(scope, replay, send)
+            return
+
+        async def announce(message: dict[str, Any]) -> None:
+            # RFC 9449 §9: a new nonce may come with any answer, not only with a 401.
+            if message["type"] == "http.response.start":
+                nonce = dpop.current_nonce().encode()
+                message = {**message, "headers": [*message.get("headers", []), (b"dpop-nonce", nonce)]}
+            await send(message)
+
+        await app(scope, replay, announce)
 
     return guarded
 
@@ -152,13 +251,19 @@ def build(issuer: str, base: str) -> Any:
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--issuer", required=True)
+    parser.add_argument("--dpop-nonce", action="store_true")
+    parser.add_argument("--dpop-nonce-loop", action="store_true")
     args = parser.parse_args()
     sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     sock.bind(("127.0.0.1", 0))
     sock.listen(128)
     port = sock.getsockname()[1]
-    app = build(args.issuer, f"http://127.0.0.1:{port}")
+    app = build(
+        args.issuer,
+        f"http://127.0.0.1:{port}",
+        DPoPCheck(args.dpop_nonce, args.dpop_nonce_loop),
+    )
     print(f"PORT={port}", flush=True)
     uvicorn.Server(uvicorn.Config(app, log_level="warning", lifespan="on")).run(
         sockets=[sock]

@@ -5,13 +5,19 @@
 // approved automatically (user "alice") so a test "browser" made of plain HTTP
 // requests can go through it.  Prints "PORT=<n>" once it listens.
 //
-// Usage: node server.mjs [--ttl SECONDS]
+// DPoP (RFC 9449) is on, as oidc-provider ships it: a token request with a DPoP
+// proof gets a DPoP-bound token (cnf.jkt in the JWT).  --dpop-nonce makes the
+// token endpoint require a server nonce (use_dpop_nonce + DPoP-Nonce first).
+//
+// Usage: node server.mjs [--ttl SECONDS] [--dpop-nonce]
 import http from 'node:http';
+import { randomBytes } from 'node:crypto';
 import Provider from 'oidc-provider';
 
 const ttlArg = process.argv.indexOf('--ttl');
 const accessTokenTTL = ttlArg > 0 ? Number(process.argv[ttlArg + 1]) : 300;
-const stats = { token: 0, refresh: 0, register: 0, authorize: 0 };
+const requireNonce = process.argv.includes('--dpop-nonce');
+const stats = { token: 0, refresh: 0, register: 0, authorize: 0, dpop_token: 0, dpop_nonce: 0 };
 
 const server = http.createServer();
 server.listen(0, '127.0.0.1', () => {
@@ -25,6 +31,11 @@ server.listen(0, '127.0.0.1', () => {
       devInteractions: { enabled: false },
       registration: { enabled: true },
       revocation: { enabled: true },
+      dPoP: {
+        enabled: true,
+        nonceSecret: randomBytes(32),
+        requireNonce: () => requireNonce,
+      },
       resourceIndicators: {
         enabled: true,
         defaultResource: () => undefined,
@@ -75,6 +86,10 @@ server.listen(0, '127.0.0.1', () => {
     }
     if (ctx.path === '/token' && ctx.method === 'POST') {
       stats.token += 1;
+      if (ctx.get('DPoP')) stats.dpop_token += 1;
+      await next();
+      if (ctx.body && ctx.body.error === 'use_dpop_nonce') stats.dpop_nonce += 1;
+      return;
     }
     if (ctx.path === '/reg' && ctx.method === 'POST') stats.register += 1;
     if (ctx.path === '/auth') stats.authorize += 1;

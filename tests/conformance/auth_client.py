@@ -20,7 +20,13 @@ from typing import Any
 
 import requests
 
-from mcpsync.auth import IdJagAssertion, LoopbackLogin, MemoryTokenStore, OAuth
+from mcpsync.auth import (
+    IdJagAssertion,
+    LoopbackLogin,
+    MemoryTokenStore,
+    OAuth,
+    WorkloadIdentityAssertion,
+)
 
 __all__ = ["auth_for_scenario", "headless_browser", "main", "run"]
 
@@ -62,7 +68,20 @@ def auth_for_scenario(scenario: str, context: dict[str, Any] | None = None) -> O
             login=None,
             **common,
         )
-    if scenario == "auth/cross-app-access-complete-flow":
+    if scenario == "auth/wif-jwt-bearer":
+        # The platform's JWT; the scenario also hands out bad ones (wrong audience,
+        # expired), which tests/test_auth_workload.py sends to check the errors.
+        return OAuth(
+            grant_type="jwt_bearer",
+            client_id=ctx["client_id"],
+            assertion=WorkloadIdentityAssertion(token=ctx["valid_jwt"]),
+            login=None,
+            **common,
+        )
+    if scenario in (
+        "auth/enterprise-managed-authorization",
+        "auth/cross-app-access-complete-flow",  # its name before 0.2.0-alpha.12
+    ):
         assertion = IdJagAssertion(
             token_endpoint=ctx["idp_token_endpoint"],
             id_token=ctx["idp_id_token"],

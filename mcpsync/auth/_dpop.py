@@ -1,0 +1,226 @@
+"""DPoP (RFC 9449, MCP SEP-1932): access tokens bound to a key the client holds.
+
+A DPoP-bound token is useless without the private key: each request carries a
+fresh *proof*, a JWT signed with that key over the request's method and URL
+(and, towards the MCP server, a hash of the token).  The key is an ES256
+(P-256) pair made once per token store key and kept in the store record beside
+the tokens it binds (``record["dpop_key"]``, a private JWK), so a process that
+loads the tokens also has the key; it never appears in a log, a ``repr`` or an
+exception.
+
+Signing needs the ``cryptography`` package (``pip install 'mcpsync[dpop]'``),
+imported only when a key is made or loaded.  It is reached through
+:func:`importlib.import_module`, so the type checker sees ``Any`` at that
+boundary whether or not the package is installed.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import importlib
+import importlib.util
+import json
+import secrets
+import threading
+import time
+from typing import Any
+from urllib.parse import urlsplit, urlunsplit
+
+from ._errors import DPoPError
+
+__all__ = [
+    "ALGORITHM",
+    "DPoPKey",
+    "NonceCache",
+    "available",
+    "htu",
+    "jwk_thumbprint",
+    "proof_nonce",
+]
+
+#: The one proof algorithm mcpsync signs with (the one every DPoP server must accept in MCP).
+ALGORITHM = "ES256"
+INSTALL = "pip install 'mcpsync[dpop]'"
+_COORD = 32  # bytes per P-256 coordinate and per signature half
+
+
+def _b64(data: bytes) -> str:
+    return base64.urlsafe_b64encode(data).rstrip(b"=").decode("ascii")
+
+
+def _unb64(text: str) -> bytes:
+    return base64.urlsafe_b64decode(text + "=" * (-len(text) % 4))
+
+
+def _json(value: Any) -> bytes:
+    return json.dumps(value, separators=(",", ":"), sort_keys=True).encode("utf-8")
+
+
+def available() -> bool:
+    """Whether the signing library is installed (no import happens)."""
+    return importlib.util.find_spec("cryptography") is not None
+
+
+def _crypto() -> tuple[Any, Any, Any]:
+    """``(ec, hashes, utils)`` from ``cryptography``, or a :class:`DPoPError` naming the extra."""
+    try:
+        ec = importlib.import_module("cryptography.hazmat.primitives.asymmetric.ec")
+        hashes = importlib.import_module("cryptography.hazmat.primitives.hashes")
+        utils = importlib.import_module("cryptography.hazmat.primitives.asymmetric.utils")
+    except ImportError:
+        raise DPoPError(f"DPoP needs the cryptography package ({INSTALL})") from None
+    return ec, hashes, utils
+
+
+def htu(url: str) -> str:
+    """The ``htu`` claim for *url*: the target URI without query and fragment (RFC 9449 §4.2)."""
+    parts = urlsplit(url)
+    return urlunsplit((parts.scheme, parts.netloc, parts.path, "", ""))
+
+
+def jwk_thumbprint(jwk: dict[str, str]) -> str:
+    """The RFC 7638 SHA-256 thumbprint of an EC public JWK (what ``cnf.jkt`` holds)."""
+    members = {name: jwk[name] for name in ("crv", "kty", "x", "y")}
+    return _b64(hashlib.sha256(_json(members)).digest())
+
+
+def access_token_hash(token: str) -> str:
+    """The ``ath`` claim: base64url SHA-256 of the access token (RFC 9449 §4.2)."""
+    return _b64(hashlib.sha256(token.encode("ascii", "replace")).digest())
+
+
+def proof_nonce(proof: str) -> str | None:
+    """The ``nonce`` claim of a proof this client made (read back, not verified)."""
+    try:
+        claims = json.loads(_unb64(proof.split(".")[1]))
+    except (ValueError, IndexError):
+        return None
+    nonce = claims.get("nonce") if isinstance(claims, dict) else None
+    return nonce if isinstance(nonce, str) else None
+
+
+class DPoPKey:
+    """An ES256 key pair that signs DPoP proofs.
+
+    The private half is reachable only through :meth:`private_jwk` (for the
+    token store); ``repr`` shows the public thumbprint only.
+    """
+
+    __slots__ = ("_private", "public_jwk", "thumbprint")
+
+    def __init__(self, private: Any) -> None:
+        numbers = private.public_key().public_numbers()
+        self._private = private
+        #: The public JWK sent in every proof's header.
+        self.public_jwk: dict[str, str] = {
+            "kty": "EC",
+            "crv": "P-256",
+            "x": _b64(numbers.x.to_bytes(_COORD, "big")),
+            "y": _b64(numbers.y.to_bytes(_COORD, "big")),
+        }
+        #: The RFC 7638 thumbprint of :attr:`public_jwk` (public).
+        self.thumbprint = jwk_thumbprint(self.public_jwk)
+
+    def __repr__(self) -> str:
+        return f"<DPoPKey {ALGORITHM} jkt={self.thumbprint}>"
+
+    def __reduce__(self) -> Any:
+        # Pickling would put the private key wherever the pickle goes (a task queue, a cache).
+        raise TypeError("a DPoPKey cannot be pickled; keep it in a token store")
+
+    @classmethod
+    def generate(cls) -> DPoPKey:
+        """A new random P-256 key."""
+        ec, _, _ = _crypto()
+        return cls(ec.generate_private_key(ec.SECP256R1()))
+
+    @classmethod
+    def from_jwk(cls, jwk: Any) -> DPoPKey:
+        """The key saved by :meth:`private_jwk`.
+
+        :raises DPoPError: the stored value is not a P-256 private JWK whose public half matches.
+        """
+        ec, _, _ = _crypto()
+        damaged = DPoPError(
+            "the DPoP key in the token store is damaged; log out to make a new one"
+        )
+        if not (
+            isinstance(jwk, dict)
+            and jwk.get("kty") == "EC"
+            and jwk.get("crv") == "P-256"
+            and all(isinstance(jwk.get(name), str) for name in ("d", "x", "y"))
+        ):
+            raise damaged
+        try:
+            secret = int.from_bytes(_unb64(jwk["d"]), "big")
+            key = cls(ec.derive_private_key(secret, ec.SECP256R1()))
+        except (ValueError, TypeError):
+            raise damaged from None
+        if key.public_jwk["x"] != jwk["x"] or key.public_jwk["y"] != jwk["y"]:
+            raise damaged
+        return key
+
+    def private_jwk(self) -> dict[str, str]:
+        """The private JWK, for the token store only."""
+        d = self._private.private_numbers().private_value
+        return {**self.public_jwk, "d": _b64(d.to_bytes(_COORD, "big"))}
+
+    def proof(
+        self,
+        method: str,
+        url: str,
+        *,
+        nonce: str | None = None,
+        access_token: str | None = None,
+    ) -> str:
+        """A fresh DPoP proof JWT for one HTTP request (RFC 9449 §4.2).
+
+        :param access_token: the token the request presents; adds ``ath``
+            (requests to the MCP server, never the token endpoint).
+        """
+        ec, hashes, utils = _crypto()
+        header = {"typ": "dpop+jwt", "alg": ALGORITHM, "jwk": self.public_jwk}
+        claims: dict[str, Any] = {
+            "jti": secrets.token_urlsafe(18),
+            "htm": method.upper(),
+            "htu": htu(url),
+            "iat": int(time.time()),
+        }
+        if nonce:
+            claims["nonce"] = nonce
+        if access_token is not None:
+            claims["ath"] = access_token_hash(access_token)
+        signing_input = f"{_b64(_json(header))}.{_b64(_json(claims))}"
+        der = self._private.sign(signing_input.encode("ascii"), ec.ECDSA(hashes.SHA256()))
+        r, s = utils.decode_dss_signature(der)
+        signature = r.to_bytes(_COORD, "big") + s.to_bytes(_COORD, "big")
+        return f"{signing_input}.{_b64(signature)}"
+
+
+class NonceCache:
+    """The latest ``DPoP-Nonce`` each server supplied, by origin (thread-safe).
+
+    Nonces are public and short-lived, so they live in memory only.
+    """
+
+    def __init__(self) -> None:
+        self._nonces: dict[str, str] = {}
+        self._lock = threading.Lock()
+
+    @staticmethod
+    def _origin(url: str) -> str:
+        parts = urlsplit(url)
+        return f"{parts.scheme.lower()}://{parts.netloc.lower()}"
+
+    def get(self, url: str) -> str | None:
+        with self._lock:
+            return self._nonces.get(self._origin(url))
+
+    def update(self, url: str, nonce: str | None) -> str | None:
+        """Remember *nonce* (a response's ``DPoP-Nonce``) for *url*'s server; the nonce kept, if any."""
+        if not nonce or len(nonce) > 1024 or not nonce.isprintable():
+            return None
+        with self._lock:
+            self._nonces[self._origin(url)] = nonce
+        return nonce
