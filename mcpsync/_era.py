@@ -79,7 +79,10 @@ def _probe(conn: Connection, timeout: float | None) -> bool | tuple[str, ...] | 
             result = types.from_wire(types.DiscoverResult, raw)
         except ServerUnsupportedProtocolVersion as exc:
             conn.session.default_meta = None
-            mutual = [v for v in candidates if v in exc.supported and v != version]
+            # SEP-2575: retry once with the version we prefer among those the server
+            # lists, even when that is the one it just refused (the list is its word on
+            # what it speaks); a second refusal ends the probe.
+            mutual = [v for v in candidates if v in exc.supported]
             if mutual and attempt == 0:
                 version = mutual[0]
                 continue
