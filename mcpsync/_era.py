@@ -62,6 +62,14 @@ def negotiate(conn: Connection, timeout: float | None) -> None:
             )
         if isinstance(outcome, tuple):
             handshake_versions = tuple(v for v in handshake_versions if v in outcome)
+            if not handshake_versions:
+                ours = (*options.modern_versions(), *options.offered_versions())
+                raise UnsupportedProtocolVersion(
+                    f"server supports {', '.join(outcome) or 'no version it named'}"
+                    f" (and refused {options.modern_versions()[0]}); this client speaks {', '.join(ours)}",
+                    requested=options.modern_versions()[0],
+                    supported=list(outcome),
+                )
     _handshake(conn, handshake_versions, timeout)
 
 
