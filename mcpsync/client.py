@@ -13,6 +13,7 @@ from ._cache import ResultCache
 from ._connection import Connection, Listeners
 from ._features import Features, open_listen
 from ._handles import Handle, PendingCall
+from ._skills import Skills
 from ._options import DEFAULT, ClientOptions, Default, RootsArg, TimeoutArg
 from ._subscriptions import Subscription
 from .exceptions import (
@@ -31,7 +32,7 @@ T = TypeVar("T")
 _MAX_PAGES = 10_000
 
 
-class Client(Features):
+class Client(Features, Skills):
     """A synchronous MCP client.
 
     A Client can be shared between threads; create it once per process.  The
