@@ -28,17 +28,14 @@ import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-import attrs
-
 from . import _frontmatter, types
-from ._cache import ResultCache
 from ._options import DEFAULT, TimeoutArg
 from .exceptions import CapabilityNotSupported, ProtocolError, SkillVerificationError, excerpt
-from .types._base import WireObject
-from .types.skills import SKILLS_EXTENSION, LoadedSkill, Skill, SkillFile, SkillResource
 
 if TYPE_CHECKING:
+    from ._cache import ResultCache
     from ._connection import Connection
+    from .types.skills import LoadedSkill, Skill, SkillFile, SkillResource
 
 __all__ = ["Skills"]
 
@@ -48,15 +45,6 @@ _DIGEST = re.compile(r"^sha256:[0-9a-f]{64}$")
 _SCHEME = re.compile(r"^[A-Za-z][A-Za-z0-9+.\-]*:")
 #: What a host must accept per skill (ext-skills *Limits*); also the cap on a dynamic file.
 MAX_SKILL_BYTES = 16 * 1024 * 1024
-
-
-@attrs.define(repr=False, eq=False)
-class _RawSkillsPage(WireObject):
-    """A ``skills/list`` page with its entries left raw: each is checked on its own."""
-
-    skills: list[dict[str, Any]] = attrs.field(factory=list)
-    next_cursor: str | None = None
-    extra: dict[str, Any] = attrs.field(factory=dict, kw_only=True)
 
 
 class Skills:
@@ -75,8 +63,8 @@ class Skills:
 
     def _require_skills(self, method: str) -> None:
         extensions = self._connection().capabilities.extensions or {}
-        if not isinstance(extensions.get(SKILLS_EXTENSION), dict):
-            raise CapabilityNotSupported(f"extensions.{SKILLS_EXTENSION}", method)
+        if not isinstance(extensions.get(types.SKILLS_EXTENSION), dict):
+            raise CapabilityNotSupported(f"extensions.{types.SKILLS_EXTENSION}", method)
 
     def list_skills(self, *, timeout: TimeoutArg = DEFAULT, cache: bool = True) -> list[Skill]:
         """Every skill entry the server lists (all pages); reads no file.
@@ -90,9 +78,10 @@ class Skills:
         """
         self._require_skills("skills/list")
         skills: list[Skill] = []
-        for raw in self._paginate("skills/list", "skills", _RawSkillsPage, "resources", timeout, cache):
+        pages = types.skills.RawSkillsPage  # entries left raw: each is checked on its own
+        for raw in self._paginate("skills/list", "skills", pages, "resources", timeout, cache):
             try:
-                skills.append(types.from_wire(Skill, raw))
+                skills.append(types.from_wire(types.Skill, raw))
             except ProtocolError as exc:
                 log.warning("ignoring a malformed skills/list entry: %s", exc)
         return skills
@@ -144,7 +133,7 @@ class Skills:
         except _frontmatter.FrontmatterError as exc:
             raise SkillVerificationError(skill.uri, "frontmatter", detail=str(exc)) from None
         _compare_frontmatter(skill, parsed)
-        return LoadedSkill(skill=skill, file=file, frontmatter=parsed, body=body)
+        return types.LoadedSkill(skill=skill, file=file, frontmatter=parsed, body=body)
 
     def read_skill_file(
         self,
@@ -165,7 +154,7 @@ class Skills:
         :raises SkillVerificationError: the file is not in the manifest, or its
             size or digest differs.
         """
-        if isinstance(skill, LoadedSkill):
+        if isinstance(skill, types.LoadedSkill):
             allow_dynamic = allow_dynamic or skill.skill.dynamic
             skill = skill.skill
         _check_entry(skill, allow_dynamic)
@@ -252,14 +241,14 @@ def _verified(uri: str, entry: SkillResource | None, result: types.ReadResourceR
         if len(data) > MAX_SKILL_BYTES:
             raise SkillVerificationError(uri, "size", MAX_SKILL_BYTES, len(data),
                                          detail=f"a dynamic skill file over {MAX_SKILL_BYTES} bytes")
-        return SkillFile(uri=uri, data=data, mime_type=part.mime_type, verified=False)
+        return types.SkillFile(uri=uri, data=data, mime_type=part.mime_type, verified=False)
     # Size first: a length mismatch fails whether or not a digest is computed.
     if len(data) != entry.size:
         raise SkillVerificationError(uri, "size", entry.size, len(data))
     digest = "sha256:" + hashlib.sha256(data).hexdigest()
     if digest != entry.digest:
         raise SkillVerificationError(uri, "digest", entry.digest, digest)
-    return SkillFile(uri=uri, data=data, mime_type=part.mime_type)
+    return types.SkillFile(uri=uri, data=data, mime_type=part.mime_type)
 
 
 def _compare_frontmatter(skill: Skill, parsed: dict[str, Any]) -> None:

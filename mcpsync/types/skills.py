@@ -153,6 +153,19 @@ class LoadedSkill(WireObject):
         return self.skill.uri
 
 
+@attrs.define(repr=False, eq=False)
+class RawSkillsPage(WireObject):
+    """A ``skills/list`` page with its entries left raw, so the client can check each on its own.
+
+    Not exported: :meth:`mcpsync.Client.list_skills` drops a malformed entry
+    instead of failing the whole listing.
+    """
+
+    skills: list[dict[str, Any]] = attrs.field(factory=list)
+    next_cursor: str | None = None
+    extra: dict[str, Any] = attrs.field(factory=dict, kw_only=True)
+
+
 def _structure_resources(value: Any, _: Any) -> list[SkillResource] | str:
     if value == "dynamic":
         return "dynamic"
