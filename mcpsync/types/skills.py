@@ -6,7 +6,7 @@ its SHA-256 digest and size (or ``"dynamic"``).  :class:`SkillFile` and
 :class:`LoadedSkill` hold content that already passed verification; the client
 never builds them from content that did not (see :doc:`/skills`).
 
-.. versionadded:: 0.2
+.. versionadded:: 0.1
 """
 
 from __future__ import annotations
