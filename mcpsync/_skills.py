@@ -165,6 +165,9 @@ class Skills:
         entry = skill.manifest_entry(uri)
         if entry is None and not skill.dynamic:
             raise SkillVerificationError(uri, "manifest", detail="the file is not in the skill's manifest")
+        if entry is None and uri != skill.uri and not uri.startswith(skill.root + "/"):
+            # A dynamic skill has no manifest, but its files still live in its directory.
+            raise SkillVerificationError(uri, "manifest", detail="the file is outside the skill's directory")
         if self._cache.get("resources/read", uri) is not None:
             try:
                 return _verified(uri, entry, self.read_resource(uri, timeout=remaining()))

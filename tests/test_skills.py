@@ -157,7 +157,10 @@ def test_dynamic_skills_need_consent_and_are_marked_unverified(server: SkillsSer
             client.load_skill(daily)
         assert info.value.check == "dynamic" and server.reads() == []
         loaded = client.load_skill(daily, allow_dynamic=True)
+        with pytest.raises(SkillVerificationError) as outside:
+            client.read_skill_file(loaded, PDF)  # another skill's file
     assert loaded.body == "Live.\n" and not loaded.file.verified
+    assert outside.value.check == "manifest" and server.reads() == [daily]
 
 
 @pytest.mark.parametrize(("override", "reason"), [
