@@ -91,9 +91,9 @@ def load_every_skill(client: mcpsync.Client, context: dict[str, Any]) -> None:
         except SkillVerificationError as exc:
             log.warning("refused skill %s: %s", skill.uri, exc)
             continue
-        for resource in skill.resources:
+        for resource in [] if loaded.skill.dynamic else loaded.skill.resources:
             if resource.uri != loaded.uri:
-                client.read_skill_file(skill, resource.uri)
+                client.read_skill_file(loaded, resource.uri)
 
 
 STEPS: dict[str, Callable[[mcpsync.Client, dict[str, Any]], None]] = {
