@@ -24,6 +24,7 @@
     ├── RequestTimeout                    also a builtin ``TimeoutError``
     ├── RequestCancelled                  the call was cancelled locally
     ├── ProtocolError                     the peer broke JSON-RPC / MCP rules
+    │   └── SkillVerificationError        a skill file failed its digest/size/frontmatter check
     ├── CapabilityNotSupported            the server did not declare the capability
     ├── UnsupportedProtocolVersion        no protocol version both sides speak
     ├── ToolError                         ``CallToolResult.raise_for_error()``
@@ -87,6 +88,7 @@ __all__ = [
     "RequestTimeout",
     "RequestCancelled",
     "ProtocolError",
+    "SkillVerificationError",
     "CapabilityNotSupported",
     "UnsupportedProtocolVersion",
     "ToolError",
@@ -359,6 +361,33 @@ class RequestCancelled(McpError):
 
 class ProtocolError(McpError):
     """The peer sent something that breaks JSON-RPC or MCP."""
+
+
+class SkillVerificationError(ProtocolError):
+    """A skill file did not match the server's own entry for it; its content was discarded.
+
+    Raised by :meth:`mcpsync.Client.load_skill` and :meth:`~mcpsync.Client.read_skill_file`
+    (the skills extension, SEP-2640) before any of the content reaches the caller.
+
+    :ivar uri: the file that failed.
+    :ivar check: ``"digest"``, ``"size"``, ``"frontmatter"`` or ``"content"`` (not a
+        text/blob the checks can apply to).
+    :ivar expected: what the skill entry declared (a digest, a byte count, a field value).
+    :ivar actual: what the read produced, in the same form (never the content itself).
+    """
+
+    def __init__(self, uri: str, check: str, expected: object = None, actual: object = None,
+                 detail: str = "") -> None:
+        message = f"skill file {excerpt(uri, 120)} failed {check} verification"
+        if detail:
+            message += f": {detail}"
+        elif expected is not None or actual is not None:
+            message += f" (expected {excerpt(expected, 80)}, got {excerpt(actual, 80)})"
+        super().__init__(message)
+        self.uri = uri
+        self.check = check
+        self.expected = expected
+        self.actual = actual
 
 
 class CapabilityNotSupported(McpError):

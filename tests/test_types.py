@@ -354,6 +354,7 @@ def test_all_is_complete() -> None:
     public = {n for n in dir(types) if not n.startswith("_")}
     modules = {"content", "elicitation", "lifecycle", "prompts", "resources", "completion"}
     modules |= {"sampling", "tools", "annotations", "modern", "protocol", "messages", "roots", "logging", "progress", "tasks"}
+    modules |= {"skills"}
     assert public - set(types.__all__) - modules == set()
 
 

@@ -14,6 +14,7 @@ from mcpsync.client.cache import ResultCache
 from mcpsync.client.connection import Connection, Listeners
 from mcpsync.client.features import Features, open_listen
 from mcpsync.client.handles import Handle, PendingCall
+from mcpsync.client.skills import Skills
 from mcpsync.client.options import DEFAULT, ClientOptions, Default, RootsArg, TimeoutArg
 from mcpsync.client.subscriptions import Subscription
 from mcpsync.exceptions import (
@@ -32,7 +33,7 @@ __all__ = ["Client", "Handle", "PendingCall"]
 log = logging.getLogger(__name__)
 
 
-class Client(Features):
+class Client(Features, Skills):
     """A synchronous MCP client.
 
     A Client can be shared between threads; create it once per process.  The

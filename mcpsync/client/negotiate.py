@@ -62,6 +62,14 @@ def negotiate(conn: Connection, timeout: float | None) -> None:
             )
         if isinstance(outcome, tuple):
             handshake_versions = tuple(v for v in handshake_versions if v in outcome)
+            if not handshake_versions:
+                ours = (*options.modern_versions(), *options.offered_versions())
+                raise UnsupportedProtocolVersion(
+                    f"server supports {', '.join(outcome) or 'no version it named'}"
+                    f" (and refused {options.modern_versions()[0]}); this client speaks {', '.join(ours)}",
+                    requested=options.modern_versions()[0],
+                    supported=list(outcome),
+                )
     _handshake(conn, handshake_versions, timeout)
 
 
@@ -79,7 +87,10 @@ def _probe(conn: Connection, timeout: float | None) -> bool | tuple[str, ...] | 
             result = types.from_wire(types.DiscoverResult, raw)
         except ServerUnsupportedProtocolVersion as exc:
             conn.session.default_meta = None
-            mutual = [v for v in candidates if v in exc.supported and v != version]
+            # SEP-2575: retry once with the version we prefer among those the server
+            # lists, even when that is the one it just refused (the list is its word on
+            # what it speaks); a second refusal ends the probe.
+            mutual = [v for v in candidates if v in exc.supported]
             if mutual and attempt == 0:
                 version = mutual[0]
                 continue

@@ -8,11 +8,14 @@ from __future__ import annotations
 
 import functools
 import json
+import logging
 from typing import Any, Callable
 
 from mcpsync.exceptions import ProtocolError, excerpt
 
 __all__ = ["check_structured_content"]
+
+log = logging.getLogger("mcpsync.client.client")
 
 
 @functools.lru_cache(maxsize=1)
@@ -24,7 +27,9 @@ def _validator_factory() -> Callable[[dict[str, Any]], Any] | None:
 
     def build(schema: dict[str, Any]) -> Any:
         cls = jsonschema.validators.validator_for(schema, default=jsonschema.Draft202012Validator)
-        return cls(schema)
+        # Only the schema itself and the metaschemas: jsonschema's default registry would
+        # GET any http(s) $ref a server puts in an outputSchema (SSRF; SEP-2106 forbids it).
+        return cls(schema, registry=jsonschema.validators.SPECIFICATIONS)
 
     return build
 
@@ -43,8 +48,16 @@ def check_structured_content(tool: str, schema: dict[str, Any], content: Any) ->
         raise ProtocolError(
             f"tool {tool!r} declares an outputSchema but returned no structuredContent"
         )
+    from referencing.exceptions import Unresolvable  # jsonschema's own dependency
+
     validator = _validator(json.dumps(schema, sort_keys=True))
-    error = next(iter(validator.iter_errors(content)), None)
+    try:
+        error = next(iter(validator.iter_errors(content)), None)
+    except Unresolvable as exc:
+        # A $ref outside the schema (never fetched): the content cannot be checked here,
+        # which says nothing against it.
+        log.debug("outputSchema of tool %r not checked: %s", tool, excerpt(str(exc)))
+        return
     if error is not None:
         raise ProtocolError(
             f"tool {tool!r} returned structuredContent that does not match its outputSchema:"

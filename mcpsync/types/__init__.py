@@ -41,6 +41,7 @@ if _typing.TYPE_CHECKING:
     from . import prompts as prompts
     from . import resources as resources
     from . import sampling as sampling
+    from . import skills as skills
     from . import tools as tools
     from ._converter import converter as converter
     from ._converter import from_wire as from_wire
@@ -59,6 +60,7 @@ if _typing.TYPE_CHECKING:
     from .prompts import *
     from .resources import *
     from .sampling import *
+    from .skills import *
     from .tools import *
 
 #: Submodule -> the names it exports (its ``__all__``, in that order).
@@ -118,6 +120,10 @@ _EXPORTS: dict[str, tuple[str, ...]] = {
         "SERVER_INFO_KEY", "SUBSCRIPTION_ID_KEY", "CacheScope", "DiscoverResult",
         "InputRequest", "InputRequiredResult", "SubscriptionFilter",
         "SubscriptionsListenRequestParams", "SubscriptionsAcknowledgedNotificationParams",
+    ),
+    "skills": (
+        "SKILLS_EXTENSION", "GetSkillResult", "ListSkillsResult", "LoadedSkill", "Skill",
+        "SkillFile", "SkillResource",
     ),
 }  # fmt: skip
 

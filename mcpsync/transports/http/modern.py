@@ -154,8 +154,15 @@ def _annotations(schema: Any) -> list[tuple[tuple[str, ...], str]]:
 
 
 def _header_text(value: Any) -> str | None:
+    """A parameter value as its header text (Value Encoding); ``None``: no header.
+
+    ``null`` and an absent value send no header; an integer written ``42.0`` is
+    the integer 42 to JSON Schema and goes out as ``42``.
+    """
     if isinstance(value, bool):
         return "true" if value else "false"
+    if isinstance(value, float) and value.is_integer():
+        value = int(value)
     if isinstance(value, int):
         return str(value) if -_SAFE_INT <= value <= _SAFE_INT else None
     if isinstance(value, str):
