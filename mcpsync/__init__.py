@@ -17,7 +17,9 @@ import logging
 __version__ = "0.1.0"
 
 from . import types  # noqa: E402
+from ._interceptors import OutgoingRequest  # noqa: E402
 from ._options import DEFAULT  # noqa: E402
+from ._retry import RetryPolicy  # noqa: E402
 from ._subscriptions import Notification, Subscription  # noqa: E402
 from .client import Client, Handle, PendingCall  # noqa: E402
 from .exceptions import *  # noqa: E402,F401,F403
@@ -31,6 +33,8 @@ __all__ = [
     "Subscription",
     "Notification",
     "DEFAULT",
+    "RetryPolicy",
+    "OutgoingRequest",
     "types",
     *_exc_all,
 ]

@@ -50,6 +50,8 @@ def negotiate(conn: Connection, timeout: float | None) -> None:
     """Settle the era and version for *conn*; raises if none can be agreed."""
     options = conn.options
     handshake_versions = options.offered_versions()
+    if options.prior_discover is not None and _adopt_prior(conn, options.prior_discover):
+        return
     if options.modern_versions():
         outcome = _probe(conn, timeout)
         if outcome is True:
@@ -74,8 +76,7 @@ def _probe(conn: Connection, timeout: float | None) -> bool | tuple[str, ...] | 
     for attempt in range(2):
         conn.session.default_meta = modern_meta(options, version, conn.log_level)
         try:
-            pending = conn.session.send_request("server/discover")
-            raw = conn.session.wait(pending, timeout=bound)
+            raw = conn.request("server/discover", None, timeout=bound)
             result = types.from_wire(types.DiscoverResult, raw)
         except ServerUnsupportedProtocolVersion as exc:
             conn.session.default_meta = None
@@ -99,6 +100,48 @@ def _probe(conn: Connection, timeout: float | None) -> bool | tuple[str, ...] | 
         _adopt(conn, version, result)
         return True
     return None
+
+
+def _adopt_prior(conn: Connection, prior: types.DiscoverResult) -> bool:
+    """Take the era from a remembered ``server/discover`` result; False if it names no version we speak."""
+    mutual = [v for v in conn.options.modern_versions() if v in prior.supported_versions]
+    if not mutual:
+        return False
+    _adopt(conn, mutual[0], prior)
+    conn.prior_unconfirmed = True
+    log.debug("skipping the server/discover probe: using the prior result (%s)", mutual[0])
+    return True
+
+
+def reprobe(conn: Connection, timeout: float | None) -> bool:
+    """After a server rejected the remembered version: probe again, once.
+
+    :returns: ``False`` when the era did not come from ``prior_discover=`` or
+        was already re-probed (the rejection is then the answer).
+    """
+    with conn.reprobe_lock:
+        if not conn.prior_unconfirmed:
+            # Another thread may have re-probed meanwhile: resend on what it found.
+            return conn.reprobed
+        conn.prior_unconfirmed = False
+        conn.reprobed = True
+        conn.discover_result = None
+        conn.session.default_meta = None
+        log.info("the server rejected the remembered protocol version; probing again")
+        options = conn.options
+        outcome = _probe(conn, timeout) if options.modern_versions() else None
+        if outcome is not True:
+            if not options.allows_handshake():
+                raise UnsupportedProtocolVersion(
+                    "server no longer speaks the remembered protocol version",
+                    requested=options.modern_versions()[0] if options.modern_versions() else "",
+                    supported=list(outcome) if isinstance(outcome, tuple) else [],
+                )
+            offered = options.offered_versions()
+            if isinstance(outcome, tuple):
+                offered = tuple(v for v in offered if v in outcome)
+            _handshake(conn, offered, timeout)
+        return True
 
 
 def _adopt(conn: Connection, version: str, result: types.DiscoverResult) -> None:
@@ -128,8 +171,7 @@ def _handshake(conn: Connection, offered: tuple[str, ...], timeout: float | None
         "capabilities": conn.options.client_capabilities(),
         "clientInfo": {"name": name, "version": version},
     }
-    pending = conn.session.send_request("initialize", params)
-    raw = conn.session.wait(pending, timeout=timeout)
+    raw = conn.request("initialize", params, timeout=timeout)
     result = types.from_wire(types.InitializeResult, raw)
     if result.protocol_version not in offered:
         raise UnsupportedProtocolVersion(
@@ -138,7 +180,7 @@ def _handshake(conn: Connection, offered: tuple[str, ...], timeout: float | None
             requested=offered[0],
             supported=[result.protocol_version],
         )
-    conn.session.notify("notifications/initialized")
+    conn.notify("notifications/initialized")
     conn.era = "legacy"
     conn.initialize_result = result
     conn.protocol_version = result.protocol_version

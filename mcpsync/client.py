@@ -13,6 +13,9 @@ from ._cache import ResultCache
 from ._connection import Connection, Listeners
 from ._features import Features, open_listen
 from ._handles import Handle, PendingCall
+from ._interceptors import Interceptor
+from ._policies import Policies
+from ._retry import RetryArg, resolve_policy
 from ._options import DEFAULT, ClientOptions, Default, RootsArg, TimeoutArg
 from ._subscriptions import Subscription
 from .exceptions import (
@@ -53,6 +56,17 @@ class Client(Features):
     :param elicitation_handler: answers ``elicitation/create`` (form and URL mode).
     :param logging_handler: receives server log messages.
     :param exception_handler: receives exceptions raised by your callbacks.
+    :param retry: retry transient failures of calls that are safe to repeat
+        (``True``, the default), never (``False``), or as a
+        :class:`~mcpsync.RetryPolicy` says; see ``docs/policies.rst``.
+    :param interceptors: ``fn(request, call_next)`` functions run around
+        every request and notification, the first outermost.
+    :param tracing: OpenTelemetry spans and trace context in ``_meta`` when
+        ``opentelemetry-api`` is installed; ``False`` turns them off.
+    :param prior_discover: a :class:`~mcpsync.types.DiscoverResult` (or its
+        wire dict) remembered from an earlier connection: the
+        ``server/discover`` probe is skipped, and made once if the server
+        rejects the remembered version.
     """
 
     def __init__(
@@ -70,6 +84,10 @@ class Client(Features):
         exception_handler: Callable[[BaseException], None] | None = None,
         capabilities: Mapping[str, Any] | None = None,
         max_queued_notifications: int = 10_000,
+        retry: RetryArg = True,
+        interceptors: Sequence[Interceptor] = (),
+        tracing: bool = True,
+        prior_discover: types.DiscoverResult | Mapping[str, Any] | None = None,
         _transport_factory: Callable[[], Transport] | None = None,
     ) -> None:
         self._options = ClientOptions(
@@ -83,6 +101,10 @@ class Client(Features):
             exception_handler=exception_handler,
             capabilities=dict(capabilities) if capabilities else None,
             max_queued_notifications=max_queued_notifications,
+            prior_discover=_prior(prior_discover),
+        )
+        self._policies = Policies(
+            self, retry=resolve_policy(retry), interceptors=interceptors, tracing=tracing
         )
         self._options.check_mode()  # a bad mode fails here, not at first use
         self._transport: Transport | None = transport
@@ -239,7 +261,7 @@ class Client(Features):
                 if conn is not None and conn.pid == os.getpid():
                     return conn
                 transport = self._next_transport(conn)
-                conn = Connection(transport, self._options, self._listeners)
+                conn = Connection(transport, self._options, self._listeners, self._policies)
                 self._connecting = conn
             try:
                 conn.open(self._options.timeout)
@@ -333,6 +355,16 @@ class Client(Features):
         return self._connection().era
 
     @property
+    def discover_result(self) -> types.DiscoverResult | None:
+        """The ``server/discover`` result of a 2026-07-28 server, else ``None``.
+
+        Save it with :func:`mcpsync.types.to_wire` and hand it back (restored
+        with :func:`~mcpsync.types.from_wire`) as ``prior_discover=`` to skip
+        the probe next time.
+        """
+        return self._connection().discover_result
+
+    @property
     def instructions(self) -> str | None:
         """The server's usage instructions, if it sent any."""
         return self._connection().instructions
@@ -363,21 +395,29 @@ class Client(Features):
         progress: ProgressCallback | None = None,
         reset_timeout_on_progress: bool = True,
         max_total_timeout: float | None = None,
+        retry: bool | None = None,
     ) -> dict[str, Any]:
-        """Send any request and return the raw ``result`` object (the escape hatch)."""
-        # request_async(...).result(...) without the PendingCall: this is the hot path.
-        session = self._connection().session
-        pending = session.send_request(method, params, on_progress=progress)
-        return session.wait(
-            pending,
+        """Send any request and return the raw ``result`` object (the escape hatch).
+
+        It goes through the client's interceptors, retries and tracing.
+
+        :param retry: ``True`` allows retrying this request after a transient
+            failure even if it may have run, ``False`` never retries it; by
+            default only methods that are safe to repeat are retried.
+        """
+        return self._connection().request(
+            method,
+            dict(params) if params is not None else None,
             timeout=self._timeout(timeout),
+            progress=progress,
             reset_on_progress=reset_timeout_on_progress,
             max_total=max_total_timeout,
+            retry=retry,
         )
 
     def notify(self, method: str, params: Mapping[str, Any] | None = None) -> None:
-        """Send any notification."""
-        self._connection().session.notify(method, params)
+        """Send any notification (through the interceptors)."""
+        self._connection().notify(method, dict(params) if params is not None else None)
 
     def on(self, method: str, callback: Callable[[dict[str, Any]], Any]) -> Handle:
         """Call ``callback(params)`` for each notification *method* (``"*"``: all).
@@ -417,3 +457,12 @@ class Client(Features):
                 conn.background = None
             if old is not None:
                 old.close()
+
+
+def _prior(value: types.DiscoverResult | Mapping[str, Any] | None) -> types.DiscoverResult | None:
+    """``prior_discover=`` as a DiscoverResult (a saved wire dict is restored)."""
+    if value is None or isinstance(value, types.DiscoverResult):
+        return value
+    if isinstance(value, Mapping):
+        return types.from_wire(types.DiscoverResult, dict(value))
+    raise TypeError(f"prior_discover must be a types.DiscoverResult or its wire dict, got {type(value).__name__}")
