@@ -2,10 +2,11 @@
 
 A failure is *transient* when the server (or something in front of it) said
 "not now" or could not be reached: an HTTP 502, 503 or 504, a 429 that
-carries ``Retry-After``, a connection refused before the request went out, or
-a connection reset while the request was in flight.  Only the first kind of
-connection failure proves the request never ran; every other one may come
-after the server started on it.  So:
+carries ``Retry-After``, or a connection refused (or reset) before the request
+went out.  Only the last proves the request never ran; a gateway error may
+come after the server started on it.  A connection lost while the request was
+in flight is not retried at all: the transport already resumed what it could,
+and the outcome is unknown.  So:
 
 * a request that never left (``ConnectionClosed`` with ``outcome_unknown``
   false, on a connection that is still open) is retried whatever its method;
@@ -119,9 +120,9 @@ def transient(exc: BaseException, connection_open: bool) -> bool:
     """Whether *exc* is worth another attempt if the call may be repeated."""
     if isinstance(exc, HTTPStatusError) and not isinstance(exc, SessionExpired):
         return exc.status in _RETRY_STATUSES or (exc.status == 429 and exc.retry_after is not None)
-    if isinstance(exc, ConnectionClosed) and not isinstance(exc, (ClientClosed, ServerStartError)):
-        return connection_open
-    return False
+    # A connection lost mid-request is not retried here: the transport already
+    # resumed what could be resumed, and the outcome is unknown.
+    return never_sent(exc, connection_open)
 
 
 _rng = random.Random()
