@@ -141,9 +141,9 @@ class Connection:
         self.log_level: str | None = "info" if options.logging_handler is not None else None
         #: Set while the era comes from ``prior_discover=`` and no request confirmed it yet.
         self.prior_unconfirmed = False
-        #: Whether a stale prior was re-probed (once per connection), under its lock.
-        self.reprobed = False
-        self.reprobe_lock = threading.Lock()
+        #: Bumped when a re-probe replaced the era (under :attr:`reprobe_lock`).
+        self.era_generation = 0
+        self.reprobe_lock = threading.RLock()  # the re-probe itself goes through the policies
 
     # -- lifecycle -----------------------------------------------------------
 

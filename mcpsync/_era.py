@@ -52,6 +52,15 @@ def negotiate(conn: Connection, timeout: float | None) -> None:
     handshake_versions = options.offered_versions()
     if options.prior_discover is not None and _adopt_prior(conn, options.prior_discover):
         return
+    if options.prior_era == "legacy" and options.allows_handshake():
+        # Remembered as a handshake-era server: skip the probe; probe after all if rejected.
+        try:
+            _handshake(conn, handshake_versions, timeout)
+            return
+        except (ServerError, HTTPStatusError, UnsupportedProtocolVersion) as exc:
+            if not options.modern_versions() or not _rejection(exc):
+                raise
+            log.info("the server rejected the handshake it took before (%s); probing", type(exc).__name__)
     if options.modern_versions():
         outcome = _probe(conn, timeout)
         if outcome is True:
@@ -113,35 +122,59 @@ def _adopt_prior(conn: Connection, prior: types.DiscoverResult) -> bool:
     return True
 
 
-def reprobe(conn: Connection, timeout: float | None) -> bool:
-    """After a server rejected the remembered version: probe again, once.
+def stale_prior(conn: Connection, exc: BaseException, generation: int, timeout: float | None) -> bool:
+    """Whether a request sent at era *generation* that failed with *exc* should be resent.
 
-    :returns: ``False`` when the era did not come from ``prior_discover=`` or
-        was already re-probed (the rejection is then the answer).
+    True when the era since changed (another thread re-probed), or when the
+    era came from ``prior_discover=``, no request confirmed it yet and *exc*
+    looks like a rejection of it: then the server is probed again, once per
+    connection, as the spec allows after a version mismatch.
     """
     with conn.reprobe_lock:
-        if not conn.prior_unconfirmed:
-            # Another thread may have re-probed meanwhile: resend on what it found.
-            return conn.reprobed
+        if conn.era_generation != generation:
+            return True  # sent on the era a re-probe replaced: resend on the new one
+        if not conn.prior_unconfirmed or not _rejection(exc):
+            return False
         conn.prior_unconfirmed = False
-        conn.reprobed = True
-        conn.discover_result = None
-        conn.session.default_meta = None
-        log.info("the server rejected the remembered protocol version; probing again")
-        options = conn.options
-        outcome = _probe(conn, timeout) if options.modern_versions() else None
-        if outcome is not True:
-            if not options.allows_handshake():
-                raise UnsupportedProtocolVersion(
-                    "server no longer speaks the remembered protocol version",
-                    requested=options.modern_versions()[0] if options.modern_versions() else "",
-                    supported=list(outcome) if isinstance(outcome, tuple) else [],
-                )
-            offered = options.offered_versions()
-            if isinstance(outcome, tuple):
-                offered = tuple(v for v in offered if v in outcome)
-            _handshake(conn, offered, timeout)
+        log.info("the server rejected the remembered protocol era (%s); probing again", type(exc).__name__)
+        remembered = conn.discover_result
+        try:
+            _renegotiate(conn, exc, timeout)
+        except BaseException:
+            # Keep sending on the remembered era: the server's own answers say what is wrong.
+            conn.discover_result = remembered
+            conn.set_modern_meta()
+            raise
+        conn.era_generation += 1
         return True
+
+
+def _renegotiate(conn: Connection, exc: BaseException, timeout: float | None) -> None:
+    conn.discover_result = None
+    conn.session.default_meta = None
+    options = conn.options
+    outcome = _probe(conn, timeout) if options.modern_versions() else None
+    if outcome is True:
+        return
+    if not options.allows_handshake():
+        raise UnsupportedProtocolVersion(
+            "server no longer speaks the remembered protocol version",
+            requested=options.modern_versions()[0],
+            supported=list(outcome) if isinstance(outcome, tuple) else [],
+        ) from exc
+    offered = options.offered_versions()
+    if isinstance(outcome, tuple):
+        offered = tuple(v for v in offered if v in outcome)
+    _handshake(conn, offered, timeout)
+
+
+def _rejection(exc: BaseException) -> bool:
+    """What a server answers to a request in an era it does not (or no longer) speak(s)."""
+    if isinstance(exc, UnsupportedProtocolVersion):
+        return True
+    if isinstance(exc, ServerError):
+        return exc.code in (-32600, -32601)  # a handshake-era server: not initialized / unknown
+    return isinstance(exc, HTTPStatusError) and exc.status in (400, 404)
 
 
 def _adopt(conn: Connection, version: str, result: types.DiscoverResult) -> None:

@@ -24,7 +24,7 @@ from . import _era
 from ._interceptors import Interceptor, OutgoingRequest, run_interceptors
 from ._retry import SAFE_METHODS, RetryPolicy, run_with_retries
 from ._tracing import Tracing
-from .exceptions import ServerUnsupportedProtocolVersion
+from .exceptions import HTTPStatusError, ServerError
 from .session import ProgressCallback
 
 if TYPE_CHECKING:
@@ -119,15 +119,15 @@ class Policies:
         reset_on_progress: bool,
         max_total: float | None,
     ) -> dict[str, Any]:
+        generation = conn.era_generation
         try:
             raw = self._send(conn, method, params, progress, timeout, reset_on_progress, max_total)
-        except ServerUnsupportedProtocolVersion:
-            # A remembered server/discover result (prior_discover=) went stale:
-            # probe once, as the spec allows, and resend on the era found.
-            if not _era.reprobe(conn, timeout):
+        except (ServerError, HTTPStatusError) as exc:
+            # A remembered era (prior_discover=) may have gone stale: re-probe once, resend.
+            if not _era.stale_prior(conn, exc, generation, timeout):
                 raise
             return self._send(conn, method, params, progress, timeout, reset_on_progress, max_total)
-        conn.prior_unconfirmed = False  # the server took the remembered version
+        conn.prior_unconfirmed = False  # the server took the era we sent on
         return raw
 
     def _send(

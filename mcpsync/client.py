@@ -89,6 +89,7 @@ class Client(Features):
         tracing: bool = True,
         prior_discover: types.DiscoverResult | Mapping[str, Any] | None = None,
         _transport_factory: Callable[[], Transport] | None = None,
+        _prior_era: str | None = None,
     ) -> None:
         self._options = ClientOptions(
             client_info=client_info,
@@ -102,6 +103,7 @@ class Client(Features):
             capabilities=dict(capabilities) if capabilities else None,
             max_queued_notifications=max_queued_notifications,
             prior_discover=_prior(prior_discover),
+            prior_era=_prior_era,  # set by the CLI's era cache (mcpsync._era_cache)
         )
         self._policies = Policies(
             self, retry=resolve_policy(retry), interceptors=interceptors, tracing=tracing

@@ -1,0 +1,146 @@
+"""Era memory: ``discover_result``, ``prior_discover=`` and the re-probe on a stale prior.
+
+The HTTP servers here count every ``server/discover`` and ``initialize`` they get, so "the
+probe was skipped" is proven by what reached the server.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+import mcpsync
+from mcpsync import types
+from mcpsync.testing import FakeServer
+from tests.servers.http_fault import Conn, FaultServer, Request, discover_result, init_result
+
+UNSUPPORTED = {"code": -32022, "message": "Unsupported protocol version",
+               "data": {"supported": ["2025-11-25"], "requested": "2026-07-28"}}
+
+
+class Server:
+    """A 2026-07-28 server over HTTP that can turn into a handshake-era one."""
+
+    def __init__(self) -> None:
+        self.modern = True
+        self.lock = threading.Lock()
+        self.http = FaultServer(self.handle)
+        self.url = self.http.url + "/mcp"
+
+    def handle(self, request: Request, conn: Conn) -> None:
+        body = request.body if isinstance(request.body, dict) else {}
+        rid = body.get("id")
+        method = request.rpc_method
+        modern_request = "io.modelcontextprotocol/protocolVersion" in (body.get("params") or {}).get("_meta", {})
+        if request.method != "POST":
+            conn.respond(405, b"", ctype="text/plain")
+        elif "id" not in body:
+            conn.respond(202, b"", ctype="text/plain")
+        elif modern_request and not self.modern:
+            conn.respond(200, {"jsonrpc": "2.0", "id": rid, "error": UNSUPPORTED})
+        elif method == "server/discover":
+            conn.respond(200, discover_result(request))
+        elif method == "initialize" and not self.modern:
+            conn.respond(200, init_result(request))
+        elif method == "initialize":
+            conn.respond(200, {"jsonrpc": "2.0", "id": rid, "error": {"code": -32601, "message": "no"}})
+        elif method == "tools/list":
+            conn.respond(200, {"jsonrpc": "2.0", "id": rid, "result": {"tools": [
+                {"name": "t", "inputSchema": {"type": "object"}}]}})
+        else:
+            conn.respond(200, {"jsonrpc": "2.0", "id": rid, "result": {}})
+
+    def count(self, method: str) -> int:
+        return len(self.http.rpc(method))
+
+    def client(self, **options: Any) -> mcpsync.Client:
+        return mcpsync.Client.http(self.url, transport="streamable-http", timeout=10, **options)
+
+
+@pytest.fixture
+def server() -> Iterator[Server]:
+    s = Server()
+    yield s
+    s.http.stop()
+
+
+def test_a_saved_discover_result_skips_the_probe(server: Server) -> None:
+    with server.client() as first:
+        saved = json.dumps(types.to_wire(first.discover_result))
+    assert server.count("server/discover") == 1
+
+    prior = types.from_wire(types.DiscoverResult, json.loads(saved))
+    with server.client(prior_discover=prior) as second:
+        assert second.era == "modern"
+        assert second.protocol_version == "2026-07-28"
+        assert [t.name for t in second.list_tools()] == ["t"]
+        assert second.discover_result == prior
+        assert second.server_info.name == "modern-fault"
+    assert server.count("server/discover") == 1  # none for the second client
+    assert server.count("initialize") == 0
+
+
+def test_the_wire_dict_is_accepted_too(server: Server) -> None:
+    with server.client() as first:
+        saved = types.to_wire(first.discover_result)
+    with server.client(prior_discover=saved, mode="auto") as second:
+        second.list_tools()
+    assert server.count("server/discover") == 1
+
+
+def test_a_stale_prior_reprobes_once_and_the_call_succeeds(server: Server) -> None:
+    with server.client() as first:
+        prior = first.discover_result
+    server.modern = False  # the server now speaks only the handshake era
+    with server.client(prior_discover=prior) as client:
+        assert [t.name for t in client.list_tools()] == ["t"]
+        assert client.era == "legacy"
+        assert client.discover_result is None
+        client.list_tools(cache=False)
+    assert server.count("server/discover") == 2  # the first client's, and the one re-probe
+    assert server.count("initialize") == 1
+    # tools/list: the rejected one, its resend and the second call.
+    assert server.count("tools/list") == 3
+
+
+def test_the_reprobe_happens_once_per_connection(server: Server) -> None:
+    prior = types.DiscoverResult(["2026-07-28"], types.ServerCapabilities(tools=types.ToolsCapability()))
+    server.modern = False
+    with server.client(prior_discover=prior, mode="2026-07-28") as client:
+        # Pinned to 2026-07-28, the re-probe finds no era it may use.
+        with pytest.raises(mcpsync.UnsupportedProtocolVersion):
+            client.list_tools()
+        with pytest.raises(mcpsync.ServerUnsupportedProtocolVersion):
+            client.list_tools()
+    assert server.count("server/discover") == 1
+
+
+def test_mode_legacy_ignores_the_prior(server: Server) -> None:
+    server.modern = False
+    prior = types.DiscoverResult(["2026-07-28"], types.ServerCapabilities())
+    with server.client(prior_discover=prior, mode="legacy") as client:
+        assert client.era == "legacy"
+    assert server.count("server/discover") == 0
+    assert server.count("initialize") == 1
+
+
+def test_a_prior_naming_no_version_we_speak_probes(server: Server) -> None:
+    prior = types.DiscoverResult(["2099-01-01"], types.ServerCapabilities())
+    with server.client(prior_discover=prior) as client:
+        assert client.era == "modern"
+    assert server.count("server/discover") == 1
+
+
+def test_discover_result_is_none_on_a_handshake_era_server() -> None:
+    with FakeServer("old", era="legacy").client() as client:
+        assert client.era == "legacy"
+        assert client.discover_result is None
+
+
+def test_a_bad_prior_is_a_type_error() -> None:
+    with pytest.raises(TypeError):
+        FakeServer("x").client(prior_discover=["2026-07-28"])
