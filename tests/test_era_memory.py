@@ -144,3 +144,70 @@ def test_discover_result_is_none_on_a_handshake_era_server() -> None:
 def test_a_bad_prior_is_a_type_error() -> None:
     with pytest.raises(TypeError):
         FakeServer("x").client(prior_discover=["2026-07-28"])
+
+
+# -- the CLI's era cache -------------------------------------------------------------------------
+
+
+def _cli(server: Server, tmp_path: Any, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> str:
+    from mcpsync.cli import main
+
+    monkeypatch.delenv("MCPSYNC_ERA_CACHE", raising=False)  # set by conftest for the other tests
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    monkeypatch.setenv("MCPSYNC_TOKEN_STORE", str(tmp_path / "tokens"))
+    assert main(["--url", server.url, "--transport", "streamable-http", "tools"]) == 0
+    return capsys.readouterr().out
+
+
+def _entry(tmp_path: Any) -> tuple[Any, dict[str, Any]]:
+    (path,) = (tmp_path / "cache" / "mcpsync" / "era").glob("*.json")
+    return path, json.loads(path.read_text())
+
+
+def test_the_cli_remembers_the_era_and_follows_a_change(
+    server: Server, tmp_path: Any, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert "t" in _cli(server, tmp_path, monkeypatch, capsys)
+    path, entry = _entry(tmp_path)
+    assert entry["era"] == "modern" and entry["discover"]["supportedVersions"] == ["2026-07-28"]
+    assert path.stat().st_mode & 0o777 == 0o600
+    assert path.parent.stat().st_mode & 0o777 == 0o700
+    assert path.parent.parent.stat().st_mode & 0o777 == 0o700
+
+    _cli(server, tmp_path, monkeypatch, capsys)
+    assert server.count("server/discover") == 1  # the second run skipped the probe
+
+    server.modern = False  # stale: rejected, re-probed, rewritten
+    assert "t" in _cli(server, tmp_path, monkeypatch, capsys)
+    assert server.count("server/discover") == 2
+    assert _entry(tmp_path)[1] == {"era": "legacy", "protocolVersion": "2025-11-25"}
+
+    _cli(server, tmp_path, monkeypatch, capsys)  # remembered as handshake-era: no probe
+    assert server.count("server/discover") == 2
+    assert server.count("initialize") == 2
+
+    server.modern = True  # the handshake is refused now: probe, and remember the new era
+    assert "t" in _cli(server, tmp_path, monkeypatch, capsys)
+    assert server.count("server/discover") == 3
+    assert _entry(tmp_path)[1]["era"] == "modern"
+
+
+def test_a_corrupt_entry_is_ignored_and_replaced(
+    server: Server, tmp_path: Any, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    _cli(server, tmp_path, monkeypatch, capsys)
+    path, _ = _entry(tmp_path)
+    path.write_text("{not json")
+    assert "t" in _cli(server, tmp_path, monkeypatch, capsys)
+    assert _entry(tmp_path)[1]["era"] == "modern"
+    assert server.count("server/discover") == 2
+
+
+def test_the_cache_key_leaves_secret_values_out() -> None:
+    from mcpsync._era_cache import cache_key
+    from mcpsync.config import ServerConfig
+
+    a = ServerConfig(name="a", transport="auto", url="https://x/mcp", headers={"Authorization": "Bearer one"})
+    b = ServerConfig(name="b", transport="auto", url="https://x/mcp", headers={"Authorization": "Bearer two"})
+    c = ServerConfig(name="a", transport="auto", url="https://y/mcp", headers={"Authorization": "Bearer one"})
+    assert cache_key(a) == cache_key(b) != cache_key(c)
