@@ -69,8 +69,12 @@ class Policies:
 
         def send(params: dict[str, Any] | None) -> dict[str, Any]:
             def attempt(remaining: float | None) -> dict[str, Any]:
-                if remaining is None:  # the first try keeps the caller's timeout semantics
-                    return self._attempt(conn, method, params, progress, timeout, reset_on_progress, max_total)
+                if remaining is None:
+                    # The first try keeps the caller's timeout semantics (reset on progress),
+                    # less what the interceptors already spent of it.
+                    spent = time.monotonic() - start
+                    return self._attempt(conn, method, params, progress, _less(timeout, spent),
+                                         reset_on_progress, _less(max_total, spent))
                 return self._attempt(conn, method, params, progress, remaining, False, remaining)
 
             return run_with_retries(
@@ -172,3 +176,7 @@ def _deadline(start: float, timeout: float | None, max_total: float | None) -> f
     """The monotonic time the whole call must end by (retries and backoff included)."""
     ends = [start + t for t in (timeout, max_total) if t is not None]
     return min(ends) if ends else None
+
+
+def _less(limit: float | None, spent: float) -> float | None:
+    return None if limit is None else max(0.0, limit - spent)

@@ -68,6 +68,9 @@ class Tracing:
         api = self._load()
         if api is None:
             return None
+        trace = api[0]
+        if isinstance(trace.get_tracer_provider(), (trace.ProxyTracerProvider, trace.NoOpTracerProvider)):
+            return None  # the API alone, no SDK configured: spans would be no-ops, skip the cost
         return RequestSpan(api, conn, method, params)
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import sys
 import threading
+import time
 from typing import Any
 
 import pytest
@@ -199,3 +200,30 @@ def test_an_interceptor_that_raises_during_the_handshake_fails_connect() -> None
     with pytest.raises(NoConnect):
         client.connect()
     client.close()
+
+
+def test_time_an_interceptor_spends_counts_against_the_calls_deadline() -> None:
+    from mcpsync.testing import ToolContext
+
+    server = _server("legacy")
+
+    @server.tool()
+    def stuck(ctx: ToolContext) -> str:
+        """Never answers (until cancelled)."""
+        ctx.cancelled.wait(30)
+        return "late"
+
+    never = threading.Event()
+
+    def slow(request: OutgoingRequest, call_next: CallNext) -> Any:
+        if request.method == "tools/call":
+            never.wait(2.0)  # a slow policy check, say
+        return call_next(request)
+
+    with server.client(interceptors=[slow]) as client:
+        start = time.monotonic()
+        with pytest.raises(mcpsync.RequestTimeout):
+            client.call_tool("stuck", {}, timeout=2.5)
+        elapsed = time.monotonic() - start
+    # 2.5 s in all, not 2 s in the interceptor plus a fresh 2.5 s for the reply.
+    assert 2.0 < elapsed < 3.6
