@@ -48,15 +48,24 @@ SERVER = textwrap.dedent(
 
 @pytest.fixture
 def spans() -> Iterator[InMemorySpanExporter]:
-    provider = trace.get_tracer_provider()
-    if not isinstance(provider, TracerProvider):
-        provider = TracerProvider()
-        trace.set_tracer_provider(provider)  # once per process; later tests reuse it
+    """A real SDK provider with an in-memory exporter, installed globally for one test only.
+
+    OpenTelemetry lets a process set its global provider once; the test undoes it (through
+    the API's own once-guard) so that later tests in this process run without tracing.
+    """
+    from opentelemetry.util._once import Once
+
+    assert isinstance(trace.get_tracer_provider(), trace.ProxyTracerProvider), "a provider is already set"
+    provider = TracerProvider()
     exporter = InMemorySpanExporter()
-    processor = SimpleSpanProcessor(exporter)
-    provider.add_span_processor(processor)
-    yield exporter
-    exporter.shutdown()  # the processor stays registered but exports nothing more
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    trace.set_tracer_provider(provider)
+    try:
+        yield exporter
+    finally:
+        provider.shutdown()
+        trace._TRACER_PROVIDER = None  # type: ignore[attr-defined]
+        trace._TRACER_PROVIDER_SET_ONCE = Once()  # type: ignore[attr-defined]
 
 
 def _stdio(era: str = "dual", **options: Any) -> mcpsync.Client:
@@ -217,3 +226,8 @@ def test_nothing_is_imported_or_sent_without_opentelemetry(hide: str, tracing: s
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip() == expected
+
+
+def test_no_provider_is_left_behind_for_later_tests() -> None:
+    # Runs after the tests above: they must not leave tracing on for the rest of the suite.
+    assert isinstance(trace.get_tracer_provider(), trace.ProxyTracerProvider)
