@@ -116,6 +116,7 @@ class Client(Features):
         self._state_lock = threading.Lock()
         self._conn: Connection | None = None
         self._connecting: Connection | None = None
+        self._connect_owner: int | None = None  # the thread running the handshake
         self._closed = False
         self._tools: dict[str, types.Tool] = {}
         self._cache = ResultCache()
@@ -253,6 +254,9 @@ class Client(Features):
         conn = self._conn
         if conn is not None and conn.pid == os.getpid():
             return conn
+        if self._connect_owner == threading.get_ident():
+            # An interceptor of the handshake asked for the connection it is making.
+            raise McpError("the client is still connecting: an interceptor of the handshake called it")
         # One thread connects; the others wait here.  close() never takes this
         # lock, so it can interrupt a slow handshake from any thread.
         with self._connect_lock:
@@ -265,9 +269,11 @@ class Client(Features):
                 transport = self._next_transport(conn)
                 conn = Connection(transport, self._options, self._listeners, self._policies)
                 self._connecting = conn
+            self._connect_owner = threading.get_ident()
             try:
                 conn.open(self._options.timeout)
             finally:
+                self._connect_owner = None
                 with self._state_lock:
                     self._connecting = None
             with self._state_lock:

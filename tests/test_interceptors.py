@@ -227,3 +227,15 @@ def test_time_an_interceptor_spends_counts_against_the_calls_deadline() -> None:
         elapsed = time.monotonic() - start
     # 2.5 s in all, not 2 s in the interceptor plus a fresh 2.5 s for the reply.
     assert 2.0 < elapsed < 3.6
+
+
+def test_using_the_client_from_a_handshake_interceptor_fails_instead_of_hanging() -> None:
+    def curious(request: OutgoingRequest, call_next: CallNext) -> Any:
+        if request.method == "initialize":
+            request.client.list_tools()  # the connection is what is being made
+        return call_next(request)
+
+    client = _server("legacy").client(interceptors=[curious], mode="legacy")
+    with pytest.raises(mcpsync.McpError, match="still connecting"):
+        client.connect()
+    client.close()
