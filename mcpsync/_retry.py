@@ -2,9 +2,9 @@
 
 A failure is *transient* when the server (or something in front of it) said
 "not now" or could not be reached: an HTTP 502, 503 or 504, a 429 that
-carries ``Retry-After``, or a connection refused (or reset) before the request
-went out.  Only the last proves the request never ran; a gateway error may
-come after the server started on it.  A connection lost while the request was
+carries ``Retry-After``, or a connection that could not be made (refused,
+unreachable, connect timeout).  Only the last proves the request never ran;
+a gateway error may come after the server started on it.  A connection lost while the request was
 in flight is not retried at all: the transport already resumed what it could,
 and the outcome is unknown.  So:
 
