@@ -211,3 +211,30 @@ def test_the_cache_key_leaves_secret_values_out() -> None:
     b = ServerConfig(name="b", transport="auto", url="https://x/mcp", headers={"Authorization": "Bearer two"})
     c = ServerConfig(name="a", transport="auto", url="https://y/mcp", headers={"Authorization": "Bearer one"})
     assert cache_key(a) == cache_key(b) != cache_key(c)
+
+
+@pytest.mark.parametrize(("era", "expected"), [("dual", "modern"), ("legacy", "legacy")])
+def test_the_cli_remembers_stdio_servers_too(
+    tmp_path: Any, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], era: str, expected: str
+) -> None:
+    import shlex
+    import sys
+
+    from mcpsync.cli import main
+
+    script = tmp_path / "server.py"
+    script.write_text(
+        "from mcpsync.testing import FakeServer\n"
+        f"s = FakeServer('stdio-{era}', era={era!r})\n"
+        "@s.tool()\n"
+        "def ping_me() -> str:\n"
+        "    return 'pong'\n"
+        "s.run_stdio()\n"
+    )
+    monkeypatch.setenv("MCPSYNC_ERA_CACHE", str(tmp_path / "era"))
+    argv = ["--stdio", shlex.join([sys.executable, str(script)]), "call", "ping_me"]
+    for _ in range(2):  # the second run starts from the entry the first one wrote
+        assert main(argv) == 0
+        assert "pong" in capsys.readouterr().out
+        (path,) = (tmp_path / "era").glob("*.json")
+        assert json.loads(path.read_text())["era"] == expected
