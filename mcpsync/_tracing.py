@@ -90,7 +90,10 @@ class RequestSpan:
         self._scope: Any = None
 
     def __enter__(self) -> RequestSpan:
-        self._scope = self._trace.use_span(self._span, end_on_exit=False)
+        # Failures are recorded by _failed, without the exception's text.
+        self._scope = self._trace.use_span(
+            self._span, end_on_exit=False, record_exception=False, set_status_on_exception=False
+        )
         self._scope.__enter__()
         return self
 

@@ -133,6 +133,9 @@ def test_errors_and_tool_errors_are_recorded(spans: InMemorySpanExporter) -> Non
     assert missing.attributes["error.type"] == "-32601"
     assert missing.attributes["rpc.response.status_code"] == "-32601"
     assert missing.status.status_code is trace.StatusCode.ERROR
+    # The class name only: exception text (server data) is not exported.
+    assert missing.status.description == "MethodNotFound"
+    assert not missing.events
 
 
 def test_an_interceptors_traceparent_is_kept(spans: InMemorySpanExporter) -> None:
