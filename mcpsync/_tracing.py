@@ -157,7 +157,8 @@ def _attributes(conn: Connection, method: str, params: dict[str, Any] | None) ->
     if isinstance(version, str) and version:
         attributes["mcp.protocol.version"] = version
     transport = conn.transport
-    session_id = getattr(transport, "session_id", None)
+    # transport="auto" wraps the transport in use (Streamable HTTP or legacy SSE).
+    session_id = getattr(getattr(transport, "active", transport), "session_id", None)
     if isinstance(session_id, str):
         attributes["mcp.session.id"] = session_id
     url = getattr(transport, "url", None)

@@ -234,3 +234,19 @@ def test_nothing_is_imported_or_sent_without_opentelemetry(hide: str, tracing: s
 def test_no_provider_is_left_behind_for_later_tests() -> None:
     # Runs after the tests above: they must not leave tracing on for the rest of the suite.
     assert isinstance(trace.get_tracer_provider(), trace.ProxyTracerProvider)
+
+
+def test_a_session_id_is_recorded_over_auto_http(spans: InMemorySpanExporter) -> None:
+    from tests.servers.http_fault import handshake
+
+    def handler(request: Request, conn: Conn) -> None:
+        if not handshake(request, conn, session="sess-42"):
+            conn.respond(200, {"jsonrpc": "2.0", "id": request.body["id"], "result": {}})
+
+    with FaultServer(handler) as server:
+        with mcpsync.Client.http(server.url + "/mcp", timeout=10) as client:
+            client.ping()
+    (ping,) = _named(spans, "ping")
+    attributes = dict(ping.attributes or {})
+    assert attributes["mcp.session.id"] == "sess-42"
+    assert attributes["mcp.protocol.version"] == "2025-11-25"
