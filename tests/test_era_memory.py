@@ -238,3 +238,31 @@ def test_the_cli_remembers_stdio_servers_too(
         assert "pong" in capsys.readouterr().out
         (path,) = (tmp_path / "era").glob("*.json")
         assert json.loads(path.read_text())["era"] == expected
+
+
+def test_threads_meeting_a_stale_prior_at_once_share_one_reprobe(server: Server) -> None:
+    prior = types.DiscoverResult(["2026-07-28"], types.ServerCapabilities(tools=types.ToolsCapability()))
+    server.modern = False
+    results: list[Any] = []
+    lock = threading.Lock()
+    with server.client(prior_discover=prior) as client:
+        start = threading.Barrier(8)
+
+        def call() -> None:
+            start.wait(10)
+            try:
+                outcome: Any = [t.name for t in client.list_tools(cache=False)]
+            except Exception as exc:  # collected and checked below
+                outcome = exc
+            with lock:
+                results.append(outcome)
+
+        threads = [threading.Thread(target=call) for _ in range(8)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join(20)
+        assert client.era == "legacy"
+    assert results == [["t"]] * 8
+    assert server.count("server/discover") == 1
+    assert server.count("initialize") == 1

@@ -318,3 +318,17 @@ def test_policy_arguments_are_checked() -> None:
         RetryPolicy(attempts=0)
     with pytest.raises(TypeError):
         mcpsync.Client(FakeServer("x").transport(), retry="always")  # type: ignore[arg-type]
+
+
+def test_interceptors_see_one_call_however_often_it_is_retried(serve: Callable[..., FaultServer]) -> None:
+    server = serve(Script("tools/list", [(503, {}), (503, {})]))
+    seen: list[str] = []
+
+    def count(request: mcpsync.OutgoingRequest, call_next: Any) -> Any:
+        seen.append(request.method)
+        return call_next(request)
+
+    with _client(server, retry=FAST, interceptors=[count]) as client:
+        client.list_tools()
+    assert seen.count("tools/list") == 1
+    assert len(server.rpc("tools/list")) == 3
