@@ -17,7 +17,9 @@ import logging
 from mcpsync._version import __version__  # noqa: E402
 
 from mcpsync import types  # noqa: E402
+from mcpsync.client.interceptors import OutgoingRequest  # noqa: E402
 from mcpsync.client.options import DEFAULT  # noqa: E402
+from mcpsync.client.retry import RetryPolicy  # noqa: E402
 from mcpsync.client.subscriptions import Notification, Subscription  # noqa: E402
 from mcpsync.client.client import Client, Handle, PendingCall  # noqa: E402
 from mcpsync.exceptions import *  # noqa: E402,F401,F403
@@ -31,6 +33,8 @@ __all__ = [
     "Subscription",
     "Notification",
     "DEFAULT",
+    "RetryPolicy",
+    "OutgoingRequest",
     "types",
     *_exc_all,
 ]

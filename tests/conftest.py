@@ -213,3 +213,15 @@ def assert_callback_thread(name: str) -> None:
 def callback_thread_check() -> object:
     """:func:`assert_callback_thread`, as a fixture."""
     return assert_callback_thread
+
+
+@pytest.fixture(autouse=True, scope="session")
+def _private_era_cache(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
+    """The CLI's era cache (mcpsync.client.era_cache) goes to a temp dir, not the user's ~/.cache."""
+    saved = os.environ.get("MCPSYNC_ERA_CACHE")
+    os.environ["MCPSYNC_ERA_CACHE"] = str(tmp_path_factory.mktemp("era-cache"))
+    yield
+    if saved is None:
+        os.environ.pop("MCPSYNC_ERA_CACHE", None)
+    else:
+        os.environ["MCPSYNC_ERA_CACHE"] = saved

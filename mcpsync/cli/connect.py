@@ -23,6 +23,7 @@ from mcpsync.auth import (
     OAuth,
     TokenStore,
 )
+from mcpsync.client.era_cache import era_options
 from mcpsync.config import ConfigError, ServerConfig, load_config
 
 if TYPE_CHECKING:
@@ -149,6 +150,7 @@ def open_client(args: argparse.Namespace, *, interactive_login: bool | None = No
     entry = resolve(args)
     timeout = _opt(args, "timeout") or 60.0
     options: dict[str, Any] = {"timeout": timeout, "client_info": ("mcpsync-cli", _version())}
+    options.update(era_options(entry))  # remembered era: no probe for a server met before
     if entry.transport == "stdio":
         # The server's stderr goes to the mcpsync.server logger (shown with --debug); a
         # server that dies has its stderr tail in the one-line error anyway.

@@ -14,6 +14,9 @@ from mcpsync.client.cache import ResultCache
 from mcpsync.client.connection import Connection, Listeners
 from mcpsync.client.features import Features, open_listen
 from mcpsync.client.handles import Handle, PendingCall
+from mcpsync.client.interceptors import Interceptor
+from mcpsync.client.policies import Policies
+from mcpsync.client.retry import RetryArg, resolve_policy
 from mcpsync.client.skills import Skills
 from mcpsync.client.options import DEFAULT, ClientOptions, Default, RootsArg, TimeoutArg
 from mcpsync.client.subscriptions import Subscription
@@ -55,6 +58,17 @@ class Client(Features, Skills):
     :param elicitation_handler: answers ``elicitation/create`` (form and URL mode).
     :param logging_handler: receives server log messages.
     :param exception_handler: receives exceptions raised by your callbacks.
+    :param retry: retry transient failures of calls that are safe to repeat
+        (``True``, the default), never (``False``), or as a
+        :class:`~mcpsync.RetryPolicy` says; see ``docs/policies.rst``.
+    :param interceptors: ``fn(request, call_next)`` functions run around
+        every request and notification, the first outermost.
+    :param tracing: OpenTelemetry spans and trace context in ``_meta`` when
+        ``opentelemetry-api`` is installed; ``False`` turns them off.
+    :param prior_discover: a :class:`~mcpsync.types.DiscoverResult` (or its
+        wire dict) remembered from an earlier connection: the
+        ``server/discover`` probe is skipped, and made once if the server
+        rejects the remembered version.
     """
 
     def __init__(
@@ -72,7 +86,12 @@ class Client(Features, Skills):
         exception_handler: Callable[[BaseException], None] | None = None,
         capabilities: Mapping[str, Any] | None = None,
         max_queued_notifications: int = 10_000,
+        retry: RetryArg = True,
+        interceptors: Sequence[Interceptor] = (),
+        tracing: bool = True,
+        prior_discover: types.DiscoverResult | Mapping[str, Any] | None = None,
         _transport_factory: Callable[[], Transport] | None = None,
+        _prior_era: str | None = None,
     ) -> None:
         self._options = ClientOptions(
             client_info=client_info,
@@ -85,6 +104,11 @@ class Client(Features, Skills):
             exception_handler=exception_handler,
             capabilities=dict(capabilities) if capabilities else None,
             max_queued_notifications=max_queued_notifications,
+            prior_discover=_prior(prior_discover),
+            prior_era=_prior_era,  # set by the CLI's era cache (mcpsync.client.era_cache)
+        )
+        self._policies = Policies(
+            self, retry=resolve_policy(retry), interceptors=interceptors, tracing=tracing
         )
         self._options.check_mode()  # a bad mode fails here, not at first use
         self._transport: Transport | None = transport
@@ -94,6 +118,7 @@ class Client(Features, Skills):
         self._state_lock = threading.Lock()
         self._conn: Connection | None = None
         self._connecting: Connection | None = None
+        self._connect_owner: int | None = None  # the thread running the handshake
         self._closed = False
         self._tools: dict[str, types.Tool] = {}
         self._cache = ResultCache()
@@ -249,6 +274,9 @@ class Client(Features, Skills):
         conn = self._conn
         if conn is not None and conn.pid == os.getpid():
             return conn
+        if self._connect_owner == threading.get_ident():
+            # An interceptor of the handshake asked for the connection it is making.
+            raise McpError("the client is still connecting: an interceptor of the handshake called it")
         # One thread connects; the others wait here.  close() never takes this
         # lock, so it can interrupt a slow handshake from any thread.
         with self._connect_lock:
@@ -259,11 +287,13 @@ class Client(Features, Skills):
                 if conn is not None and conn.pid == os.getpid():
                     return conn
                 transport = self._next_transport(conn)
-                conn = Connection(transport, self._options, self._listeners)
+                conn = Connection(transport, self._options, self._listeners, self._policies)
                 self._connecting = conn
+            self._connect_owner = threading.get_ident()
             try:
                 conn.open(self._options.timeout)
             finally:
+                self._connect_owner = None
                 with self._state_lock:
                     self._connecting = None
             with self._state_lock:
@@ -353,6 +383,16 @@ class Client(Features, Skills):
         return self._connection().era
 
     @property
+    def discover_result(self) -> types.DiscoverResult | None:
+        """The ``server/discover`` result of a 2026-07-28 server, else ``None``.
+
+        Save it with :func:`mcpsync.types.to_wire` and hand it back (restored
+        with :func:`~mcpsync.types.from_wire`) as ``prior_discover=`` to skip
+        the probe next time.
+        """
+        return self._connection().discover_result
+
+    @property
     def instructions(self) -> str | None:
         """The server's usage instructions, if it sent any."""
         return self._connection().instructions
@@ -383,21 +423,29 @@ class Client(Features, Skills):
         progress: ProgressCallback | None = None,
         reset_timeout_on_progress: bool = True,
         max_total_timeout: float | None = None,
+        retry: bool | None = None,
     ) -> dict[str, Any]:
-        """Send any request and return the raw ``result`` object (the escape hatch)."""
-        # request_async(...).result(...) without the PendingCall: this is the hot path.
-        session = self._connection().session
-        pending = session.send_request(method, params, on_progress=progress)
-        return session.wait(
-            pending,
+        """Send any request and return the raw ``result`` object (the escape hatch).
+
+        It goes through the client's interceptors, retries and tracing.
+
+        :param retry: ``True`` allows retrying this request after a transient
+            failure even if it may have run, ``False`` never retries it; by
+            default only methods that are safe to repeat are retried.
+        """
+        return self._connection().request(
+            method,
+            dict(params) if params is not None else None,
             timeout=self._timeout(timeout),
+            progress=progress,
             reset_on_progress=reset_timeout_on_progress,
             max_total=max_total_timeout,
+            retry=retry,
         )
 
     def notify(self, method: str, params: Mapping[str, Any] | None = None) -> None:
-        """Send any notification."""
-        self._connection().session.notify(method, params)
+        """Send any notification (through the interceptors)."""
+        self._connection().notify(method, dict(params) if params is not None else None)
 
     def on(self, method: str, callback: Callable[[dict[str, Any]], Any]) -> Handle:
         """Call ``callback(params)`` for each notification *method* (``"*"``: all).
@@ -437,3 +485,12 @@ class Client(Features, Skills):
                 conn.background = None
             if old is not None:
                 old.close()
+
+
+def _prior(value: types.DiscoverResult | Mapping[str, Any] | None) -> types.DiscoverResult | None:
+    """``prior_discover=`` as a DiscoverResult (a saved wire dict is restored)."""
+    if value is None or isinstance(value, types.DiscoverResult):
+        return value
+    if isinstance(value, Mapping):
+        return types.from_wire(types.DiscoverResult, dict(value))
+    raise TypeError(f"prior_discover must be a types.DiscoverResult or its wire dict, got {type(value).__name__}")

@@ -15,7 +15,7 @@ import os
 import threading
 from collections import deque
 from concurrent.futures import Future
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
 from mcpsync import types
 from mcpsync.client import negotiate as _era
@@ -34,6 +34,9 @@ from mcpsync.exceptions import (
 )
 from mcpsync.rpc.session import PendingRequest, Session, normalize_id
 from mcpsync.transports.base import Transport
+
+if TYPE_CHECKING:
+    from mcpsync.client.policies import Policies
 
 __all__ = ["Connection", "Listeners"]
 
@@ -87,8 +90,12 @@ class Listeners:
 class Connection:
     """A transport, its session, its callback workers and what the server declared."""
 
-    def __init__(self, transport: Transport, options: ClientOptions, listeners: Listeners) -> None:
+    def __init__(
+        self, transport: Transport, options: ClientOptions, listeners: Listeners, policies: Policies
+    ) -> None:
         self.transport = transport
+        #: The client's interceptors, retries and tracing (:mod:`mcpsync.client.policies`).
+        self.policies = policies
         self.options = options
         self.listeners = listeners
         #: The pid that opened this connection; a different pid means we were forked.
@@ -133,6 +140,11 @@ class Connection:
         self.discover_result: types.DiscoverResult | None = None
         #: The modern era's per-request log level (``None``: no log messages).
         self.log_level: str | None = "info" if options.logging_handler is not None else None
+        #: Set while the era comes from ``prior_discover=`` and no request confirmed it yet.
+        self.prior_unconfirmed = False
+        #: Bumped when a re-probe replaced the era (under :attr:`reprobe_lock`).
+        self.era_generation = 0
+        self.reprobe_lock = threading.RLock()  # the re-probe itself goes through the policies
 
     # -- lifecycle -----------------------------------------------------------
 
@@ -193,6 +205,18 @@ class Connection:
         if not isinstance(exc, ClientClosed):
             log.info("connection lost: %s", exc)
         self.session.fail_all(exc)
+
+    def request(self, method: str, params: dict[str, Any] | None = None, *, timeout: float | None,
+                **options: Any) -> dict[str, Any]:
+        """Send a request through the client's policies and wait for its raw result.
+
+        *options* are those of :meth:`mcpsync.client.policies.Policies.request`.
+        """
+        return self.policies.request(self, method, params, timeout=timeout, **options)
+
+    def notify(self, method: str, params: dict[str, Any] | None = None) -> None:
+        """Send a notification through the client's interceptors."""
+        self.policies.notify(self, method, params)
 
     def set_modern_meta(self) -> None:
         """Recompute the ``_meta`` every modern request carries (e.g. after a log level change)."""

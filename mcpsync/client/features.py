@@ -76,6 +76,7 @@ class Features:
         progress: ProgressCallback | None = None,
         reset_timeout_on_progress: bool = True,
         max_total_timeout: float | None = None,
+        retry: bool | None = None,
     ) -> dict[str, Any]:
         """Send a request and return its complete result, answering MRTR rounds.
 
@@ -93,6 +94,7 @@ class Features:
                 progress=progress,
                 reset_timeout_on_progress=reset_timeout_on_progress,
                 max_total_timeout=max_total_timeout,
+                retry=retry,
             )
             kind = raw.get("resultType")
             if kind is None or kind == "complete":
@@ -185,6 +187,7 @@ class Features:
         reset_timeout_on_progress: bool = True,
         max_total_timeout: float | None = None,
         meta: Mapping[str, Any] | None = None,
+        retry: bool | None = None,
     ) -> types.CallToolResult:
         """Call a tool and return its result.
 
@@ -196,6 +199,9 @@ class Features:
         :param progress: ``fn(progress, total, message)``, run on the dispatcher thread.
         :param reset_timeout_on_progress: progress restarts the *timeout* window.
         :param max_total_timeout: a hard cap, progress or not.
+        :param retry: ``True`` allows retrying this call after a transient
+            failure although the tool declares neither ``idempotentHint`` nor
+            ``readOnlyHint``; ``False`` never retries it (docs/policies.rst).
         """
         self._require("tools", "tools/call")
         params: dict[str, Any] = {"name": name, "arguments": dict(arguments or {})}
@@ -208,6 +214,7 @@ class Features:
             progress=progress,
             reset_timeout_on_progress=reset_timeout_on_progress,
             max_total_timeout=max_total_timeout,
+            retry=retry,
         )
         result = types.from_wire(types.CallToolResult, raw)
         tool = self._tools.get(name)
@@ -337,7 +344,7 @@ class Features:
         """Tell the server the roots changed (modern servers ask for them each time)."""
         conn = self._connection()
         if conn.era == "legacy":
-            conn.session.notify("notifications/roots/list_changed")
+            conn.notify("notifications/roots/list_changed")
 
     def listen(
         self,

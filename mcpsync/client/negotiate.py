@@ -50,6 +50,17 @@ def negotiate(conn: Connection, timeout: float | None) -> None:
     """Settle the era and version for *conn*; raises if none can be agreed."""
     options = conn.options
     handshake_versions = options.offered_versions()
+    if options.prior_discover is not None and _adopt_prior(conn, options.prior_discover):
+        return
+    if options.prior_era == "legacy" and options.allows_handshake():
+        # Remembered as a handshake-era server: skip the probe; probe after all if rejected.
+        try:
+            _handshake(conn, handshake_versions, timeout)
+            return
+        except (ServerError, HTTPStatusError, UnsupportedProtocolVersion) as exc:
+            if not options.modern_versions() or not _rejection(exc):
+                raise
+            log.info("the server rejected the handshake it took before (%s); probing", type(exc).__name__)
     if options.modern_versions():
         outcome = _probe(conn, timeout)
         if outcome is True:
@@ -82,8 +93,7 @@ def _probe(conn: Connection, timeout: float | None) -> bool | tuple[str, ...] | 
     for attempt in range(2):
         conn.session.default_meta = modern_meta(options, version, conn.log_level)
         try:
-            pending = conn.session.send_request("server/discover")
-            raw = conn.session.wait(pending, timeout=bound)
+            raw = conn.request("server/discover", None, timeout=bound)
             result = types.from_wire(types.DiscoverResult, raw)
         except ServerUnsupportedProtocolVersion as exc:
             conn.session.default_meta = None
@@ -110,6 +120,72 @@ def _probe(conn: Connection, timeout: float | None) -> bool | tuple[str, ...] | 
         _adopt(conn, version, result)
         return True
     return None
+
+
+def _adopt_prior(conn: Connection, prior: types.DiscoverResult) -> bool:
+    """Take the era from a remembered ``server/discover`` result; False if it names no version we speak."""
+    mutual = [v for v in conn.options.modern_versions() if v in prior.supported_versions]
+    if not mutual:
+        return False
+    _adopt(conn, mutual[0], prior)
+    conn.prior_unconfirmed = True
+    log.debug("skipping the server/discover probe: using the prior result (%s)", mutual[0])
+    return True
+
+
+def stale_prior(conn: Connection, exc: BaseException, generation: int, timeout: float | None) -> bool:
+    """Whether a request sent at era *generation* that failed with *exc* should be resent.
+
+    True when the era since changed (another thread re-probed), or when the
+    era came from ``prior_discover=``, no request confirmed it yet and *exc*
+    looks like a rejection of it: then the server is probed again, once per
+    connection, as the spec allows after a version mismatch.
+    """
+    with conn.reprobe_lock:
+        if conn.era_generation != generation:
+            return True  # sent on the era a re-probe replaced: resend on the new one
+        if not conn.prior_unconfirmed or not _rejection(exc):
+            return False
+        conn.prior_unconfirmed = False
+        log.info("the server rejected the remembered protocol era (%s); probing again", type(exc).__name__)
+        remembered = conn.discover_result
+        try:
+            _renegotiate(conn, exc, timeout)
+        except BaseException:
+            # Keep sending on the remembered era: the server's own answers say what is wrong.
+            conn.discover_result = remembered
+            conn.set_modern_meta()
+            raise
+        conn.era_generation += 1
+        return True
+
+
+def _renegotiate(conn: Connection, exc: BaseException, timeout: float | None) -> None:
+    conn.discover_result = None
+    conn.session.default_meta = None
+    options = conn.options
+    outcome = _probe(conn, timeout) if options.modern_versions() else None
+    if outcome is True:
+        return
+    if not options.allows_handshake():
+        raise UnsupportedProtocolVersion(
+            "server no longer speaks the remembered protocol version",
+            requested=options.modern_versions()[0],
+            supported=list(outcome) if isinstance(outcome, tuple) else [],
+        ) from exc
+    offered = options.offered_versions()
+    if isinstance(outcome, tuple):
+        offered = tuple(v for v in offered if v in outcome)
+    _handshake(conn, offered, timeout)
+
+
+def _rejection(exc: BaseException) -> bool:
+    """What a server answers to a request in an era it does not (or no longer) speak(s)."""
+    if isinstance(exc, UnsupportedProtocolVersion):
+        return True
+    if isinstance(exc, ServerError):
+        return exc.code in (-32600, -32601)  # a handshake-era server: not initialized / unknown
+    return isinstance(exc, HTTPStatusError) and exc.status in (400, 404)
 
 
 def _adopt(conn: Connection, version: str, result: types.DiscoverResult) -> None:
@@ -139,8 +215,7 @@ def _handshake(conn: Connection, offered: tuple[str, ...], timeout: float | None
         "capabilities": conn.options.client_capabilities(),
         "clientInfo": {"name": name, "version": version},
     }
-    pending = conn.session.send_request("initialize", params)
-    raw = conn.session.wait(pending, timeout=timeout)
+    raw = conn.request("initialize", params, timeout=timeout)
     result = types.from_wire(types.InitializeResult, raw)
     if result.protocol_version not in offered:
         raise UnsupportedProtocolVersion(
@@ -149,7 +224,7 @@ def _handshake(conn: Connection, offered: tuple[str, ...], timeout: float | None
             requested=offered[0],
             supported=[result.protocol_version],
         )
-    conn.session.notify("notifications/initialized")
+    conn.notify("notifications/initialized")
     conn.era = "legacy"
     conn.initialize_result = result
     conn.protocol_version = result.protocol_version

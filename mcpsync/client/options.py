@@ -97,6 +97,10 @@ class ClientOptions:
     discover_timeout: float = 10.0
     #: Bound on ``input_required`` rounds of one modern request.
     max_input_rounds: int = 10
+    #: A remembered ``server/discover`` result: the probe is skipped (see docs/policies.rst).
+    prior_discover: types.DiscoverResult | None = None
+    #: ``"legacy"``: the server took the handshake last time, so try it before any probe.
+    prior_era: str | None = None
 
     def check_mode(self) -> None:
         """:raises ValueError: for a mode that is no era and no version we speak."""

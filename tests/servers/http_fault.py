@@ -88,7 +88,8 @@ Handler = Callable[[Request, Conn], None]
 
 
 class FaultServer:
-    def __init__(self, handler: Handler, host: str = "127.0.0.1") -> None:
+    def __init__(self, handler: Handler, host: str = "127.0.0.1", *, port: int = 0, listen: bool = True) -> None:
+        """:param listen: ``False`` binds the port but refuses connections until :meth:`listen`."""
         self.handler = handler
         self.requests: list[Request] = []
         self.stopping = threading.Event()
@@ -97,10 +98,15 @@ class FaultServer:
         self._threads: list[threading.Thread] = []
         self._listener = socket.socket()
         self._listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        self._listener.bind((host, 0))
-        self._listener.listen(64)
+        self._listener.bind((host, port))
         self.host = host
         self.port = self._listener.getsockname()[1]
+        if listen:
+            self.listen()
+
+    def listen(self) -> None:
+        """Start accepting connections (a bound socket that does not listen refuses them)."""
+        self._listener.listen(64)
         self._spawn(self._accept)
 
     @property

@@ -176,6 +176,22 @@ def status_error(response: requests.Response, what: str, cls: type[HTTPStatusErr
     return cls(response.status_code, message, body_excerpt=body, retry_after=retry_after)
 
 
+def never_connected(exc: BaseException) -> bool:
+    """Whether a ``requests`` failure happened before a connection existed (nothing was sent).
+
+    A refused or timed-out connect proves the server never saw the request, so
+    it may be retried whatever it does (:mod:`mcpsync.client.retry`).
+    """
+    import requests
+    import urllib3.exceptions
+
+    if isinstance(exc, requests.exceptions.ConnectTimeout):
+        return True
+    reason = getattr(exc.args[0], "reason", None) if exc.args else None
+    # NewConnectionError (refused, unreachable) derives from ConnectTimeoutError.
+    return isinstance(reason, urllib3.exceptions.ConnectTimeoutError)
+
+
 def connection_error(exc: BaseException, what: str, *, outcome_unknown: bool = False) -> ConnectionClosed:
     """A :class:`ConnectionClosed` describing *exc* without leaking URLs' queries."""
     detail = redact_text(excerpt(str(exc), 200))

@@ -187,7 +187,7 @@ class LegacySSETransport(HttpEndpoint):
             response = common.http_request(self._sender, "POST", self.endpoint, headers=headers,
                                            timeout=self._timeout, data=body, follow_redirects=self._follow)
         except requests.RequestException as exc:
-            raise common.connection_error(exc, "POST to the message endpoint failed", outcome_unknown=True) from common.sanitized(exc)
+            raise common.connection_error(exc, "POST to the message endpoint failed", outcome_unknown=not common.never_connected(exc)) from common.sanitized(exc)
         if not 200 <= response.status_code < 300:
             try:
                 raise common.status_error(response, f"{message.get('method') or 'response'} was refused")

@@ -306,7 +306,7 @@ class StreamableHTTPTransport(InFlightMixin, StreamsMixin, ReinitMixin, HttpEndp
             if self._closed.is_set():
                 raise ClientClosed("transport is closed") from common.sanitized(exc)
             raise common.connection_error(exc, f"{what} to {common.redact_url(self.url)} failed",
-                                          outcome_unknown=True) from common.sanitized(exc)
+                                          outcome_unknown=not common.never_connected(exc)) from common.sanitized(exc)
 
     def _exchange(self, message: Mapping[str, Any], body: bytes, modern: bool) -> None:
         """POST *message* and handle the answer, with the one-resend recoveries."""

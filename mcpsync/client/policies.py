@@ -1,0 +1,182 @@
+"""The policy chain every request goes through: interceptors, then retries, then a traced send.
+
+::
+
+    caller ─► interceptors (list order, first outermost)
+                └─► retries (transient failures, within the call's deadline)
+                      └─► one attempt: span + trace context in _meta ─► send ─► wait
+
+One request is one pass through the interceptors however often it is
+retried; each attempt is its own span.  :class:`~mcpsync.client.connection.Connection`
+calls :meth:`Policies.request` for everything it sends (the era probe and the
+handshake too), so a policy is never skipped.  ``request_async`` and the
+``subscriptions/listen`` streams are not run through it: they do not wait for
+a result an interceptor could see.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+from mcpsync.client import negotiate as _era
+from mcpsync.client.interceptors import Interceptor, OutgoingRequest, run_interceptors
+from mcpsync.client.retry import SAFE_METHODS, RetryPolicy, run_with_retries
+from mcpsync.client.tracing import Tracing
+from mcpsync.exceptions import HTTPStatusError, ServerError
+from mcpsync.rpc.session import ProgressCallback
+
+if TYPE_CHECKING:
+    from mcpsync.client.connection import Connection
+    from mcpsync.client.client import Client
+
+__all__ = ["Policies"]
+
+
+class Policies:
+    """The retry policy, interceptors and tracing of one client."""
+
+    def __init__(
+        self,
+        client: Client,
+        *,
+        retry: RetryPolicy | None,
+        interceptors: Sequence[Interceptor],
+        tracing: bool,
+    ) -> None:
+        self._client = client
+        self.retry = retry
+        self.interceptors = tuple(interceptors)
+        self.tracing = Tracing(tracing)
+
+    # -- requests --------------------------------------------------------------
+
+    def request(
+        self,
+        conn: Connection,
+        method: str,
+        params: dict[str, Any] | None,
+        *,
+        timeout: float | None,
+        progress: ProgressCallback | None = None,
+        reset_on_progress: bool = True,
+        max_total: float | None = None,
+        retry: bool | None = None,
+    ) -> dict[str, Any]:
+        """Send *method* through the chain and return its raw result."""
+        start = time.monotonic()
+
+        def send(params: dict[str, Any] | None) -> dict[str, Any]:
+            def attempt(remaining: float | None) -> dict[str, Any]:
+                if remaining is None:
+                    # The first try keeps the caller's timeout semantics (reset on progress),
+                    # less what the interceptors already spent of it.
+                    spent = time.monotonic() - start
+                    return self._attempt(conn, method, params, progress, _less(timeout, spent),
+                                         reset_on_progress, _less(max_total, spent))
+                return self._attempt(conn, method, params, progress, remaining, False, remaining)
+
+            return run_with_retries(
+                attempt,
+                policy=self.retry if retry is not True else (self.retry or RetryPolicy()),
+                repeatable=self._repeatable(method, params, retry),
+                deadline=_deadline(start, timeout, max_total),
+                connection_open=lambda: conn.session.closed is None,
+                method=method,
+            )
+
+        if not self.interceptors:
+            return send(params)
+        request = OutgoingRequest(method, dict(params or {}), self._client)
+
+        def last(req: OutgoingRequest) -> dict[str, Any]:
+            # An interceptor that left the params empty sends none, as the caller would have.
+            return send(req.params if req.params or params is not None else None)
+
+        result = run_interceptors(self.interceptors, request, last)
+        if not isinstance(result, dict):
+            raise TypeError(
+                f"an interceptor returned {type(result).__name__} for {method!r}; it must return"
+                " call_next(request) or a result dict"
+            )
+        return result
+
+    def _repeatable(self, method: str, params: dict[str, Any] | None, retry: bool | None) -> bool:
+        if retry is not None:
+            return retry
+        if method in SAFE_METHODS:
+            return True
+        if method == "tools/call" and params is not None:
+            tool = self._client._tools.get(str(params.get("name")))
+            hints = tool.annotations if tool is not None else None
+            return hints is not None and bool(hints.idempotent_hint or hints.read_only_hint)
+        return False
+
+    def _attempt(
+        self,
+        conn: Connection,
+        method: str,
+        params: dict[str, Any] | None,
+        progress: ProgressCallback | None,
+        timeout: float | None,
+        reset_on_progress: bool,
+        max_total: float | None,
+    ) -> dict[str, Any]:
+        generation = conn.era_generation
+        try:
+            raw = self._send(conn, method, params, progress, timeout, reset_on_progress, max_total)
+        except (ServerError, HTTPStatusError) as exc:
+            # A remembered era (prior_discover=) may have gone stale: re-probe once, resend.
+            if not _era.stale_prior(conn, exc, generation, timeout):
+                raise
+            return self._send(conn, method, params, progress, timeout, reset_on_progress, max_total)
+        conn.prior_unconfirmed = False  # the server took the era we sent on
+        return raw
+
+    def _send(
+        self,
+        conn: Connection,
+        method: str,
+        params: dict[str, Any] | None,
+        progress: ProgressCallback | None,
+        timeout: float | None,
+        reset_on_progress: bool,
+        max_total: float | None,
+    ) -> dict[str, Any]:
+        session = conn.session
+        span = self.tracing.span(conn, method, params)
+        if span is None:
+            pending = session.send_request(method, params, on_progress=progress)
+            return session.wait(pending, timeout=timeout, reset_on_progress=reset_on_progress, max_total=max_total)
+        with span:
+            pending = session.send_request(method, span.inject(params), on_progress=progress)
+            span.sent(pending.id)
+            raw = session.wait(pending, timeout=timeout, reset_on_progress=reset_on_progress, max_total=max_total)
+            span.result(raw)
+            return raw
+
+    # -- notifications ---------------------------------------------------------
+
+    def notify(self, conn: Connection, method: str, params: dict[str, Any] | None) -> None:
+        """Send a notification through the interceptors (``is_notification`` set)."""
+        if not self.interceptors:
+            conn.session.notify(method, params)
+            return
+        request = OutgoingRequest(method, dict(params or {}), self._client, is_notification=True)
+
+        def last(req: OutgoingRequest) -> None:
+            conn.session.notify(req.method, req.params if req.params or params is not None else None)
+            return None
+
+        run_interceptors(self.interceptors, request, last)
+
+
+def _deadline(start: float, timeout: float | None, max_total: float | None) -> float | None:
+    """The monotonic time the whole call must end by (retries and backoff included)."""
+    ends = [start + t for t in (timeout, max_total) if t is not None]
+    return min(ends) if ends else None
+
+
+def _less(limit: float | None, spent: float) -> float | None:
+    return None if limit is None else max(0.0, limit - spent)

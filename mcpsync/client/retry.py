@@ -1,0 +1,186 @@
+"""Retrying transient failures, safely and within the call's deadline.
+
+A failure is *transient* when the server (or something in front of it) said
+"not now" or could not be reached: an HTTP 502, 503 or 504, a 429 that
+carries ``Retry-After``, or a connection that could not be made (refused,
+unreachable, connect timeout).  Only the last proves the request never ran;
+a gateway error may come after the server started on it.  A connection lost while the request was
+in flight is not retried at all: the transport already resumed what it could,
+and the outcome is unknown.  So:
+
+* a request that never left (``ConnectionClosed`` with ``outcome_unknown``
+  false, on a connection that is still open) is retried whatever its method;
+* any other transient failure is retried only for a call that is safe to
+  repeat: the methods in :data:`SAFE_METHODS`, a ``tools/call`` of a tool
+  whose listing declares ``idempotentHint`` or ``readOnlyHint``, or a call the
+  caller allowed (``call_tool(..., retry=True)``).
+
+Delays grow exponentially with full jitter (so many clients retrying at once
+spread out), a ``Retry-After`` is honoured, and no delay runs past the call's
+deadline: when the next attempt could not start in time, the last failure is
+raised as it is (a 503 stays an :class:`~mcpsync.exceptions.HTTPStatusError`).
+"""
+
+from __future__ import annotations
+
+import logging
+import random
+import threading
+import time
+from collections.abc import Callable
+from typing import Any, Union
+
+import attrs
+
+from mcpsync.exceptions import ClientClosed, ConnectionClosed, HTTPStatusError, ServerStartError, SessionExpired
+
+__all__ = ["RetryPolicy", "RetryArg", "SAFE_METHODS", "resolve_policy", "run_with_retries"]
+
+log = logging.getLogger("mcpsync.client.client")
+
+#: Methods whose repetition has no effect beyond the first: retried automatically.
+SAFE_METHODS = frozenset({
+    "tools/list",
+    "resources/list",
+    "resources/templates/list",
+    "prompts/list",
+    "resources/read",
+    "prompts/get",
+    "completion/complete",
+    "ping",
+    "server/discover",
+})
+
+_RETRY_STATUSES = frozenset({502, 503, 504})
+#: Longest uninterrupted sleep of a backoff: close() is noticed within this.
+_SLICE = 0.05
+
+
+@attrs.frozen(kw_only=True)
+class RetryPolicy:
+    """How transient failures are retried; pass one as ``Client(..., retry=...)``.
+
+    ::
+
+        client = mcpsync.Client.http(url, retry=mcpsync.RetryPolicy(attempts=5, backoff=0.5))
+
+    :param attempts: tries in all, the first included (1 turns retrying off).
+    :param backoff: the base delay in seconds; attempt *n* waits a random
+        time up to ``backoff * 2 ** (n - 1)`` (full jitter).
+    :param max_backoff: the longest computed delay, seconds.
+    :param max_retry_after: the longest ``Retry-After`` honoured; a server
+        asking for more gets its failure raised at once.
+    """
+
+    attempts: int = 3
+    backoff: float = 0.25
+    max_backoff: float = 5.0
+    max_retry_after: float = 60.0
+
+    def __attrs_post_init__(self) -> None:
+        if self.attempts < 1:
+            raise ValueError(f"attempts must be at least 1, got {self.attempts}")
+        if self.backoff < 0 or self.max_backoff < 0 or self.max_retry_after < 0:
+            raise ValueError("backoff, max_backoff and max_retry_after must not be negative")
+
+    def delay(self, retry: int, exc: BaseException, rng: random.Random) -> float | None:
+        """Seconds to wait before retry number *retry* (1-based) after *exc*; None: do not retry."""
+        retry_after = getattr(exc, "retry_after", None)
+        if isinstance(exc, HTTPStatusError) and retry_after is not None:
+            return retry_after if retry_after <= self.max_retry_after else None
+        return rng.uniform(0.0, min(self.max_backoff, self.backoff * 2 ** (retry - 1)))
+
+
+#: What ``Client(retry=...)`` accepts: on with the defaults, off, or a policy.
+RetryArg = Union[bool, RetryPolicy, None]
+
+
+def resolve_policy(value: RetryArg) -> RetryPolicy | None:
+    """The policy for ``Client(retry=value)``; ``None`` means never retry."""
+    if value is None or value is True:
+        return RetryPolicy()
+    if value is False:
+        return None
+    if isinstance(value, RetryPolicy):
+        return value
+    raise TypeError(f"retry must be True, False or a RetryPolicy, got {type(value).__name__}")
+
+
+def never_sent(exc: BaseException, connection_open: bool) -> bool:
+    """Whether *exc* proves the request never reached the server (and the connection lives on)."""
+    return (
+        isinstance(exc, ConnectionClosed)
+        and not isinstance(exc, (ClientClosed, ServerStartError))
+        and not exc.outcome_unknown
+        and connection_open
+    )
+
+
+def transient(exc: BaseException, connection_open: bool) -> bool:
+    """Whether *exc* is worth another attempt if the call may be repeated."""
+    if isinstance(exc, HTTPStatusError) and not isinstance(exc, SessionExpired):
+        return exc.status in _RETRY_STATUSES or (exc.status == 429 and exc.retry_after is not None)
+    # A connection lost mid-request is not retried here: the transport already
+    # resumed what could be resumed, and the outcome is unknown.
+    return never_sent(exc, connection_open)
+
+
+_rng = random.Random()
+_rng_lock = threading.Lock()
+
+
+def run_with_retries(
+    attempt: Callable[[float | None], dict[str, Any]],
+    *,
+    policy: RetryPolicy | None,
+    repeatable: bool,
+    deadline: float | None,
+    connection_open: Callable[[], bool],
+    method: str,
+    clock: Callable[[], float] = time.monotonic,
+    sleep: Callable[[float], Any] = time.sleep,
+) -> dict[str, Any]:
+    """Run ``attempt(remaining)`` until it succeeds or may not be retried.
+
+    :param attempt: one try; gets the seconds left before *deadline*
+        (``None``: the caller's own timeout applies, which is how the first
+        attempt runs).
+    :param repeatable: the call may run twice without harm.
+    :param deadline: the call's monotonic deadline, or ``None``.
+    :param connection_open: whether the connection can still carry a retry.
+    """
+    tries = 0
+    remaining: float | None = None
+    while True:
+        tries += 1
+        try:
+            return attempt(remaining)
+        except Exception as exc:
+            if policy is None or tries >= policy.attempts:
+                raise
+            is_open = connection_open()
+            if not (never_sent(exc, is_open) or (repeatable and transient(exc, is_open))):
+                raise
+            with _rng_lock:
+                delay = policy.delay(tries, exc, _rng)
+            if delay is None:
+                raise
+            if deadline is not None and deadline - clock() - delay <= 0:
+                raise  # the next try could not finish in time: this failure is the answer
+            log.debug("%s failed (%s); retry %d in %.2fs", method, type(exc).__name__, tries, delay)
+            if not _pause(delay, connection_open, clock, sleep):
+                raise  # closed while we waited
+            remaining = None if deadline is None else max(0.0, deadline - clock())
+
+
+def _pause(delay: float, connection_open: Callable[[], bool], clock: Callable[[], float],
+           sleep: Callable[[float], Any]) -> bool:
+    """Wait *delay* seconds in short slices, so close() ends the wait at once; False if it did."""
+    end = clock() + delay
+    while True:
+        left = end - clock()
+        if left <= 0:
+            return True
+        sleep(min(left, _SLICE))
+        if not connection_open():
+            return False
