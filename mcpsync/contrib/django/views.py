@@ -1,0 +1,89 @@
+""""Connect this server" and the OAuth callback, per user (included by :mod:`.urls`).
+
+* ``connect/<server>/?next=/path``: starts a login (discovery, registration,
+  PKCE, a one-shot ``state`` kept in the user's token store) and redirects to
+  the authorization server.
+* ``callback/<server>/``: checks ``state`` (and ``iss``), exchanges the code,
+  stores the tokens and redirects to ``next`` (or ``MCP_LOGIN_REDIRECT_URL``,
+  default ``"/"``).  A forged, replayed or stale callback is a 400 and
+  exchanges nothing.  Step-up (a server asking for more scopes) comes back
+  through the same callback.
+* ``disconnect/<server>/`` (POST): forgets the user's tokens for the server.
+"""
+
+from __future__ import annotations
+
+import logging
+
+from django.conf import settings
+from django.contrib.auth.decorators import login_required
+from django.http import HttpRequest, HttpResponse, HttpResponseBadRequest, HttpResponseRedirect
+from django.views.decorators.http import require_GET, require_POST
+
+from ...auth import AuthError, CallbackError, IssuerMismatchError, StateMismatchError
+from ...exceptions import McpError
+from .._useroauth import is_safe_next
+from ._api import oauth_for_user
+
+__all__ = ["NEXT_KEY", "callback", "connect", "disconnect"]
+
+log = logging.getLogger("mcpsync.contrib")
+
+#: The session key holding where to go after the login.
+NEXT_KEY = "mcpsync.next"
+
+
+def _remember_next(request: HttpRequest, target: str | None) -> None:
+    if is_safe_next(target) and hasattr(request, "session"):
+        request.session[NEXT_KEY] = target
+
+
+def _after_login(request: HttpRequest) -> HttpResponseRedirect:
+    target = request.session.pop(NEXT_KEY, None) if hasattr(request, "session") else None
+    if not is_safe_next(target):
+        target = getattr(settings, "MCP_LOGIN_REDIRECT_URL", "/")
+    return HttpResponseRedirect(target)
+
+
+def _bad_gateway(server: str, exc: McpError) -> HttpResponse:
+    log.warning("MCP server %r: %s: %s", server, type(exc).__name__, exc)
+    return HttpResponse(f"the MCP server {server!r} cannot be reached for a login ({type(exc).__name__})",
+                        status=502, content_type="text/plain")
+
+
+@login_required
+@require_GET
+def connect(request: HttpRequest, server: str) -> HttpResponse:
+    """Redirect the user to the server's authorization page."""
+    _remember_next(request, request.GET.get("next"))
+    try:
+        url = oauth_for_user(request, server).begin()
+    except McpError as exc:
+        return _bad_gateway(server, exc)
+    return HttpResponseRedirect(url)
+
+
+@login_required
+@require_GET
+def callback(request: HttpRequest, server: str) -> HttpResponse:
+    """Finish the login the callback belongs to (this user's, with this ``state``)."""
+    try:
+        oauth_for_user(request, server).complete(request.build_absolute_uri())
+    except (StateMismatchError, IssuerMismatchError) as exc:
+        # Forged, replayed, another user's or stale: nothing was exchanged.
+        return HttpResponseBadRequest(f"this login link is not valid any more; start again ({exc})",
+                                      content_type="text/plain")
+    except CallbackError as exc:
+        return HttpResponseBadRequest(f"the login did not succeed: {exc}", content_type="text/plain")
+    except AuthError as exc:
+        return _bad_gateway(server, exc)
+    return _after_login(request)
+
+
+@login_required
+@require_POST
+def disconnect(request: HttpRequest, server: str) -> HttpResponse:
+    """Forget the user's tokens for *server*."""
+    oauth_for_user(request, server).logout()
+    _remember_next(request, request.POST.get("next"))
+    return _after_login(request)
