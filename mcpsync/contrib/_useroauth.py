@@ -25,7 +25,14 @@ if TYPE_CHECKING:
     from ..client import Client
     from ._servers import ServerSpec
 
-__all__ = ["EncryptedTokenStore", "ScopedTokenStore", "is_safe_next", "user_client", "user_oauth"]
+__all__ = [
+    "EncryptedTokenStore",
+    "ScopedTokenStore",
+    "finish_login",
+    "is_safe_next",
+    "user_client",
+    "user_oauth",
+]
 
 
 def user_oauth(spec: ServerSpec, store: TokenStore, redirect_uri: str) -> OAuth:
@@ -114,3 +121,24 @@ class EncryptedTokenStore(TokenStore):
 
     def __repr__(self) -> str:
         return f"<EncryptedTokenStore {self.inner!r}>"
+
+
+def finish_login(oauth: OAuth, callback_url: str) -> tuple[int, str] | None:
+    """Complete a web-app login; ``None`` on success, else (HTTP status, text for the user).
+
+    A forged, replayed, another user's or stale callback (``state``/``iss``) is
+    a 400 and exchanges nothing; a refusal at the authorization server is a
+    400 too; any other failure (the server or the authorization server down,
+    a refused code) is a 502.
+    """
+    from ..auth import AuthError, CallbackError, IssuerMismatchError, StateMismatchError
+
+    try:
+        oauth.complete(callback_url)
+    except (StateMismatchError, IssuerMismatchError) as exc:
+        return 400, f"this login link is not valid any more; start again ({exc})"
+    except CallbackError as exc:
+        return 400, f"the login did not succeed: {exc}"
+    except AuthError as exc:
+        return 502, f"the login could not be completed ({type(exc).__name__}: {exc})"
+    return None

@@ -17,12 +17,11 @@ import logging
 
 from django.conf import settings
 from django.contrib.auth.decorators import login_required
-from django.http import HttpRequest, HttpResponse, HttpResponseBadRequest, HttpResponseRedirect
+from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
 from django.views.decorators.http import require_GET, require_POST
 
-from ...auth import AuthError, CallbackError, IssuerMismatchError, StateMismatchError
 from ...exceptions import McpError
-from .._useroauth import is_safe_next
+from .._useroauth import finish_login, is_safe_next
 from ._api import oauth_for_user
 
 __all__ = ["NEXT_KEY", "callback", "connect", "disconnect"]
@@ -67,16 +66,10 @@ def connect(request: HttpRequest, server: str) -> HttpResponse:
 @require_GET
 def callback(request: HttpRequest, server: str) -> HttpResponse:
     """Finish the login the callback belongs to (this user's, with this ``state``)."""
-    try:
-        oauth_for_user(request, server).complete(request.build_absolute_uri())
-    except (StateMismatchError, IssuerMismatchError) as exc:
-        # Forged, replayed, another user's or stale: nothing was exchanged.
-        return HttpResponseBadRequest(f"this login link is not valid any more; start again ({exc})",
-                                      content_type="text/plain")
-    except CallbackError as exc:
-        return HttpResponseBadRequest(f"the login did not succeed: {exc}", content_type="text/plain")
-    except AuthError as exc:
-        return _bad_gateway(server, exc)
+    failed = finish_login(oauth_for_user(request, server), request.build_absolute_uri())
+    if failed is not None:
+        status, text = failed
+        return HttpResponse(text, status=status, content_type="text/plain")
     return _after_login(request)
 
 
