@@ -152,10 +152,11 @@ def build(issuer: str, base: str) -> Any:
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--issuer", required=True)
+    parser.add_argument("--port", type=int, default=0, help="0: an ephemeral port")
     args = parser.parse_args()
     sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    sock.bind(("127.0.0.1", 0))
+    sock.bind(("127.0.0.1", args.port))
     sock.listen(128)
     port = sock.getsockname()[1]
     app = build(args.issuer, f"http://127.0.0.1:{port}")
