@@ -10,6 +10,7 @@ from django.contrib.auth.decorators import login_required
 from django.http import Http404, HttpRequest, JsonResponse
 
 import mcpsync
+from mcpsync.auth import AuthorizationRequired
 from mcpsync.contrib.django import client_for_user, mcp
 
 
@@ -49,15 +50,24 @@ def slow(request: HttpRequest) -> JsonResponse:
 
 @login_required
 def remote_tools(request: HttpRequest) -> JsonResponse:
-    # A login the server needs raises AuthorizationRequired: the middleware redirects.
-    with client_for_user(request, "remote") as client:
-        return JsonResponse({"tools": sorted(t.name for t in client.list_tools())})
+    try:
+        with client_for_user(request, "remote") as client:
+            return JsonResponse({"tools": sorted(t.name for t in client.list_tools())})
+    except AuthorizationRequired:
+        raise  # a login is needed: the middleware redirects the user
+    except mcpsync.McpError as exc:
+        return _failed(exc)
 
 
 @login_required
 def remote_call(request: HttpRequest, name: str) -> JsonResponse:
-    with client_for_user(request, "remote") as client:
-        return JsonResponse({"text": client.call_tool(name, dict(request.GET.items())).text})
+    try:
+        with client_for_user(request, "remote") as client:
+            return JsonResponse({"text": client.call_tool(name, dict(request.GET.items())).text})
+    except AuthorizationRequired:
+        raise
+    except mcpsync.McpError as exc:
+        return _failed(exc)
 
 
 def demo_login(request: HttpRequest) -> JsonResponse:
