@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+import json
 import os
+import re
+import selectors
 import sys
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -13,6 +17,22 @@ from tests.auth_server.conftest_auth import start_peer, stop_peer
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 DEMO: dict[str, Any] = {"command": sys.executable, "args": ["-m", "mcpsync.demo"]}
+#: The demo server that exits only on a signal (tests/servers/stubborn_server.py).
+STUBBORN: dict[str, Any] = {
+    "command": sys.executable,
+    "args": [str(Path(__file__).resolve().parent / "servers" / "stubborn_server.py")],
+}
+#: What the command line of a demo or stubborn server process contains.
+SERVER_MARKERS = ("mcpsync.demo", "stubborn_server.py")
+
+
+def stubborn_config(directory: Path, **more: Any) -> str:
+    """An mcpServers file whose ``demo`` entry is the stubborn server (and *more* entries); its path."""
+    path = directory / "mcp.json"
+    path.write_text(json.dumps({"mcpServers": {"demo": STUBBORN, **more}}))
+    return str(path)
+
+
 #: A fixed key for the tests' encrypted stores (never a real secret).
 TEST_KEY = "x1cpqLhHvwvZ8nkL9JV1Fj4fYhBn3mHFZcw2D8ZqjDc="
 
@@ -73,3 +93,36 @@ def restartable(issuer: str) -> Iterator[RestartableResourceServer]:
         yield server
     finally:
         server.stop()
+
+
+class LineWaiter:
+    """Waits for a line matching a pattern on a child's output pipe, bounded in time.
+
+    It reads the raw file descriptor (``os.read``), so lines that arrived
+    together are never stuck in a Python buffer that ``select`` cannot see.
+    """
+
+    def __init__(self, pipe: Any) -> None:
+        self._fd = pipe.fileno()
+        self._pending = b""
+        #: Every line read so far (for failure messages).
+        self.log: list[str] = []
+
+    def wait(self, pattern: str, timeout: float = 60.0) -> re.Match[str]:
+        deadline = time.monotonic() + timeout
+        with selectors.DefaultSelector() as sel:
+            sel.register(self._fd, selectors.EVENT_READ)
+            while True:
+                while b"\n" in self._pending:
+                    raw, self._pending = self._pending.split(b"\n", 1)
+                    line = raw.decode(errors="replace")
+                    self.log.append(line)
+                    found = re.search(pattern, line)
+                    if found:
+                        return found
+                if not sel.select(max(0.0, deadline - time.monotonic())):
+                    raise AssertionError(f"no line matching {pattern!r}:\n" + "\n".join(self.log))
+                chunk = os.read(self._fd, 65536)
+                if not chunk:
+                    raise AssertionError(f"the process exited before {pattern!r}:\n" + "\n".join(self.log))
+                self._pending += chunk
