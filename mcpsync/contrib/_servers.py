@@ -258,9 +258,9 @@ def validate(
         if spec is not None:
             specs[spec.name] = spec
     if token_key is not NO_KEY_NEEDED and any(s.oauth is not None for s in specs.values()):
-        found = _token_key_problem(token_key)
-        if found is not None:
-            problems.append(found)
+        key_problem = _token_key_problem(token_key)
+        if key_problem is not None:
+            problems.append(key_problem)
     return specs, problems
 
 

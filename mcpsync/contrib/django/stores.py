@@ -81,7 +81,7 @@ class DatabaseTokenStore(TokenStore):
         from .models import McpToken
 
         deleted, _ = McpToken.objects.filter(user_key=str(user_key)).delete()
-        return deleted
+        return int(deleted)
 
     @contextlib.contextmanager
     def lock(self, key: str) -> Iterator[None]:
