@@ -28,6 +28,7 @@ from __future__ import annotations
 import atexit
 import difflib
 import json
+import logging
 import os
 import shutil
 import threading
@@ -55,6 +56,8 @@ __all__ = [
     "read_servers",
     "validate",
 ]
+
+log = logging.getLogger("mcpsync.contrib")
 
 #: Entry keys :mod:`mcpsync.config` reads.
 CONFIG_KEYS = frozenset(
@@ -286,6 +289,9 @@ class ServerSet:
         :raises ServerSetError: the settings have at least one error (warnings are not raised).
         """
         specs, problems = validate(servers, defaults, token_key=token_key)
+        for problem in problems:
+            if problem.level == "warning":
+                log.warning("%s", problem)
         errors = [p for p in problems if p.level == "error"]
         if errors:
             raise ServerSetError(errors)
