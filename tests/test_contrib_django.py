@@ -201,13 +201,14 @@ def _to_authorization_server(browser: Any, path: str) -> tuple[str, str]:
     return f"{parts.path}?{parts.query}", scope
 
 
-def test_users_connect_step_up_and_logout(protected: Any) -> None:
+@pytest.mark.parametrize("kind", ["database", "cache"])
+def test_users_connect_step_up_and_logout(protected: Any, kind: str) -> None:
     from django.test import override_settings
 
-    from mcpsync.contrib._cipher import RecordCipher
-    from mcpsync.contrib.django.stores import DatabaseTokenStore
+    from mcpsync.contrib.django import token_store_for
 
-    with override_settings(MCP_SERVERS={"demo": DEMO, "remote": remote_entry(protected.url)}):
+    with override_settings(MCP_SERVERS={"demo": DEMO, "remote": remote_entry(protected.url)},
+                           MCP_TOKEN_STORE=kind):
         alice, bob = _browser("alice"), _browser("bob")
         callback, scope = _to_authorization_server(alice, "/remote/tools")
         assert "mcp:read" in scope.split()
@@ -224,9 +225,9 @@ def test_users_connect_step_up_and_logout(protected: Any) -> None:
         assert bob.get("/remote/tools").status_code == 200
         from django.contrib.auth import get_user_model
 
-        users = {u.username: str(u.pk) for u in get_user_model().objects.all()}
-        cipher = RecordCipher(TEST_KEY)
-        tokens = {name: (DatabaseTokenStore(users[name], cipher).load(protected.url) or {}).get("tokens")
+        users = {u.username: u for u in get_user_model().objects.all()}
+        assert type(token_store_for(users["alice"])).__name__ == f"{kind.title()}TokenStore"
+        tokens = {name: (token_store_for(users[name]).load(protected.url) or {}).get("tokens")
                   for name in ("alice", "bob")}
         assert tokens["alice"] and tokens["bob"]
         assert tokens["alice"]["access_token"] != tokens["bob"]["access_token"]

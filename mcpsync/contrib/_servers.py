@@ -279,6 +279,7 @@ class ServerSet:
             name: SharedClient(_factory(spec)) for name, spec in self.specs.items() if spec.oauth is None
         }
         self._lock = threading.Lock()
+        self._pid = os.getpid()
         self._closed = False
         atexit.register(self.close)  # a worker or reloaded process leaves no server behind
 
@@ -345,14 +346,19 @@ class ServerSet:
     def group(self) -> Any:
         """All servers as one :class:`mcpsync.ClientGroup` (tools named ``server__tool``).
 
-        # ClientGroup plugs in here (issue: tool calling).  It is the only place that
-        # needs to change: build ``ClientGroup({name: shared client})`` once per process,
-        # passing each spec.raw's allow/deny/annotations.
+        :raises NotImplementedError: until ClientGroup is part of mcpsync.
         """
+        # >>> ClientGroup plugs in here, and only here (the frameworks' ``mcp.group()`` call
+        # this).  Build ``ClientGroup({name: self.get_client(name) for the shared servers})``
+        # once per process (the shared clients are already fork-safe), with the filters of
+        # each spec.raw ("allow", "deny", "annotations"), and close it in close().
         raise NotImplementedError("ClientGroup is not available in this version of mcpsync")
 
     def close(self) -> None:
         """Close every shared client (idempotent, bounded: each close is)."""
+        if self._pid != os.getpid():
+            # A forked worker: the lock may have been held by a parent thread at the fork.
+            self._lock, self._pid = threading.Lock(), os.getpid()
         with self._lock:
             if self._closed:
                 return
