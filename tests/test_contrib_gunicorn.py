@@ -219,3 +219,17 @@ def test_example_under_gunicorn(served: tuple[str, Gunicorn]) -> None:
     assert seen == [200, 302] * 12  # alice on every worker; bob never gets alice's tokens
     alice.close()
     bob.close()
+
+
+@pytest.mark.parametrize("framework", ["django", "flask"])
+def test_bad_settings_stop_gunicorn_at_startup(framework: str, tmp_path: Path) -> None:
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parent.parent)}
+    env.pop("MCP_CONFIG", None)
+    target, cwd = (_django if framework == "django" else _flask)(tmp_path, env)
+    (tmp_path / "mcp.json").write_text('{"mcpServers": {"demo": {"command": "no-such-program-h19"}}}')
+    env["MCP_CONFIG"] = str(tmp_path / "mcp.json")
+    done = subprocess.run([sys.executable, "-m", "gunicorn", "--preload", "-w", "2", "-b", "127.0.0.1:0", *target],
+                          cwd=cwd, env=env, capture_output=True, text=True, timeout=60)
+    assert done.returncode != 0
+    assert "(mcpsync.E003) MCP_SERVERS['demo']: command 'no-such-program-h19'" in done.stderr
+    assert "Booting worker" not in done.stderr
