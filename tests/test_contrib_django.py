@@ -246,6 +246,8 @@ def test_users_connect_step_up_and_logout(protected: Any, kind: str) -> None:
         protected.start()
         assert bob.get("/remote/tools").json() == {"tools": ["whoami", "write"]}
 
+        assert alice.get("/mcp/connect/demo/").status_code == 404  # not a per-user server
+        assert alice.get("/mcp/callback/nope/?state=x").status_code == 404
         # Logout forgets alice only.
         assert alice.post("/mcp/disconnect/remote/").status_code == 302
         assert alice.get("/remote/tools").status_code == 302

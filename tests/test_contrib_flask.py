@@ -158,6 +158,8 @@ def test_users_connect_step_up_and_logout(mcp_url: str, tmp_path: Path, closing:
     assert back.headers["Location"] == "/remote/call/write?text=hi"
     assert alice.get(back.headers["Location"]).get_json() == {"text": "wrote hi"}
 
+    assert alice.get("/mcp/connect/demo").status_code == 404  # not a per-user server
+    assert alice.get("/mcp/callback/nope?state=x").status_code == 404
     assert alice.post("/mcp/disconnect/remote").status_code == 302
     assert alice.get("/remote/tools").status_code == 302
     assert bob.get("/remote/tools").status_code == 200

@@ -17,11 +17,13 @@ import logging
 
 from django.conf import settings
 from django.contrib.auth.decorators import login_required
-from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
+from django.http import Http404, HttpRequest, HttpResponse, HttpResponseRedirect
 from django.views.decorators.http import require_GET, require_POST
 
 from ...exceptions import McpError
 from .._useroauth import finish_login, is_safe_next
+from ...auth import OAuth
+from . import _state
 from ._api import oauth_for_user
 
 __all__ = ["NEXT_KEY", "callback", "connect", "disconnect"]
@@ -30,6 +32,14 @@ log = logging.getLogger("mcpsync.contrib")
 
 #: The session key holding where to go after the login.
 NEXT_KEY = "mcpsync.next"
+
+
+def _oauth(request: HttpRequest, server: str) -> OAuth:
+    """The user's OAuth for *server*; a 404 for a server that is not a per-user one."""
+    servers = _state.servers()
+    if server not in servers or servers.spec(server).oauth is None:
+        raise Http404("no such MCP server to connect")
+    return oauth_for_user(request, server)
 
 
 def _remember_next(request: HttpRequest, target: str | None) -> None:
@@ -56,7 +66,7 @@ def connect(request: HttpRequest, server: str) -> HttpResponse:
     """Redirect the user to the server's authorization page."""
     _remember_next(request, request.GET.get("next"))
     try:
-        url = oauth_for_user(request, server).begin()
+        url = _oauth(request, server).begin()
     except McpError as exc:
         return _bad_gateway(server, exc)
     return HttpResponseRedirect(url)
@@ -66,7 +76,7 @@ def connect(request: HttpRequest, server: str) -> HttpResponse:
 @require_GET
 def callback(request: HttpRequest, server: str) -> HttpResponse:
     """Finish the login the callback belongs to (this user's, with this ``state``)."""
-    failed = finish_login(oauth_for_user(request, server), request.build_absolute_uri())
+    failed = finish_login(_oauth(request, server), request.build_absolute_uri())
     if failed is not None:
         status, text = failed
         return HttpResponse(text, status=status, content_type="text/plain")
@@ -77,6 +87,6 @@ def callback(request: HttpRequest, server: str) -> HttpResponse:
 @require_POST
 def disconnect(request: HttpRequest, server: str) -> HttpResponse:
     """Forget the user's tokens for *server*."""
-    oauth_for_user(request, server).logout()
+    _oauth(request, server).logout()
     _remember_next(request, request.POST.get("next"))
     return _after_login(request)

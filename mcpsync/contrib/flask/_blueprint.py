@@ -22,10 +22,14 @@ log = logging.getLogger("mcpsync.contrib")
 blueprint = flask.Blueprint("mcpsync", __name__)
 
 
-def _ext() -> Any:
+def _oauth(server: str) -> Any:
+    """The current user's OAuth for *server*; a 404 for a server that is not a per-user one."""
     from ._ext import extension
 
-    return extension()
+    mcp = extension()
+    if server not in mcp or mcp.spec(server).oauth is None:
+        flask.abort(404)
+    return mcp.oauth_for_user(server)
 
 
 def _remember_next(target: str | None) -> None:
@@ -49,7 +53,7 @@ def connect(server: str) -> Any:
     """Redirect the user to the server's authorization page."""
     _remember_next(flask.request.args.get("next"))
     try:
-        url = _ext().oauth_for_user(server).begin()
+        url = _oauth(server).begin()
     except McpError as exc:
         log.warning("MCP server %r: %s: %s", server, type(exc).__name__, exc)
         return f"the MCP server {server!r} cannot be reached for a login ({type(exc).__name__})", 502
@@ -59,7 +63,7 @@ def connect(server: str) -> Any:
 @blueprint.get("/callback/<server>")
 def callback(server: str) -> Any:
     """Finish the login this callback belongs to (this user's, with this ``state``)."""
-    failed = finish_login(_ext().oauth_for_user(server), flask.request.url)
+    failed = finish_login(_oauth(server), flask.request.url)
     if failed is not None:
         status, text = failed
         return text, status, {"Content-Type": "text/plain; charset=utf-8"}
@@ -69,6 +73,6 @@ def callback(server: str) -> Any:
 @blueprint.post("/disconnect/<server>")
 def disconnect(server: str) -> Any:
     """Forget the current user's tokens for *server*."""
-    _ext().oauth_for_user(server).logout()
+    _oauth(server).logout()
     _remember_next(flask.request.form.get("next"))
     return _after_login()

@@ -10,7 +10,7 @@ import flask
 
 from ...auth import AuthorizationRequired, FileTokenStore, OAuth, TokenStore
 from ...config import ConfigError
-from .._servers import NO_KEY_NEEDED, ServerSet
+from .._servers import NO_KEY_NEEDED, ServerSet, ServerSpec
 from .._useroauth import EncryptedTokenStore, ScopedTokenStore, is_safe_next, user_client, user_oauth
 
 if TYPE_CHECKING:
@@ -117,6 +117,10 @@ class MCP:
         return state
 
     # -- shared clients --------------------------------------------------------------------
+
+    def spec(self, name: str) -> ServerSpec:
+        """The validated settings of server *name* (:class:`ConfigError` if unknown)."""
+        return self._state().servers.spec(name)
 
     def get_client(self, name: str | None = None) -> SharedClient:
         """The shared client of server *name* (default: the only one); one per process."""
