@@ -160,11 +160,15 @@ def test_example_under_gunicorn(served: tuple[str, Gunicorn]) -> None:
         with requests.Session() as session:
             return _timed_get(session, f"{base}/add?a={i}&b=1")
 
-    with ThreadPoolExecutor(12) as pool:
-        results = list(pool.map(add, range(90)))
-    assert all(status == 200 for status, _, _ in results), results
-    assert [body["sum"] for _, _, body in results] == [i + 1.0 for i in range(90)]
-    workers = {body["pid"] for _, _, body in results}
+    workers: set[int] = set()
+    for _ in range(5):  # the kernel picks the worker: go on until two have served
+        with ThreadPoolExecutor(12) as pool:
+            results = list(pool.map(add, range(90)))
+        assert all(status == 200 for status, _, _ in results), results
+        assert [body["sum"] for _, _, body in results] == [i + 1.0 for i in range(90)]
+        workers |= {body["pid"] for _, _, body in results}
+        if len(workers) >= 2:
+            break
     servers = server.mcp_servers()
     assert len(servers) == len(workers) >= 2  # one demo server per worker that served a request
     master_children = {pid for pid, (ppid, _, _) in _proc_table().items() if ppid == server.proc.pid}
