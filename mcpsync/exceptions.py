@@ -30,7 +30,8 @@
     ├── ToolError                         ``CallToolResult.raise_for_error()``
     ├── ConfigError                       a bad ``mcpServers`` file or entry (also ``ValueError``) [config]
     │   ├── UnsetVariableError            ``${VAR}`` with no value and no default            [config]
-    │   └── UsageError                    bad command-line arguments                         [cli]
+    │   ├── UsageError                    bad command-line arguments                         [cli]
+    │   └── ServerSetError                ``MCP_SERVERS`` settings with errors (all listed)  [contrib]
     ├── FallbackToLegacy                  internal: "auto" HTTP switches to HTTP+SSE; never reaches you
     └── AuthError                         base of the :mod:`mcpsync.auth` errors              [auth]
         ├── AuthorizationRequired         a login is needed; ``.url`` is where to send the user

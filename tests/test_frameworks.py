@@ -1,4 +1,4 @@
-"""The Flask and Django examples, with each framework's own test client, against the real demo server.
+"""The Flask and Django examples (on mcpsync.contrib), with each framework's test client, against the demo server.
 
 Concurrent requests come from a thread pool and share one client (one server
 process); a killed server is replaced on the next request.
@@ -19,8 +19,8 @@ from typing import Any
 import pytest
 
 from mcpsync.shared import SharedClient
+from tests.contrib_support import EXAMPLES, django_site
 
-EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 THREADS, REQUESTS = 8, 48
 
 pytestmark = pytest.mark.timeout(120)
@@ -40,28 +40,25 @@ def _load(path: Path, name: str) -> ModuleType:
 @pytest.fixture
 def flask_app() -> Iterator[tuple[Any, SharedClient]]:
     module = _load(EXAMPLES / "flask_app" / "app.py", "mcpsync_example_flask")
+    app = module.create_app()
+    shared = app.extensions["mcp"].servers.get_client("demo")
     try:
-        yield module.app.test_client(), module.mcp
+        yield app.test_client(), shared
     finally:
-        module.mcp.discard()  # the next test starts with no server process
+        app.extensions["mcp"].servers.close()  # the next test starts with no server process
 
 
 @pytest.fixture
-def django_app() -> Iterator[tuple[Any, SharedClient]]:
-    root = str(EXAMPLES / "django_app")
-    if root not in sys.path:
-        sys.path.insert(0, root)
-    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "mcpsite.settings")
-    import django
+def django_app(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Any, SharedClient]]:
+    django_site(tmp_path_factory.mktemp("django") / "db.sqlite3")
     from django.test import Client as DjangoClient
 
-    django.setup()
-    from mcpsite.mcp import client
+    from mcpsync.contrib.django import _state, get_client
 
     try:
-        yield DjangoClient(), client
+        yield DjangoClient(), get_client("demo")
     finally:
-        client.discard()
+        _state.reset()
 
 
 def _server_pid(shared: SharedClient) -> int:
@@ -91,8 +88,6 @@ def _exercise(get: Callable[[str], Any], shared: SharedClient) -> None:
     # the next one runs on a new server process.
     old = _server_pid(shared)
     os.kill(old, signal.SIGKILL)
-    # A stdio client does not respawn its server by itself: the first request sees the
-    # broken connection; SharedClient then discards the client.
     failed = get("/add?a=1&b=1")
     assert failed.status_code == 502
     assert _json(failed)["error"] in ("ConnectionClosed", "ServerStartError")

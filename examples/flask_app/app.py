@@ -1,49 +1,80 @@
-"""A Flask app that calls an MCP server: one shared, lazily connected client per process.
+"""A Flask app that calls MCP servers through ``mcpsync.contrib.flask``.
 
-Run it with ``flask --app examples/flask_app/app.py run`` (or under gunicorn,
-``--preload`` included: nothing connects until the first request in a worker).
+* ``demo``: the bundled demo server over stdio, one shared client per process
+  (nothing connects until the first request, so ``gunicorn --preload`` is fine);
+* ``remote`` (when ``MCP_URL`` is set): an OAuth-protected server called on
+  behalf of each user; tokens in ``MCP_TOKEN_DIR``, encrypted with ``MCP_TOKEN_KEY``.
+
+Run it with ``flask --app examples/flask_app/app.py run`` (or ``gunicorn
+--preload 'app:app'`` in examples/flask_app); ``flask --app ... mcp tools``
+lists the demo's tools.  ``MCP_CONFIG`` names an ``mcpServers`` file to use
+instead of the demo entry.
 """
 
 from __future__ import annotations
 
-import atexit
 import os
 import sys
+from typing import Any
 
 from flask import Flask, jsonify, request
 
 import mcpsync
-from mcpsync.shared import SharedClient
+from mcpsync.contrib.flask import MCP
+
+mcp = MCP()
 
 
-def make_client() -> mcpsync.Client:
-    """The MCP server of this app: an mcpServers entry, or the bundled demo server."""
-    if os.environ.get("MCP_CONFIG"):
-        return mcpsync.Client.from_config(
-            os.environ["MCP_CONFIG"], os.environ.get("MCP_SERVER", "demo"), timeout=30
-        )
-    return mcpsync.Client.stdio([sys.executable, "-m", "mcpsync.demo"], timeout=30)
+def settings() -> dict[str, Any]:
+    """The MCP part of the configuration, from the environment."""
+    servers: Any = os.environ.get("MCP_CONFIG") or {
+        "demo": {"command": sys.executable, "args": ["-m", "mcpsync.demo"]},
+    }
+    if os.environ.get("MCP_URL") and isinstance(servers, dict):
+        servers["remote"] = {"url": "${MCP_URL}", "oauth": {"client_name": "flask-example"}}
+    return {
+        "MCP_SERVERS": servers,
+        "MCP_DEFAULTS": {"timeout": float(os.environ.get("MCP_TIMEOUT", "30"))},
+        "MCP_TOKEN_DIR": os.environ.get("MCP_TOKEN_DIR"),
+        "MCP_TOKEN_KEY": os.environ.get("MCP_TOKEN_KEY"),
+        "SECRET_KEY": os.environ.get("FLASK_SECRET_KEY", "example-only-not-secret"),
+    }
 
 
-#: Module level: created at import, connected on first use, shared by all threads.
-mcp = SharedClient(make_client)
-atexit.register(mcp.close)
-
-
-def create_app() -> Flask:
+def create_app(config: dict[str, Any] | None = None) -> Flask:
     app = Flask(__name__)
+    app.config.update(settings())
+    app.config.update(config or {})
+    mcp.init_app(app)  # a bad MCP_SERVERS fails here, at startup
 
     @app.get("/tools")
     def tools():  # type: ignore[no-untyped-def]
-        return jsonify([tool.name for tool in mcp.list_tools()])
+        return jsonify([tool.name for tool in mcp["demo"].list_tools()])
 
     @app.get("/add")
     def add():  # type: ignore[no-untyped-def]
         a = float(request.args.get("a", "0"))
         b = float(request.args.get("b", "0"))
-        result = mcp.call_tool("add", {"a": a, "b": b})
+        result = mcp["demo"].call_tool("add", {"a": a, "b": b})
         result.raise_for_error()
         return jsonify(sum=float(result.text), pid=os.getpid())
+
+    @app.get("/slow")
+    def slow():  # type: ignore[no-untyped-def]
+        result = mcp["demo"].call_tool("countdown", {"n": int(request.args.get("n", "3"))},
+                                       timeout=float(request.args.get("timeout", "30")))
+        return jsonify(text=result.text, pid=os.getpid())
+
+    @app.get("/remote/tools")
+    def remote_tools():  # type: ignore[no-untyped-def]
+        # A login the server needs raises AuthorizationRequired: MCP redirects the user.
+        with mcp.client_for_user("remote") as client:
+            return {"tools": sorted(t.name for t in client.list_tools())}
+
+    @app.get("/remote/call/<name>")
+    def remote_call(name: str):  # type: ignore[no-untyped-def]
+        with mcp.client_for_user("remote") as client:
+            return {"text": client.call_tool(name, dict(request.args)).text}
 
     @app.errorhandler(mcpsync.McpError)
     def mcp_failed(exc: mcpsync.McpError):  # type: ignore[no-untyped-def]

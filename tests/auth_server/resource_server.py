@@ -253,10 +253,11 @@ def main() -> None:
     parser.add_argument("--issuer", required=True)
     parser.add_argument("--dpop-nonce", action="store_true")
     parser.add_argument("--dpop-nonce-loop", action="store_true")
+    parser.add_argument("--port", type=int, default=0, help="0: an ephemeral port")
     args = parser.parse_args()
     sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    sock.bind(("127.0.0.1", 0))
+    sock.bind(("127.0.0.1", args.port))
     sock.listen(128)
     port = sock.getsockname()[1]
     app = build(

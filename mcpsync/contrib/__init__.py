@@ -1,0 +1,13 @@
+"""Integrations with web frameworks (optional extras).
+
+* :mod:`mcpsync.contrib.django`: ``pip install mcpsync[django]`` (see ``docs/django.rst``);
+* :mod:`mcpsync.contrib.flask`: ``pip install mcpsync[flask]`` (see ``docs/flask.rst``).
+
+What both share lives in the private modules here: the server set read from an
+``mcpServers``-shaped setting (:mod:`._servers`), encryption of token records
+(:mod:`._cipher`), per-user OAuth (:mod:`._useroauth`) and the CLI bridge
+(:mod:`._cli`).  Nothing here imports a framework.
+
+May import: anything in mcpsync (it is the top layer); a framework only in its own
+subpackage, and only when that integration is used.
+"""

@@ -1,0 +1,79 @@
+"""``mcp servers|tools|call`` for the frameworks' command lines, run by the ``mcpsync`` CLI itself.
+
+The framework command turns its arguments into an ``mcpsync`` command line
+with ``--config`` pointing at the app's servers, so output, exit codes and
+error messages are those documented in ``docs/cli.rst``.  When the setting is
+a mapping, its entries are written *as written* (``${VAR}`` unexpanded, so no
+secret reaches the disk) to a private temporary file for the run.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import tempfile
+from collections.abc import Iterator, Sequence
+from typing import TextIO
+
+from ._servers import EXTRA_KEYS, read_servers
+
+__all__ = ["COMMANDS", "run"]
+
+#: The subcommands offered, and their help.
+COMMANDS = {
+    "servers": "list the configured MCP servers",
+    "tools": "list a server's tools: tools [SERVER]",
+    "call": "call a tool: call [SERVER] TOOL key=value ...",
+}
+
+
+@contextlib.contextmanager
+def _config_file(servers: object) -> Iterator[str]:
+    if isinstance(servers, (str, os.PathLike)):
+        yield os.fspath(servers)
+        return
+    entries, _ = read_servers(servers)
+    plain = {
+        name: {k: v for k, v in entry.items() if k not in EXTRA_KEYS}
+        for name, entry in entries.items()
+        if isinstance(entry, dict)
+    }
+    with tempfile.TemporaryDirectory(prefix="mcpsync-") as directory:  # 0700
+        path = os.path.join(directory, "mcp.json")
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            json.dump({"mcpServers": plain}, handle)
+        yield path
+
+
+def argv_for(command: str, rest: Sequence[str], names: Sequence[str]) -> list[str]:
+    """The ``mcpsync`` arguments after ``--config FILE`` for one framework command.
+
+    The server name may be left out when there is one server; ``call``'s first
+    argument is a server name only if it is one.
+    """
+    args = list(rest)
+    if command == "servers":
+        return ["servers", *args]
+    if args and args[0] in names:
+        server, args = args[0], args[1:]
+    elif len(names) == 1:
+        server = names[0]
+    else:
+        server = args.pop(0) if command == "tools" and args else ""
+    return ["--server", server, command, *args] if server else [command, *args]
+
+
+def run(servers: object, command: str, rest: Sequence[str], *, timeout: float | None,
+        stdout: TextIO, stderr: TextIO) -> int:
+    """Run ``mcpsync --config <servers> ... COMMAND REST``; the exit status."""
+    from mcpsync.cli.main import main
+
+    names = list(read_servers(servers)[0])
+    with _config_file(servers) as path:
+        argv = ["--config", path, *argv_for(command, rest, names)]
+        if timeout is not None:
+            argv[2:2] = ["--timeout", str(timeout)]
+        with contextlib.redirect_stdout(stdout), contextlib.redirect_stderr(stderr):
+            return main(argv)

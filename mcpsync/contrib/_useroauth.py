@@ -1,0 +1,144 @@
+"""Clients that act for one user of a web app (OAuth's web-app flow, one token record per user).
+
+A server whose ``MCP_SERVERS`` entry has ``oauth`` is never shared: each
+request makes a short-lived :class:`~mcpsync.Client` whose
+:class:`~mcpsync.auth.OAuth` reads and writes *that user's* records only (the
+store is bound to the user, so no key a caller passes can reach another
+user's tokens).  The framework modules add the views: "connect" redirects to
+:meth:`~mcpsync.auth.OAuth.begin`'s URL, the callback calls
+:meth:`~mcpsync.auth.OAuth.complete` (which checks ``state`` and ``iss``).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+from collections.abc import Iterator
+from typing import TYPE_CHECKING, Any
+from urllib.parse import urlsplit
+
+from ..auth import OAuth, TokenStore
+from ..client.client import Client
+from ._cipher import RecordCipher
+
+if TYPE_CHECKING:
+    from mcpsync.client.client import Client
+    from ._servers import ServerSpec
+
+__all__ = [
+    "EncryptedTokenStore",
+    "ScopedTokenStore",
+    "finish_login",
+    "is_safe_next",
+    "user_client",
+    "user_oauth",
+]
+
+
+def user_oauth(spec: ServerSpec, store: TokenStore, redirect_uri: str) -> OAuth:
+    """The web-app OAuth of server *spec* with a store already bound to one user."""
+    assert spec.oauth is not None and spec.config.url is not None
+    settings = dict(spec.oauth)
+    settings.setdefault("client_name", "mcpsync")
+    return OAuth(store=store, login=None, redirect_uri=redirect_uri,
+                 server_url=spec.config.url, **settings)
+
+
+def user_client(spec: ServerSpec, oauth: OAuth) -> Client:
+    """A new, unconnected client for *spec* that authorizes with *oauth*; close it after use."""
+    return Client.from_server_config(spec.config, auth=oauth, **spec.options)
+
+
+def is_safe_next(url: str | None) -> bool:
+    """Whether *url* is a local path fit to redirect to after a login (no open redirect)."""
+    if not url or not url.startswith("/") or url.startswith("//") or "\\" in url:
+        return False
+    parts = urlsplit(url)
+    return not parts.scheme and not parts.netloc
+
+
+class ScopedTokenStore(TokenStore):
+    """Another store's records under one *scope* (a user id): keys are prefixed, locks too.
+
+    :param inner: the shared store (e.g. a :class:`~mcpsync.auth.FileTokenStore` every
+        worker sees, or an :class:`EncryptedTokenStore` around it).
+    :param scope: who the records belong to; any string (it is hashed into the key).
+    """
+
+    def __init__(self, inner: TokenStore, scope: str) -> None:
+        super().__init__()
+        self.inner = inner
+        self._prefix = hashlib.sha256(scope.encode("utf-8")).hexdigest()[:32] + "/"
+
+    def _key(self, key: str) -> str:
+        return self._prefix + key
+
+    def load(self, key: str) -> dict[str, Any] | None:
+        return self.inner.load(self._key(key))
+
+    def save(self, key: str, record: dict[str, Any]) -> None:
+        self.inner.save(self._key(key), record)
+
+    def delete(self, key: str) -> None:
+        self.inner.delete(self._key(key))
+
+    @contextlib.contextmanager
+    def lock(self, key: str) -> Iterator[None]:
+        with self.inner.lock(self._key(key)):
+            yield
+
+    def __repr__(self) -> str:
+        return f"<ScopedTokenStore {self.inner!r}>"
+
+
+class EncryptedTokenStore(TokenStore):
+    """Another store's records, encrypted with :class:`~._cipher.RecordCipher` before they are saved.
+
+    The inner store sees ``{"sealed": "<Fernet token>"}`` only.
+    """
+
+    def __init__(self, inner: TokenStore, cipher: RecordCipher) -> None:
+        super().__init__()
+        self.inner = inner
+        self._cipher = cipher
+
+    def load(self, key: str) -> dict[str, Any] | None:
+        found = self.inner.load(key)
+        if found is None:
+            return None
+        return self._cipher.decrypt(str(found.get("sealed", "")))
+
+    def save(self, key: str, record: dict[str, Any]) -> None:
+        self.inner.save(key, {"sealed": self._cipher.encrypt(record)})
+
+    def delete(self, key: str) -> None:
+        self.inner.delete(key)
+
+    @contextlib.contextmanager
+    def lock(self, key: str) -> Iterator[None]:
+        with self.inner.lock(key):
+            yield
+
+    def __repr__(self) -> str:
+        return f"<EncryptedTokenStore {self.inner!r}>"
+
+
+def finish_login(oauth: OAuth, callback_url: str) -> tuple[int, str] | None:
+    """Complete a web-app login; ``None`` on success, else (HTTP status, text for the user).
+
+    A forged, replayed, another user's or stale callback (``state``/``iss``) is
+    a 400 and exchanges nothing; a refusal at the authorization server is a
+    400 too; any other failure (the server or the authorization server down,
+    a refused code) is a 502.
+    """
+    from ..auth import AuthError, CallbackError, IssuerMismatchError, StateMismatchError
+
+    try:
+        oauth.complete(callback_url)
+    except (StateMismatchError, IssuerMismatchError) as exc:
+        return 400, f"this login link is not valid any more; start again ({exc})"
+    except CallbackError as exc:
+        return 400, f"the login did not succeed: {exc}"
+    except AuthError as exc:
+        return 502, f"the login could not be completed ({type(exc).__name__}: {exc})"
+    return None

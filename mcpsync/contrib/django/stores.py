@@ -1,0 +1,157 @@
+"""Token stores for Django: one on the database, one on the cache; both per user, both encrypted.
+
+Each store object is bound to one user (``store.load(key)`` reads that
+user's record only), which is what :func:`mcpsync.contrib.django.oauth_for_user`
+passes to :class:`~mcpsync.auth.OAuth`.  Records are encrypted with
+``MCP_TOKEN_KEY`` before they leave the process.
+
+Locks (held while a refresh token is spent): both stores lock between the
+threads of a process.  Across processes the database store locks the user's
+row with ``SELECT ... FOR UPDATE`` where the database has it (PostgreSQL,
+MySQL, Oracle; SQLite serialises writers anyway) and the cache store uses
+``cache.add`` as a lock with an expiry (shared caches: Redis, Memcached).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import secrets
+import time
+from collections.abc import Iterator
+from typing import Any
+
+from django.db import IntegrityError, connections, router, transaction
+
+from ...auth import TokenStore, TokenStoreError
+from .._cipher import RecordCipher
+
+__all__ = ["CacheTokenStore", "DatabaseTokenStore"]
+
+#: Seconds a cache lock lives if its holder dies; a waiter gives up after as long.
+LOCK_TTL = 60.0
+
+
+def _hash(key: str) -> str:
+    return hashlib.sha256(key.encode("utf-8")).hexdigest()
+
+
+class DatabaseTokenStore(TokenStore):
+    """One user's records in the ``mcpsync_token`` table.
+
+    :param user_key: the user's primary key (any string).
+    :param cipher: encrypts the records (from ``MCP_TOKEN_KEY``).
+    """
+
+    def __init__(self, user_key: str, cipher: RecordCipher) -> None:
+        super().__init__()
+        self.user_key = str(user_key)
+        self._cipher = cipher
+
+    def _rows(self, key: str) -> Any:
+        from .models import McpToken
+
+        return McpToken.objects.filter(user_key=self.user_key, key_hash=_hash(key))
+
+    def load(self, key: str) -> dict[str, Any] | None:
+        sealed = self._rows(key).values_list("sealed", flat=True).first()
+        return None if sealed is None else self._cipher.decrypt(sealed)
+
+    def save(self, key: str, record: dict[str, Any]) -> None:
+        from .models import McpToken
+
+        sealed = self._cipher.encrypt(record)
+        for _ in range(2):  # a concurrent first save from another process wins once
+            if self._rows(key).update(sealed=sealed):
+                return
+            try:
+                with transaction.atomic(using=router.db_for_write(McpToken)):
+                    McpToken.objects.create(user_key=self.user_key, key_hash=_hash(key), sealed=sealed)
+                return
+            except IntegrityError:
+                continue
+        raise TokenStoreError("cannot save a token record (the database refused it twice)")
+
+    def delete(self, key: str) -> None:
+        self._rows(key).delete()
+
+    @classmethod
+    def forget_user(cls, user_key: str) -> int:
+        """Delete every record of a user (e.g. when the account is deleted); how many rows."""
+        from .models import McpToken
+
+        deleted, _ = McpToken.objects.filter(user_key=str(user_key)).delete()
+        return int(deleted)
+
+    @contextlib.contextmanager
+    def lock(self, key: str) -> Iterator[None]:
+        from .models import McpToken
+
+        alias = router.db_for_write(McpToken)
+        with self._thread_lock(key):
+            if not connections[alias].features.has_select_for_update:
+                yield
+                return
+            with transaction.atomic(using=alias):
+                list(self._rows(key).select_for_update())
+                yield
+
+    def __repr__(self) -> str:
+        return "<DatabaseTokenStore>"
+
+
+class CacheTokenStore(TokenStore):
+    """One user's records in a Django cache (``MCP_TOKEN_CACHE``, default ``"default"``).
+
+    A cache may evict: a record lost that way means the user connects the server again.
+
+    :param user_key: the user's primary key (any string).
+    :param cipher: encrypts the records (from ``MCP_TOKEN_KEY``).
+    :param alias: the cache alias.
+    """
+
+    _poll = 0.05
+
+    def __init__(self, user_key: str, cipher: RecordCipher, alias: str = "default") -> None:
+        super().__init__()
+        self.user_key = str(user_key)
+        self._cipher = cipher
+        self.alias = alias
+
+    @property
+    def _cache(self) -> Any:
+        from django.core.cache import caches
+
+        return caches[self.alias]
+
+    def _key(self, key: str, kind: str = "token") -> str:
+        return f"mcpsync:{kind}:{_hash(self.user_key)[:32]}:{_hash(key)[:40]}"
+
+    def load(self, key: str) -> dict[str, Any] | None:
+        sealed = self._cache.get(self._key(key))
+        return None if sealed is None else self._cipher.decrypt(str(sealed))
+
+    def save(self, key: str, record: dict[str, Any]) -> None:
+        self._cache.set(self._key(key), self._cipher.encrypt(record), timeout=None)
+
+    def delete(self, key: str) -> None:
+        self._cache.delete(self._key(key))
+
+    @contextlib.contextmanager
+    def lock(self, key: str) -> Iterator[None]:
+        name, token = self._key(key, "lock"), secrets.token_hex(8)
+        with self._thread_lock(key):
+            deadline = time.monotonic() + LOCK_TTL
+            # No cache offers a wait-for-release event, so this polls, bounded by LOCK_TTL.
+            while not self._cache.add(name, token, timeout=LOCK_TTL):
+                if time.monotonic() > deadline:
+                    raise TokenStoreError("timed out waiting for the token lock in the cache")
+                time.sleep(self._poll)
+            try:
+                yield
+            finally:
+                if self._cache.get(name) == token:
+                    self._cache.delete(name)
+
+    def __repr__(self) -> str:
+        return f"<CacheTokenStore alias={self.alias!r}>"

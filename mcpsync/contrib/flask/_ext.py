@@ -1,0 +1,196 @@
+"""The ``MCP`` extension: servers from ``app.config``, per-user clients, the login blueprint and CLI."""
+
+from __future__ import annotations
+
+import secrets
+from collections.abc import Callable, Iterator
+from typing import TYPE_CHECKING, Any
+
+import flask
+
+from ...auth import AuthorizationRequired, FileTokenStore, OAuth, TokenStore
+from ...config import ConfigError
+from .._servers import NO_KEY_NEEDED, ServerSet, ServerSpec
+from .._useroauth import EncryptedTokenStore, ScopedTokenStore, is_safe_next, user_client, user_oauth
+
+if TYPE_CHECKING:
+    from mcpsync.client.client import Client
+    from ...shared import SharedClient
+
+__all__ = ["MCP"]
+
+#: The session keys this extension uses.
+NEXT_KEY = "mcpsync.next"
+ANON_KEY = "mcpsync.user"
+
+
+def _default_user_id() -> str:
+    """Flask-Login's user when it is installed and someone is logged in, else one id per session."""
+    try:
+        from flask_login import current_user
+    except ImportError:
+        current_user = None
+    if current_user is not None and getattr(current_user, "is_authenticated", False):
+        return f"user:{current_user.get_id()}"
+    return f"session:{flask.session.setdefault(ANON_KEY, secrets.token_hex(16))}"
+
+
+class _AppState:
+    """What :meth:`MCP.init_app` keeps per app in ``app.extensions["mcp"]``."""
+
+    def __init__(self, servers: ServerSet, store: TokenStore | None) -> None:
+        self.servers = servers
+        self.store = store
+
+
+class MCP:
+    """Flask extension: ``mcp = MCP(app)`` or ``mcp = MCP(); mcp.init_app(app)``.
+
+    Reads ``MCP_SERVERS`` (the ``mcpServers`` shape, or a file path) and
+    ``MCP_DEFAULTS`` from ``app.config`` and refuses a bad setting in
+    :meth:`init_app` (at startup).  Servers with ``oauth`` are called on
+    behalf of each user; their tokens go to *token_store*, or by default to
+    ``MCP_TOKEN_DIR`` (a :class:`~mcpsync.auth.FileTokenStore` every worker
+    shares), encrypted with ``MCP_TOKEN_KEY``.
+
+    :param token_store: a shared :class:`~mcpsync.auth.TokenStore` (each user
+        gets their own part of it).
+    :param user_id: ``fn() -> str``, the current user in a request (default:
+        Flask-Login's ``current_user`` if installed, else one id per browser session).
+    """
+
+    def __init__(
+        self,
+        app: flask.Flask | None = None,
+        *,
+        token_store: TokenStore | None = None,
+        user_id: Callable[[], str] | None = None,
+    ) -> None:
+        self._token_store = token_store
+        self._user_id = user_id or _default_user_id
+        self._app: flask.Flask | None = None
+        if app is not None:
+            self.init_app(app)
+
+    # -- set-up ----------------------------------------------------------------------------
+
+    def init_app(self, app: flask.Flask) -> None:
+        """Check the settings, make the (unconnected) shared clients, add blueprint and CLI.
+
+        :raises mcpsync.contrib._servers.ServerSetError: the settings have errors.
+        """
+        from ._blueprint import blueprint
+        from ._cli import mcp_command
+
+        config = app.config
+        store = self._token_store
+        key = NO_KEY_NEEDED if store is not None else config.get("MCP_TOKEN_KEY")
+        servers = ServerSet.from_settings(config.get("MCP_SERVERS"), config.get("MCP_DEFAULTS"), key)
+        if store is None and any(s.oauth is not None for s in servers.specs.values()):
+            directory = config.get("MCP_TOKEN_DIR")
+            if not directory:
+                servers.close()
+                raise ConfigError("servers with 'oauth' need MCP_TOKEN_DIR (with MCP_TOKEN_KEY) "
+                                  "or MCP(token_store=...)")
+            from .._cipher import RecordCipher
+
+            store = EncryptedTokenStore(FileTokenStore(directory), RecordCipher(key))
+        old = app.extensions.get("mcp")
+        if isinstance(old, _AppState):
+            old.servers.close()
+        app.extensions["mcp"] = _AppState(servers, store)
+        if "mcpsync" not in app.blueprints:
+            app.register_blueprint(blueprint, url_prefix=config.get("MCP_URL_PREFIX", "/mcp"))
+            app.register_error_handler(AuthorizationRequired, _to_login)
+            app.cli.add_command(mcp_command)
+        if self._app is None:
+            self._app = app
+        app.extensions["mcp.ext"] = self
+
+    def _state(self) -> _AppState:
+        app = flask.current_app if flask.has_app_context() else self._app
+        if app is None:
+            raise RuntimeError("MCP is not initialised: call init_app(app) first")
+        state = app.extensions.get("mcp")
+        if not isinstance(state, _AppState):
+            raise RuntimeError("MCP.init_app() was not called for this app")
+        return state
+
+    # -- shared clients --------------------------------------------------------------------
+
+    def spec(self, name: str) -> ServerSpec:
+        """The validated settings of server *name* (:class:`ConfigError` if unknown)."""
+        return self._state().servers.spec(name)
+
+    def get_client(self, name: str | None = None) -> SharedClient:
+        """The shared client of server *name* (default: the only one); one per process."""
+        servers = self._state().servers
+        return servers.get_client(name if name is not None else servers.default_name())
+
+    def __getitem__(self, name: str) -> SharedClient:
+        return self.get_client(name)
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._state().servers)
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._state().servers
+
+    def group(self) -> Any:
+        """Every server as one ClientGroup (see ``ServerSet.group``)."""
+        return self._state().servers.group()
+
+    def __getattr__(self, attr: str) -> Any:
+        if attr.startswith("_"):
+            raise AttributeError(attr)
+        return getattr(self.get_client(), attr)
+
+    def close(self) -> None:
+        """Close the shared clients of the app (also done at exit)."""
+        self._state().servers.close()
+
+    # -- per-user clients -----------------------------------------------------------------
+
+    def current_user_id(self) -> str:
+        """The id the current request's tokens are kept under."""
+        return str(self._user_id())
+
+    def token_store(self) -> TokenStore:
+        """The current user's part of the token store."""
+        store = self._state().store
+        if store is None:
+            raise ConfigError("no server has 'oauth': there is no token store")
+        return ScopedTokenStore(store, self.current_user_id())
+
+    def oauth_for_user(self, name: str) -> OAuth:
+        """The web-app :class:`~mcpsync.auth.OAuth` of the current user for server *name*."""
+        spec = self._state().servers.spec(name)
+        if spec.oauth is None:
+            raise ConfigError(f"MCP server {name!r} has no 'oauth' entry: use mcp[{name!r}]")
+        callback = flask.url_for("mcpsync.callback", server=name, _external=True)
+        return user_oauth(spec, self.token_store(), callback)
+
+    def client_for_user(self, name: str) -> Client:
+        """A new client acting for the current user on server *name*; use it in ``with``.
+
+        A call that needs a login raises :class:`~mcpsync.auth.AuthorizationRequired`,
+        which the extension answers with the redirect (and a way back to this page).
+        """
+        return user_client(self._state().servers.spec(name), self.oauth_for_user(name))
+
+    def __repr__(self) -> str:
+        return "<mcpsync.contrib.flask.MCP>"
+
+
+def _to_login(exc: AuthorizationRequired) -> Any:
+    if flask.request.method == "GET" and is_safe_next(flask.request.full_path):
+        flask.session[NEXT_KEY] = flask.request.full_path
+    return flask.redirect(exc.url)
+
+
+def extension() -> MCP:
+    """The :class:`MCP` of the current app."""
+    ext = flask.current_app.extensions.get("mcp.ext")
+    if not isinstance(ext, MCP):
+        raise RuntimeError("MCP.init_app() was not called for this app")
+    return ext

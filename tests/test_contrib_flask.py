@@ -1,0 +1,182 @@
+"""mcpsync.contrib.flask with Flask's test client, against the demo server and real OAuth servers."""
+
+from __future__ import annotations
+
+import os
+import signal
+from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any
+from urllib.parse import parse_qs, urlsplit
+
+import flask
+import pytest
+
+from mcpsync.config import ConfigError
+from mcpsync.exceptions import McpError
+from mcpsync.contrib._servers import ServerSetError
+from mcpsync.contrib.flask import MCP
+from tests.auth_server.conftest_auth import (  # noqa: F401
+    auth_server,
+    follow_to_callback,
+    resource_server,
+    ts_sdk_server,
+)
+from tests.contrib_support import DEMO, TEST_KEY, remote_entry, restartable
+
+pytestmark = pytest.mark.timeout(120)
+
+
+def _app(servers: Any, **config: Any) -> tuple[flask.Flask, MCP]:
+    app = flask.Flask("contrib-test")
+    app.config.update(SECRET_KEY="test-only", MCP_SERVERS=servers, MCP_DEFAULTS={"timeout": 20}, **config)
+    mcp = MCP(app)
+
+    @app.get("/add")
+    def add() -> Any:
+        arguments = {k: float(v) for k, v in flask.request.args.items()}
+        return {"sum": float(mcp["demo"].call_tool("add", arguments).text)}
+
+    @app.get("/remote/tools")
+    def remote_tools() -> Any:
+        with mcp.client_for_user("remote") as client:
+            return {"tools": sorted(t.name for t in client.list_tools())}
+
+    @app.get("/remote/call/<name>")
+    def remote_call(name: str) -> Any:
+        with mcp.client_for_user("remote") as client:
+            return {"text": client.call_tool(name, dict(flask.request.args)).text}
+
+    @app.errorhandler(McpError)
+    def failed(exc: McpError) -> Any:
+        return {"error": type(exc).__name__}, 502
+
+    return app, mcp
+
+
+@pytest.fixture
+def closing() -> Iterator[list[MCP]]:
+    made: list[MCP] = []
+    yield made
+    for mcp in made:
+        mcp.close()
+
+
+def test_shared_client_threads_and_a_killed_server(closing: list[MCP]) -> None:
+    app, mcp = _app({"demo": DEMO})
+    closing.append(mcp)
+    browser = app.test_client()
+    with ThreadPoolExecutor(8) as pool:
+        sums = list(pool.map(lambda i: browser.get(f"/add?a={i}&b=1").get_json()["sum"], range(32)))
+    assert sums == [i + 1 for i in range(32)]
+    shared = mcp["demo"]
+    assert shared.generation == 1 and mcp.get_client() is shared and list(mcp) == ["demo"]
+    os.kill(shared.get()._conn.transport.pid, signal.SIGKILL)  # type: ignore[attr-defined]
+    with app.app_context():
+        with pytest.raises(Exception) as info:
+            mcp.call_tool("add", {"a": 1, "b": 1})
+    assert type(info.value).__name__ in ("ConnectionClosed", "ServerStartError")
+    assert browser.get("/add?a=2&b=2").get_json() == {"sum": 4.0}
+    assert shared.generation == 2
+
+
+def test_bad_settings_fail_in_init_app(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("H19_UNSET", raising=False)
+    app = flask.Flask("bad")
+    app.config["MCP_SERVERS"] = {"a": {"url": "${H19_UNSET}/mcp"}, "b": {"command": "no-such-h19"}}
+    with pytest.raises(ServerSetError) as info:
+        MCP(app)
+    assert "H19_UNSET" in str(info.value) and "no-such-h19" in str(info.value)
+    app.config["MCP_SERVERS"] = {"remote": remote_entry("http://127.0.0.1:1/mcp")}
+    with pytest.raises(ConfigError, match="MCP_TOKEN_KEY"):
+        MCP(app)
+    app.config["MCP_TOKEN_KEY"] = TEST_KEY
+    with pytest.raises(ConfigError, match="MCP_TOKEN_DIR"):
+        MCP(app)
+
+
+def test_cli_commands(closing: list[MCP]) -> None:
+    app, mcp = _app({"demo": DEMO})
+    closing.append(mcp)
+    runner = app.test_cli_runner()
+    result = runner.invoke(args=["mcp", "call", "add", "a=2", "b=5"])
+    assert result.exit_code == 0 and result.output.strip() == "7"
+    result = runner.invoke(args=["mcp", "tools"])
+    assert "countdown(n?: integer, delay?: number)" in result.output
+    result = runner.invoke(args=["mcp", "servers"])
+    assert result.output.startswith("demo  stdio")
+    result = runner.invoke(args=["mcp", "call", "nope"])
+    assert result.exit_code == 4
+
+
+# -- per-user OAuth -----------------------------------------------------------------------
+
+
+def _to_authorization_server(browser: Any, path: str) -> tuple[str, str]:
+    response = browser.get(path)
+    assert response.status_code == 302, response.get_data(as_text=True)
+    location = response.headers["Location"]
+    assert location.startswith("http://127.0.0.1:")
+    scope = parse_qs(urlsplit(location).query).get("scope", [""])[0]
+    callback = follow_to_callback(location)
+    assert callback.startswith("http://localhost/mcp/callback/remote?")
+    return callback, scope
+
+
+@pytest.fixture(params=["ts-sdk", "oidc-provider"])
+def mcp_url(request: pytest.FixtureRequest) -> str:
+    name = "ts_sdk_server" if request.param == "ts-sdk" else "resource_server"
+    return str(request.getfixturevalue(name))
+
+
+def test_users_connect_step_up_and_logout(mcp_url: str, tmp_path: Path, closing: list[MCP]) -> None:
+    app, mcp = _app({"demo": DEMO, "remote": remote_entry(mcp_url)},
+                    MCP_TOKEN_DIR=str(tmp_path / "tokens"), MCP_TOKEN_KEY=TEST_KEY)
+    closing.append(mcp)
+    alice, bob = app.test_client(), app.test_client()  # two browsers: two users
+    callback, scope = _to_authorization_server(alice, "/remote/tools")
+    assert "mcp:read" in scope.split()
+    assert alice.get(callback.replace("state=", "state=forged")).status_code == 400
+    assert bob.get(callback).status_code == 400  # alice's login is not bob's
+    back = alice.get(callback)
+    assert back.status_code == 302 and back.headers["Location"] == "/remote/tools"
+    assert alice.get("/remote/tools").get_json() == {"tools": ["whoami", "write"]}
+    assert alice.get(callback).status_code == 400  # replayed
+
+    bob_callback, _ = _to_authorization_server(bob, "/mcp/connect/remote?next=/remote/tools")
+    assert bob.get(bob_callback).headers["Location"] == "/remote/tools"
+    assert bob.get("/remote/tools").status_code == 200
+    files = list((tmp_path / "tokens").glob("*.json"))
+    assert len(files) == 2  # one record per user
+    for path in files:
+        assert "access_token" not in path.read_text()  # encrypted at rest
+
+    callback, scope = _to_authorization_server(alice, "/remote/call/write?text=hi")
+    assert {"mcp:read", "mcp:write"} <= set(scope.split())
+    back = alice.get(callback)
+    assert back.headers["Location"] == "/remote/call/write?text=hi"
+    assert alice.get(back.headers["Location"]).get_json() == {"text": "wrote hi"}
+
+    assert alice.get("/mcp/connect/demo").status_code == 404  # not a per-user server
+    assert alice.get("/mcp/callback/nope?state=x").status_code == 404
+    assert alice.post("/mcp/disconnect/remote").status_code == 302
+    assert alice.get("/remote/tools").status_code == 302
+    assert bob.get("/remote/tools").status_code == 200
+
+
+def test_a_server_restart_keeps_users_connected(auth_server: str, tmp_path: Path,  # noqa: F811
+                                                closing: list[MCP]) -> None:
+    for protected in restartable(auth_server):
+        app, mcp = _app({"remote": remote_entry(protected.url)},
+                        MCP_TOKEN_DIR=str(tmp_path / "tokens"), MCP_TOKEN_KEY=TEST_KEY)
+        closing.append(mcp)
+        browser = app.test_client()
+        callback, _ = _to_authorization_server(browser, "/remote/tools")
+        assert browser.get(callback).status_code == 302
+        protected.stop()
+        down = browser.get("/remote/tools")
+        assert down.status_code == 502
+        assert down.get_json()["error"] in ("ServerStartError", "TransportError", "ConnectionClosed")
+        protected.start()
+        assert browser.get("/remote/tools").get_json() == {"tools": ["whoami", "write"]}
