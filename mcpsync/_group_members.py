@@ -40,7 +40,7 @@ def remaining(deadline: float | None) -> float | None:
 
 
 def spawn(name: str, fn: Callable[[], T]) -> Future[T]:
-    """Run *fn* on a new daemon thread named ``mcpsync-group-<name>``; its future."""
+    """Run *fn* on a new daemon thread named ``mcpsync-<name>``; its future."""
     future: Future[T] = Future()
 
     def run() -> None:
@@ -51,7 +51,7 @@ def spawn(name: str, fn: Callable[[], T]) -> Future[T]:
         else:
             future.set_result(result)
 
-    threading.Thread(target=run, name=f"mcpsync-group-{name}", daemon=True).start()
+    threading.Thread(target=run, name=f"mcpsync-{name}", daemon=True).start()
     return future
 
 
@@ -143,7 +143,7 @@ class Member:
                     self._broken(client, exc)
                     raise
 
-            future = spawn(f"{self.name}-{op}", call)
+            future = spawn(f"group-{self.name}-{op}", call)
             if shared:
                 self._inflight[op] = future
             return future
@@ -157,11 +157,11 @@ class Member:
                 return
             self._client = None
         # Reaping the old server may take its close grace: not on the caller's time.
-        spawn(f"{self.name}-close", client.close)
+        spawn(f"group-{self.name}-close", client.close)
 
     def close(self) -> Future[None] | None:
         """Close the client (on a thread); later uses raise :class:`ClientClosed`."""
         with self._lock:
             self._closed = True
             client, self._client = self._client, None
-        return None if client is None else spawn(f"{self.name}-close", client.close)
+        return None if client is None else spawn(f"group-{self.name}-close", client.close)
