@@ -46,7 +46,9 @@ def llm() -> Any:
 
 def answer(question: str) -> str:
     if os.environ.get("LLM_PROVIDER") == "anthropic":
-        return llm_anthropic.ask(llm(), group, question, model=os.environ.get("LLM_MODEL", "claude-sonnet-5-5"))
+        return llm_anthropic.ask(
+            llm(), group, question, model=os.environ.get("LLM_MODEL", "claude-sonnet-5-5")
+        )
     return llm_openai.ask(llm(), group, question, model=os.environ.get("LLM_MODEL", "gpt-5-mini"))
 
 
@@ -57,7 +59,7 @@ app = Flask(__name__)
 def ask():  # type: ignore[no-untyped-def]
     question = (request.get_json(silent=True) or {}).get("question")
     if not isinstance(question, str) or not question:
-        return jsonify(error="send {\"question\": \"...\"}"), 400
+        return jsonify(error='send {"question": "..."}'), 400
     # Tool failures reach the model as results; servers that were down are listed here.
     return jsonify(answer=answer(question), unavailable=sorted(group.errors))
 

@@ -44,7 +44,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description="Ask a Claude model, with MCP tools.")
     parser.add_argument("question")
     args = parser.parse_args()
-    with ClientGroup.from_config(os.environ.get("MCP_CONFIG") or DEMO) as group, anthropic.Anthropic() as llm:
+    with ClientGroup.from_config(
+        os.environ.get("MCP_CONFIG") or DEMO
+    ) as group, anthropic.Anthropic() as llm:
         print(ask(llm, group, args.question, model=os.environ.get("LLM_MODEL", "claude-sonnet-5-5")))
         for name, error in group.errors.items():
             print(f"(server {name} was not available: {error})", file=sys.stderr)

@@ -66,7 +66,9 @@ def main() -> None:
     parser.add_argument("--api", choices=["chat", "responses"], default="chat")
     args = parser.parse_args()
     with servers() as group, openai.OpenAI() as llm:
-        print(ask(llm, group, args.question, model=os.environ.get("LLM_MODEL", "gpt-5-mini"), api=args.api))
+        print(
+            ask(llm, group, args.question, model=os.environ.get("LLM_MODEL", "gpt-5-mini"), api=args.api)
+        )
         for name, error in group.errors.items():
             print(f"(server {name} was not available: {error})", file=sys.stderr)
 

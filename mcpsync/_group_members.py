@@ -10,49 +10,37 @@ a server takes to start, answer or die.
 from __future__ import annotations
 
 import fnmatch
+import os
 import re
 import threading
-import time
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from concurrent.futures import Future
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar, Union
 
 from . import types
+from ._threads import spawn
 from .exceptions import ClientClosed, ConnectionClosed
 
 if TYPE_CHECKING:
     from .client import Client
 
-__all__ = ["Member", "ToolFilter", "deadline_of", "remaining", "spawn"]
+__all__ = [
+    "ClientSource",
+    "Config",
+    "Member",
+    "ToolFilter",
+    "config_members",
+    "is_config",
+    "member",
+    "template_pattern",
+]
 
 T = TypeVar("T")
+#: A server of a group: a client, or a callable that makes one (called again after a crash).
+ClientSource = Union["Client", Callable[[], "Client"]]
+#: An ``mcpServers`` document: a path, or the parsed dict.
+Config = Union[str, "os.PathLike[str]", Mapping[str, Any]]
 _CAMEL = re.compile(r"_([a-z])")
-
-
-def deadline_of(timeout: float | None) -> float | None:
-    """The monotonic deadline of a call that may take *timeout* seconds (``None``: none)."""
-    return None if timeout is None else time.monotonic() + timeout
-
-
-def remaining(deadline: float | None) -> float | None:
-    """Seconds left until *deadline* (at least 1 ms, so a late call still times out cleanly)."""
-    return None if deadline is None else max(0.001, deadline - time.monotonic())
-
-
-def spawn(name: str, fn: Callable[[], T]) -> Future[T]:
-    """Run *fn* on a new daemon thread named ``mcpsync-<name>``; its future."""
-    future: Future[T] = Future()
-
-    def run() -> None:
-        try:
-            result = fn()
-        except BaseException as exc:  # handed to the waiting caller, never lost
-            future.set_exception(exc)
-        else:
-            future.set_result(result)
-
-    threading.Thread(target=run, name=f"mcpsync-{name}", daemon=True).start()
-    return future
 
 
 class ToolFilter:
@@ -101,7 +89,11 @@ class Member:
     """One server of a group: its client, made by *factory* on first use."""
 
     def __init__(
-        self, name: str, client: Client | None, factory: Callable[[], Client] | None, tool_filter: ToolFilter
+        self,
+        name: str,
+        client: Client | None,
+        factory: Callable[[], Client] | None,
+        tool_filter: ToolFilter,
     ) -> None:
         self.name = name
         self.filter = tool_filter
@@ -165,3 +157,48 @@ class Member:
             self._closed = True
             client, self._client = self._client, None
         return None if client is None else spawn(f"group-{self.name}-close", client.close)
+
+
+def is_config(value: object) -> bool:
+    """Whether *value* is an ``mcpServers`` document rather than a mapping of clients."""
+    if isinstance(value, (str, os.PathLike)):
+        return True
+    return isinstance(value, Mapping) and any(
+        isinstance(value.get(key), Mapping) for key in ("mcpServers", "servers")
+    )
+
+
+def member(name: str, source: ClientSource) -> Member:
+    """The member for a client, or for a callable making clients."""
+    from .client import Client
+
+    if isinstance(source, Client) or not callable(source):
+        return Member(name, source, None, ToolFilter())
+    return Member(name, None, source, ToolFilter())
+
+
+def config_members(
+    source: Config, servers: Sequence[str] | None, options: dict[str, Any]
+) -> dict[str, Member]:
+    """A member per entry of an ``mcpServers`` document (or of its entries *servers*)."""
+    from .config import client_from_server, load_config
+
+    if servers is None:
+        entries = load_config(source)
+    else:
+        entries = {name: load_config(source, name)[name] for name in servers}
+    return {
+        name: Member(
+            name,
+            None,
+            lambda entry=entry: client_from_server(entry, **options),  # type: ignore[misc]
+            ToolFilter(entry.allow, entry.deny, entry.annotations),
+        )
+        for name, entry in entries.items()
+    }
+
+
+def template_pattern(template: str) -> re.Pattern[str]:
+    """A regex for the URIs an RFC 6570 template can make (each expression matches any run)."""
+    parts = re.split(r"\{[^}]*\}", template)
+    return re.compile(".+?".join(re.escape(part) for part in parts))

@@ -19,18 +19,27 @@ never breaks the group: its tools are left out, its error is in
 from __future__ import annotations
 
 import logging
-import os
 import re
 import threading
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from concurrent.futures import Future, wait
-from typing import TYPE_CHECKING, Any, TypeVar, Union
+from concurrent.futures import wait
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import attrs
 
 from . import types
-from ._group_members import Member, ToolFilter, deadline_of, remaining
+from ._group_members import (
+    ClientSource,
+    Config,
+    Member,
+    ToolFilter,
+    config_members,
+    is_config,
+    member,
+    template_pattern,
+)
 from ._options import DEFAULT, Default, TimeoutArg
+from ._threads import deadline_of, remaining
 from .exceptions import (
     CapabilityNotSupported,
     ClientClosed,
@@ -49,9 +58,6 @@ __all__ = ["ClientGroup"]
 log = logging.getLogger(__name__)
 
 T = TypeVar("T")
-#: A server of a group: a client, or a callable that makes one (called again after a crash).
-ClientSource = Union["Client", Callable[[], "Client"]]
-_Config = Union[str, "os.PathLike[str]", Mapping[str, Any]]
 _FILTERED = " (left out by the group's allow/deny/annotations filters)"
 #: Seconds close() waits for all the clients to close (each is bounded by its own grace).
 _CLOSE_BOUND = 15.0
@@ -85,7 +91,7 @@ class ClientGroup:
 
     def __init__(
         self,
-        clients_or_config: Mapping[str, ClientSource] | _Config,
+        clients_or_config: Mapping[str, ClientSource] | Config,
         *,
         prefix: str = "{server}__{tool}",
         allow: Iterable[str] | None = None,
@@ -107,15 +113,15 @@ class ClientGroup:
         self._uris: dict[str, Member] = {}
         self._templates: list[tuple[re.Pattern[str], Member]] = []
         self._closed = False
-        if _is_config(clients_or_config) or not isinstance(clients_or_config, Mapping):
-            self._members = _config_members(clients_or_config, None, {})
+        if is_config(clients_or_config) or not isinstance(clients_or_config, Mapping):
+            self._members = config_members(clients_or_config, None, {})
         else:
-            self._members = {name: _member(name, source) for name, source in clients_or_config.items()}
+            self._members = {name: member(name, source) for name, source in clients_or_config.items()}
 
     @classmethod
     def from_config(
         cls,
-        path_or_dict: _Config,
+        path_or_dict: Config,
         *,
         servers: Sequence[str] | None = None,
         prefix: str = "{server}__{tool}",
@@ -138,7 +144,7 @@ class ClientGroup:
         group = cls({}, prefix=prefix, allow=allow, deny=deny, annotations=annotations, timeout=timeout)
         if timeout is not None:
             options.setdefault("timeout", timeout)
-        group._members = _config_members(path_or_dict, servers, options)
+        group._members = config_members(path_or_dict, servers, options)
         return group
 
     # -- servers -------------------------------------------------------------
@@ -203,7 +209,12 @@ class ClientGroup:
         return tools
 
     def call_tool(
-        self, name: str, arguments: Mapping[str, Any] | None = None, *, timeout: TimeoutArg = DEFAULT, **kwargs: Any
+        self,
+        name: str,
+        arguments: Mapping[str, Any] | None = None,
+        *,
+        timeout: TimeoutArg = DEFAULT,
+        **kwargs: Any,
     ) -> types.CallToolResult:
         """Call a tool by the name :meth:`list_tools` gave it; see :meth:`mcpsync.Client.call_tool`.
 
@@ -234,7 +245,10 @@ class ClientGroup:
         deadline = self._deadline(timeout)
         member, bare = self._resolve("prompt", name, self.list_prompts, deadline)
         return self._one(
-            member, "prompts/get", lambda c: c.get_prompt(bare, arguments, timeout=remaining(deadline)), deadline
+            member,
+            "prompts/get",
+            lambda c: c.get_prompt(bare, arguments, timeout=remaining(deadline)),
+            deadline,
         )
 
     # -- resources -----------------------------------------------------------
@@ -252,9 +266,13 @@ class ClientGroup:
 
     def list_resource_templates(self, *, timeout: TimeoutArg = DEFAULT) -> list[types.ResourceTemplate]:
         """The resource templates of every server that answers; names prefixed."""
-        listed = self._gather("resources/templates/list", lambda c, t: c.list_resource_templates(timeout=t), timeout)
+        listed = self._gather(
+            "resources/templates/list", lambda c, t: c.list_resource_templates(timeout=t), timeout
+        )
         with self._lock:
-            self._templates = [(_template_pattern(t.uri_template), m) for m, items in listed for t in items]
+            self._templates = [
+                (template_pattern(t.uri_template), m) for m, items in listed for t in items
+            ]
         return [
             attrs.evolve(tpl, name=self._prefix.format(server=member.name, tool=tpl.name))
             for member, items in listed
@@ -271,13 +289,18 @@ class ClientGroup:
         deadline = self._deadline(timeout)
         member = self._member(server) if server is not None else self._resource_member(uri, deadline)
         return self._one(
-            member, "resources/read", lambda c: c.read_resource(uri, timeout=remaining(deadline)), deadline
+            member,
+            "resources/read",
+            lambda c: c.read_resource(uri, timeout=remaining(deadline)),
+            deadline,
         )
 
     def _resource_member(self, uri: str, deadline: float | None) -> Member:
         for attempt in range(2):
             with self._lock:
-                member = self._uris.get(uri) or next((m for p, m in self._templates if p.fullmatch(uri)), None)
+                member = self._uris.get(uri) or next(
+                    (m for p, m in self._templates if p.fullmatch(uri)), None
+                )
             if member is not None:
                 return member
             if attempt == 0:
@@ -320,7 +343,9 @@ class ClientGroup:
     def _member(self, server: str) -> Member:
         member = self._members.get(server)
         if member is None:
-            raise UnknownName("server", server, f" in the group (servers: {', '.join(self._members) or 'none'})")
+            raise UnknownName(
+                "server", server, f" in the group (servers: {', '.join(self._members) or 'none'})"
+            )
         return member
 
     def _gather(
@@ -336,7 +361,9 @@ class ClientGroup:
         answered: list[tuple[Member, list[Any]]] = []
         for member, future in futures.items():
             if not future.done():
-                self._failed(member, RequestTimeout(f"server {member.name!r}: no {op} answer in time", method=op))
+                self._failed(
+                    member, RequestTimeout(f"server {member.name!r}: no {op} answer in time", method=op)
+                )
                 continue
             exc = future.exception()
             if exc is None:
@@ -366,7 +393,11 @@ class ClientGroup:
 
     def _named(self, listed: list[tuple[Member, list[Any]]]) -> list[tuple[Member, Any, str]]:
         """Each item with its prefixed name; a name that collides gets ``_2``, ``_3``..."""
-        plain = [(member, item, self._prefix.format(server=member.name, tool=item.name)) for member, items in listed for item in items]
+        plain = [
+            (member, item, self._prefix.format(server=member.name, tool=item.name))
+            for member, items in listed
+            for item in items
+        ]
         taken = {name for _, _, name in plain}
         seen: set[str] = set()
         named = []
@@ -408,43 +439,3 @@ class ClientGroup:
         log.warning("server %r of the group failed: %s", member.name, exc)
         with self._lock:
             self._errors[member.name] = exc
-
-
-def _is_config(value: object) -> bool:
-    if isinstance(value, (str, os.PathLike)):
-        return True
-    return isinstance(value, Mapping) and any(
-        isinstance(value.get(key), Mapping) for key in ("mcpServers", "servers")
-    )
-
-
-def _member(name: str, source: ClientSource) -> Member:
-    from .client import Client
-
-    if isinstance(source, Client) or not callable(source):
-        return Member(name, source, None, ToolFilter())
-    return Member(name, None, source, ToolFilter())
-
-
-def _config_members(source: _Config, servers: Sequence[str] | None, options: dict[str, Any]) -> dict[str, Member]:
-    from .config import client_from_server, load_config
-
-    if servers is None:
-        entries = load_config(source)
-    else:
-        entries = {name: load_config(source, name)[name] for name in servers}
-    return {
-        name: Member(
-            name,
-            None,
-            lambda entry=entry: client_from_server(entry, **options),  # type: ignore[misc]
-            ToolFilter(entry.allow, entry.deny, entry.annotations),
-        )
-        for name, entry in entries.items()
-    }
-
-
-def _template_pattern(template: str) -> re.Pattern[str]:
-    """A regex for the URIs an RFC 6570 template can make (each expression matches any run)."""
-    parts = re.split(r"\{[^}]*\}", template)
-    return re.compile(".+?".join(re.escape(part) for part in parts))

@@ -83,7 +83,11 @@ def test_filters_from_code_and_config(sdk_server_script: Path) -> None:
         "mcpServers": {
             "demo": {**DEMO, "deny": ["count*"]},
             # The SDK server's echo is the one tool that declares readOnlyHint.
-            "sdk": {"command": sys.executable, "args": [str(sdk_server_script)], "annotations": {"readOnlyHint": True}},
+            "sdk": {
+                "command": sys.executable,
+                "args": [str(sdk_server_script)],
+                "annotations": {"readOnlyHint": True},
+            },
         }
     }
     with ClientGroup.from_config(config, deny=["*__weather"], timeout=60) as group:
@@ -94,7 +98,9 @@ def test_filters_from_code_and_config(sdk_server_script: Path) -> None:
         assert group.call_tool("sdk__echo", {"text": "ok"}).text == "ok"
     # allow globs match the bare or the prefixed name; deny wins over allow.
     a, b = _twins()
-    with ClientGroup({"a": a.client(), "b": b.client()}, allow=["a__*", "nothing"], deny=["b__*"]) as group:
+    with ClientGroup(
+        {"a": a.client(), "b": b.client()}, allow=["a__*", "nothing"], deny=["b__*"]
+    ) as group:
         assert _names(group.list_tools()) == ["a__echo"]
     with ClientGroup({"a": a.client(), "b": b.client()}, allow=["echo"], deny=["a__echo"]) as group:
         assert _names(group.list_tools()) == ["b__echo"]
@@ -136,7 +142,11 @@ def test_resources_and_prompts(sdk_server: list[str]) -> None:
         assert group.read_resource("memo://upper/abc").contents[0].text == "ABC"
         assert "demo__README" in _names(group.list_resources())
         assert "sdk__note" in _names(group.list_resource_templates())
-        assert group.read_resource("demo://readme", server="demo").contents[0].text.startswith("mcpsync demo")
+        assert (
+            group.read_resource("demo://readme", server="demo")
+            .contents[0]
+            .text.startswith("mcpsync demo")
+        )
         prompts = _names(group.list_prompts())
         assert "demo__greet" in prompts and "sdk__greet" in prompts
         rendered = group.get_prompt("demo__greet", {"name": "Ann", "style": "formal"})

@@ -1,4 +1,4 @@
-"""mcpsync.llm with the real ``openai`` and ``anthropic`` SDKs, against a scripted model and real MCP servers.
+"""mcpsync.llm with the real ``openai`` and ``anthropic`` SDKs, a scripted model and real MCP servers.
 
 The model is ``tests/servers/scripted_llm.py``: an HTTP server on 127.0.0.1 speaking the
 Chat Completions, Responses and Anthropic Messages APIs, which checks what the providers
@@ -69,12 +69,16 @@ def _anthropic(llm: ScriptedLLM) -> anthropic.Anthropic:
     return anthropic.Anthropic(api_key="sk-ant-test", base_url=llm.base_url, max_retries=0, timeout=30)
 
 
-def chat_loop(llm: ScriptedLLM, source: Any, question: str = "go", **kwargs: Any) -> tuple[str, list[Any]]:
+def chat_loop(
+    llm: ScriptedLLM, source: Any, question: str = "go", **kwargs: Any
+) -> tuple[str, list[Any]]:
     """The Chat Completions loop as the docs teach it; the answer and the conversation."""
     with _openai(llm) as client:
         messages: list[Any] = [{"role": "user", "content": question}]
         for _ in range(5):
-            resp = client.chat.completions.create(model="m", messages=messages, tools=openai_tools(source))
+            resp = client.chat.completions.create(
+                model="m", messages=messages, tools=openai_tools(source)
+            )
             results = run_tool_calls(source, resp, **kwargs)
             if not results:
                 return str(resp.choices[0].message.content), messages
@@ -86,7 +90,9 @@ def responses_loop(llm: ScriptedLLM, source: Any, question: str = "go") -> tuple
     with _openai(llm) as client:
         items: list[Any] = [{"role": "user", "content": question}]
         for _ in range(5):
-            resp = client.responses.create(model="m", input=items, tools=openai_tools(source, api="responses"))
+            resp = client.responses.create(
+                model="m", input=items, tools=openai_tools(source, api="responses")
+            )
             results = run_tool_calls(source, resp)
             if not results:
                 return resp.output_text, items
@@ -98,7 +104,9 @@ def anthropic_loop(llm: ScriptedLLM, source: Any, question: str = "go") -> tuple
     with _anthropic(llm) as client:
         messages: list[Any] = [{"role": "user", "content": question}]
         for _ in range(5):
-            resp = client.messages.create(model="m", max_tokens=256, messages=messages, tools=anthropic_tools(source))
+            resp = client.messages.create(
+                model="m", max_tokens=256, messages=messages, tools=anthropic_tools(source)
+            )
             results = run_tool_calls(source, resp)
             if not results:
                 return str(resp.content[0].text), messages
@@ -114,8 +122,12 @@ LOOPS = {"chat": chat_loop, "responses": responses_loop, "anthropic": anthropic_
 
 @pytest.mark.parametrize("api", LOOPS)
 def test_loop_over_a_group_of_real_servers(api: str, scripted: Any, sdk_server: list[str]) -> None:
-    llm = scripted([("demo__add", {"a": 2, "b": 3}), ("sdk__echo", {"text": "hi"}), ("fail", {"message": "boom"})])
-    with ClientGroup({"demo": mcpsync.Client.stdio(DEMO), "sdk": mcpsync.Client.stdio(sdk_server)}) as group:
+    llm = scripted(
+        [("demo__add", {"a": 2, "b": 3}), ("sdk__echo", {"text": "hi"}), ("fail", {"message": "boom"})]
+    )
+    with ClientGroup(
+        {"demo": mcpsync.Client.stdio(DEMO), "sdk": mcpsync.Client.stdio(sdk_server)}
+    ) as group:
         answer, _ = LOOPS[api](llm, group)
     # The model saw every result, in call order; the failed tool is marked as an error.
     assert answer == "Final answer: 5 | hi | Error: boom"
@@ -146,11 +158,15 @@ class _nothing:
 
 
 @pytest.mark.parametrize("api", LOOPS)
-def test_names_the_providers_refuse_are_mapped_and_back(api: str, scripted: Any, tools_server: list[str]) -> None:
+def test_names_the_providers_refuse_are_mapped_and_back(
+    api: str, scripted: Any, tools_server: list[str]
+) -> None:
     from llm_tools_server import LONG
 
     with mcpsync.Client.stdio(tools_server) as client:
-        definitions = openai_tools(client, api="responses") if api != "anthropic" else anthropic_tools(client)
+        definitions = (
+            openai_tools(client, api="responses") if api != "anthropic" else anthropic_tools(client)
+        )
         names = [d["name"] for d in definitions]
         pattern = _ANTHROPIC_NAME if api == "anthropic" else _OPENAI_NAME
         assert all(pattern.match(n) for n in names), names
@@ -162,7 +178,10 @@ def test_names_the_providers_refuse_are_mapped_and_back(api: str, scripted: Any,
         assert (long_name == LONG) == (api == "anthropic")  # 105 characters fit Anthropic only
         llm = scripted([("!" + long_name, {}), ("!" + dotted, {}), ("weird_name_tool", {})])
         answer, _ = LOOPS[api](llm, client)
-    assert answer == f"Final answer: {LONG} ran with {{}} | weird.name/tool ran with {{}} | weird_name_tool ran with {{}}"
+    assert (
+        answer
+        == f"Final answer: {LONG} ran with {{}} | weird.name/tool ran with {{}} | weird_name_tool ran with {{}}"
+    )
     assert llm.rejections == []
 
 
@@ -193,7 +212,10 @@ def test_schemas_are_made_valid_for_each_provider(scripted: Any, tools_server: l
         for api in LOOPS:
             llm = scripted([("either", {"a": "x"}), ("loose", {"word": "w"}), ("bare", {})])
             answer, _ = LOOPS[api](llm, source)
-            assert answer == "Final answer: either ran with {\"a\": \"x\"} | loose got {'word': 'w'} | bare got {}"
+            assert (
+                answer
+                == "Final answer: either ran with {\"a\": \"x\"} | loose got {'word': 'w'} | bare got {}"
+            )
             assert llm.rejections == []
 
 
@@ -209,9 +231,13 @@ def test_object_schema_leaves_its_input_alone() -> None:
 
 
 @pytest.mark.parametrize("api", LOOPS)
-def test_images_and_other_content_reach_the_model(api: str, scripted: Any, tools_server: list[str], sdk_server: list[str]) -> None:
+def test_images_and_other_content_reach_the_model(
+    api: str, scripted: Any, tools_server: list[str], sdk_server: list[str]
+) -> None:
     llm = scripted([("pictures", {}), ("media", {}), ("add", {"a": 1, "b": 2})])
-    with ClientGroup({"t": mcpsync.Client.stdio(tools_server), "s": mcpsync.Client.stdio(sdk_server)}) as group:
+    with ClientGroup(
+        {"t": mcpsync.Client.stdio(tools_server), "s": mcpsync.Client.stdio(sdk_server)}
+    ) as group:
         answer, messages = LOOPS[api](llm, group)
     assert llm.rejections == []
     # pictures: one PNG shown, the SVG described; media: its PNG, audio and resources described.
@@ -225,7 +251,12 @@ def test_images_and_other_content_reach_the_model(api: str, scripted: Any, tools
     assert answer.split(" | ")[-1].startswith("3")
     if api == "chat":
         # Tool messages carry text only: the images follow in one user message.
-        assert [m.get("role") for m in messages[-4:] if isinstance(m, dict)] == ["tool", "tool", "tool", "user"]
+        assert [m.get("role") for m in messages[-4:] if isinstance(m, dict)] == [
+            "tool",
+            "tool",
+            "tool",
+            "user",
+        ]
 
 
 # -- run_tool_calls itself ------------------------------------------------------------
@@ -244,7 +275,9 @@ def test_timeout_bounds_every_call(scripted: Any) -> None:
     with mcpsync.Client.stdio(DEMO) as client:
         client.list_tools()  # connected before the clock starts
         with _openai(llm) as oc:
-            resp = oc.chat.completions.create(model="m", messages=[{"role": "user", "content": "x"}], tools=openai_tools(client))
+            resp = oc.chat.completions.create(
+                model="m", messages=[{"role": "user", "content": "x"}], tools=openai_tools(client)
+            )
         started = time.monotonic()
         results = run_tool_calls(client, resp, timeout=1.0)
         elapsed = time.monotonic() - started
@@ -264,7 +297,9 @@ def test_no_tool_calls_means_nothing_to_append(scripted: Any) -> None:
 def test_dicts_work_like_sdk_objects(scripted: Any) -> None:
     llm = scripted([("echo", {"text": "from a dict"})])
     with mcpsync.Client.stdio(DEMO) as client, _openai(llm) as oc:
-        resp = oc.chat.completions.create(model="m", messages=[{"role": "user", "content": "x"}], tools=openai_tools(client))
+        resp = oc.chat.completions.create(
+            model="m", messages=[{"role": "user", "content": "x"}], tools=openai_tools(client)
+        )
         from_object = run_tool_calls(client, resp)
         from_dict = run_tool_calls(client, resp.model_dump())
         from_message = run_tool_calls(client, resp.choices[0].message.model_dump())
@@ -281,7 +316,14 @@ def test_dicts_work_like_sdk_objects(scripted: Any) -> None:
         ({"choices": [{"message": {"role": "assistant", "tool_calls": "x"}}]}, "must be a list"),
         ({"object": "response", "output": {}}, "must be a list"),
         ({"type": "message", "role": "assistant", "content": "x"}, "must be a list"),
-        ({"choices": [{"message": {"role": "assistant", "tool_calls": [{"function": {"name": "echo"}}]}}]}, "no id"),
+        (
+            {
+                "choices": [
+                    {"message": {"role": "assistant", "tool_calls": [{"function": {"name": "echo"}}]}}
+                ]
+            },
+            "no id",
+        ),
         ({"type": "message", "content": [{"type": "tool_use", "id": "t1", "input": {}}]}, "has no name"),
     ],
 )
@@ -342,7 +384,10 @@ def test_sampling_handlers(provider: str, mode: str, scripted: Any, sdk_server: 
         llm.turns = []
         plain = client.call_tool("sample", {"prompt": "What is up?"})
         assert plain.text == "sampled by sampler-1"
-        assert plain.structured_content["content"] == {"type": "text", "text": "Final answer: What is up?"}
+        assert plain.structured_content["content"] == {
+            "type": "text",
+            "text": "Final answer: What is up?",
+        }
         assert plain.structured_content["stopReason"] == "endTurn"
     body = list(llm.bodies("/chat/completions" if provider == "openai" else "/messages"))[-1]
     assert body["model"] == "sampler-1"
@@ -363,13 +408,17 @@ def test_sampling_handler_maps_tool_history(provider: str, scripted: Any) -> Non
     params = types.CreateMessageRequestParams(
         [
             types.SamplingMessage("user", types.TextContent("weather in Paris?")),
-            types.SamplingMessage("assistant", [types.ToolUseContent("u1", "get.weather", {"city": "Paris"})]),
+            types.SamplingMessage(
+                "assistant", [types.ToolUseContent("u1", "get.weather", {"city": "Paris"})]
+            ),
             types.SamplingMessage(
                 "user", [types.ToolResultContent("u1", [types.TextContent("sunny")], is_error=False)]
             ),
         ],
         max_tokens=50,
-        tools=[types.Tool("get.weather", {"type": "object", "properties": {"city": {"type": "string"}}})],
+        tools=[
+            types.Tool("get.weather", {"type": "object", "properties": {"city": {"type": "string"}}})
+        ],
     )
     with llm_client:
         result = make(llm_client, model="m")(params)

@@ -15,7 +15,7 @@ from typing import Any
 import attrs
 
 from .. import types
-from .._group_members import deadline_of, remaining, spawn
+from .._threads import deadline_of, remaining, spawn
 from .._options import DEFAULT
 from ..exceptions import McpError, ProviderResponseError, RequestTimeout, UnknownName, excerpt
 from ._names import ANTHROPIC_LIMIT, OPENAI_LIMIT, NameMap, known_map, name_map
@@ -68,7 +68,9 @@ def parse_calls(response: Any) -> tuple[str, list[ToolCall]]:
         if not isinstance(output, list):
             raise ProviderResponseError("a Responses result's 'output' must be a list")
         calls = [item for item in output if field(item, "type") == "function_call"]
-        return "responses", [_call(field(i, "call_id"), field(i, "name"), field(i, "arguments")) for i in calls]
+        return "responses", [
+            _call(field(i, "call_id"), field(i, "name"), field(i, "arguments")) for i in calls
+        ]
     if field(response, "type") == "message" or (
         field(response, "role") == "assistant" and isinstance(field(response, "content"), list)
     ):
@@ -129,7 +131,9 @@ def _arguments(call: ToolCall) -> dict[str, Any] | str:
     return arguments
 
 
-def run_calls(source: Any, provider: str, calls: list[ToolCall], timeout: float | None) -> list[dict[str, Any]]:
+def run_calls(
+    source: Any, provider: str, calls: list[ToolCall], timeout: float | None
+) -> list[dict[str, Any]]:
     """Run *calls* concurrently through *source*; the provider's messages for their results."""
     limit, render = FORMATS[provider]
     if not calls:

@@ -72,7 +72,9 @@ class Outcome:
 def outcome(call_id: str, name: str, result: types.CallToolResult) -> Outcome:
     """The :class:`Outcome` of a tool's result."""
     parts: list[Part] = [_part(block) for block in result.content]
-    if result.structured_content is not None and not any(isinstance(b, types.TextContent) for b in result.content):
+    if result.structured_content is not None and not any(
+        isinstance(b, types.TextContent) for b in result.content
+    ):
         parts.append(json.dumps(result.structured_content, ensure_ascii=False, default=str))
     return Outcome(call_id, name, parts, bool(result.is_error))
 
@@ -87,7 +89,9 @@ def _part(block: Any) -> Part:
     if isinstance(block, types.AudioContent):
         return f"[audio ({block.mime_type}), which cannot be played here]"
     if isinstance(block, types.ResourceLink):
-        return f"[resource {block.name}: {block.uri}" + (f" ({block.mime_type})]" if block.mime_type else "]")
+        return f"[resource {block.name}: {block.uri}" + (
+            f" ({block.mime_type})]" if block.mime_type else "]"
+        )
     if isinstance(block, types.EmbeddedResource):
         res = block.resource
         if isinstance(res, types.TextResourceContents):
@@ -101,13 +105,19 @@ def _part(block: Any) -> Part:
 def chat_results(outcomes: Sequence[Outcome]) -> list[dict[str, Any]]:
     """OpenAI Chat Completions: a ``tool`` message per call, then one user message with the images."""
     messages: list[dict[str, Any]] = [
-        {"role": "tool", "tool_call_id": o.call_id, "content": o.text("[image {n}: {mime}, attached below]")}
+        {
+            "role": "tool",
+            "tool_call_id": o.call_id,
+            "content": o.text("[image {n}: {mime}, attached below]"),
+        }
         for o in outcomes
     ]
     images: list[dict[str, Any]] = []
     for o in outcomes:
         for n, image in enumerate(o.images, 1):
-            images.append({"type": "text", "text": f"Image {n} returned by {o.name} (call {o.call_id}):"})
+            images.append(
+                {"type": "text", "text": f"Image {n} returned by {o.name} (call {o.call_id}):"}
+            )
             images.append({"type": "image_url", "image_url": {"url": image.data_url}})
     if images:
         # Tool messages carry text only; the images follow as the user's.
@@ -138,9 +148,14 @@ def anthropic_results(outcomes: Sequence[Outcome]) -> list[dict[str, Any]]:
                 content.append({"type": "text", "text": part})
             else:
                 content.append(
-                    {"type": "image", "source": {"type": "base64", "media_type": part.mime_type, "data": part.data}}
+                    {
+                        "type": "image",
+                        "source": {"type": "base64", "media_type": part.mime_type, "data": part.data},
+                    }
                 )
         if not content:
             content.append({"type": "text", "text": _EMPTY})
-        blocks.append({"type": "tool_result", "tool_use_id": o.call_id, "content": content, "is_error": o.is_error})
+        blocks.append(
+            {"type": "tool_result", "tool_use_id": o.call_id, "content": content, "is_error": o.is_error}
+        )
     return [{"role": "user", "content": blocks}] if blocks else []

@@ -3,7 +3,8 @@
 ::
 
     llm = openai.OpenAI()
-    client = mcpsync.Client.stdio(cmd, sampling_handler=openai_sampling_handler(llm, model="gpt-4.1-mini"))
+    handler = openai_sampling_handler(llm, model="gpt-5-mini")
+    client = mcpsync.Client.stdio(cmd, sampling_handler=handler)
 
 The request's messages (text, images, and the 2025-11-25 tool use and tool
 results), system prompt, token limit, temperature, stop sequences, tools and
@@ -21,14 +22,19 @@ from .. import types
 from ..exceptions import ProviderResponseError
 from ._calls import field
 from ._names import ANTHROPIC_LIMIT, OPENAI_LIMIT, NameMap
-from ._results import IMAGE_TYPES, Image, anthropic_results, chat_results, outcome
+from ._results import IMAGE_TYPES, Image, Outcome, anthropic_results, chat_results, outcome
 from ._schema import anthropic_tool, openai_tool
 
 __all__ = ["anthropic_sampling_handler", "openai_sampling_handler"]
 
 Handler = Callable[[types.CreateMessageRequestParams], types.CreateMessageResult]
 
-_CHAT_STOP = {"stop": "endTurn", "length": "maxTokens", "tool_calls": "toolUse", "function_call": "toolUse"}
+_CHAT_STOP = {
+    "stop": "endTurn",
+    "length": "maxTokens",
+    "tool_calls": "toolUse",
+    "function_call": "toolUse",
+}
 _ANTHROPIC_STOP = {
     "end_turn": "endTurn",
     "max_tokens": "maxTokens",
@@ -42,14 +48,14 @@ def _blocks(message: types.SamplingMessage) -> list[Any]:
     return list(message.content) if isinstance(message.content, list) else [message.content]
 
 
-def _tool_result(block: types.ToolResultContent) -> Any:
-    result = types.CallToolResult(content=block.content, structured_content=block.structured_content)
-    result.is_error = block.is_error
+def _tool_result(block: types.ToolResultContent) -> Outcome:
+    result = types.CallToolResult(block.content, block.structured_content, block.is_error)
     return outcome(block.tool_use_id, "", result)
 
 
 def _placeholder(block: Any) -> str:
-    return f"[{getattr(block, 'type', 'unknown')} content ({getattr(block, 'mime_type', '?')}), not supported here]"
+    kind, mime = getattr(block, "type", "unknown"), getattr(block, "mime_type", "?")
+    return f"[{kind} content ({mime}), not supported here]"
 
 
 def _single(content: list[Any]) -> Any:
@@ -63,7 +69,9 @@ def _tool_input(name: str, raw: Any) -> dict[str, Any]:
         try:
             raw = json.loads(raw or "{}")
         except json.JSONDecodeError:
-            raise ProviderResponseError(f"the model's arguments for {name!r} are not valid JSON") from None
+            raise ProviderResponseError(
+                f"the model's arguments for {name!r} are not valid JSON"
+            ) from None
     if not isinstance(raw, dict):
         raise ProviderResponseError(f"the model's arguments for {name!r} are not a JSON object")
     return raw
@@ -114,11 +122,20 @@ def _chat_messages(params: types.CreateMessageRequestParams, names: NameMap) -> 
             if isinstance(block, types.TextContent):
                 parts.append({"type": "text", "text": block.text})
             elif isinstance(block, types.ImageContent) and block.mime_type in IMAGE_TYPES:
-                parts.append({"type": "image_url", "image_url": {"url": Image(block.mime_type, block.data).data_url}})
+                parts.append(
+                    {
+                        "type": "image_url",
+                        "image_url": {"url": Image(block.mime_type, block.data).data_url},
+                    }
+                )
             elif isinstance(block, types.ToolUseContent):
                 name = names.to_provider.get(block.name, block.name)
                 calls.append(
-                    {"id": block.id, "type": "function", "function": {"name": name, "arguments": json.dumps(block.input)}}
+                    {
+                        "id": block.id,
+                        "type": "function",
+                        "function": {"name": name, "arguments": json.dumps(block.input)},
+                    }
                 )
             elif isinstance(block, types.ToolResultContent):
                 results.append(_tool_result(block))
@@ -150,7 +167,11 @@ def _chat_answer(response: Any, names: NameMap, model: str) -> types.CreateMessa
         if not isinstance(name, str) or not isinstance(field(call, "id"), str):
             raise ProviderResponseError("a tool call in the chat completion has no id or name")
         name = names.to_mcp.get(name, name)
-        content.append(types.ToolUseContent(field(call, "id"), name, _tool_input(name, field(function, "arguments"))))
+        content.append(
+            types.ToolUseContent(
+                field(call, "id"), name, _tool_input(name, field(function, "arguments"))
+            )
+        )
     reason = field(choices[0], "finish_reason")
     return types.CreateMessageResult(
         _single(content),
@@ -176,7 +197,8 @@ def anthropic_sampling_handler(client: Any, *, model: str, **create_options: Any
             "model": model,
             "max_tokens": params.max_tokens,
             "messages": [
-                {"role": m.role, "content": [_anthropic_block(b, names) for b in _blocks(m)]} for m in params.messages
+                {"role": m.role, "content": [_anthropic_block(b, names) for b in _blocks(m)]}
+                for m in params.messages
             ],
         }
         if params.system_prompt:
@@ -199,7 +221,10 @@ def _anthropic_block(block: Any, names: NameMap) -> dict[str, Any]:
     if isinstance(block, types.TextContent):
         return {"type": "text", "text": block.text}
     if isinstance(block, types.ImageContent) and block.mime_type in IMAGE_TYPES:
-        return {"type": "image", "source": {"type": "base64", "media_type": block.mime_type, "data": block.data}}
+        return {
+            "type": "image",
+            "source": {"type": "base64", "media_type": block.mime_type, "data": block.data},
+        }
     if isinstance(block, types.ToolUseContent):
         name = names.to_provider.get(block.name, block.name)
         return {"type": "tool_use", "id": block.id, "name": name, "input": block.input}
@@ -221,9 +246,13 @@ def _anthropic_answer(response: Any, names: NameMap, model: str) -> types.Create
         elif kind == "tool_use":
             name = field(block, "name")
             if not isinstance(name, str) or not isinstance(field(block, "id"), str):
-                raise ProviderResponseError("a tool_use block of the Anthropic message has no id or name")
+                raise ProviderResponseError(
+                    "a tool_use block of the Anthropic message has no id or name"
+                )
             name = names.to_mcp.get(name, name)
-            content.append(types.ToolUseContent(field(block, "id"), name, _tool_input(name, field(block, "input"))))
+            content.append(
+                types.ToolUseContent(field(block, "id"), name, _tool_input(name, field(block, "input")))
+            )
     reason = field(response, "stop_reason")
     return types.CreateMessageResult(
         _single(content),

@@ -2,8 +2,9 @@
 
 Tool names longer than OpenAI's 64 characters or with characters no provider takes (and one
 that collides with such a name once made valid), an input schema with a top-level ``anyOf``
-(the SDK itself refuses to serve one without ``type: object``), images of a type no provider shows, and ``meet``, which succeeds only
-when *n* calls of it are running at the same time (proof that calls run concurrently).
+(the SDK itself refuses to serve one without ``type: object``), images of a type no provider
+shows, and ``meet``, which succeeds only when *n* calls of it are running at the same time
+(proof that calls run concurrently).
 """
 
 from __future__ import annotations
@@ -31,7 +32,7 @@ SCHEMAS: dict[str, dict[str, Any]] = {
         "anyOf": [
             {"type": "object", "properties": {"a": {"type": "string"}}, "required": ["a"]},
             {"type": "object", "properties": {"b": {"type": "integer"}}},
-        ]
+        ],
     },
     "pictures": {"type": "object", "properties": {}},
     "meet": {"type": "object", "properties": {"n": {"type": "integer"}}, "required": ["n"]},
@@ -55,7 +56,10 @@ def _text(text: str, *, is_error: bool = False) -> dict[str, Any]:
 
 
 async def list_tools(ctx: Any, params: Any) -> dict[str, Any]:
-    tools = [{"name": name, "description": f"test tool {name}", "inputSchema": s} for name, s in SCHEMAS.items()]
+    tools = [
+        {"name": name, "description": f"test tool {name}", "inputSchema": s}
+        for name, s in SCHEMAS.items()
+    ]
     return _result(ctx, {"tools": tools})
 
 

@@ -31,7 +31,10 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 Turn = list[tuple[str, Any]]
-_NAME = {"openai": re.compile(r"[a-zA-Z0-9_-]{1,64}\Z"), "anthropic": re.compile(r"[a-zA-Z0-9_-]{1,128}\Z")}
+_NAME = {
+    "openai": re.compile(r"[a-zA-Z0-9_-]{1,64}\Z"),
+    "anthropic": re.compile(r"[a-zA-Z0-9_-]{1,128}\Z"),
+}
 MODEL = "scripted-model"
 
 
@@ -67,7 +70,9 @@ class ScriptedLLM:
 
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self._server.daemon_threads = True
-        self._thread = threading.Thread(target=self._server.serve_forever, name="scripted-llm", daemon=True)
+        self._thread = threading.Thread(
+            target=self._server.serve_forever, name="scripted-llm", daemon=True
+        )
 
     @property
     def base_url(self) -> str:
@@ -101,8 +106,18 @@ class ScriptedLLM:
             with self._lock:
                 self.rejections.append(str(exc))
             if path.endswith("/messages"):
-                return 400, {"type": "error", "error": {"type": "invalid_request_error", "message": str(exc)}}
-            return 400, {"error": {"message": str(exc), "type": "invalid_request_error", "param": None, "code": None}}
+                return 400, {
+                    "type": "error",
+                    "error": {"type": "invalid_request_error", "message": str(exc)},
+                }
+            return 400, {
+                "error": {
+                    "message": str(exc),
+                    "type": "invalid_request_error",
+                    "param": None,
+                    "code": None,
+                }
+            }
         return 404, {"error": {"message": f"no route {path}"}}
 
     def _calls(self, turn_index: int, offered: list[str]) -> list[tuple[str, str]] | None:
@@ -111,7 +126,12 @@ class ScriptedLLM:
             return None
         calls = []
         for name, arguments in self.turns[turn_index]:
-            calls.append((_pick(name, offered), arguments if isinstance(arguments, str) else json.dumps(arguments)))
+            calls.append(
+                (
+                    _pick(name, offered),
+                    arguments if isinstance(arguments, str) else json.dumps(arguments),
+                )
+            )
         return calls
 
     def _chat(self, body: dict[str, Any]) -> dict[str, Any]:
@@ -122,7 +142,9 @@ class ScriptedLLM:
             role = message.get("role")
             if role == "tool":
                 if message.get("tool_call_id") not in pending:
-                    raise Rejected("a tool message must answer a tool call of the assistant message before it")
+                    raise Rejected(
+                        "a tool message must answer a tool call of the assistant message before it"
+                    )
                 pending.discard(message["tool_call_id"])
                 if not isinstance(message.get("content"), str):
                     raise Rejected("tool message content must be a string here")
@@ -148,7 +170,11 @@ class ScriptedLLM:
                 "content": None,
                 "refusal": None,
                 "tool_calls": [
-                    {"id": f"call_{turn}_{n}", "type": "function", "function": {"name": name, "arguments": args}}
+                    {
+                        "id": f"call_{turn}_{n}",
+                        "type": "function",
+                        "function": {"name": name, "arguments": args},
+                    }
                     for n, (name, args) in enumerate(calls)
                 ],
             }
@@ -180,7 +206,9 @@ class ScriptedLLM:
                 turn += previous != "function_call"
             elif kind == "function_call_output":
                 if item.get("call_id") not in open_calls:
-                    raise Rejected(f"No tool call found for function call output with call_id {item.get('call_id')}")
+                    raise Rejected(
+                        f"No tool call found for function call output with call_id {item.get('call_id')}"
+                    )
                 open_calls.discard(item["call_id"])
             previous = kind
         if open_calls:
@@ -238,18 +266,25 @@ class ScriptedLLM:
         }
 
     def _anthropic(self, body: dict[str, Any]) -> dict[str, Any]:
-        offered = [_check_tool("anthropic", t.get("name"), t.get("input_schema")) for t in body.get("tools") or []]
+        offered = [
+            _check_tool("anthropic", t.get("name"), t.get("input_schema"))
+            for t in body.get("tools") or []
+        ]
         messages = body.get("messages") or []
         if not isinstance(body.get("max_tokens"), int):
             raise Rejected("max_tokens: Field required")
         expected: set[str] = set()
         for n, message in enumerate(messages):
             if message.get("role") != ("user" if n % 2 == 0 else "assistant"):
-                raise Rejected("messages: roles must alternate between user and assistant, starting with user")
+                raise Rejected(
+                    "messages: roles must alternate between user and assistant, starting with user"
+                )
             blocks = message["content"] if isinstance(message["content"], list) else []
             results = [b.get("tool_use_id") for b in blocks if b.get("type") == "tool_result"]
             if set(results) != expected:
-                raise Rejected(f"tool_use ids were found without tool_result blocks immediately after: {sorted(expected)}")
+                raise Rejected(
+                    f"tool_use ids were found without tool_result blocks immediately after: {sorted(expected)}"
+                )
             if results and blocks[0].get("type") != "tool_result":
                 raise Rejected("tool_result blocks must come first in the user message")
             for block in blocks:
@@ -348,7 +383,9 @@ def _last_user_text(messages: list[dict[str, Any]]) -> str:
             content = message.get("content")
             if isinstance(content, str):
                 return content
-            texts = [p.get("text", "") for p in _parts(message) if p.get("type") in ("text", "input_text")]
+            texts = [
+                p.get("text", "") for p in _parts(message) if p.get("type") in ("text", "input_text")
+            ]
             if texts:
                 return " ".join(texts)
     return ""
@@ -360,7 +397,11 @@ def _final(results: list[str], images: int, question: str) -> str:
 
 
 def main() -> None:
-    turns = [[(name, args) for name, args in turn] for turn in json.loads(sys.argv[1])] if len(sys.argv) > 1 else []
+    turns = (
+        [[(name, args) for name, args in turn] for turn in json.loads(sys.argv[1])]
+        if len(sys.argv) > 1
+        else []
+    )
     with ScriptedLLM(turns) as llm:
         print(llm.base_url, flush=True)
         threading.Event().wait()
