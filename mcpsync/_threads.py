@@ -13,7 +13,9 @@ from collections.abc import Callable
 from concurrent.futures import Future
 from typing import TypeVar
 
-__all__ = ["deadline_of", "remaining", "spawn"]
+from ._options import DEFAULT, Default
+
+__all__ = ["budget", "deadline_of", "remaining", "spawn"]
 
 T = TypeVar("T")
 
@@ -26,6 +28,11 @@ def deadline_of(timeout: float | None) -> float | None:
 def remaining(deadline: float | None) -> float | None:
     """Seconds left until *deadline* (at least 1 ms, so a late call still times out cleanly)."""
     return None if deadline is None else max(0.001, deadline - time.monotonic())
+
+
+def budget(deadline: float | None) -> float | Default:
+    """The ``timeout=`` for a client call: the time left, or the client's default if no deadline."""
+    return DEFAULT if deadline is None else max(0.001, deadline - time.monotonic())
 
 
 def spawn(name: str, fn: Callable[[], T]) -> Future[T]:

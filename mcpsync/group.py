@@ -39,7 +39,7 @@ from ._group_members import (
     template_pattern,
 )
 from ._options import DEFAULT, Default, TimeoutArg
-from ._threads import deadline_of, remaining
+from ._threads import budget, deadline_of, remaining
 from .exceptions import (
     CapabilityNotSupported,
     ClientClosed,
@@ -114,7 +114,8 @@ class ClientGroup:
         self._templates: list[tuple[re.Pattern[str], Member]] = []
         self._closed = False
         if is_config(clients_or_config) or not isinstance(clients_or_config, Mapping):
-            self._members = config_members(clients_or_config, None, {})
+            options = {"timeout": timeout} if timeout is not None else {}
+            self._members = config_members(clients_or_config, None, options)
         else:
             self._members = {name: member(name, source) for name, source in clients_or_config.items()}
 
@@ -224,7 +225,7 @@ class ClientGroup:
         member, bare = self._resolve("tool", name, self.list_tools, deadline)
 
         def call(client: Client) -> types.CallToolResult:
-            return client.call_tool(bare, arguments, timeout=remaining(deadline), **kwargs)
+            return client.call_tool(bare, arguments, timeout=budget(deadline), **kwargs)
 
         return self._one(member, "tools/call", call, deadline)
 
@@ -247,7 +248,7 @@ class ClientGroup:
         return self._one(
             member,
             "prompts/get",
-            lambda c: c.get_prompt(bare, arguments, timeout=remaining(deadline)),
+            lambda c: c.get_prompt(bare, arguments, timeout=budget(deadline)),
             deadline,
         )
 
@@ -291,7 +292,7 @@ class ClientGroup:
         return self._one(
             member,
             "resources/read",
-            lambda c: c.read_resource(uri, timeout=remaining(deadline)),
+            lambda c: c.read_resource(uri, timeout=budget(deadline)),
             deadline,
         )
 
@@ -349,12 +350,12 @@ class ClientGroup:
         return member
 
     def _gather(
-        self, op: str, fn: Callable[[Client, float | None], Any], timeout: TimeoutArg
+        self, op: str, fn: Callable[[Client, TimeoutArg], Any], timeout: TimeoutArg
     ) -> list[tuple[Member, list[Any]]]:
         """``fn(client, seconds_left)`` on every server at once; what answered in time, in order."""
         deadline = self._deadline(timeout)
         futures = {
-            member: member.run(op, lambda client: fn(client, remaining(deadline)), shared=True)
+            member: member.run(op, lambda client: fn(client, budget(deadline)), shared=True)
             for member in self._members.values()
         }
         wait(futures.values(), timeout=remaining(deadline))

@@ -10,13 +10,13 @@ import json
 import logging
 from collections.abc import Callable
 from concurrent.futures import Future, wait
+from functools import partial
 from typing import Any
 
 import attrs
 
 from .. import types
-from .._threads import deadline_of, remaining, spawn
-from .._options import DEFAULT
+from .._threads import budget, deadline_of, remaining, spawn
 from ..exceptions import McpError, ProviderResponseError, RequestTimeout, UnknownName, excerpt
 from ._names import ANTHROPIC_LIMIT, OPENAI_LIMIT, NameMap, known_map, name_map
 from ._results import Outcome, anthropic_results, chat_results, outcome, responses_results
@@ -143,7 +143,7 @@ def run_calls(
     if mapping is None or any(c.name not in mapping.to_mcp for c in calls):
         # Not listed yet (or the tools changed): list once, for the names.
         try:
-            tools = source.list_tools(timeout=remaining(deadline) if timeout is not None else DEFAULT)
+            tools = source.list_tools(timeout=budget(deadline))
             mapping = name_map(source, [t.name for t in tools], limit)
         except McpError as exc:
             # The calls will say what is wrong, as results the model reads.
@@ -159,23 +159,18 @@ def run_calls(
         elif isinstance(arguments, str):
             outcomes[n] = Outcome.error(call.id, call.name, arguments)
         else:
-            futures[n] = spawn(f"llm-call-{n}", _caller(source, name, arguments, deadline, timeout))
+            futures[n] = spawn(f"llm-call-{n}", partial(_call_tool, source, name, arguments, deadline))
     wait(futures.values(), timeout=remaining(deadline))
     for n, future in futures.items():
         outcomes[n] = _settled(calls[n], future, timeout)
     return render([outcomes[n] for n in range(len(calls))])
 
 
-def _caller(
-    source: Any, name: str, arguments: dict[str, Any], deadline: float | None, timeout: float | None
-) -> Callable[[], types.CallToolResult]:
-    def call() -> types.CallToolResult:
-        result: types.CallToolResult = source.call_tool(
-            name, arguments, timeout=remaining(deadline) if timeout is not None else DEFAULT
-        )
-        return result
-
-    return call
+def _call_tool(
+    source: Any, name: str, arguments: dict[str, Any], deadline: float | None
+) -> types.CallToolResult:
+    result: types.CallToolResult = source.call_tool(name, arguments, timeout=budget(deadline))
+    return result
 
 
 def _settled(call: ToolCall, future: Future[types.CallToolResult], timeout: float | None) -> Outcome:
