@@ -101,6 +101,7 @@ class Member:
         self._factory = factory
         self._lock = threading.Lock()
         self._inflight: dict[str, Future[Any]] = {}
+        self._pid = os.getpid()
         self._closed = False
 
     def client(self) -> Client:
@@ -123,6 +124,10 @@ class Member:
             a slow server is asked once at a time, not once per caller).
         """
         with self._lock:
+            if self._pid != os.getpid():
+                # Forked: the parent's calls in flight have no thread here and never finish.
+                self._inflight.clear()
+                self._pid = os.getpid()
             running = self._inflight.get(op) if shared else None
             if running is not None and not running.done():
                 return running

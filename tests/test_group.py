@@ -198,6 +198,37 @@ def test_a_server_that_dies_is_replaced() -> None:
         assert group.errors == {}
 
 
+def test_a_call_past_its_deadline_raises_in_time() -> None:
+    with ClientGroup.from_config({"mcpServers": {"demo": DEMO}}) as group:
+        group.list_tools()
+        started = time.monotonic()
+        with pytest.raises(mcpsync.RequestTimeout):
+            group.call_tool("demo__countdown", {"n": 50, "delay": 0.2}, timeout=1.0)
+        assert time.monotonic() - started < 3.0
+        assert group.errors == {}  # a slow tool is not a failing server
+        assert group.call_tool("demo__echo", {"text": "fine"}).text == "fine"
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="needs os.fork")
+def test_used_before_fork_the_child_gets_its_own_servers() -> None:
+    from test_fork import _in_child
+
+    with ClientGroup.from_config({"mcpServers": {"demo": DEMO, "silent": SILENT}}) as group:
+        group.list_tools(timeout=1.0)  # leaves the silent server's attempt in flight
+        parent_server = _pid(group["demo"])
+
+        def child() -> str:
+            text = group.call_tool("demo__add", {"a": 2, "b": 3}).text
+            group.list_tools(timeout=1.0)
+            # The parent's attempt has no thread here: the child must ask the server itself.
+            asking = sum(t.name == "mcpsync-group-silent-tools/list" for t in threading.enumerate())
+            return f"{text} {_pid(group['demo']) != parent_server} {asking}"
+
+        assert _in_child(child) == "5 True 1"
+        assert group.call_tool("demo__add", {"a": 1, "b": 1}).text == "2"
+        assert _pid(group["demo"]) == parent_server
+
+
 def test_shared_by_threads() -> None:
     with ClientGroup.from_config({"mcpServers": {"one": DEMO, "two": DEMO}}) as group:
 
