@@ -307,6 +307,35 @@ def test_dicts_work_like_sdk_objects(scripted: Any) -> None:
     assert from_object[0]["content"] == "from a dict"
 
 
+def test_custom_tool_calls_never_reach_an_mcp_tool() -> None:
+    """A chat message (multi-part content, as a dict) with a custom tool call and a function call."""
+    from mcpsync.testing import FakeServer
+
+    server = FakeServer("s")
+    ran: list[str] = []
+
+    @server.tool()
+    def custom(x: str = "") -> str:
+        ran.append(x)
+        return "ran"
+
+    message = {
+        "role": "assistant",
+        "content": [{"type": "text", "text": "calling"}],
+        "tool_calls": [
+            {"id": "c1", "type": "custom", "custom": {"name": "custom", "input": "x"}},
+            {"id": "c2", "type": "function", "function": {"name": "custom", "arguments": '{"x": "y"}'}},
+        ],
+    }
+    with server.client() as client:
+        results = run_tool_calls(client, message)
+    assert results == [
+        {"role": "tool", "tool_call_id": "c1", "content": "Error: there is no tool named 'custom:custom'"},
+        {"role": "tool", "tool_call_id": "c2", "content": "ran"},
+    ]
+    assert ran == ["y"]
+
+
 @pytest.mark.parametrize(
     "response, message",
     [

@@ -71,16 +71,17 @@ def parse_calls(response: Any) -> tuple[str, list[ToolCall]]:
         return "responses", [
             _call(field(i, "call_id"), field(i, "name"), field(i, "arguments")) for i in calls
         ]
-    if field(response, "type") == "message" or (
-        field(response, "role") == "assistant" and isinstance(field(response, "content"), list)
+    role, content = field(response, "role"), field(response, "content")
+    anthropic = field(response, "type") == "message"
+    if not anthropic and (
+        "tool_calls" in _keys(response) or (role == "assistant" and not isinstance(content, list))
     ):
-        content = field(response, "content")
+        return "chat", _chat_calls(response)  # the message itself: response.choices[0].message
+    if anthropic or role == "assistant":
         if not isinstance(content, list):
             raise ProviderResponseError("an Anthropic message's 'content' must be a list")
         uses = [block for block in content if field(block, "type") == "tool_use"]
         return "anthropic", [_call(field(b, "id"), field(b, "name"), field(b, "input")) for b in uses]
-    if field(response, "role") == "assistant" or "tool_calls" in _keys(response):
-        return "chat", _chat_calls(response)  # the message itself: response.choices[0].message
     raise ProviderResponseError(
         "not an OpenAI chat completion or Responses result, nor an Anthropic message:"
         f" {excerpt(type(response).__name__, 80)}"
@@ -99,8 +100,12 @@ def _chat_calls(message: Any) -> list[ToolCall]:
     for call in tool_calls:
         function = field(call, "function")
         if field(call, "type") not in (None, "function") or function is None:
-            # A custom tool: not one of ours; answered as unknown.
-            calls.append(_call(field(call, "id"), str(field(call, "type")), None))
+            # A custom tool, not one of ours: the ":" keeps it from matching any
+            # provider name, so it is answered as an unknown tool.
+            custom = field(call, "custom")
+            calls.append(
+                _call(field(call, "id"), f"{field(call, 'type')}:{field(custom, 'name')}", None)
+            )
             continue
         calls.append(_call(field(call, "id"), field(function, "name"), field(function, "arguments")))
     return calls
