@@ -110,6 +110,19 @@ def test_filters_from_code_and_config(sdk_server_script: Path) -> None:
         ClientGroup({}, allow="echo")  # type: ignore[arg-type]
 
 
+@pytest.mark.parametrize(
+    "entry, message",
+    [
+        ({"allow": "echo"}, "'allow' must be a list of strings"),
+        ({"deny": [1]}, "'deny' must be a list of strings"),
+        ({"annotations": ["readOnlyHint"]}, "'annotations' must be an object"),
+    ],
+)
+def test_bad_filter_keys_in_a_config_entry(entry: dict[str, Any], message: str) -> None:
+    with pytest.raises(ConfigError, match=message):
+        ClientGroup.from_config({"mcpServers": {"demo": {**DEMO, **entry}}})
+
+
 def test_colliding_names_stay_apart() -> None:
     a, b = _twins()
     with ClientGroup({"a": a.client(), "b": b.client()}, prefix="{tool}") as group:
