@@ -21,7 +21,7 @@ from ._options import DEFAULT  # noqa: E402
 from ._subscriptions import Notification, Subscription  # noqa: E402
 from .client import Client, Handle, PendingCall  # noqa: E402
 from .exceptions import *  # noqa: E402,F401,F403
-from .group import ClientGroup  # noqa: E402
+from mcpsync.group import ClientGroup  # noqa: E402
 from .exceptions import __all__ as _exc_all  # noqa: E402
 
 __all__ = [

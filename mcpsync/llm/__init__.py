@@ -23,6 +23,8 @@ Nothing here imports an LLM SDK: the functions build and read plain dicts
 you call yourself.  A *source* is a :class:`~mcpsync.Client` or a
 :class:`~mcpsync.ClientGroup`.
 
+May import: group, client, types, exceptions; never an LLM SDK, the CLI or testing.
+
 .. versionadded:: 0.1.0
 """
 
@@ -30,12 +32,12 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from .._options import DEFAULT, TimeoutArg
-from ..exceptions import ProviderResponseError
-from ._calls import parse_calls, run_calls
-from ._names import ANTHROPIC_LIMIT, OPENAI_LIMIT, name_map
-from ._sampling import anthropic_sampling_handler, openai_sampling_handler
-from ._schema import anthropic_tool, object_schema, openai_tool
+from mcpsync._options import DEFAULT, TimeoutArg
+from mcpsync.exceptions import ProviderResponseError
+from mcpsync.llm._calls import parse_calls, run_calls
+from mcpsync.llm._names import ANTHROPIC_LIMIT, OPENAI_LIMIT, name_map
+from mcpsync.llm._sampling import anthropic_sampling_handler, openai_sampling_handler
+from mcpsync.llm._schema import anthropic_tool, object_schema, openai_tool
 
 __all__ = [
     "ProviderResponseError",

@@ -15,11 +15,11 @@ from typing import Any
 
 import attrs
 
-from .. import types
-from .._threads import budget, deadline_of, remaining, spawn
-from ..exceptions import McpError, ProviderResponseError, RequestTimeout, UnknownName, excerpt
-from ._names import ANTHROPIC_LIMIT, OPENAI_LIMIT, NameMap, known_map, name_map
-from ._results import Outcome, anthropic_results, chat_results, outcome, responses_results
+from mcpsync import types
+from mcpsync.group.threads import budget, deadline_of, remaining, spawn
+from mcpsync.exceptions import McpError, ProviderResponseError, RequestTimeout, UnknownName, excerpt
+from mcpsync.llm._names import ANTHROPIC_LIMIT, OPENAI_LIMIT, NameMap, known_map, name_map
+from mcpsync.llm._results import Outcome, anthropic_results, chat_results, outcome, responses_results
 
 __all__ = ["ToolCall", "field", "parse_calls", "run_calls"]
 

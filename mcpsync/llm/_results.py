@@ -15,7 +15,7 @@ from typing import Any, Union
 
 import attrs
 
-from .. import types
+from mcpsync import types
 
 __all__ = ["Image", "Outcome", "anthropic_results", "chat_results", "outcome", "responses_results"]
 

@@ -18,12 +18,12 @@ import json
 from collections.abc import Callable
 from typing import Any
 
-from .. import types
-from ..exceptions import ProviderResponseError
-from ._calls import field
-from ._names import ANTHROPIC_LIMIT, OPENAI_LIMIT, NameMap
-from ._results import IMAGE_TYPES, Image, Outcome, anthropic_results, chat_results, outcome
-from ._schema import anthropic_tool, openai_tool
+from mcpsync import types
+from mcpsync.exceptions import ProviderResponseError
+from mcpsync.llm._calls import field
+from mcpsync.llm._names import ANTHROPIC_LIMIT, OPENAI_LIMIT, NameMap
+from mcpsync.llm._results import IMAGE_TYPES, Image, Outcome, anthropic_results, chat_results, outcome
+from mcpsync.llm._schema import anthropic_tool, openai_tool
 
 __all__ = ["anthropic_sampling_handler", "openai_sampling_handler"]
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from .. import types
+from mcpsync import types
 
 __all__ = ["object_schema", "anthropic_tool", "openai_tool"]
 

@@ -17,12 +17,12 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from concurrent.futures import Future
 from typing import TYPE_CHECKING, Any, TypeVar, Union
 
-from . import types
-from ._threads import spawn
-from .exceptions import ClientClosed, ConnectionClosed
+from mcpsync import types
+from mcpsync.group.threads import spawn
+from mcpsync.exceptions import ClientClosed, ConnectionClosed
 
 if TYPE_CHECKING:
-    from .client import Client
+    from mcpsync.client import Client
 
 __all__ = [
     "ClientSource",
@@ -175,7 +175,7 @@ def is_config(value: object) -> bool:
 
 def member(name: str, source: ClientSource) -> Member:
     """The member for a client, or for a callable making clients."""
-    from .client import Client
+    from mcpsync.client import Client
 
     if isinstance(source, Client) or not callable(source):
         return Member(name, source, None, ToolFilter())
@@ -186,7 +186,7 @@ def config_members(
     source: Config, servers: Sequence[str] | None, options: dict[str, Any]
 ) -> dict[str, Member]:
     """A member per entry of an ``mcpServers`` document (or of its entries *servers*)."""
-    from .config import client_from_server, load_config
+    from mcpsync.config import client_from_server, load_config
 
     if servers is None:
         entries = load_config(source)

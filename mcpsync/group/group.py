@@ -1,4 +1,4 @@
-"""Several MCP servers as one: :class:`ClientGroup`.
+"""Several MCP servers as one: :class:`ClientGroup` (importable from ``mcpsync``).
 
 ::
 
@@ -27,8 +27,8 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import attrs
 
-from . import types
-from ._group_members import (
+from mcpsync import types
+from mcpsync.group.members import (
     ClientSource,
     Config,
     Member,
@@ -38,9 +38,9 @@ from ._group_members import (
     member,
     template_pattern,
 )
-from ._options import DEFAULT, Default, TimeoutArg
-from ._threads import budget, deadline_of, remaining
-from .exceptions import (
+from mcpsync._options import DEFAULT, Default, TimeoutArg
+from mcpsync.group.threads import budget, deadline_of, remaining
+from mcpsync.exceptions import (
     CapabilityNotSupported,
     ClientClosed,
     McpError,
@@ -51,7 +51,7 @@ from .exceptions import (
 )
 
 if TYPE_CHECKING:
-    from .client import Client
+    from mcpsync.client import Client
 
 __all__ = ["ClientGroup"]
 

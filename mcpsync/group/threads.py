@@ -13,7 +13,7 @@ from collections.abc import Callable
 from concurrent.futures import Future
 from typing import TypeVar
 
-from ._options import DEFAULT, Default
+from mcpsync._options import DEFAULT, Default
 
 __all__ = ["budget", "deadline_of", "remaining", "spawn"]
 
