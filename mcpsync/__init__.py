@@ -23,11 +23,13 @@ from mcpsync.client.retry import RetryPolicy  # noqa: E402
 from mcpsync.client.subscriptions import Notification, Subscription  # noqa: E402
 from mcpsync.client.client import Client, Handle, PendingCall  # noqa: E402
 from mcpsync.exceptions import *  # noqa: E402,F401,F403
+from mcpsync.group import ClientGroup  # noqa: E402
 from mcpsync.exceptions import __all__ as _exc_all  # noqa: E402
 
 __all__ = [
     "__version__",
     "Client",
+    "ClientGroup",
     "Handle",
     "PendingCall",
     "Subscription",

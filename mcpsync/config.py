@@ -95,6 +95,10 @@ class ServerConfig:
     cwd: str | None = None
     url: str | None = None
     headers: dict[str, str] | None = None
+    #: Tool filters for :class:`mcpsync.ClientGroup`: name globs and required annotations.
+    allow: list[str] | None = None
+    deny: list[str] | None = None
+    annotations: dict[str, Any] | None = None
 
     @property
     def is_remote(self) -> bool:
@@ -167,10 +171,23 @@ def _string(value: Any, field: str, where: str, environ: Mapping[str, str] | Non
     return expand(value, f"{where}.{field}", environ)
 
 
+def _filters(raw: dict[str, Any], where: str) -> dict[str, Any]:
+    """The ``allow``, ``deny`` (name globs) and ``annotations`` keys of an entry."""
+    found = {key: raw[key] for key in ("allow", "deny") if raw.get(key) is not None}
+    for key, value in found.items():
+        _strings(value, key, where, _VERBATIM)
+    if raw.get("annotations") is not None:
+        if not isinstance(raw["annotations"], dict):
+            raise ConfigError(f"{where}: 'annotations' must be an object")
+        found["annotations"] = raw["annotations"]
+    return found
+
+
 def _entry(name: str, raw: Any, environ: Mapping[str, str] | None) -> ServerConfig:
     where = f"server {name!r}"
     if not isinstance(raw, dict):
         raise ConfigError(f"{where}: an entry must be a JSON object")
+    filters = _filters(raw, where)
     kind = raw.get("transport", raw.get("type"))
     if kind is not None and not isinstance(kind, str):
         raise ConfigError(f"{where}: 'type' must be a string")
@@ -184,6 +201,7 @@ def _entry(name: str, raw: Any, environ: Mapping[str, str] | None) -> ServerConf
             args=_strings(raw.get("args", []), "args", where, environ),
             env=_mapping(raw["env"], "env", where, environ) if raw.get("env") is not None else None,
             cwd=_string(raw["cwd"], "cwd", where, environ) if raw.get("cwd") is not None else None,
+            **filters,
         )
     if "url" in raw or "serverUrl" in raw:
         url = _string(raw.get("url", raw.get("serverUrl")), "url", where, environ)
@@ -201,6 +219,7 @@ def _entry(name: str, raw: Any, environ: Mapping[str, str] | None) -> ServerConf
             transport=transport,
             url=url,
             headers=_mapping(headers, "headers", where, environ) if headers is not None else None,
+            **filters,
         )
     raise ConfigError(f"{where}: needs 'command' (stdio) or 'url' (remote)")
 

@@ -28,6 +28,8 @@
     ├── CapabilityNotSupported            the server did not declare the capability
     ├── UnsupportedProtocolVersion        no protocol version both sides speak
     ├── ToolError                         ``CallToolResult.raise_for_error()``
+    ├── UnknownName                       no such tool/prompt/resource/server in a ClientGroup
+    ├── ProviderResponseError             an LLM response :mod:`mcpsync.llm` cannot read
     ├── ConfigError                       a bad ``mcpServers`` file or entry (also ``ValueError``) [config]
     │   ├── UnsetVariableError            ``${VAR}`` with no value and no default            [config]
     │   ├── UsageError                    bad command-line arguments                         [cli]
@@ -93,6 +95,8 @@ __all__ = [
     "CapabilityNotSupported",
     "UnsupportedProtocolVersion",
     "ToolError",
+    "UnknownName",
+    "ProviderResponseError",
     "AuthError",
     "error_from_response",
     "excerpt",
@@ -415,6 +419,29 @@ class ToolError(McpError):
     def __init__(self, message: str, result: Any = None) -> None:
         super().__init__(message)
         self.result = result
+
+
+class UnknownName(McpError, KeyError):
+    """A :class:`~mcpsync.ClientGroup` has no tool, prompt, resource or server of that name.
+
+    Also a ``KeyError`` (``group["nope"]``).
+
+    :ivar kind: ``"tool"``, ``"prompt"``, ``"resource"`` or ``"server"``.
+    :ivar name: the name asked for.
+    """
+
+    def __init__(self, kind: str, name: str, detail: str = "") -> None:
+        super().__init__(kind, name)
+        self.kind = kind
+        self.name = name
+        self.detail = detail
+
+    def __str__(self) -> str:
+        return f"no {self.kind} {excerpt(self.name, 120)!r}{self.detail}"
+
+
+class ProviderResponseError(McpError, ValueError):
+    """An LLM provider's response is not one :mod:`mcpsync.llm` can read."""
 
 
 class AuthError(McpError):

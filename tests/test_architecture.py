@@ -37,6 +37,8 @@ PUBLIC_PATHS = {
     "mcpsync.config": ["load_config", "ConfigError"],
     "mcpsync.cli": ["main"],
     "mcpsync.demo": [],
+    "mcpsync.group": ["ClientGroup"],
+    "mcpsync.llm": ["openai_tools", "anthropic_tools", "run_tool_calls"],
 }
 
 

@@ -79,10 +79,27 @@ def test_server_set_names_and_refuses_unknown_servers() -> None:
             servers.get_client("web")
         with pytest.raises(ConfigError, match="several"):
             servers.default_name()
-        with pytest.raises(NotImplementedError):
-            servers.group()
     finally:
         servers.close()
+
+
+def test_group_is_the_apps_own_servers_with_each_entrys_filters() -> None:
+    web = {"url": "http://127.0.0.1:1/mcp", "oauth": True}  # per-user: never in the group
+    servers = ServerSet.from_settings(
+        {"demo": {**DEMO, "deny": ["countdown", "weather"]}, "web": web}, {"timeout": 20}, token_key=TEST_KEY
+    )
+    try:
+        group = servers.group()
+        assert servers.group() is group  # one per process
+        names = {tool.name for tool in group.list_tools()}
+        assert names == {"demo__echo", "demo__add"}
+        assert group.call_tool("demo__add", {"a": 2, "b": 3}).text == "5"
+        with pytest.raises(KeyError):
+            group.call_tool("demo__countdown", {})  # filtered out: cannot be called
+    finally:
+        servers.close()
+    with pytest.raises(ClientClosed):
+        servers.group()
 
 
 def test_shared_client_talks_to_the_demo_and_close_is_final() -> None:

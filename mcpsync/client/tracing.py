@@ -79,7 +79,7 @@ class RequestSpan:
 
     def __init__(self, api: tuple[Any, Any], conn: Connection, method: str, params: dict[str, Any] | None) -> None:
         trace, self._propagate = api
-        from mcpsync import __version__
+        from mcpsync._version import __version__
 
         self._trace = trace
         attributes = _attributes(conn, method, params)

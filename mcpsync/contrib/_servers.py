@@ -40,6 +40,8 @@ import attrs
 
 from ..client.client import Client
 from ..config import ConfigError, ServerConfig, UnsetVariableError, load_config
+from ..exceptions import ClientClosed
+from ..group import ClientGroup
 from ..shared import SharedClient
 
 __all__ = [
@@ -279,6 +281,8 @@ class ServerSet:
         self._lock = threading.Lock()
         self._pid = os.getpid()
         self._closed = False
+        self._group: ClientGroup | None = None
+        self._group_pid = 0
         atexit.register(self.close)  # a worker or reloaded process leaves no server behind
 
     @classmethod
@@ -341,28 +345,47 @@ class ServerSet:
         spec = self.spec(name)
         return Client.from_server_config(spec.config, **{**spec.options, **overrides})
 
-    def group(self) -> Any:
-        """All servers as one :class:`mcpsync.ClientGroup` (tools named ``server__tool``).
+    def group(self) -> ClientGroup:
+        """The app's own servers (not the per-user ``oauth`` ones) as one
+        :class:`mcpsync.ClientGroup`, tools named ``server__tool``; one per process.
 
-        :raises NotImplementedError: until ClientGroup is part of mcpsync.
+        Each entry's ``allow``, ``deny`` and ``annotations`` filter its tools.  The group
+        owns its connections (made on its first call in each process) and is closed
+        with the set.
         """
-        # >>> ClientGroup plugs in here, and only here (the frameworks' ``mcp.group()`` call
-        # this).  Build ``ClientGroup({name: self.get_client(name) for the shared servers})``
-        # once per process (the shared clients are already fork-safe), with the filters of
-        # each spec.raw ("allow", "deny", "annotations"), and close it in close().
-        raise NotImplementedError("ClientGroup is not available in this version of mcpsync")
+        with self._fork_safe_lock():
+            if self._closed:
+                raise ClientClosed("the MCP servers of this app were closed")
+            if self._group is None or self._group_pid != os.getpid():
+                # A forked worker makes its own: the parent's group holds the parent's pipes.
+                own = {name: spec for name, spec in self.specs.items() if spec.oauth is None}
+                self._group = ClientGroup(
+                    {name: _factory(spec) for name, spec in own.items()},
+                    server_filters={
+                        name: {"allow": s.config.allow, "deny": s.config.deny, "annotations": s.config.annotations}
+                        for name, s in own.items()
+                    },
+                )
+                self._group_pid = os.getpid()
+            return self._group
 
-    def close(self) -> None:
-        """Close every shared client (idempotent, bounded: each close is)."""
+    def _fork_safe_lock(self) -> threading.Lock:
         if self._pid != os.getpid():
             # A forked worker: the lock may have been held by a parent thread at the fork.
             self._lock, self._pid = threading.Lock(), os.getpid()
-        with self._lock:
+        return self._lock
+
+    def close(self) -> None:
+        """Close every shared client and the group (idempotent, bounded: each close is)."""
+        with self._fork_safe_lock():
             if self._closed:
                 return
             self._closed = True
+            group = self._group if self._group_pid == os.getpid() else None
         for shared in self._shared.values():
             shared.close()
+        if group is not None:
+            group.close()
         atexit.unregister(self.close)
 
     def __repr__(self) -> str:

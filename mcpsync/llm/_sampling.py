@@ -1,0 +1,261 @@
+"""Ready ``sampling_handler``s: a server's ``sampling/createMessage`` answered by OpenAI or Anthropic.
+
+::
+
+    llm = openai.OpenAI()
+    handler = openai_sampling_handler(llm, model="gpt-5-mini")
+    client = mcpsync.Client.stdio(cmd, sampling_handler=handler)
+
+The request's messages (text, images, and the 2025-11-25 tool use and tool
+results), system prompt, token limit, temperature, stop sequences, tools and
+tool choice go to the provider; its answer comes back as a
+:class:`~mcpsync.types.CreateMessageResult`.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from typing import Any
+
+from mcpsync import types
+from mcpsync.exceptions import ProviderResponseError
+from mcpsync.llm._calls import field
+from mcpsync.llm._names import ANTHROPIC_LIMIT, OPENAI_LIMIT, NameMap
+from mcpsync.llm._results import IMAGE_TYPES, Image, Outcome, anthropic_results, chat_results, outcome
+from mcpsync.llm._schema import anthropic_tool, openai_tool
+
+__all__ = ["anthropic_sampling_handler", "openai_sampling_handler"]
+
+Handler = Callable[[types.CreateMessageRequestParams], types.CreateMessageResult]
+
+_CHAT_STOP = {
+    "stop": "endTurn",
+    "length": "maxTokens",
+    "tool_calls": "toolUse",
+    "function_call": "toolUse",
+}
+_ANTHROPIC_STOP = {
+    "end_turn": "endTurn",
+    "max_tokens": "maxTokens",
+    "stop_sequence": "stopSequence",
+    "tool_use": "toolUse",
+}
+_ANTHROPIC_CHOICE = {"auto": {"type": "auto"}, "required": {"type": "any"}, "none": {"type": "none"}}
+
+
+def _blocks(message: types.SamplingMessage) -> list[Any]:
+    return list(message.content) if isinstance(message.content, list) else [message.content]
+
+
+def _tool_result(block: types.ToolResultContent) -> Outcome:
+    result = types.CallToolResult(block.content, block.structured_content, block.is_error)
+    return outcome(block.tool_use_id, "", result)
+
+
+def _placeholder(block: Any) -> str:
+    kind, mime = getattr(block, "type", "unknown"), getattr(block, "mime_type", "?")
+    return f"[{kind} content ({mime}), not supported here]"
+
+
+def _single(content: list[Any]) -> Any:
+    if not content:
+        return types.TextContent("")
+    return content[0] if len(content) == 1 else content
+
+
+def _tool_input(name: str, raw: Any) -> dict[str, Any]:
+    if isinstance(raw, str):
+        try:
+            raw = json.loads(raw or "{}")
+        except json.JSONDecodeError:
+            raise ProviderResponseError(
+                f"the model's arguments for {name!r} are not valid JSON"
+            ) from None
+    if not isinstance(raw, dict):
+        raise ProviderResponseError(f"the model's arguments for {name!r} are not a JSON object")
+    return raw
+
+
+# -- OpenAI Chat Completions ------------------------------------------------
+
+
+def openai_sampling_handler(client: Any, *, model: str, **create_options: Any) -> Handler:
+    """A ``sampling_handler`` calling ``client.chat.completions.create`` (an ``openai.OpenAI``).
+
+    :param model: the model to use.
+    :param create_options: more arguments for ``create`` (``top_p``, ``timeout``, ...).
+    :raises ProviderResponseError: (from the handler) an answer it cannot read;
+        the server then gets an error.
+    """
+
+    def handler(params: types.CreateMessageRequestParams) -> types.CreateMessageResult:
+        names = NameMap([t.name for t in params.tools or []], OPENAI_LIMIT)
+        kwargs: dict[str, Any] = {
+            "model": model,
+            "messages": _chat_messages(params, names),
+            "max_completion_tokens": params.max_tokens,
+        }
+        if params.temperature is not None:
+            kwargs["temperature"] = params.temperature
+        if params.stop_sequences:
+            kwargs["stop"] = list(params.stop_sequences)
+        if params.tools:
+            kwargs["tools"] = [openai_tool(t, names.to_provider[t.name], "chat") for t in params.tools]
+            if params.tool_choice is not None and params.tool_choice.mode:
+                kwargs["tool_choice"] = params.tool_choice.mode
+        kwargs.update(create_options)
+        return _chat_answer(client.chat.completions.create(**kwargs), names, model)
+
+    return handler
+
+
+def _chat_messages(params: types.CreateMessageRequestParams, names: NameMap) -> list[dict[str, Any]]:
+    messages: list[dict[str, Any]] = []
+    if params.system_prompt:
+        messages.append({"role": "system", "content": params.system_prompt})
+    for message in params.messages:
+        parts: list[dict[str, Any]] = []
+        calls: list[dict[str, Any]] = []
+        results = []
+        for block in _blocks(message):
+            if isinstance(block, types.TextContent):
+                parts.append({"type": "text", "text": block.text})
+            elif isinstance(block, types.ImageContent) and block.mime_type in IMAGE_TYPES:
+                parts.append(
+                    {
+                        "type": "image_url",
+                        "image_url": {"url": Image(block.mime_type, block.data).data_url},
+                    }
+                )
+            elif isinstance(block, types.ToolUseContent):
+                name = names.to_provider.get(block.name, block.name)
+                calls.append(
+                    {
+                        "id": block.id,
+                        "type": "function",
+                        "function": {"name": name, "arguments": json.dumps(block.input)},
+                    }
+                )
+            elif isinstance(block, types.ToolResultContent):
+                results.append(_tool_result(block))
+            else:
+                parts.append({"type": "text", "text": _placeholder(block)})
+        messages += chat_results(results)
+        if message.role == "assistant":
+            text = "\n".join(p.get("text", "") for p in parts) or None
+            turn: dict[str, Any] = {"role": "assistant", "content": text}
+            if calls:
+                turn["tool_calls"] = calls
+            messages.append(turn)
+        elif parts:
+            messages.append({"role": "user", "content": parts})
+    return messages
+
+
+def _chat_answer(response: Any, names: NameMap, model: str) -> types.CreateMessageResult:
+    choices = field(response, "choices")
+    if not isinstance(choices, list) or not choices or field(choices[0], "message") is None:
+        raise ProviderResponseError("the chat completion has no choices[0].message")
+    message = field(choices[0], "message")
+    content: list[Any] = []
+    if field(message, "content"):
+        content.append(types.TextContent(str(field(message, "content"))))
+    for call in field(message, "tool_calls") or []:
+        function = field(call, "function")
+        name = field(function, "name")
+        if not isinstance(name, str) or not isinstance(field(call, "id"), str):
+            raise ProviderResponseError("a tool call in the chat completion has no id or name")
+        name = names.to_mcp.get(name, name)
+        content.append(
+            types.ToolUseContent(
+                field(call, "id"), name, _tool_input(name, field(function, "arguments"))
+            )
+        )
+    reason = field(choices[0], "finish_reason")
+    return types.CreateMessageResult(
+        _single(content),
+        model=str(field(response, "model") or model),
+        stop_reason=_CHAT_STOP.get(reason, reason),
+    )
+
+
+# -- Anthropic Messages -----------------------------------------------------
+
+
+def anthropic_sampling_handler(client: Any, *, model: str, **create_options: Any) -> Handler:
+    """A ``sampling_handler`` calling ``client.messages.create`` (an ``anthropic.Anthropic``).
+
+    :param model: the model to use.
+    :param create_options: more arguments for ``create`` (``top_k``, ``timeout``, ...).
+    :raises ProviderResponseError: (from the handler) an answer it cannot read.
+    """
+
+    def handler(params: types.CreateMessageRequestParams) -> types.CreateMessageResult:
+        names = NameMap([t.name for t in params.tools or []], ANTHROPIC_LIMIT)
+        kwargs: dict[str, Any] = {
+            "model": model,
+            "max_tokens": params.max_tokens,
+            "messages": [
+                {"role": m.role, "content": [_anthropic_block(b, names) for b in _blocks(m)]}
+                for m in params.messages
+            ],
+        }
+        if params.system_prompt:
+            kwargs["system"] = params.system_prompt
+        if params.temperature is not None:
+            kwargs["temperature"] = params.temperature
+        if params.stop_sequences:
+            kwargs["stop_sequences"] = list(params.stop_sequences)
+        if params.tools:
+            kwargs["tools"] = [anthropic_tool(t, names.to_provider[t.name]) for t in params.tools]
+            if params.tool_choice is not None and params.tool_choice.mode in _ANTHROPIC_CHOICE:
+                kwargs["tool_choice"] = _ANTHROPIC_CHOICE[params.tool_choice.mode]
+        kwargs.update(create_options)
+        return _anthropic_answer(client.messages.create(**kwargs), names, model)
+
+    return handler
+
+
+def _anthropic_block(block: Any, names: NameMap) -> dict[str, Any]:
+    if isinstance(block, types.TextContent):
+        return {"type": "text", "text": block.text}
+    if isinstance(block, types.ImageContent) and block.mime_type in IMAGE_TYPES:
+        return {
+            "type": "image",
+            "source": {"type": "base64", "media_type": block.mime_type, "data": block.data},
+        }
+    if isinstance(block, types.ToolUseContent):
+        name = names.to_provider.get(block.name, block.name)
+        return {"type": "tool_use", "id": block.id, "name": name, "input": block.input}
+    if isinstance(block, types.ToolResultContent):
+        result: dict[str, Any] = anthropic_results([_tool_result(block)])[0]["content"][0]
+        return result
+    return {"type": "text", "text": _placeholder(block)}
+
+
+def _anthropic_answer(response: Any, names: NameMap, model: str) -> types.CreateMessageResult:
+    blocks = field(response, "content")
+    if not isinstance(blocks, list):
+        raise ProviderResponseError("the Anthropic message has no content list")
+    content: list[Any] = []
+    for block in blocks:
+        kind = field(block, "type")
+        if kind == "text":
+            content.append(types.TextContent(str(field(block, "text") or "")))
+        elif kind == "tool_use":
+            name = field(block, "name")
+            if not isinstance(name, str) or not isinstance(field(block, "id"), str):
+                raise ProviderResponseError(
+                    "a tool_use block of the Anthropic message has no id or name"
+                )
+            name = names.to_mcp.get(name, name)
+            content.append(
+                types.ToolUseContent(field(block, "id"), name, _tool_input(name, field(block, "input")))
+            )
+    reason = field(response, "stop_reason")
+    return types.CreateMessageResult(
+        _single(content),
+        model=str(field(response, "model") or model),
+        stop_reason=_ANTHROPIC_STOP.get(reason, reason),
+    )
