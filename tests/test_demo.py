@@ -120,3 +120,38 @@ def test_progress_is_a_redrawn_bar_on_a_terminal() -> None:
     assert text.count("\r") == 2 and "\x1b[K" in text
     assert "[##########----------] 1/2  half" in text
     assert text.endswith("[####################] 2/2\x1b[K\n")
+
+
+#: Runs of the demo server checked for a clean exit (the crash hit about 1 run in 12).
+CLEAN_EXIT_RUNS = 50
+
+
+@pytest.mark.timeout(CLEAN_EXIT_RUNS * 10 + 60)
+def test_demo_server_exits_cleanly_every_time() -> None:
+    """Tool threads answer while the server shuts down; it must still exit 0, at once.
+
+    Serving used to return while a daemon tool thread was still inside
+    ``stdout.flush()``: the interpreter then aborted with ``Fatal Python error:
+    _enter_buffered_busy`` and the client waited out its grace and sent SIGTERM.
+    A long ``close_grace`` makes a slow exit visible as time, not as a signal.
+    """
+    import time
+
+    from mcpsync import Client
+    from mcpsync.transports.stdio import StdioTransport
+
+    for run in range(CLEAN_EXIT_RUNS):
+        stderr: list[str] = []
+        transport = StdioTransport(
+            sys.executable, ["-m", "mcpsync.demo"], stderr=stderr.append, close_grace=30.0
+        )
+        with Client(transport=transport, timeout=30) as client:
+            assert client.call_tool("add", {"a": run, "b": 1}).text == str(run + 1)
+            # progress notifications, written by the tool thread, right before the close
+            assert client.call_tool("countdown", {"n": 2, "delay": 0}).text == "Liftoff!"
+            started = time.monotonic()
+        took = time.monotonic() - started
+        assert transport.returncode == 0, (run, transport.returncode, stderr)
+        assert transport.signals_sent == [], (run, stderr)
+        assert not [line for line in stderr if "Fatal Python error" in line], (run, stderr)
+        assert took < 10.0, (run, took)  # ~0.05 s normally; the grace is 30 s
