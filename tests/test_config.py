@@ -163,3 +163,75 @@ def test_docstring_examples() -> None:
     for module in (mcpsync.config, mcpsync._cli_commands):
         result = doctest.testmod(module)
         assert result.attempted > 0 and result.failed == 0, module.__name__
+
+
+def test_entries_set_timeouts_and_graces() -> None:
+    doc = {"mcpServers": {
+        "local": {**DEMO, "timeout": 90, "closeGrace": 0.5, "terminateGrace": 1, "discoverTimeout": 3},
+        "remote": {"url": "https://x/mcp", "timeout": None},
+        "plain": DEMO,
+    }}
+    servers = load_config(doc)
+    assert servers["local"].options == {
+        "timeout": 90.0, "close_grace": 0.5, "terminate_grace": 1.0, "discover_timeout": 3.0,
+    }
+    assert servers["remote"].options == {"timeout": None}  # null: wait forever
+    assert servers["plain"].options == {}
+
+
+def test_entry_settings_reach_the_client_and_options_win() -> None:
+    import time
+
+    # A server that ignores EOF: only closeGrace decides how long close() waits before SIGTERM.
+    stubborn = {"command": sys.executable,
+                "args": ["-c", "import time, sys\nsys.stdin.read()\ntime.sleep(60)"],
+                "closeGrace": 0.2, "terminateGrace": 0.5, "timeout": 7}
+    entry = load_config({"mcpServers": {"s": stubborn}})["s"]
+    client = mcpsync.config.client_from_server(entry)
+    assert client._options.timeout == 7.0
+    transport = client._transport
+    transport.start(lambda message: None, lambda exc: None)  # type: ignore[union-attr]
+    started = time.monotonic()
+    transport.close()  # type: ignore[union-attr]
+    assert time.monotonic() - started < 2.0  # not the 2 s + 2 s defaults
+    assert transport.signals_sent == ["TERM"]  # type: ignore[union-attr]
+    client.close()
+    assert mcpsync.config.client_from_server(entry, timeout=3)._options.timeout == 3
+
+
+@pytest.mark.parametrize(
+    ("entry", "message"),
+    [
+        ({**DEMO, "timeout": "30"}, "'timeout' must be a number of seconds"),
+        ({**DEMO, "closeGrace": -1}, "'closeGrace' must be a number of seconds"),
+        ({**DEMO, "timeout": True}, "'timeout' must be a number of seconds"),
+        ({"url": "https://x/mcp", "closeGrace": 1}, "'closeGrace' applies to stdio servers"),
+    ],
+)
+def test_bad_settings_are_config_errors(entry: dict[str, object], message: str) -> None:
+    with pytest.raises(ConfigError, match=message):
+        load_config({"mcpServers": {"s": entry}})
+
+
+def test_unknown_keys_warn_with_a_suggestion_and_foreign_keys_do_not() -> None:
+    import warnings
+
+    from mcpsync.config import ConfigWarning
+
+    doc = {"mcpServers": {"s": {**DEMO, "close_grace": 1, "timout": 5, "disabled": False,
+                                "autoApprove": [], "envFile": ".env"}}}
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        entry = load_config(doc)["s"]
+    texts = sorted(str(w.message) for w in caught if w.category is ConfigWarning)
+    assert texts == [
+        "server 's': unknown key 'close_grace' ignored (did you mean 'closeGrace'?)",
+        "server 's': unknown key 'timout' ignored (did you mean 'timeout'?)",
+    ]
+    assert entry.options == {}
+
+
+def test_servers_target_is_the_url_or_command_line() -> None:
+    servers = load_config({"mcpServers": {"r": {"url": "https://x/mcp"}, "l": DEMO}})
+    assert servers["r"].target == "https://x/mcp"
+    assert servers["l"].target == f"{sys.executable} -m mcpsync.demo"
