@@ -1,9 +1,10 @@
 """The bundled demo server, and ``mcpsync demo``, a real session with it.
 
-``python -m mcpsync.demo`` serves the demo server over stdio, so any MCP
-client can use it, e.g. from an ``mcpServers`` entry::
+``mcpsync demo --serve`` (or ``python -m mcpsync.demo``) serves the demo
+server over stdio, so any MCP client can use it, e.g. from an ``mcpServers``
+entry (``mcpsync demo --print-config`` prints one with full paths)::
 
-    {"mcpServers": {"demo": {"command": "python", "args": ["-m", "mcpsync.demo"]}}}
+    {"mcpServers": {"demo": {"command": "mcpsync", "args": ["demo", "--serve"]}}}
 
 :func:`run_demo` (what ``mcpsync demo`` runs) starts that server as a
 subprocess with :meth:`mcpsync.Client.stdio` and prints the session.
@@ -25,7 +26,7 @@ from .testing import FakeServer, ToolContext
 if TYPE_CHECKING:
     from .client import Client
 
-__all__ = ["build_server", "run_demo", "main"]
+__all__ = ["build_server", "main", "print_config", "run_demo"]
 
 _README = """\
 mcpsync demo server
@@ -117,6 +118,25 @@ def build_server() -> FakeServer:
 def main() -> None:
     """Serve the demo server on stdin/stdout until EOF (``python -m mcpsync.demo``)."""
     build_server().run_stdio()
+
+
+def server_command() -> list[str]:
+    """The command that serves the demo server: this interpreter, so it works from anywhere."""
+    return [sys.executable, "-m", "mcpsync.demo"]
+
+
+def print_config(out: TextIO | None = None) -> int:
+    """Print an ``mcpServers`` file with the demo server (``mcpsync demo --print-config``).
+
+    The command is this interpreter's full path, so the file works from any
+    directory and in any MCP client, with or without an activated virtualenv.
+    """
+    command, *args = server_command()
+    config = {"mcpServers": {"demo": {"command": command, "args": args}}}
+    out = out if out is not None else sys.stdout
+    json.dump(config, out, indent=2)
+    out.write("\n")
+    return 0
 
 
 # -- mcpsync demo ---------------------------------------------------------------
@@ -228,12 +248,12 @@ def run_demo(out: TextIO | None = None) -> int:
     from .exceptions import McpError
 
     out = out if out is not None else sys.stdout
-    print("mcpsync demo: a real MCP session over stdio", file=out)
-    print(f"  $ {sys.executable} -m mcpsync.demo", file=out)
+    print("mcpsync demo: a real MCP session over stdio with the bundled demo server", file=out)
+    print("  (the server is `mcpsync demo --serve`; here it runs as", file=out)
+    print(f"   {' '.join(server_command())})", file=out)
     try:
         with Client.stdio(
-            sys.executable,
-            args=["-m", "mcpsync.demo"],
+            server_command(),
             client_info=("mcpsync-demo-client", __version__),
             timeout=30.0,
         ) as client:
@@ -242,7 +262,26 @@ def run_demo(out: TextIO | None = None) -> int:
         print(f"\ndemo failed: {type(exc).__name__}: {exc}", file=sys.stderr)
         return 1
     print("\nDone: the server process has been shut down.", file=out)
+    print(_NEXT.format(mcpsync=_own_command()), file=out)
     return 0
+
+
+_NEXT = """
+Next, try the command line on the same server:
+  {mcpsync} --stdio '{mcpsync} demo --serve' tools
+  {mcpsync} --stdio '{mcpsync} demo --serve' call add a=2 b=3
+  {mcpsync} --help"""
+
+
+def _own_command() -> str:
+    """How the user ran ``mcpsync`` (e.g. ``.venv/bin/mcpsync``), for the hints."""
+    import os
+    import shlex
+
+    argv0 = sys.argv[0] if sys.argv else ""
+    if os.path.basename(argv0) == "mcpsync":
+        return shlex.quote(argv0)
+    return "mcpsync"
 
 
 if __name__ == "__main__":
