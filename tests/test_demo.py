@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import io
+import json
 import os
 import shutil
 import subprocess
@@ -155,3 +156,51 @@ def test_demo_server_exits_cleanly_every_time() -> None:
         assert transport.signals_sent == [], (run, stderr)
         assert not [line for line in stderr if "Fatal Python error" in line], (run, stderr)
         assert took < 10.0, (run, took)  # ~0.05 s normally; the grace is 30 s
+
+
+#: CLI calls checked for a clean, prompt exit of the demo server they start.
+CLI_RUNS = 20
+
+
+@pytest.mark.timeout(CLI_RUNS * 20 + 60)
+def test_cli_calls_on_the_demo_server_exit_cleanly() -> None:
+    """``mcpsync --stdio 'mcpsync demo --serve' call ...``, repeated; --debug shows the server's stderr."""
+    import time
+
+    script = Path(sys.executable).parent / "mcpsync"
+    server = f"{script} demo --serve"
+    for run in range(CLI_RUNS):
+        started = time.monotonic()
+        proc = run_command([str(script), "--debug", "--close-grace", "30", "--stdio", server,
+                            "call", "countdown", "n=2", "delay=0"])
+        took = time.monotonic() - started
+        assert (proc.returncode, proc.stdout) == (0, "Liftoff!\n"), (run, proc.stderr[-2000:])
+        assert "Fatal Python error" not in proc.stderr, run
+        assert "exit code 0" in proc.stderr, run  # the transport logs the server's status
+        assert took < 15, (run, took)  # ~0.5 s normally; a stuck server would cost the 30 s grace
+
+
+def test_serve_and_print_config(tmp_path: Path) -> None:
+    proc = run_command([sys.executable, "-m", "mcpsync", "demo", "--print-config"])
+    assert proc.returncode == 0, proc.stderr
+    config = json.loads(proc.stdout)
+    assert config == {"mcpServers": {"demo": {"command": sys.executable,
+                                              "args": ["-m", "mcpsync.demo"]}}}
+    # The file works from anywhere: a client started in another directory uses it.
+    path = tmp_path / "mcp.json"
+    path.write_text(proc.stdout)
+    proc = subprocess.run(
+        [sys.executable, "-m", "mcpsync", "--config", str(path), "call", "add", "a=1", "b=2"],
+        capture_output=True, text=True, timeout=DEMO_TIMEOUT, cwd=tmp_path,
+    )
+    assert (proc.returncode, proc.stdout) == (0, "3\n"), proc.stderr
+    # `mcpsync demo --serve` speaks MCP on stdin/stdout.
+    request = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-06-18", "capabilities": {},
+        "clientInfo": {"name": "t", "version": "1"}}}
+    proc = subprocess.run(
+        [sys.executable, "-m", "mcpsync", "demo", "--serve"], input=json.dumps(request) + "\n",
+        capture_output=True, text=True, timeout=DEMO_TIMEOUT, cwd=tmp_path,
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert json.loads(proc.stdout)["result"]["serverInfo"]["name"] == "mcpsync-demo"
