@@ -111,3 +111,32 @@ def test_the_python_example_runs(user_dir: Path) -> None:
     )
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.splitlines() == ["['echo', 'add', 'countdown', 'weather']", "3"]
+
+
+def test_the_typing_extra_has_every_optional_integration() -> None:
+    """``mypy --strict mcpsync`` must see the types of optional imports with only ``[typing]``."""
+    import configparser
+
+    config = configparser.ConfigParser()
+    config.read(ROOT / "setup.cfg")
+    extras = {name: {line.split(">")[0].split("[")[0].strip().lower()
+                     for line in value.strip().splitlines()}
+              for name, value in config["options.extras_require"].items()}
+    integrations = set(extras) - {"test", "docs", "typing"}
+    assert integrations >= {"websocket", "jwt"}
+    for name in integrations:
+        assert extras[name] <= extras["typing"], name
+
+
+@pytest.mark.parametrize(
+    ("page", "stale"),
+    [
+        ("design.rst", "The 2026-07-28 era is planned"),
+        ("design.rst", "No OAuth or config loader yet"),
+        ("development.rst", "planned OAuth token store"),
+        ("quickstart.rst", "--stdio 'python -m mcpsync.demo'"),  # the system python, not ours
+        ("cli.rst", "--stdio 'python -m mcpsync.demo'"),
+    ],
+)
+def test_docs_do_not_say_stale_things(page: str, stale: str) -> None:
+    assert stale not in (ROOT / "docs" / page).read_text(encoding="utf-8")
