@@ -15,9 +15,21 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from ._cli_connect import UsageError
+from .config import ConfigError
 
-__all__ = ["check_arguments", "json_arguments", "parse_arguments", "signature", "type_name"]
+__all__ = [
+    "UsageError",
+    "check_arguments",
+    "check_prompt_arguments",
+    "json_arguments",
+    "parse_arguments",
+    "signature",
+    "type_name",
+]
+
+
+class UsageError(ConfigError):
+    """The command line is not usable: no server named, bad arguments (exit status 2)."""
 
 _JSON_TYPES = ("string", "number", "integer", "boolean", "object", "array", "null")
 #: Enum values shown in a type before ``|...``.
@@ -211,3 +223,19 @@ def check_arguments(name: str, schema: Any, arguments: dict[str, Any]) -> None:
             f"tool {name!r}: " + "; ".join(problems)
             + f"\nusage: {signature(name, schema)}  (? marks optional; --no-check sends anyway)"
         )
+
+
+def check_prompt_arguments(name: str, params: list[tuple[str, bool]], arguments: dict[str, Any]) -> None:
+    """Check a prompt's arguments (all strings): required ones given, no unknown names.
+
+    :param params: the prompt's (argument name, required) pairs.
+    :raises UsageError: every problem found, and the prompt's signature.
+    """
+    known = {param for param, _ in params}
+    problems = [f"missing required argument {param!r}" for param, required in params
+                if required and param not in arguments]
+    problems += [f"unknown argument {key!r}" for key in arguments if key not in known]
+    if problems:
+        shown = ", ".join(param + ("" if required else "?") for param, required in params)
+        raise UsageError(f"prompt {name!r}: " + "; ".join(problems)
+                         + f"\nusage: {name}({shown})  (? marks optional)")

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any, TextIO
 
 from . import types
 
-from ._cli_args import check_arguments, json_arguments, parse_arguments
+from ._cli_args import check_arguments, check_prompt_arguments, json_arguments, parse_arguments
 from ._cli_connect import UsageError, oauth_for, open_client, resolve
 from ._cli_output import (
     ProgressBar,
@@ -28,16 +28,22 @@ from .exceptions import McpError, MethodNotFound
 if TYPE_CHECKING:
     from .client import Client
 
-__all__ = ["COMMANDS", "UnknownTool"]
+__all__ = ["COMMANDS", "UnknownName"]
 
 #: Tool names listed when a name is not found.
 _NAMES_SHOWN = 30
 
 
-class UnknownTool(McpError):
-    """``call`` names a tool the server does not list (exit status 4, as the server would)."""
+class UnknownName(McpError):
+    """A tool or prompt the server does not list (exit status 4, as the server would)."""
 
     exit_status = 4
+
+
+def _unknown(kind: str, name: str, names: list[str]) -> UnknownName:
+    names = sorted(names)
+    shown = ", ".join(names[:_NAMES_SHOWN]) + (", ..." if len(names) > _NAMES_SHOWN else "")
+    return UnknownName(f"the server has no {kind} {name!r}; its {kind}s: {shown or 'none'}")
 
 
 def _json(args: argparse.Namespace) -> bool:
@@ -67,9 +73,7 @@ def _arguments(args: argparse.Namespace, client: Client) -> dict[str, Any]:
     tools = client.list_tools()
     tool = next((t for t in tools if t.name == args.tool), None)
     if tool is None:
-        names = sorted(t.name for t in tools)
-        shown = ", ".join(names[:_NAMES_SHOWN]) + (", ..." if len(names) > _NAMES_SHOWN else "")
-        raise UnknownTool(f"the server has no tool {args.tool!r}; its tools: {shown or 'none'}")
+        raise _unknown("tool", args.tool, [t.name for t in tools])
     arguments = given if given is not None else parse_arguments(args.arguments, tool.input_schema)
     check_arguments(tool.name, tool.input_schema, arguments)
     return arguments
@@ -146,6 +150,12 @@ def cmd_prompt(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     # Prompt arguments are always strings on the wire.
     arguments = parse_arguments(args.arguments, None, strings=True)
     with open_client(args) as client:
+        if client.server_capabilities.prompts is not None:
+            prompt = next((p for p in client.list_prompts() if p.name == args.name), None)
+            if prompt is None:
+                raise _unknown("prompt", args.name, [p.name for p in client.list_prompts()])
+            params = [(a.name, bool(a.required)) for a in prompt.arguments or []]
+            check_prompt_arguments(prompt.name, params, arguments)
         result = client.get_prompt(args.name, arguments)
     if _json(args):
         dump_json(wire(result), out)

@@ -23,17 +23,14 @@ from .auth import (
     OAuth,
     TokenStore,
 )
-from .config import ConfigError, ServerConfig, load_config
+from ._cli_args import UsageError
+from .config import ServerConfig, load_config
 
 if TYPE_CHECKING:
     from .auth._loopback import LoopbackReceiver
     from .client import Client
 
 __all__ = ["NotLoggedIn", "UsageError", "add_target_options", "oauth_for", "open_client", "resolve"]
-
-
-class UsageError(ConfigError):
-    """The command line does not name a usable server."""
 
 
 class NotLoggedIn(AuthError):

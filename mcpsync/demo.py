@@ -178,21 +178,23 @@ def _section(out: TextIO, title: str) -> None:
 
 
 def _session(client: Client, out: TextIO) -> None:
+    from ._cli_args import signature
     from .types import PromptReference, TextContent, TextResourceContents
 
     client.connect()
     info = client.server_info
     _section(out, "Server")
-    print(f"  server:      {info.name} {info.version}", file=out)
-    print(f"  protocol:    {client.protocol_version}", file=out)
+    print(f"  server:       {info.name} {info.version}", file=out)
+    print(f"  protocol:     {client.protocol_version}", file=out)
     if client.instructions:
         print(f"  instructions: {client.instructions}", file=out)
 
     tools = client.list_tools()
     _section(out, f"Tools ({len(tools)})")
-    for tool in tools:
-        params = ", ".join((tool.input_schema.get("properties") or {}).keys())
-        print(f"  {tool.name}({params})  {tool.description or ''}", file=out)
+    signatures = [signature(tool.name, tool.input_schema) for tool in tools]
+    width = max(map(len, signatures), default=0)
+    for tool, sig in zip(tools, signatures):
+        print(f"  {sig:<{width}}  {tool.description or ''}".rstrip(), file=out)
 
     _section(out, "Calling tools")
     print(f"  echo(text='hello') -> {client.call_tool('echo', {'text': 'hello'}).text}", file=out)

@@ -155,7 +155,7 @@ def test_debug_shows_the_traceback() -> None:
     proc = mcpsync("--debug", "--stdio", DEMO, "call", "nope")
     assert proc.returncode == 4
     assert "Traceback (most recent call last)" in proc.stderr
-    assert proc.stderr.rstrip().endswith("mcpsync: error: UnknownTool: the server has no tool 'nope';"
+    assert proc.stderr.rstrip().endswith("mcpsync: error: UnknownName: the server has no tool 'nope';"
                                          " its tools: add, countdown, echo, weather")
 
 
@@ -368,3 +368,17 @@ def test_refused_connection_says_so_with_the_whole_url() -> None:
         f"mcpsync: error: ServerStartError: could not connect: POST server/discover to "
         f"http://127.0.0.1:{port}/mcp/with/a/long/path failed: connection refused (is the "
         "server running, and is that the right port?)"]
+
+
+@pytest.mark.parametrize(
+    ("argv", "code", "first"),
+    [
+        (["greet"], 2, "UsageError: prompt 'greet': missing required argument 'name'"),
+        (["greet", "name=Ada", "tone=x"], 2, "UsageError: prompt 'greet': unknown argument 'tone'"),
+        (["gree", "name=Ada"], 4, "UnknownName: the server has no prompt 'gree'; its prompts: greet"),
+    ],
+)
+def test_prompt_checks_its_arguments_before_sending(argv: list[str], code: int, first: str) -> None:
+    proc = mcpsync("--stdio", DEMO, "prompt", *argv)
+    assert proc.returncode == code
+    assert proc.stderr.splitlines()[0] == f"mcpsync: error: {first}"

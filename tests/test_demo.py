@@ -23,9 +23,10 @@ def assert_full_session(output: str) -> None:
     """The printed session shows every part of a real exchange."""
     assert "mcpsync-demo" in output  # server info
     # The demo server is dual-era, so mode="auto" settles on the stateless revision.
-    assert "protocol:    2026-07-28" in output  # negotiated version
-    for tool in ("echo(text)", "add(a, b)", "countdown(n, delay)", "weather(city)"):
-        assert tool in output  # tools listed
+    assert "protocol:     2026-07-28" in output  # negotiated version
+    for tool in ("echo(text: string)", "add(a: number, b: number)",
+                 "countdown(n?: integer, delay?: number)", "weather(city: string)"):
+        assert tool in output  # tools listed, with their types
     assert "add(a=2, b=3) -> 5" in output  # a tool call
     assert "[####################] 5/5" in output  # progress, as plain lines off a TTY
     assert output.count("progress [") == 5
