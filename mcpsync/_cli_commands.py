@@ -51,8 +51,10 @@ def _json(args: argparse.Namespace) -> bool:
 
 
 def cmd_tools(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+    tools: list[types.Tool] = []
     with open_client(args) as client:
-        tools = client.list_tools()
+        if client.server_capabilities.tools is not None:
+            tools = client.list_tools()
     if _json(args):
         dump_json(wire(tools), out)
     else:

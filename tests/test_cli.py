@@ -20,6 +20,8 @@ from mcpsync.cli import EXIT_CODES, build_parser
 
 ROOT = Path(__file__).resolve().parent.parent
 DEMO = f"{shlex.quote(sys.executable)} -m mcpsync.demo"
+#: A hand-written server with some features only (see its docstring).
+SPARSE = f"{shlex.quote(sys.executable)} {shlex.quote(str(ROOT / 'tests/servers/sparse_server.py'))}"
 RUN_TIMEOUT = 60
 
 pytestmark = pytest.mark.timeout(RUN_TIMEOUT + 30)
@@ -218,9 +220,6 @@ def test_demo_still_works() -> None:
     assert proc.returncode == 0 and "Liftoff!" in proc.stdout
 
 
-SPARSE = f"{shlex.quote(sys.executable)} {shlex.quote(str(ROOT / 'tests/servers/sparse_server.py'))}"
-
-
 def test_tools_shows_type_lists_anyof_arrays_and_enums() -> None:
     proc = mcpsync("--stdio", SPARSE, "tools")
     assert proc.returncode == 0, proc.stderr
@@ -232,10 +231,11 @@ def test_tools_shows_type_lists_anyof_arrays_and_enums() -> None:
     ]
 
 
-def test_a_server_without_prompts_lists_nothing_and_succeeds() -> None:
-    proc = mcpsync("--stdio", SPARSE, "prompts")
+@pytest.mark.parametrize(("server", "command"), [(SPARSE, "prompts"), (f"{SPARSE} --no-tools", "tools")])
+def test_a_server_without_the_capability_lists_nothing_and_succeeds(server: str, command: str) -> None:
+    proc = mcpsync("--stdio", server, command)
     assert (proc.returncode, proc.stdout, proc.stderr) == (0, "", "")
-    proc = mcpsync("--stdio", SPARSE, "prompts", "-o", "json")
+    proc = mcpsync("--stdio", server, command, "-o", "json")
     assert (proc.returncode, json.loads(proc.stdout)) == (0, [])
 
 

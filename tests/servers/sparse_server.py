@@ -4,7 +4,8 @@ It speaks the handshake era (2025-06-18) only, has tools with the JSON
 Schema shapes real servers use (type lists, ``anyOf``, enums, arrays,
 ``additionalProperties: false``), resources but no ``resources/templates/list``
 (like many servers on the official SDK 1.x: the method is not found), and no
-prompts at all.  Each tool call echoes its arguments back as JSON.
+prompts at all (and with ``--no-tools``, no tools either).  Each tool call
+echoes its arguments back as JSON.
 """
 
 from __future__ import annotations
@@ -34,6 +35,7 @@ def reply(request_id: object, result: object = None, error: object = None) -> No
 
 
 def main() -> None:
+    capabilities = {"resources": {}} if "--no-tools" in sys.argv else {"tools": {}, "resources": {}}
     for line in sys.stdin:
         message = json.loads(line)
         method, request_id = message.get("method"), message.get("id")
@@ -41,7 +43,7 @@ def main() -> None:
             continue  # a notification
         if method == "initialize":
             reply(request_id, {"protocolVersion": "2025-06-18",
-                               "capabilities": {"tools": {}, "resources": {}},
+                               "capabilities": capabilities,
                                "serverInfo": {"name": "sparse", "version": "1"}})
         elif method == "tools/list":
             reply(request_id, {"tools": TOOLS})
