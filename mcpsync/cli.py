@@ -105,6 +105,11 @@ def _cmd_demo(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     from . import demo
 
     if args.serve:
+        if sys.stdin.isatty():  # a person, not an MCP client: say what this is
+            print("mcpsync demo --serve: the demo MCP server, speaking JSON-RPC on stdin/stdout.\n"
+                  "Run it as a server command instead, e.g.\n"
+                  "  mcpsync --stdio 'mcpsync demo --serve' tools\n"
+                  "(waiting for messages; Ctrl-D or Ctrl-C stops it)", file=err)
         demo.main()
         return 0
     if args.print_config:
