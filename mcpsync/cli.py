@@ -29,7 +29,8 @@ __all__ = ["EXIT_CODES", "build_parser", "exit_code", "main"]
 EXIT_CODES = {
     0: "success",
     1: "the tool ran but reported an error (isError), or an unexpected failure",
-    2: "bad command line or configuration (unknown server, unset variable, bad JSON)",
+    2: "bad command line or configuration (unknown server, unset variable, bad JSON,"
+       " arguments that do not fit the tool's schema)",
     3: "could not reach the server, or the connection broke",
     4: "the server answered with an error (unknown tool, invalid arguments, ...)",
     5: "timed out",
@@ -46,7 +47,8 @@ examples:
   mcpsync --url https://mcp.example.com/mcp login
 
 exit codes:
-""" + "\n".join(f"  {code:<4} {text}" for code, text in EXIT_CODES.items())
+""" + "\n".join(textwrap.fill(text, 79, initial_indent=f"  {code:<4} ", subsequent_indent=" " * 7)
+              for code, text in EXIT_CODES.items())
 
 #: Each command's own examples, shown by ``mcpsync COMMAND --help``.
 _EXAMPLES: dict[str, list[str]] = {
