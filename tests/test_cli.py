@@ -382,3 +382,11 @@ def test_prompt_checks_its_arguments_before_sending(argv: list[str], code: int, 
     proc = mcpsync("--stdio", DEMO, "prompt", *argv)
     assert proc.returncode == code
     assert proc.stderr.splitlines()[0] == f"mcpsync: error: {first}"
+
+
+def test_every_exit_code_is_documented() -> None:
+    page = (ROOT / "docs" / "cli.rst").read_text(encoding="utf-8")
+    table = page[page.index("Exit codes\n----------"):]
+    documented = {int(line.split()[0]) for line in table.splitlines()
+                  if line[:1].isdigit() and line.split()[0].isdigit()}
+    assert documented == set(EXIT_CODES)
