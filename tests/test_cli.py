@@ -390,3 +390,23 @@ def test_every_exit_code_is_documented() -> None:
     documented = {int(line.split()[0]) for line in table.splitlines()
                   if line[:1].isdigit() and line.split()[0].isdigit()}
     assert documented == set(EXIT_CODES)
+
+
+def test_the_examples_in_command_help_work(tmp_path: Path) -> None:
+    """Every example of ``mcpsync COMMAND --help`` that needs no outside server runs as printed."""
+    from mcpsync.cli import _EXAMPLES
+
+    bin_dir = str(Path(sys.executable).parent)
+    assert Path(bin_dir, "mcpsync").exists()
+    env = {**os.environ, "PATH": bin_dir + os.pathsep + os.environ.get("PATH", "")}
+    env.pop("MCPSYNC_CONFIG", None)
+    examples = [e for examples in _EXAMPLES.values() for e in examples
+                if "example.com" not in e and "github" not in e and "~/" not in e]
+    assert len(examples) >= 10
+    for example in dict.fromkeys(examples):
+        proc = subprocess.run(  # noqa: PLW1510 - the exit status is asserted
+            ["bash", "-o", "pipefail", "-c", example], capture_output=True, text=True,
+            timeout=RUN_TIMEOUT, env=env, cwd=tmp_path,
+        )
+        assert proc.returncode == 0, (example, proc.stderr)
+        assert proc.stdout.strip() or (tmp_path / "mcp.json").exists(), example
