@@ -157,10 +157,10 @@ def test_from_config_dict_with_the_sdk_server(sdk_server: list[str]) -> None:
 def test_docstring_examples() -> None:
     import doctest
 
-    import mcpsync._cli_commands
+    import mcpsync._cli_args
     import mcpsync.config
 
-    for module in (mcpsync.config, mcpsync._cli_commands):
+    for module in (mcpsync.config, mcpsync._cli_args):
         result = doctest.testmod(module)
         assert result.attempted > 0 and result.failed == 0, module.__name__
 
