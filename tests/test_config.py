@@ -179,23 +179,36 @@ def test_entries_set_timeouts_and_graces() -> None:
     assert servers["plain"].options == {}
 
 
-def test_entry_settings_reach_the_client_and_options_win() -> None:
-    import time
+#: A server that ignores EOF and SIGTERM and exits by itself 3 s after its stdin closes.
+_SLOW_EXIT = ("import signal, sys, time\nsignal.signal(signal.SIGTERM, signal.SIG_IGN)\n"
+              "sys.stdin.read()\ntime.sleep(3)")
 
-    # A server that ignores EOF: only closeGrace decides how long close() waits before SIGTERM.
-    stubborn = {"command": sys.executable,
-                "args": ["-c", "import time, sys\nsys.stdin.read()\ntime.sleep(60)"],
-                "closeGrace": 0.2, "terminateGrace": 0.5, "timeout": 7}
-    entry = load_config({"mcpServers": {"s": stubborn}})["s"]
+
+@pytest.mark.timeout(60)
+@pytest.mark.parametrize(
+    ("settings", "signals"),
+    [
+        ({"closeGrace": 20}, []),  # the default 2 s would have sent SIGTERM
+        ({"closeGrace": 0.1, "terminateGrace": 20}, ["TERM"]),  # the default would SIGKILL
+    ],
+)
+def test_entry_graces_reach_the_transport(settings: dict[str, float], signals: list[str]) -> None:
+    entry = load_config({"mcpServers": {"s": {
+        "command": sys.executable, "args": ["-c", _SLOW_EXIT], **settings}}})["s"]
     client = mcpsync.config.client_from_server(entry)
-    assert client._options.timeout == 7.0
     transport = client._transport
     transport.start(lambda message: None, lambda exc: None)  # type: ignore[union-attr]
-    started = time.monotonic()
-    transport.close()  # type: ignore[union-attr]
-    assert time.monotonic() - started < 2.0  # not the 2 s + 2 s defaults
-    assert transport.signals_sent == ["TERM"]  # type: ignore[union-attr]
-    client.close()
+    try:
+        transport.close()  # type: ignore[union-attr]
+    finally:
+        client.close()
+    assert transport.signals_sent == signals  # type: ignore[union-attr]
+    assert transport.returncode == 0  # type: ignore[union-attr]  # it exited by itself
+
+
+def test_entry_timeout_reaches_the_client_and_options_win() -> None:
+    entry = load_config({"mcpServers": {"s": {**DEMO, "timeout": 7}}})["s"]
+    assert mcpsync.config.client_from_server(entry)._options.timeout == 7.0
     assert mcpsync.config.client_from_server(entry, timeout=3)._options.timeout == 3
 
 
