@@ -8,10 +8,14 @@
                    "headers": {"Authorization": "Bearer ${API_TOKEN}"}}
     }}
 
-A *stdio* entry has ``command`` (and optionally ``args``, ``env``, ``cwd``);
-a *remote* entry has ``url`` (and optionally ``headers`` and ``type`` or
-``transport``: ``"http"``, ``"streamable-http"``, ``"sse"`` or
-``"websocket"``).  VS Code's top-level key ``"servers"`` is accepted too.
+A *stdio* entry has ``command`` (and optionally ``args``, ``env``, ``cwd``,
+``closeGrace``, ``terminateGrace``); a *remote* entry has ``url`` (and
+optionally ``headers`` and ``type`` or ``transport``: ``"http"``,
+``"streamable-http"``, ``"sse"`` or ``"websocket"``).  Either may set
+``timeout`` and ``discoverTimeout`` (seconds).  VS Code's top-level key
+``"servers"`` is accepted too.  Keys other clients use (``disabled``,
+``autoApprove``, ...) are ignored; any other key warns with
+:class:`ConfigWarning`, naming the key we know that it resembles.
 
 Environment variables are expanded in ``command``, ``args``, ``env`` values,
 ``cwd``, ``url`` and ``headers`` values, in the forms the common clients use:
@@ -27,9 +31,11 @@ inside keys, and a bare ``$VAR`` without braces is left as it is.
 
 from __future__ import annotations
 
+import difflib
 import json
 import os
 import re
+import warnings
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -40,6 +46,7 @@ from mcpsync.exceptions import McpError
 
 __all__ = [
     "ConfigError",
+    "ConfigWarning",
     "ServerConfig",
     "UnsetVariableError",
     "expand",
@@ -60,9 +67,30 @@ _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
 #: Passed as *environ*: leave ``${...}`` as written (listing a file must not need its secrets).
 _VERBATIM: Mapping[str, str] = {}
 
+#: Entry keys and the client option each sets (seconds; ``null`` is the default).
+_SETTINGS = {
+    "timeout": "timeout",
+    "discoverTimeout": "discover_timeout",
+    "closeGrace": "close_grace",
+    "terminateGrace": "terminate_grace",
+}
+_STDIO_ONLY = frozenset({"closeGrace", "terminateGrace"})
+_OURS = frozenset({"command", "args", "env", "cwd", "url", "serverUrl", "headers", "type",
+                   "transport", "allow", "deny", "annotations", *_SETTINGS})
+#: Keys other MCP clients put in the same entries; a shared file must not warn about them.
+_FOREIGN = frozenset({
+    "disabled", "enabled", "autoApprove", "alwaysAllow", "disabledTools", "description", "name",
+    "envFile", "tools", "trust", "includeTools", "excludeTools", "oauth", "authProviderType",
+    "httpUrl", "gallery", "version", "id", "icon", "notes", "scope", "dev",
+})
+
 
 class ConfigError(McpError, ValueError):
     """The configuration is not valid (bad JSON, unknown server, bad entry)."""
+
+
+class ConfigWarning(UserWarning):
+    """An entry has a key that mcpsync does not know (ignored); probably a typo."""
 
 
 class UnsetVariableError(ConfigError):
@@ -99,17 +127,28 @@ class ServerConfig:
     allow: list[str] | None = None
     deny: list[str] | None = None
     annotations: dict[str, Any] | None = None
+    #: Client options the entry sets: ``timeout``, ``discover_timeout``,
+    #: ``close_grace``, ``terminate_grace`` (from ``timeout``,
+    #: ``discoverTimeout``, ``closeGrace``, ``terminateGrace``).
+    options: dict[str, float | None] = attrs.field(factory=dict)
 
     @property
     def is_remote(self) -> bool:
         """Whether the server is reached over the network (``url``) rather than spawned."""
         return self.url is not None
 
+    @property
+    def target(self) -> str:
+        """The command line or the URL (header values and ``env`` left out)."""
+        if self.url is not None:
+            return self.url
+        return " ".join([self.command or "", *self.args])
+
     def describe(self) -> str:
-        """One line for listings: the command line or the URL (header values left out)."""
+        """One line for listings: the command line, or the URL and its transport."""
         if self.url is not None:
             return f"{self.url} ({self.transport})"
-        return " ".join([self.command or "", *self.args])
+        return self.target
 
 
 def expand(value: str, where: str, environ: Mapping[str, str] | None = None) -> str:
@@ -183,11 +222,38 @@ def _filters(raw: dict[str, Any], where: str) -> dict[str, Any]:
     return found
 
 
+def _settings(raw: dict[str, Any], where: str, stdio: bool) -> dict[str, float | None]:
+    """The entry's client options; unknown keys warn, with the known key they resemble."""
+    for key in raw:
+        if key in _OURS or key in _FOREIGN:
+            continue
+        close = difflib.get_close_matches(key, sorted(_OURS), n=1, cutoff=0.6)
+        if not close:
+            close = [k for k in _OURS if k.lower() == key.replace("_", "").lower()]
+        hint = f" (did you mean {close[0]!r}?)" if close else ""
+        warnings.warn(f"{where}: unknown key {key!r} ignored{hint}", ConfigWarning, stacklevel=5)
+    options: dict[str, float | None] = {}
+    for key, option in _SETTINGS.items():
+        if key not in raw:
+            continue
+        value = raw[key]
+        if value is not None and (isinstance(value, bool) or not isinstance(value, (int, float))
+                                  or value < 0):
+            raise ConfigError(f"{where}: {key!r} must be a number of seconds (or null), got {value!r}")
+        if key in _STDIO_ONLY and not stdio:
+            raise ConfigError(f"{where}: {key!r} applies to stdio servers (entries with 'command')")
+        if value is None and option != "timeout":
+            continue  # null means the default; only timeout=None means "wait forever"
+        options[option] = None if value is None else float(value)
+    return options
+
+
 def _entry(name: str, raw: Any, environ: Mapping[str, str] | None) -> ServerConfig:
     where = f"server {name!r}"
     if not isinstance(raw, dict):
         raise ConfigError(f"{where}: an entry must be a JSON object")
     filters = _filters(raw, where)
+    options = _settings(raw, where, stdio="command" in raw)
     kind = raw.get("transport", raw.get("type"))
     if kind is not None and not isinstance(kind, str):
         raise ConfigError(f"{where}: 'type' must be a string")
@@ -202,6 +268,7 @@ def _entry(name: str, raw: Any, environ: Mapping[str, str] | None) -> ServerConf
             env=_mapping(raw["env"], "env", where, environ) if raw.get("env") is not None else None,
             cwd=_string(raw["cwd"], "cwd", where, environ) if raw.get("cwd") is not None else None,
             **filters,
+            options=options,
         )
     if "url" in raw or "serverUrl" in raw:
         url = _string(raw.get("url", raw.get("serverUrl")), "url", where, environ)
@@ -220,6 +287,7 @@ def _entry(name: str, raw: Any, environ: Mapping[str, str] | None) -> ServerConf
             url=url,
             headers=_mapping(headers, "headers", where, environ) if headers is not None else None,
             **filters,
+            options=options,
         )
     raise ConfigError(f"{where}: needs 'command' (stdio) or 'url' (remote)")
 

@@ -263,8 +263,8 @@ class ConnectionClosed(TransportError):
 
     :ivar exit_code: a stdio server's exit status (negative: killed by that
         signal), or ``None``.
-    :ivar stderr_tail: the last lines the stdio server wrote to stderr
-        (untrusted text, truncated), or ``""``.
+    :ivar stderr_tail: the first and last lines the stdio server wrote
+        to stderr (untrusted text, truncated), or ``""``.
     :ivar outcome_unknown: ``True`` when the request may have reached the
         server before the connection died.
     """
@@ -288,7 +288,7 @@ class ConnectionClosed(TransportError):
         if self.exit_code is not None:
             text += f" (exit code {self.exit_code})"
         if self.stderr_tail:
-            text += "; server stderr ends with:\n" + self.stderr_tail
+            text += "; server stderr:\n" + self.stderr_tail
         return text
 
 

@@ -20,6 +20,8 @@ from mcpsync.cli.main import EXIT_CODES, build_parser
 
 ROOT = Path(__file__).resolve().parent.parent
 DEMO = f"{shlex.quote(sys.executable)} -m mcpsync.demo"
+#: A hand-written server with some features only (see its docstring).
+SPARSE = f"{shlex.quote(sys.executable)} {shlex.quote(str(ROOT / 'tests/servers/sparse_server.py'))}"
 RUN_TIMEOUT = 60
 
 pytestmark = pytest.mark.timeout(RUN_TIMEOUT + 30)
@@ -63,17 +65,23 @@ def test_call_with_typed_key_values_and_progress_on_stderr() -> None:
 
 
 def test_call_with_json_arguments_and_json_output() -> None:
-    proc = mcpsync("--stdio", DEMO, "-o", "json", "call", "weather", "--json", '{"city": "Oslo"}')
+    proc = mcpsync("--stdio", DEMO, "-o", "json", "call", "weather", "--args", '{"city": "Oslo"}')
     result = json.loads(proc.stdout)
     assert result["structuredContent"]["city"] == "Oslo"
-    proc = mcpsync("--stdio", DEMO, "--json", "call", "add", "--json", "-", stdin='{"a": 1, "b": 2}')
+    proc = mcpsync("--stdio", DEMO, "--json", "call", "add", "--args", "-", stdin='{"a": 1, "b": 2}')
     assert json.loads(proc.stdout)["content"][0]["text"] == "3"
+    # --json means "print JSON" everywhere, call included, before or after the arguments
+    proc = mcpsync("--stdio", DEMO, "call", "add", "a=1", "b=2", "--json")
+    assert json.loads(proc.stdout)["content"][0]["text"] == "3", proc.stderr
 
 
 def test_resources_read_prompts_prompt() -> None:
     proc = mcpsync("--stdio", DEMO, "resources")
-    assert "demo://readme  (README, text/plain)" in proc.stdout
-    assert "demo://greeting/{name}  (template: greeting)" in proc.stdout
+    assert proc.stdout.splitlines() == [
+        "URI                     NAME      MIME TYPE",
+        "demo://readme           README    text/plain",
+        "demo://greeting/{name}  greeting  (template)",
+    ]
     proc = mcpsync("--stdio", DEMO, "read", "demo://greeting/Ada")
     assert proc.stdout == "Hello, Ada!\n"
     proc = mcpsync("--stdio", DEMO, "prompts")
@@ -124,11 +132,15 @@ def test_tool_error_exits_1_with_the_content_printed(sdk_cmd: str) -> None:
         (["--stdio", DEMO, "--url", "http://127.0.0.1:9/", "tools"], 2, "only one of"),
         (["--config", "/nonexistent.json", "--server", "x", "tools"], 2, "cannot read"),
         (["--stdio", DEMO, "call", "add", "oops"], 2, "expected key=value"),
-        (["--stdio", DEMO, "call", "add", "--json", "[1]"], 2, "must be a JSON object"),
-        (["--stdio", DEMO, "call", "nope"], 4, "InvalidParams"),
+        (["--stdio", DEMO, "call", "add", "--args", "[1]"], 2, "must be a JSON object"),
+        (["--stdio", DEMO, "call", "nope"], 4, "the server has no tool 'nope'; its tools: add, "),
+        (["--stdio", DEMO, "call", "nope", "--no-check"], 4, "InvalidParams"),
         (["--stdio", "/nonexistent/server-binary", "tools"], 3, "ServerStartError"),
-        (["--stdio", f"{shlex.quote(sys.executable)} -c pass", "tools"], 3, "closed its stdout"),
-        (["--url", "http://127.0.0.1:9/mcp", "tools"], 3, "Failed to establish a new connection"),
+        # The server exits at once: it "closed its stdout", or (when that is seen first)
+        # "cannot write to" it; either way the exit status is named.
+        (["--stdio", f"{shlex.quote(sys.executable)} -c pass", "tools"], 3, "(exit code 0)"),
+        (["--url", "http://127.0.0.1:9/mcp", "tools"], 3,
+         "http://127.0.0.1:9/mcp failed: connection refused"),
         (["--stdio", DEMO, "--timeout", "0.3", "call", "countdown", "n=1", "delay=5"], 5,
          "RequestTimeout"),
     ],
@@ -147,7 +159,8 @@ def test_debug_shows_the_traceback() -> None:
     proc = mcpsync("--debug", "--stdio", DEMO, "call", "nope")
     assert proc.returncode == 4
     assert "Traceback (most recent call last)" in proc.stderr
-    assert proc.stderr.rstrip().endswith("mcpsync: error: InvalidParams: [-32602] Unknown tool: nope")
+    assert proc.stderr.rstrip().endswith("mcpsync: error: UnknownName: the server has no tool 'nope';"
+                                         " its tools: add, countdown, echo, weather")
 
 
 def test_config_servers_and_server_selection(tmp_path: Path) -> None:
@@ -159,8 +172,9 @@ def test_config_servers_and_server_selection(tmp_path: Path) -> None:
     proc = mcpsync("--config", str(path), "servers")
     assert proc.returncode == 0, proc.stderr
     lines = proc.stdout.splitlines()
-    assert lines[0].split()[:2] == ["demo", "stdio"] and lines[0].endswith("-m mcpsync.demo")
-    assert lines[1].split() == ["remote", "auto", "http://127.0.0.1:9/mcp", "(auto)"]
+    assert lines[0].split() == ["NAME", "TRANSPORT", "COMMAND", "OR", "URL"]
+    assert lines[1].split()[:2] == ["demo", "stdio"] and lines[1].endswith("-m mcpsync.demo")
+    assert lines[2].split() == ["remote", "auto", "http://127.0.0.1:9/mcp"]  # "auto" once
     assert "Bearer" not in proc.stdout  # header values (secrets) are never listed
     proc = mcpsync("--config", str(path), "--server", "demo", "call", "add", "a=1", "b=1")
     assert proc.stdout == "2\n"
@@ -197,9 +211,204 @@ def test_help_of_every_subcommand_explains_itself() -> None:
         assert sub.description, name
         assert "usage: mcpsync " + name in text
     call_help = mcpsync("call", "--help").stdout
-    assert "key=value" in call_help and "--json ARGS" in call_help and "reported" in call_help
+    assert "key=value" in call_help and "--args JSON" in call_help and "reports an error" in call_help
+    # A command's help shows its own examples, not the whole list and the exit-code table.
+    assert "call add a=2 b=3" in call_help and "login" not in call_help
+    assert "exit codes: see `mcpsync --help`" in call_help and "interrupted" not in call_help
 
 
 def test_demo_still_works() -> None:
     proc = mcpsync("demo")
     assert proc.returncode == 0 and "Liftoff!" in proc.stdout
+
+
+def test_tools_shows_type_lists_anyof_arrays_and_enums() -> None:
+    proc = mcpsync("--stdio", SPARSE, "tools")
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.splitlines() == [
+        'search(query: string, exact?: boolean|string, limit?: integer|null, tags?: string[],'
+        ' unit?: "celsius"|"fahrenheit")',
+        "    Search things.",
+        "open(path?: string)",
+    ]
+
+
+@pytest.mark.parametrize(("server", "command"), [(SPARSE, "prompts"), (f"{SPARSE} --no-tools", "tools")])
+def test_a_server_without_the_capability_lists_nothing_and_succeeds(server: str, command: str) -> None:
+    proc = mcpsync("--stdio", server, command)
+    assert (proc.returncode, proc.stdout, proc.stderr) == (0, "", "")
+    proc = mcpsync("--stdio", server, command, "-o", "json")
+    assert (proc.returncode, json.loads(proc.stdout)) == (0, [])
+
+
+def test_resources_without_templates_list_what_exists() -> None:
+    """The server has resources/list but answers MethodNotFound to resources/templates/list."""
+    proc = mcpsync("--stdio", SPARSE, "resources")
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.splitlines() == ["URI            NAME  MIME TYPE", "file:///a.txt  a"]
+    proc = mcpsync("--stdio", SPARSE, "resources", "--json")
+    assert json.loads(proc.stdout) == {
+        "resources": [{"uri": "file:///a.txt", "name": "a"}], "resourceTemplates": []}
+
+
+def test_call_types_values_by_the_schema() -> None:
+    proc = mcpsync("--stdio", SPARSE, "call", "search", "query=1", "exact=true", "limit=null",
+                   'tags=["a"]', "unit=celsius")
+    assert proc.returncode == 0, proc.stderr
+    assert json.loads(proc.stdout) == {
+        "query": "1", "exact": True, "limit": None, "tags": ["a"], "unit": "celsius"}
+    proc = mcpsync("--stdio", SPARSE, "call", "search", "query=x", "exact=maybe")
+    assert json.loads(proc.stdout) == {"query": "x", "exact": "maybe"}  # boolean|string
+
+
+@pytest.mark.parametrize(
+    ("argv", "problem"),
+    [
+        (["exact=true"], "missing required argument 'query'"),
+        (["query=x", "limit=many"], "argument 'limit' must be of type integer|null, got \"many\""),
+        (["query=x", "unit=kelvin"],
+         "argument 'unit' must be of type \"celsius\"|\"fahrenheit\", got \"kelvin\""),
+        (["query=x", "extra=1"], "unknown argument 'extra'"),  # additionalProperties: false
+        (["--args", '{"query": 5}'], "argument 'query' must be of type string, got 5"),
+    ],
+)
+def test_call_checks_arguments_against_the_schema_before_sending(argv: list[str], problem: str) -> None:
+    proc = mcpsync("--stdio", SPARSE, "call", "search", *argv)
+    assert proc.returncode == 2, proc.stderr
+    first, usage = proc.stderr.splitlines()
+    assert first.startswith("mcpsync: error: UsageError: tool 'search': ") and problem in first
+    assert usage.strip().startswith("usage: search(query: string, exact?: boolean|string")
+
+
+def test_no_check_sends_as_given_and_args_file(tmp_path: Path) -> None:
+    proc = mcpsync("--stdio", SPARSE, "call", "search", "extra=1", "--no-check")
+    assert (proc.returncode, json.loads(proc.stdout)) == (0, {"extra": 1}), proc.stderr
+    args = tmp_path / "args.json"
+    args.write_text('{"query": "from a file"}')
+    proc = mcpsync("--stdio", SPARSE, "call", "search", "--args-file", str(args))
+    assert json.loads(proc.stdout) == {"query": "from a file"}, proc.stderr
+    proc = mcpsync("--stdio", SPARSE, "call", "search", "a=1", "--args", "{}")
+    assert proc.returncode == 2 and "not both" in proc.stderr
+    proc = mcpsync("--stdio", SPARSE, "call", "search", '{"query": "x"}')
+    assert proc.returncode == 2 and "for a JSON object use --args" in proc.stderr
+
+
+def test_a_dead_server_shows_its_first_and_last_stderr_lines_as_lines() -> None:
+    code = ("import sys\nprint('Error: --kubeconfig is required', file=sys.stderr)\n"
+            "for i in range(40): print(f'usage line {i}', file=sys.stderr)\nsys.exit(1)")
+    proc = mcpsync("--stdio", f"{shlex.quote(sys.executable)} -c {shlex.quote(code)}", "tools")
+    assert proc.returncode == 3
+    lines = proc.stderr.splitlines()
+    assert lines[0].startswith("mcpsync: error: ServerStartError: could not connect: ")
+    assert lines[0].endswith("(exit code 1); server stderr:")
+    assert lines[1] == "    Error: --kubeconfig is required"
+    assert "    [... 11 lines skipped ...]" in lines and lines[-1] == "    usage line 39"
+
+
+def test_server_stderr_cannot_drive_the_terminal() -> None:
+    code = "import sys\nprint('\\x1b[2Jbad\\x07', file=sys.stderr)\nsys.exit(1)"
+    proc = mcpsync("--stdio", f"{shlex.quote(sys.executable)} -c {shlex.quote(code)}", "tools")
+    assert "\x1b" not in proc.stderr and "    \\x1b[2Jbad\\x07" in proc.stderr
+
+
+def test_close_grace_from_the_command_line_wins_over_the_entry(tmp_path: Path) -> None:
+    """A server that ignores EOF and SIGTERM; the entry says 20 s of grace, the option 0.1 s."""
+    import time
+
+    stubborn = ("import signal, sys, time\nsignal.signal(signal.SIGTERM, signal.SIG_IGN)\n"
+                "from mcpsync.demo import main\nmain()\ntime.sleep(120)")
+    path = tmp_path / "mcp.json"
+    path.write_text(json.dumps({"mcpServers": {"s": {
+        "command": sys.executable, "args": ["-c", stubborn], "closeGrace": 20, "terminateGrace": 20,
+    }}}))
+    started = time.monotonic()
+    proc = mcpsync("--config", str(path), "call", "add", "a=1", "b=1",
+                   "--close-grace", "0.1", "--terminate-grace", "0.1")
+    assert (proc.returncode, proc.stdout) == (0, "2\n"), proc.stderr
+    assert time.monotonic() - started < 15  # the entry's graces alone would take 40 s
+
+
+def test_timing_options_reach_the_client(monkeypatch: pytest.MonkeyPatch) -> None:
+    from mcpsync.cli.connect import UsageError, open_client
+    from mcpsync.client.client import Client
+
+    seen: dict[str, object] = {}
+    monkeypatch.setattr(Client, "from_server_config",
+                        lambda entry, **options: seen.update(options) or "client")
+    args = build_parser().parse_args(["--stdio", "srv", "--discover-timeout", "3", "tools",
+                                      "--timeout", "9", "--close-grace", "0.5"])
+    assert open_client(args) == "client"
+    assert {k: seen[k] for k in ("timeout", "discover_timeout", "close_grace")} == {
+        "timeout": 9.0, "discover_timeout": 3.0, "close_grace": 0.5}
+    assert "terminate_grace" not in seen
+    args = build_parser().parse_args(["--url", "http://127.0.0.1:9/", "--close-grace", "1", "tools"])
+    with pytest.raises(UsageError, match="--close-grace applies to stdio servers only"):
+        open_client(args)
+    proc = mcpsync("--stdio", DEMO, "--timeout", "soon", "tools")
+    assert proc.returncode == 2 and "expected a number of seconds, got 'soon'" in proc.stderr
+
+
+def test_unknown_config_keys_warn_on_stderr(tmp_path: Path) -> None:
+    path = tmp_path / "mcp.json"
+    path.write_text(json.dumps({"mcpServers": {"demo": {
+        "command": sys.executable, "args": ["-m", "mcpsync.demo"], "timout": 5, "disabled": False}}}))
+    proc = mcpsync("--config", str(path), "call", "add", "a=1", "b=2")
+    assert (proc.returncode, proc.stdout) == (0, "3\n"), proc.stderr
+    assert proc.stderr.splitlines() == [
+        "mcpsync: warning: server 'demo': unknown key 'timout' ignored (did you mean 'timeout'?)"]
+
+
+def test_refused_connection_says_so_with_the_whole_url() -> None:
+    import socket
+
+    with socket.socket() as sock:  # a port that was just free: nothing listens there
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    proc = mcpsync("--url", f"http://127.0.0.1:{port}/mcp/with/a/long/path", "tools")
+    assert proc.returncode == 3
+    assert proc.stderr.splitlines() == [
+        f"mcpsync: error: ServerStartError: could not connect: POST server/discover to "
+        f"http://127.0.0.1:{port}/mcp/with/a/long/path failed: connection refused (is the "
+        "server running, and is that the right port?)"]
+
+
+@pytest.mark.parametrize(
+    ("argv", "code", "first"),
+    [
+        (["greet"], 2, "UsageError: prompt 'greet': missing required argument 'name'"),
+        (["greet", "name=Ada", "tone=x"], 2, "UsageError: prompt 'greet': unknown argument 'tone'"),
+        (["gree", "name=Ada"], 4, "UnknownName: the server has no prompt 'gree'; its prompts: greet"),
+    ],
+)
+def test_prompt_checks_its_arguments_before_sending(argv: list[str], code: int, first: str) -> None:
+    proc = mcpsync("--stdio", DEMO, "prompt", *argv)
+    assert proc.returncode == code
+    assert proc.stderr.splitlines()[0] == f"mcpsync: error: {first}"
+
+
+def test_every_exit_code_is_documented() -> None:
+    page = (ROOT / "docs" / "cli.rst").read_text(encoding="utf-8")
+    table = page[page.index("Exit codes\n----------"):]
+    documented = {int(line.split()[0]) for line in table.splitlines()
+                  if line[:1].isdigit() and line.split()[0].isdigit()}
+    assert documented == set(EXIT_CODES)
+
+
+def test_the_examples_in_command_help_work(tmp_path: Path) -> None:
+    """Every example of ``mcpsync COMMAND --help`` that needs no outside server runs as printed."""
+    from mcpsync.cli.main import _EXAMPLES
+
+    bin_dir = str(Path(sys.executable).parent)
+    assert Path(bin_dir, "mcpsync").exists()
+    env = {**os.environ, "PATH": bin_dir + os.pathsep + os.environ.get("PATH", "")}
+    env.pop("MCPSYNC_CONFIG", None)
+    examples = [e for examples in _EXAMPLES.values() for e in examples
+                if "example.com" not in e and "github" not in e and "~/" not in e]
+    assert len(examples) >= 10
+    for example in dict.fromkeys(examples):
+        proc = subprocess.run(  # noqa: PLW1510 - the exit status is asserted
+            ["bash", "-o", "pipefail", "-c", example], capture_output=True, text=True,
+            timeout=RUN_TIMEOUT, env=env, cwd=tmp_path,
+        )
+        assert proc.returncode == 0, (example, proc.stderr)
+        assert proc.stdout.strip() or (tmp_path / "mcp.json").exists(), example

@@ -157,9 +157,94 @@ def test_from_config_dict_with_the_sdk_server(sdk_server: list[str]) -> None:
 def test_docstring_examples() -> None:
     import doctest
 
-    import mcpsync.cli.commands
+    import mcpsync.cli.args
     import mcpsync.config
 
-    for module in (mcpsync.config, mcpsync.cli.commands):
+    for module in (mcpsync.config, mcpsync.cli.args):
         result = doctest.testmod(module)
         assert result.attempted > 0 and result.failed == 0, module.__name__
+
+
+def test_entries_set_timeouts_and_graces() -> None:
+    doc = {"mcpServers": {
+        "local": {**DEMO, "timeout": 90, "closeGrace": 0.5, "terminateGrace": 1, "discoverTimeout": 3},
+        "remote": {"url": "https://x/mcp", "timeout": None},
+        "plain": DEMO,
+    }}
+    servers = load_config(doc)
+    assert servers["local"].options == {
+        "timeout": 90.0, "close_grace": 0.5, "terminate_grace": 1.0, "discover_timeout": 3.0,
+    }
+    assert servers["remote"].options == {"timeout": None}  # null: wait forever
+    assert servers["plain"].options == {}
+
+
+#: A server that ignores EOF and SIGTERM and exits by itself 3 s after its stdin closes.
+_SLOW_EXIT = ("import signal, sys, time\nsignal.signal(signal.SIGTERM, signal.SIG_IGN)\n"
+              "sys.stdin.read()\ntime.sleep(3)")
+
+
+@pytest.mark.timeout(60)
+@pytest.mark.parametrize(
+    ("settings", "signals"),
+    [
+        ({"closeGrace": 20}, []),  # the default 2 s would have sent SIGTERM
+        ({"closeGrace": 0.1, "terminateGrace": 20}, ["TERM"]),  # the default would SIGKILL
+    ],
+)
+def test_entry_graces_reach_the_transport(settings: dict[str, float], signals: list[str]) -> None:
+    entry = load_config({"mcpServers": {"s": {
+        "command": sys.executable, "args": ["-c", _SLOW_EXIT], **settings}}})["s"]
+    client = mcpsync.Client.from_server_config(entry)
+    transport = client._transport
+    transport.start(lambda message: None, lambda exc: None)  # type: ignore[union-attr]
+    try:
+        transport.close()  # type: ignore[union-attr]
+    finally:
+        client.close()
+    assert transport.signals_sent == signals  # type: ignore[union-attr]
+    assert transport.returncode == 0  # type: ignore[union-attr]  # it exited by itself
+
+
+def test_entry_timeout_reaches_the_client_and_options_win() -> None:
+    entry = load_config({"mcpServers": {"s": {**DEMO, "timeout": 7}}})["s"]
+    assert mcpsync.Client.from_server_config(entry)._options.timeout == 7.0
+    assert mcpsync.Client.from_server_config(entry, timeout=3)._options.timeout == 3
+
+
+@pytest.mark.parametrize(
+    ("entry", "message"),
+    [
+        ({**DEMO, "timeout": "30"}, "'timeout' must be a number of seconds"),
+        ({**DEMO, "closeGrace": -1}, "'closeGrace' must be a number of seconds"),
+        ({**DEMO, "timeout": True}, "'timeout' must be a number of seconds"),
+        ({"url": "https://x/mcp", "closeGrace": 1}, "'closeGrace' applies to stdio servers"),
+    ],
+)
+def test_bad_settings_are_config_errors(entry: dict[str, object], message: str) -> None:
+    with pytest.raises(ConfigError, match=message):
+        load_config({"mcpServers": {"s": entry}})
+
+
+def test_unknown_keys_warn_with_a_suggestion_and_foreign_keys_do_not() -> None:
+    import warnings
+
+    from mcpsync.config import ConfigWarning
+
+    doc = {"mcpServers": {"s": {**DEMO, "close_grace": 1, "timout": 5, "disabled": False,
+                                "autoApprove": [], "envFile": ".env"}}}
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        entry = load_config(doc)["s"]
+    texts = sorted(str(w.message) for w in caught if w.category is ConfigWarning)
+    assert texts == [
+        "server 's': unknown key 'close_grace' ignored (did you mean 'closeGrace'?)",
+        "server 's': unknown key 'timout' ignored (did you mean 'timeout'?)",
+    ]
+    assert entry.options == {}
+
+
+def test_servers_target_is_the_url_or_command_line() -> None:
+    servers = load_config({"mcpServers": {"r": {"url": "https://x/mcp"}, "l": DEMO}})
+    assert servers["r"].target == "https://x/mcp"
+    assert servers["l"].target == f"{sys.executable} -m mcpsync.demo"

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import io
+import json
 import os
 import shutil
 import subprocess
@@ -12,7 +13,8 @@ from pathlib import Path
 import pytest
 
 from mcpsync import types
-from mcpsync.demo import build_server, run_demo
+from mcpsync.cli.demo import run_demo
+from mcpsync.demo import build_server
 
 #: Bound on one whole demo run: it spawns a server and makes a dozen calls (~1.5 s here).
 DEMO_TIMEOUT = 60
@@ -22,9 +24,10 @@ def assert_full_session(output: str) -> None:
     """The printed session shows every part of a real exchange."""
     assert "mcpsync-demo" in output  # server info
     # The demo server is dual-era, so mode="auto" settles on the stateless revision.
-    assert "protocol:    2026-07-28" in output  # negotiated version
-    for tool in ("echo(text)", "add(a, b)", "countdown(n, delay)", "weather(city)"):
-        assert tool in output  # tools listed
+    assert "protocol:     2026-07-28" in output  # negotiated version
+    for tool in ("echo(text: string)", "add(a: number, b: number)",
+                 "countdown(n?: integer, delay?: number)", "weather(city: string)"):
+        assert tool in output  # tools listed, with their types
     assert "add(a=2, b=3) -> 5" in output  # a tool call
     assert "[####################] 5/5" in output  # progress, as plain lines off a TTY
     assert output.count("progress [") == 5
@@ -104,7 +107,7 @@ def test_demo_server_in_process() -> None:
 
 
 def test_progress_is_a_redrawn_bar_on_a_terminal() -> None:
-    from mcpsync.demo import _ProgressPrinter
+    from mcpsync.cli.demo import _ProgressPrinter
 
     class Terminal(io.StringIO):
         def isatty(self) -> bool:
@@ -120,3 +123,86 @@ def test_progress_is_a_redrawn_bar_on_a_terminal() -> None:
     assert text.count("\r") == 2 and "\x1b[K" in text
     assert "[##########----------] 1/2  half" in text
     assert text.endswith("[####################] 2/2\x1b[K\n")
+
+
+#: Runs of the demo server checked for a clean exit (the crash hit about 1 run in 12).
+CLEAN_EXIT_RUNS = 50
+
+
+@pytest.mark.timeout(CLEAN_EXIT_RUNS * 10 + 60)
+def test_demo_server_exits_cleanly_every_time() -> None:
+    """Tool threads answer while the server shuts down; it must still exit 0, at once.
+
+    Serving used to return while a daemon tool thread was still inside
+    ``stdout.flush()``: the interpreter then aborted with ``Fatal Python error:
+    _enter_buffered_busy`` and the client waited out its grace and sent SIGTERM.
+    A long ``close_grace`` makes a slow exit visible as time, not as a signal.
+    """
+    import time
+
+    from mcpsync import Client
+    from mcpsync.transports.stdio.transport import StdioTransport
+
+    for run in range(CLEAN_EXIT_RUNS):
+        stderr: list[str] = []
+        transport = StdioTransport(
+            sys.executable, ["-m", "mcpsync.demo"], stderr=stderr.append, close_grace=30.0
+        )
+        with Client(transport=transport, timeout=30) as client:
+            assert client.call_tool("add", {"a": run, "b": 1}).text == str(run + 1)
+            # progress notifications, written by the tool thread, right before the close
+            assert client.call_tool("countdown", {"n": 2, "delay": 0}).text == "Liftoff!"
+            started = time.monotonic()
+        took = time.monotonic() - started
+        assert transport.returncode == 0, (run, transport.returncode, stderr)
+        assert transport.signals_sent == [], (run, stderr)
+        assert not [line for line in stderr if "Fatal Python error" in line], (run, stderr)
+        assert took < 10.0, (run, took)  # ~0.05 s normally; the grace is 30 s
+
+
+#: CLI calls checked for a clean, prompt exit of the demo server they start.
+CLI_RUNS = 20
+
+
+@pytest.mark.timeout(CLI_RUNS * 20 + 60)
+def test_cli_calls_on_the_demo_server_exit_cleanly() -> None:
+    """``mcpsync --stdio 'mcpsync demo --serve' call ...``, repeated; --debug shows the server's stderr."""
+    import time
+
+    script = Path(sys.executable).parent / "mcpsync"
+    server = f"{script} demo --serve"
+    for run in range(CLI_RUNS):
+        started = time.monotonic()
+        proc = run_command([str(script), "--debug", "--close-grace", "30", "--stdio", server,
+                            "call", "countdown", "n=2", "delay=0"])
+        took = time.monotonic() - started
+        assert (proc.returncode, proc.stdout) == (0, "Liftoff!\n"), (run, proc.stderr[-2000:])
+        assert "Fatal Python error" not in proc.stderr, run
+        assert "exit code 0" in proc.stderr, run  # the transport logs the server's status
+        assert took < 15, (run, took)  # ~0.5 s normally; a stuck server would cost the 30 s grace
+
+
+def test_serve_and_print_config(tmp_path: Path) -> None:
+    proc = run_command([sys.executable, "-m", "mcpsync", "demo", "--print-config"])
+    assert proc.returncode == 0, proc.stderr
+    config = json.loads(proc.stdout)
+    assert config == {"mcpServers": {"demo": {"command": sys.executable,
+                                              "args": ["-m", "mcpsync.demo"]}}}
+    # The file works from anywhere: a client started in another directory uses it.
+    path = tmp_path / "mcp.json"
+    path.write_text(proc.stdout)
+    proc = subprocess.run(
+        [sys.executable, "-m", "mcpsync", "--config", str(path), "call", "add", "a=1", "b=2"],
+        capture_output=True, text=True, timeout=DEMO_TIMEOUT, cwd=tmp_path,
+    )
+    assert (proc.returncode, proc.stdout) == (0, "3\n"), proc.stderr
+    # `mcpsync demo --serve` speaks MCP on stdin/stdout.
+    request = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-06-18", "capabilities": {},
+        "clientInfo": {"name": "t", "version": "1"}}}
+    proc = subprocess.run(
+        [sys.executable, "-m", "mcpsync", "demo", "--serve"], input=json.dumps(request) + "\n",
+        capture_output=True, text=True, timeout=DEMO_TIMEOUT, cwd=tmp_path,
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert json.loads(proc.stdout)["result"]["serverInfo"]["name"] == "mcpsync-demo"

@@ -7,83 +7,85 @@ raised and turned into one line (and an exit code) by :func:`mcpsync.cli.main.ma
 from __future__ import annotations
 
 import argparse
-import json
-import sys
-from typing import Any, TextIO
+from typing import TYPE_CHECKING, Any, TextIO
 
+from mcpsync import types
+
+from mcpsync.cli.args import check_arguments, check_prompt_arguments, json_arguments, parse_arguments
 from mcpsync.cli.connect import UsageError, oauth_for, open_client, resolve
-from mcpsync.cli.output import ProgressBar, dump_json, print_content, print_tools, wire
+from mcpsync.cli.output import (
+    ProgressBar,
+    dump_json,
+    print_content,
+    print_signatures,
+    print_table,
+    tool_signatures,
+    wire,
+)
 from mcpsync.config import load_config
+from mcpsync.exceptions import McpError, MethodNotFound
 
-__all__ = ["COMMANDS", "parse_arguments"]
+if TYPE_CHECKING:
+    from mcpsync.client.client import Client
+
+__all__ = ["COMMANDS", "UnknownName"]
+
+#: Tool names listed when a name is not found.
+_NAMES_SHOWN = 30
+
+
+class UnknownName(McpError):
+    """A tool or prompt the server does not list (exit status 4, as the server would)."""
+
+    exit_status = 4
+
+
+def _unknown(kind: str, name: str, names: list[str]) -> UnknownName:
+    names = sorted(names)
+    shown = ", ".join(names[:_NAMES_SHOWN]) + (", ..." if len(names) > _NAMES_SHOWN else "")
+    return UnknownName(f"the server has no {kind} {name!r}; its {kind}s: {shown or 'none'}")
 
 
 def _json(args: argparse.Namespace) -> bool:
-    return getattr(args, "output", None) == "json" or bool(getattr(args, "json_output", False))
-
-
-def _coerce(raw: str, spec: Any) -> Any:
-    """A ``key=value`` value, typed by the tool's schema: strings stay strings, the rest is JSON."""
-    kind = spec.get("type") if isinstance(spec, dict) else None
-    if kind == "string" or (isinstance(kind, list) and kind == ["string"]):
-        return raw
-    try:
-        return json.loads(raw)
-    except ValueError:
-        return raw  # not JSON: a string is the friendliest reading
-
-
-def parse_arguments(
-    pairs: list[str], schema: dict[str, Any] | None, *, strings: bool = False
-) -> dict[str, Any]:
-    """``["a=1", "name=Ada"]`` → ``{"a": 1, "name": "Ada"}``, guided by a JSON Schema.
-
-    >>> parse_arguments(["a=2", "text=007", "tags=[1,2]"],
-    ...                 {"properties": {"text": {"type": "string"}}})
-    {'a': 2, 'text': '007', 'tags': [1, 2]}
-    """
-    props = (schema or {}).get("properties") or {}
-    result: dict[str, Any] = {}
-    for pair in pairs:
-        key, sep, value = pair.partition("=")
-        if not sep or not key:
-            raise UsageError(f"expected key=value, got {pair!r}")
-        result[key] = value if strings else _coerce(value, props.get(key))
-    return result
-
-
-def _json_object(text: str) -> dict[str, Any]:
-    if text == "-":
-        text = sys.stdin.read()
-    try:
-        value = json.loads(text)
-    except ValueError as exc:
-        raise UsageError(f"--json ARGS is not valid JSON: {exc}") from None
-    if not isinstance(value, dict):
-        raise UsageError("--json ARGS must be a JSON object")
-    return value
+    return getattr(args, "output", None) == "json"
 
 
 def cmd_tools(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+    tools: list[types.Tool] = []
     with open_client(args) as client:
-        tools = client.list_tools()
+        if client.server_capabilities.tools is not None:
+            tools = client.list_tools()
     if _json(args):
         dump_json(wire(tools), out)
     else:
-        print_tools(tools, out)
+        print_signatures(tool_signatures(tools), out)
     return 0
 
 
+def _arguments(args: argparse.Namespace, client: Client) -> dict[str, Any]:
+    """The call's arguments, typed and checked by the tool's schema (unless --no-check)."""
+    as_json = args.args_json is not None or args.args_file is not None
+    if as_json and args.arguments:
+        raise UsageError("give key=value arguments or --args/--args-file, not both")
+    if args.args_json is not None and args.args_file is not None:
+        raise UsageError("give --args or --args-file, not both")
+    given = json_arguments(args.args_json, args.args_file) if as_json else None
+    if args.no_check:
+        return given if given is not None else parse_arguments(args.arguments, None)
+    tools = client.list_tools()
+    tool = next((t for t in tools if t.name == args.tool), None)
+    if tool is None:
+        raise _unknown("tool", args.tool, [t.name for t in tools])
+    arguments = given if given is not None else parse_arguments(args.arguments, tool.input_schema)
+    check_arguments(tool.name, tool.input_schema, arguments)
+    return arguments
+
+
 def cmd_call(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
-    if args.json_args is not None and args.arguments:
-        raise UsageError("give key=value arguments or --json ARGS, not both")
-    bar = ProgressBar(err)
     with open_client(args) as client:
-        if args.json_args is not None:
-            arguments = _json_object(args.json_args)
-        else:
-            tool = next((t for t in client.list_tools() if t.name == args.tool), None)
-            arguments = parse_arguments(args.arguments, tool.input_schema if tool else None)
+        arguments = _arguments(args, client)
+        bar = ProgressBar(err, label=args.tool)
+        bar.start()
         try:
             result = client.call_tool(args.tool, arguments, progress=bar)
         finally:
@@ -101,18 +103,22 @@ def cmd_call(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
 
 
 def cmd_resources(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+    resources: list[types.Resource] = []
+    templates: list[types.ResourceTemplate] = []
     with open_client(args) as client:
-        resources = client.list_resources()
-        caps = client.server_capabilities
-        templates = client.list_resource_templates() if caps.resources is not None else []
+        if client.server_capabilities.resources is not None:
+            resources = client.list_resources()
+            try:
+                templates = client.list_resource_templates()
+            except MethodNotFound:  # common with servers on the official SDK 1.x
+                pass
     if _json(args):
         dump_json({"resources": wire(resources), "resourceTemplates": wire(templates)}, out)
         return 0
-    for res in resources:
-        extra = ", ".join(x for x in (res.name, res.mime_type) if x)
-        print(f"{res.uri}  ({extra})" if extra else res.uri, file=out)
-    for tpl in templates:
-        print(f"{tpl.uri_template}  (template: {tpl.name})", file=out)
+    rows = [[r.uri, r.name or "", r.mime_type or ""] for r in resources]
+    rows += [[t.uri_template, t.name or "", "(template)"] for t in templates]
+    if rows:
+        print_table(["URI", "NAME", "MIME TYPE"], rows, out)
     return 0
 
 
@@ -127,16 +133,18 @@ def cmd_read(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
 
 
 def cmd_prompts(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+    prompts: list[types.Prompt] = []
     with open_client(args) as client:
-        prompts = client.list_prompts()
+        if client.server_capabilities.prompts is not None:
+            prompts = client.list_prompts()
     if _json(args):
         dump_json(wire(prompts), out)
         return 0
+    items = []
     for prompt in prompts:
         params = ", ".join(a.name + ("" if a.required else "?") for a in prompt.arguments or [])
-        print(f"{prompt.name}({params})", file=out)
-        if prompt.description:
-            print(f"    {prompt.description.strip().splitlines()[0]}", file=out)
+        items.append((prompt.name, f"{prompt.name}({params})", prompt.description))
+    print_signatures(items, out)
     return 0
 
 
@@ -144,6 +152,12 @@ def cmd_prompt(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     # Prompt arguments are always strings on the wire.
     arguments = parse_arguments(args.arguments, None, strings=True)
     with open_client(args) as client:
+        if client.server_capabilities.prompts is not None:
+            prompt = next((p for p in client.list_prompts() if p.name == args.name), None)
+            if prompt is None:
+                raise _unknown("prompt", args.name, [p.name for p in client.list_prompts()])
+            params = [(a.name, bool(a.required)) for a in prompt.arguments or []]
+            check_prompt_arguments(prompt.name, params, arguments)
         result = client.get_prompt(args.name, arguments)
     if _json(args):
         dump_json(wire(result), out)
@@ -162,13 +176,11 @@ def cmd_servers(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         raise UsageError("servers lists a config file: give --config FILE (or set MCPSYNC_CONFIG)")
     servers = load_config(path, expand_variables=False)
     if _json(args):
-        dump_json({name: {"transport": s.transport, "target": s.describe()}
+        dump_json({name: {"transport": s.transport, "target": s.target, **s.options}
                    for name, s in servers.items()}, out)
         return 0
-    width = max((len(n) for n in servers), default=0)
-    for name, server in servers.items():
-        kind = "stdio" if server.transport == "stdio" else server.transport
-        print(f"{name:<{width}}  {kind:<15}  {server.describe()}", file=out)
+    print_table(["NAME", "TRANSPORT", "COMMAND OR URL"],
+                [[name, s.transport, s.target] for name, s in servers.items()], out)
     return 0
 
 

@@ -23,18 +23,15 @@ from mcpsync.auth import (
     OAuth,
     TokenStore,
 )
+from mcpsync.cli.args import UsageError
 from mcpsync.client.era_cache import era_options
-from mcpsync.config import ConfigError, ServerConfig, load_config
+from mcpsync.config import ServerConfig, load_config
 
 if TYPE_CHECKING:
     from mcpsync.auth._loopback import LoopbackReceiver
     from mcpsync.client.client import Client
 
 __all__ = ["NotLoggedIn", "UsageError", "add_target_options", "oauth_for", "open_client", "resolve"]
-
-
-class UsageError(ConfigError):
-    """The command line does not name a usable server."""
 
 
 class NotLoggedIn(AuthError):
@@ -67,22 +64,42 @@ def add_target_options(parser: argparse.ArgumentParser, *, top: bool) -> None:
     group.add_argument("--server", metavar="NAME", help="the entry of --config to use "
                        "(env: MCPSYNC_SERVER; optional when the file has one entry)", **d)
     group.add_argument("--stdio", metavar="CMD", help="run CMD (split like a shell would) "
-                       "and talk to it over stdin/stdout, e.g. --stdio 'python -m mcpsync.demo'", **d)
+                       "and talk to it over stdin/stdout, e.g. --stdio 'mcpsync demo --serve'", **d)
     group.add_argument("--url", metavar="URL", help="a remote server: http(s):// or ws(s)://", **d)
     group.add_argument("--header", metavar="'NAME: VALUE'", action="append",
                        help="an HTTP header for --url (repeatable)", **d)
     group.add_argument("--transport", choices=["auto", "streamable-http", "sse", "websocket"],
                        help="for --url: the transport (default: auto, or websocket for ws://)", **d)
-    other = parser.add_argument_group("general options")
-    other.add_argument("--timeout", type=float, metavar="SECONDS",
-                       help="per-request timeout (default 60; progress resets it)", **d)
+    timing = parser.add_argument_group("timing (seconds; defaults, or the config entry's)")
+    timing.add_argument("--timeout", type=_seconds, metavar="S",
+                        help="per-request timeout (default 60; progress resets it)", **d)
+    timing.add_argument("--discover-timeout", type=_seconds, metavar="S",
+                        help="bound on probing which protocol era the server speaks", **d)
+    timing.add_argument("--close-grace", type=_seconds, metavar="S",
+                        help="stdio: wait this long for the server to exit after EOF, then "
+                        "SIGTERM (default 2)", **d)
+    timing.add_argument("--terminate-grace", type=_seconds, metavar="S",
+                        help="stdio: wait this long after SIGTERM, then SIGKILL (default 2)", **d)
+    other = parser.add_argument_group("output and other options")
+    other.add_argument("-o", "--output", choices=["text", "json"],
+                       help="output format: text (default) or json", **d)
+    other.add_argument("--json", dest="output", action="store_const", const="json",
+                       help="the same as -o json", **d)
     other.add_argument("--token-store", metavar="DIR|keyring",
                        help="where OAuth tokens live (default: ~/.config/mcpsync/tokens;"
                        " env: MCPSYNC_TOKEN_STORE)", **d)
-    other.add_argument("-o", "--output", choices=["text", "json"],
-                       help="output format (default text)", **d)
     other.add_argument("--debug", action="store_true",
-                       help="show tracebacks and debug logs on stderr", **d)
+                       help="show tracebacks, debug logs and the server's stderr", **d)
+
+
+def _seconds(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number of seconds, got {text!r}") from None
+    if not value >= 0:  # also refuses nan
+        raise argparse.ArgumentTypeError(f"expected a number of seconds >= 0, got {text!r}")
+    return value
 
 
 def _opt(args: argparse.Namespace, name: str) -> Any:
@@ -143,17 +160,34 @@ def oauth_for(args: argparse.Namespace, url: str, *, interactive: bool) -> OAuth
                  client_id=_opt(args, "client_id"), scopes=_opt(args, "scope"), server_url=url)
 
 
+#: Options of the command line and the client option each sets.
+_TIMING = {"timeout": "timeout", "discover_timeout": "discover_timeout",
+           "close_grace": "close_grace", "terminate_grace": "terminate_grace"}
+_STDIO_ONLY = ("close_grace", "terminate_grace")
+
+
 def open_client(args: argparse.Namespace, *, interactive_login: bool | None = None) -> Client:
-    """A client for the chosen server (not yet connected)."""
+    """A client for the chosen server (not yet connected).
+
+    Timing options given on the command line win over the config entry's,
+    which win over the defaults (a 60 s request timeout for the CLI).
+    """
     from mcpsync.client.client import Client
 
     entry = resolve(args)
-    timeout = _opt(args, "timeout") or 60.0
-    options: dict[str, Any] = {"timeout": timeout, "client_info": ("mcpsync-cli", _version())}
+    options: dict[str, Any] = {"timeout": 60.0, "client_info": ("mcpsync-cli", _version())}
+    options.update(entry.options)
     options.update(era_options(entry))  # remembered era: no probe for a server met before
+    for flag, option in _TIMING.items():
+        value = _opt(args, flag)
+        if value is None:
+            continue
+        if flag in _STDIO_ONLY and entry.transport != "stdio":
+            raise UsageError(f"--{flag.replace('_', '-')} applies to stdio servers only")
+        options[option] = value
     if entry.transport == "stdio":
         # The server's stderr goes to the mcpsync.server logger (shown with --debug); a
-        # server that dies has its stderr tail in the one-line error anyway.
+        # server that dies has its first and last stderr lines in the error anyway.
         return Client.from_server_config(entry, **options)
     assert entry.url is not None
     headers = {k.lower() for k in entry.headers or {}}

@@ -2,8 +2,9 @@
 
 Each subcommand is registered in :func:`build_parser` with a ``func``
 (called with the parsed arguments and the output streams, returning the exit
-status).  Errors become one line on stderr and one of the documented exit
-codes (:data:`EXIT_CODES`); ``--debug`` adds the traceback.
+status).  An error becomes one line on stderr (followed, indented, by what it
+quotes, such as a dead server's stderr) and one of the documented exit codes
+(:data:`EXIT_CODES`); ``--debug`` adds the traceback.
 
 .. versionadded:: 0.1.0
 """
@@ -16,6 +17,7 @@ import os
 import sys
 import textwrap
 import traceback
+import warnings
 from collections.abc import Callable, Sequence
 from typing import TextIO
 
@@ -27,7 +29,8 @@ __all__ = ["EXIT_CODES", "build_parser", "exit_code", "main"]
 EXIT_CODES = {
     0: "success",
     1: "the tool ran but reported an error (isError), or an unexpected failure",
-    2: "bad command line or configuration (unknown server, unset variable, bad JSON)",
+    2: "bad command line or configuration (unknown server, unset variable, bad JSON,"
+       " arguments that do not fit the tool's schema)",
     3: "could not reach the server, or the connection broke",
     4: "the server answered with an error (unknown tool, invalid arguments, ...)",
     5: "timed out",
@@ -38,13 +41,38 @@ EXIT_CODES = {
 _EPILOG = """\
 examples:
   mcpsync demo                                      a guided tour with a bundled server
-  mcpsync --stdio 'python -m mcpsync.demo' tools    list the tools of a stdio server
-  mcpsync --stdio 'python -m mcpsync.demo' call add a=2 b=3
-  mcpsync --config ~/mcp.json --server github tools
+  mcpsync --stdio 'mcpsync demo --serve' tools      list the tools of a stdio server
+  mcpsync --stdio 'mcpsync demo --serve' call add a=2 b=3
+  mcpsync --config ~/.cursor/mcp.json --server github tools
   mcpsync --url https://mcp.example.com/mcp login
 
 exit codes:
-""" + "\n".join(f"  {code:<4} {text}" for code, text in EXIT_CODES.items())
+""" + "\n".join(textwrap.fill(text, 79, initial_indent=f"  {code:<4} ", subsequent_indent=" " * 7)
+              for code, text in EXIT_CODES.items())
+
+#: Each command's own examples, shown by ``mcpsync COMMAND --help``.
+_EXAMPLES: dict[str, list[str]] = {
+    "tools": ["mcpsync --stdio 'mcpsync demo --serve' tools",
+              "mcpsync --config mcp.json --server github tools -o json"],
+    "call": ["mcpsync --stdio 'mcpsync demo --serve' call add a=2 b=3",
+             "mcpsync --stdio 'mcpsync demo --serve' call echo text='hello world'",
+             "mcpsync --stdio 'mcpsync demo --serve' call weather --args '{\"city\": \"Oslo\"}' -o json",
+             "echo '{\"a\": 1, \"b\": 2}' | mcpsync --stdio 'mcpsync demo --serve' call add --args -"],
+    "resources": ["mcpsync --stdio 'mcpsync demo --serve' resources"],
+    "read": ["mcpsync --stdio 'mcpsync demo --serve' read demo://greeting/Ada"],
+    "prompts": ["mcpsync --stdio 'mcpsync demo --serve' prompts"],
+    "prompt": ["mcpsync --stdio 'mcpsync demo --serve' prompt greet name=Ada style=pirate"],
+    "servers": ["mcpsync --config ~/.cursor/mcp.json servers"],
+    "login": ["mcpsync --url https://mcp.example.com/mcp login"],
+    "logout": ["mcpsync --url https://mcp.example.com/mcp logout"],
+    "demo": ["mcpsync demo", "mcpsync demo --print-config > mcp.json",
+             "mcpsync --stdio 'mcpsync demo --serve' tools"],
+}
+
+
+def _command_epilog(name: str) -> str:
+    lines = [f"  {example}" for example in _EXAMPLES[name]]
+    return "examples:\n" + "\n".join(lines) + "\n\nexit codes: see `mcpsync --help`"
 
 
 def exit_code(exc: BaseException) -> int:
@@ -59,6 +87,9 @@ def exit_code(exc: BaseException) -> int:
         UnsupportedProtocolVersion,
     )
 
+    status = getattr(exc, "exit_status", None)
+    if isinstance(status, int):
+        return status
     if isinstance(exc, ConfigError):
         return 2
     if isinstance(exc, AuthError):
@@ -73,7 +104,19 @@ def exit_code(exc: BaseException) -> int:
 
 
 def _cmd_demo(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
-    from mcpsync.demo import run_demo
+    from mcpsync import demo
+
+    if args.serve:
+        if sys.stdin.isatty():  # a person, not an MCP client: say what this is
+            print("mcpsync demo --serve: the demo MCP server, speaking JSON-RPC on stdin/stdout.\n"
+                  "Run it as a server command instead, e.g.\n"
+                  "  mcpsync --stdio 'mcpsync demo --serve' tools\n"
+                  "(waiting for messages; Ctrl-D or Ctrl-C stops it)", file=err)
+        demo.main()
+        return 0
+    if args.print_config:
+        return demo.print_config(out)
+    from mcpsync.cli.demo import run_demo
 
     return run_demo(out)
 
@@ -85,17 +128,18 @@ _HELP: dict[str, tuple[str, str]] = {
     "tools": ("list the server's tools and their parameters",
               ("List every tool (all pages) as name(param: type, optional?: type) with its "
               "description.")),
-    "call": ("call a tool: call TOOL key=value ... | call TOOL --json '{...}'",
+    "call": ("call a tool: call TOOL key=value ... | call TOOL --args '{...}'",
              ("Call TOOL and print its result. Arguments are key=value pairs; a value is read as "
              "JSON (2, true, [1,2], {\"k\":1}) unless the tool's schema says the parameter is a "
-             "string. Progress, if the tool reports any, is drawn on stderr. Exits 1 when the "
-             "tool reports an error.")),
+             "string. They are checked against the tool's input schema before sending. Progress "
+             "is drawn on stderr. Exits 1 when the tool reports an error.")),
     "resources": ("list resources and resource templates", ("List the server's resources "
-                  "(URI, name, MIME type) and resource templates.")),
+                  "(URI, name, MIME type) and resource templates; nothing when the server has "
+                  "none.")),
     "read": ("read a resource by URI", ("Read the resource URI and print its contents "
              "(text as is; binary as a summary, or in full with -o json).")),
     "prompts": ("list prompts and their arguments", ("List the server's prompts; arguments "
-                "marked ? are optional.")),
+                "marked ? are optional. Nothing when the server has no prompts.")),
     "prompt": ("get a prompt: prompt NAME key=value ...", ("Get prompt NAME with the given "
                "arguments (all strings) and print its messages.")),
     "servers": ("list the servers of a config file", ("List the entries of the mcpServers "
@@ -106,6 +150,10 @@ _HELP: dict[str, tuple[str, str]] = {
               "store and later commands use and refresh them.")),
     "logout": ("forget the tokens of an HTTP server", ("Delete the saved tokens and client "
                "registration of the server from the token store.")),
+    "demo": ("a guided tour: run the bundled demo server and show a session with it",
+             ("Start the bundled demo server over stdio and print a real session with it: "
+              "server info, tools, a tool call with progress, resources and a prompt. "
+              "--serve runs the demo server itself on stdin/stdout, for any MCP client.")),
 }
 
 
@@ -116,56 +164,105 @@ def build_parser() -> argparse.ArgumentParser:
 
     parser = argparse.ArgumentParser(
         prog="mcpsync",
-        description="Talk to an MCP (Model Context Protocol) server from the command line: "
-        "list and call its tools, read its resources, get its prompts.",
+        description=textwrap.fill("Talk to an MCP (Model Context Protocol) server from the "
+                                  "command line: list and call its tools, read its resources, "
+                                  "get its prompts.", 79),
         epilog=_EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("--version", action="version", version=f"mcpsync {__version__}")
     add_target_options(parser, top=True)
-    parser.add_argument("--json", dest="json_output", action="store_true",
-                        help="print JSON instead of text (same as -o json)")
     subparsers = parser.add_subparsers(title="commands", metavar="COMMAND")
 
-    demo = subparsers.add_parser(
-        "demo",
-        help="run the bundled demo server and show a real session with it",
-        description="Start `python -m mcpsync.demo` over stdio and print a session: "
-        "server info, tools, a tool call with progress, resources and a prompt.",
-    )
-    demo.set_defaults(func=_cmd_demo)
-
-    for name, func in COMMANDS.items():
+    commands: dict[str, _Func] = {"demo": _cmd_demo, **COMMANDS}
+    for name, func in commands.items():
         short, long = _HELP[name]
         sub = subparsers.add_parser(name, help=short, description=textwrap.fill(long, 79),
-                                    epilog=_EPILOG,
+                                    epilog=_command_epilog(name),
                                     formatter_class=argparse.RawDescriptionHelpFormatter)
-        if name == "call":
-            sub.add_argument("tool", metavar="TOOL", help="the tool's name (see `tools`)")
-            sub.add_argument("arguments", metavar="key=value", nargs="*",
-                             help="a tool argument, e.g. a=2 or name=Ada")
-            sub.add_argument("--json", dest="json_args", metavar="ARGS",
-                             help="all arguments as one JSON object ('-': read it from stdin);"
-                             " for JSON output use -o json")
-        else:
-            sub.add_argument("--json", dest="json_output", action="store_true",
-                             default=argparse.SUPPRESS, help="print JSON (same as -o json)")
-        if name == "read":
-            sub.add_argument("uri", metavar="URI", help="the resource URI (see `resources`)")
-        if name == "prompt":
-            sub.add_argument("name", metavar="NAME", help="the prompt's name (see `prompts`)")
-            sub.add_argument("arguments", metavar="key=value", nargs="*",
-                             help="a prompt argument, e.g. name=Ada")
-        if name == "login":
-            sub.add_argument("--client-id", metavar="ID",
-                             help="a client registered beforehand (default: register one)")
-            sub.add_argument("--scope", metavar="SCOPES",
-                             help="scopes to ask for beyond what the server requires")
-            sub.add_argument("--login-timeout", type=float, metavar="SECONDS", default=300.0,
-                             help="how long to wait for the browser login (default 300)")
-        add_target_options(sub, top=False)
+        _ARGUMENTS.get(name, _no_arguments)(sub)
+        if name != "demo":
+            add_target_options(sub, top=False)
         sub.set_defaults(func=func)
     return parser
+
+
+def _no_arguments(sub: argparse.ArgumentParser) -> None:
+    pass
+
+
+def _call_arguments(sub: argparse.ArgumentParser) -> None:
+    sub.add_argument("tool", metavar="TOOL", help="the tool's name (see `tools`)")
+    sub.add_argument("arguments", metavar="key=value", nargs="*",
+                     help="a tool argument, e.g. a=2 or name=Ada")
+    given = sub.add_argument_group("arguments as JSON (instead of key=value)")
+    given.add_argument("--args", dest="args_json", metavar="JSON",
+                       help="all arguments as one JSON object ('-': read it from stdin)")
+    given.add_argument("--args-file", metavar="FILE",
+                       help="read the JSON object from FILE ('-': stdin)")
+    sub.add_argument("--no-check", action="store_true",
+                     help="send the arguments without checking them against the tool's schema")
+
+
+def _read_arguments(sub: argparse.ArgumentParser) -> None:
+    sub.add_argument("uri", metavar="URI", help="the resource URI (see `resources`)")
+
+
+def _prompt_arguments(sub: argparse.ArgumentParser) -> None:
+    sub.add_argument("name", metavar="NAME", help="the prompt's name (see `prompts`)")
+    sub.add_argument("arguments", metavar="key=value", nargs="*",
+                     help="a prompt argument, e.g. name=Ada")
+
+
+def _login_arguments(sub: argparse.ArgumentParser) -> None:
+    sub.add_argument("--client-id", metavar="ID",
+                     help="a client registered beforehand (default: register one)")
+    sub.add_argument("--scope", metavar="SCOPES",
+                     help="scopes to ask for beyond what the server requires")
+    sub.add_argument("--login-timeout", type=float, metavar="SECONDS", default=300.0,
+                     help="how long to wait for the browser login (default 300)")
+
+
+def _demo_arguments(sub: argparse.ArgumentParser) -> None:
+    mode = sub.add_mutually_exclusive_group()
+    mode.add_argument("--serve", action="store_true",
+                      help="be the demo server: speak MCP on stdin/stdout (for --stdio or a client)")
+    mode.add_argument("--print-config", action="store_true",
+                      help="print an mcpServers file with the demo server in it")
+
+
+_ARGUMENTS: dict[str, Callable[[argparse.ArgumentParser], None]] = {
+    "call": _call_arguments,
+    "read": _read_arguments,
+    "prompt": _prompt_arguments,
+    "login": _login_arguments,
+    "demo": _demo_arguments,
+}
+
+
+def _error_lines(exc: BaseException) -> list[str]:
+    """The error as lines: the message on the first, what it quotes (server stderr) below."""
+    from mcpsync.cli.output import printable
+
+    text = str(exc).strip()
+    first, _, rest = text.partition("\n")
+    lines = [f"{type(exc).__name__}: {' '.join(first.split()) or type(exc).__name__}"]
+    lines += [f"    {printable(line.rstrip())}" for line in rest.splitlines()]
+    return lines
+
+
+class _Warnings:
+    """Shows each warning once, as ``mcpsync: warning: ...`` (a file may be read twice)."""
+
+    def __init__(self) -> None:
+        self._shown: set[str] = set()
+
+    def show(self, message: Warning | str, category: type[Warning], filename: str, lineno: int,
+             file: TextIO | None = None, line: str | None = None) -> None:
+        text = str(message)
+        if text not in self._shown:
+            self._shown.add(text)
+            print(f"mcpsync: warning: {text}", file=sys.stderr)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -183,8 +280,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     if debug:
         logging.basicConfig(level=logging.DEBUG, stream=sys.stderr,
                             format="%(asctime)s %(threadName)s %(name)s: %(message)s")
+    from mcpsync.config import ConfigWarning
+
     try:
-        return func(args, sys.stdout, sys.stderr)
+        with warnings.catch_warnings():
+            warnings.simplefilter("always", ConfigWarning)
+            warnings.showwarning = _Warnings().show
+            return func(args, sys.stdout, sys.stderr)
     except KeyboardInterrupt:
         return 130
     except BrokenPipeError:
@@ -193,11 +295,15 @@ def main(argv: Sequence[str] | None = None) -> int:
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, sys.stdout.fileno())
         return 1
-    except Exception as exc:  # noqa: BLE001 - every failure becomes one line and a code
+    except Exception as exc:  # noqa: BLE001 - every failure becomes a message and a code
         if debug:
             traceback.print_exc(file=sys.stderr)
-        message = " ".join(str(exc).split()) or type(exc).__name__
-        print(f"mcpsync: error: {type(exc).__name__}: {message}", file=sys.stderr)
+        from mcpsync.cli.output import Style
+
+        first, *more = _error_lines(exc)
+        print(f"mcpsync: {Style(sys.stderr).red('error')}: {first}", file=sys.stderr)
+        for line in more:
+            print(line, file=sys.stderr)
         return exit_code(exc)
 
 

@@ -1,18 +1,68 @@
-"""How the ``mcpsync`` command prints: human text, ``--json``, the progress bar.
+"""How the ``mcpsync`` command prints: text and tables, ``-o json``, colour, progress.
 
 Results go to stdout; progress, notices and errors go to stderr, so
-``mcpsync ... --json | jq`` always sees clean JSON.
+``mcpsync ... -o json | jq`` always sees clean JSON.  Colour is used only on a
+terminal, never when ``NO_COLOR`` is set (https://no-color.org) or
+``TERM=dumb``.
 """
 
 from __future__ import annotations
 
 import json
+import os
+import re
 import threading
+import time
+from collections.abc import Callable, Sequence
 from typing import Any, TextIO
 
 from mcpsync import types
+from mcpsync.cli.args import signature
 
-__all__ = ["ProgressBar", "dump_json", "print_content", "print_tools", "wire"]
+__all__ = [
+    "ProgressBar",
+    "Style",
+    "dump_json",
+    "print_content",
+    "print_signatures",
+    "print_table",
+    "printable",
+    "wire",
+]
+
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f\x9b]")
+
+
+def printable(text: str) -> str:
+    """Untrusted text (a server's stderr, names) with control characters made visible.
+
+    A server must not be able to move our cursor or recolour the terminal.
+    """
+    return _CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}", text)
+
+
+class Style:
+    """ANSI styles for one stream, or plain text when colour is not wanted."""
+
+    def __init__(self, stream: TextIO) -> None:
+        env = os.environ
+        tty = bool(getattr(stream, "isatty", lambda: False)())
+        self.enabled = tty and not env.get("NO_COLOR") and env.get("TERM") != "dumb"
+
+    def _wrap(self, code: str, text: str) -> str:
+        return f"\x1b[{code}m{text}\x1b[0m" if self.enabled and text else text
+
+    def bold(self, text: str) -> str:
+        return self._wrap("1", text)
+
+    def dim(self, text: str) -> str:
+        return self._wrap("2", text)
+
+    def red(self, text: str) -> str:
+        return self._wrap("31", text)
+
+    def yellow(self, text: str) -> str:
+        return self._wrap("33", text)
 
 
 def wire(value: Any) -> Any:
@@ -27,21 +77,41 @@ def dump_json(value: Any, out: TextIO) -> None:
     out.write("\n")
 
 
-def _params(schema: dict[str, Any]) -> str:
-    required = set(schema.get("required") or [])
-    props = schema.get("properties") or {}
-    parts = []
-    for name, spec in props.items():
-        kind = spec.get("type", "any") if isinstance(spec, dict) else "any"
-        parts.append(f"{name}{'' if name in required else '?'}: {kind}")
-    return ", ".join(parts)
+def _first_line(text: str | None) -> str:
+    lines = (text or "").strip().splitlines()
+    return printable(lines[0]) if lines else ""
 
 
-def print_tools(tools: list[types.Tool], out: TextIO) -> None:
-    for tool in tools:
-        print(f"{tool.name}({_params(tool.input_schema)})", file=out)
-        if tool.description:
-            print(f"    {tool.description.strip().splitlines()[0]}", file=out)
+def print_signatures(items: Sequence[tuple[str, str, str | None]], out: TextIO) -> None:
+    """``name(params)`` in bold, then the first line of the description, indented and dim.
+
+    :param items: (name, signature, description) triples.
+    """
+    style = Style(out)
+    for name, sig, description in items:
+        print(style.bold(printable(name)) + printable(sig[len(name):]), file=out)
+        first = _first_line(description)
+        if first:
+            print("    " + style.dim(first), file=out)
+
+
+def tool_signatures(tools: list[types.Tool]) -> list[tuple[str, str, str | None]]:
+    return [(t.name, signature(t.name, t.input_schema), t.description) for t in tools]
+
+
+def print_table(headers: Sequence[str], rows: Sequence[Sequence[str]], out: TextIO) -> None:
+    """Columns padded to their widest cell; the header in bold on a terminal."""
+    style = Style(out)
+    cells = [[printable(c) for c in row] for row in rows]
+    widths = [max([len(h), *(len(r[i]) for r in cells)]) for i, h in enumerate(headers)]
+
+    def line(row: Sequence[str], fmt: Callable[[str], str] = str) -> str:
+        padded = [c.ljust(widths[i]) if i < len(row) - 1 else c for i, c in enumerate(row)]
+        return fmt("  ".join(padded)).rstrip()
+
+    print(line(headers, style.bold), file=out)
+    for row in cells:
+        print(line(row), file=out)
 
 
 def print_content(blocks: list[Any], out: TextIO) -> None:
@@ -68,19 +138,45 @@ def print_content(blocks: list[Any], out: TextIO) -> None:
 
 
 class ProgressBar:
-    """A progress bar on stderr: redrawn in place on a terminal, one line per update otherwise.
+    """Progress of a call on stderr: a bar redrawn in place on a terminal, lines otherwise.
 
-    Called on the client's dispatcher thread, so it takes a lock; :meth:`done`
-    ends the line before the result is printed.
+    On a terminal, a call that reports no progress shows how long it has been
+    waiting once it has taken :attr:`QUIET` seconds.  Progress callbacks run
+    on the client's dispatcher thread and the timer on its own, so drawing
+    takes a lock; :meth:`done` ends the line before the result is printed.
     """
 
     WIDTH = 30
+    #: Seconds of silence before the waiting time is shown (terminal only).
+    QUIET = 2.0
 
-    def __init__(self, err: TextIO) -> None:
+    def __init__(self, err: TextIO, label: str = "") -> None:
         self._err = err
+        self._label = label
         self._tty = bool(getattr(err, "isatty", lambda: False)())
         self._lock = threading.Lock()
         self._drawn = False
+        self._progressed = False
+        self._stop = threading.Event()
+        self._timer: threading.Thread | None = None
+        self._started = time.monotonic()
+
+    def start(self) -> None:
+        """Start the waiting-time display (terminal only)."""
+        if self._tty:
+            self._timer = threading.Thread(target=self._tick, name="mcpsync-cli-progress",
+                                           daemon=True)
+            self._timer.start()
+
+    def _tick(self) -> None:
+        while not self._stop.wait(1.0):
+            waited = time.monotonic() - self._started
+            with self._lock:
+                if self._stop.is_set() or self._progressed or waited < self.QUIET:
+                    continue
+                self._err.write(f"\r{self._label} waiting for the result... {waited:.0f} s\x1b[K")
+                self._err.flush()
+                self._drawn = True
 
     def __call__(self, progress: float, total: float | None, message: str | None) -> None:
         if total:
@@ -89,8 +185,11 @@ class ProgressBar:
         else:
             text = f"[{progress:g}]"
         if message:
-            text += f" {message}"
+            text += f" {printable(message)}"
         with self._lock:
+            if self._stop.is_set() and self._tty:
+                return  # a late notification after the result: the bar is finished
+            self._progressed = True
             if self._tty:
                 self._err.write(f"\r{text}\x1b[K")
             else:
@@ -99,8 +198,12 @@ class ProgressBar:
             self._err.flush()
 
     def done(self) -> None:
+        """Stop drawing and end the bar's line; call before printing the result."""
         with self._lock:
+            self._stop.set()
             if self._tty and self._drawn:
                 self._err.write("\n")
                 self._err.flush()
             self._drawn = False
+        if self._timer is not None:
+            self._timer.join(2.0)

@@ -250,9 +250,11 @@ class Client(Features, Skills):
     def from_server_config(cls, entry: ServerConfig, **options: Any) -> Client:
         """A client for one entry parsed by :func:`mcpsync.config.load_config`.
 
-        *options* go to :meth:`stdio`, :meth:`http` or :meth:`websocket`; ``headers=``
-        among them are merged over the entry's.
+        *options* go to :meth:`stdio`, :meth:`http` or :meth:`websocket`; the entry's own
+        settings (:attr:`~mcpsync.config.ServerConfig.options`) apply unless *options* gives
+        the same one, and ``headers=`` among them are merged over the entry's.
         """
+        options = {**entry.options, **options}
         if entry.transport == "stdio":
             assert entry.command is not None
             return cls.stdio(entry.command, args=entry.args, env=entry.env, cwd=entry.cwd, **options)

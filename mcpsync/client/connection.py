@@ -168,7 +168,7 @@ class Connection:
             if isinstance(exc, ClientClosed):
                 raise
             raise ServerStartError(
-                f"server closed the connection during initialization: {exc.message}",
+                f"could not connect: {exc.message}",
                 exit_code=exc.exit_code,
                 stderr_tail=exc.stderr_tail,
             ) from exc

@@ -185,7 +185,9 @@ def _check_entry(
         return None, [Problem("error", "mcpsync.E001", f"{where}: an entry must be a mapping")]
     problems = _unknown(raw, CONFIG_KEYS | EXTRA_KEYS, where)
     try:
-        entry = load_config({"mcpServers": {name: dict(raw)}}, name, environ=environ)[name]
+        # Without this module's own keys (checked here), which no mcpServers file has.
+        plain = {key: value for key, value in raw.items() if key not in ("options", "oauth")}
+        entry = load_config({"mcpServers": {name: plain}}, name, environ=environ)[name]
     except UnsetVariableError as exc:
         return None, [*problems, Problem("error", "mcpsync.E002", f"{where}: {exc}")]
     except ConfigError as exc:

@@ -34,12 +34,21 @@ def serve_stdio(
 
     :param stdin: binary stream the client writes to.
     :param stdout: binary stream the client reads; nothing else may write to it.
+
+    When this returns, no thread is writing to *stdout* and none ever will
+    again: a tool thread still running gets :class:`ConnectionClosed` from
+    its next write.  That is what lets the process exit cleanly right after
+    (a daemon thread inside ``stdout.flush()`` while the interpreter
+    finalises aborts it with ``Fatal Python error: _enter_buffered_busy``).
     """
     write_lock = threading.Lock()
+    closed = False
 
     def send(message: Mapping[str, Any]) -> None:
         data = encode_message(message) + b"\n"  # raises before anything is written
         with write_lock:
+            if closed:
+                raise ConnectionClosed("the session is over")
             try:
                 stdout.write(data)
                 stdout.flush()
@@ -63,4 +72,8 @@ def serve_stdio(
             except Exception:  # a bug here must not end the session for every later request
                 _log.exception("failed to handle a message")
     finally:
-        conn.connection_lost(ConnectionClosed("stdin closed"), drain=True)
+        try:
+            conn.connection_lost(ConnectionClosed("stdin closed"), drain=True)
+        finally:
+            with write_lock:  # waits for a write in progress to finish
+                closed = True

@@ -71,15 +71,20 @@ def _run_tool(
     finally:
         with conn._lock:
             conn._inflight.pop(request_id, None)
-            conn._threads.discard(threading.current_thread())
             client_cancelled = request_id in conn._cancelled
             conn._cancelled.discard(request_id)
-    if client_cancelled:
-        return  # the spec says a request the client cancelled gets no response
-    if outcome[0] == "error":
-        conn._error(request_id, outcome[1])
-    else:
-        conn._respond(request_id, outcome[1])
+    try:
+        if client_cancelled:
+            return  # the spec says a request the client cancelled gets no response
+        if outcome[0] == "error":
+            conn._error(request_id, outcome[1])
+        else:
+            conn._respond(request_id, outcome[1])
+    finally:
+        # Only now, after the answer is written: join_tools must see the thread
+        # until it has stopped writing, or the server may exit mid-write.
+        with conn._lock:
+            conn._threads.discard(threading.current_thread())
 
 
 def join_tools(conn: Peer, timeout: float, *, warn: bool) -> None:

@@ -192,9 +192,57 @@ def never_connected(exc: BaseException) -> bool:
     return isinstance(reason, urllib3.exceptions.ConnectTimeoutError)
 
 
+def _causes(exc: BaseException) -> Iterator[BaseException]:
+    """*exc* and what it wraps: ``requests`` keeps urllib3's error in ``args``, urllib3 in ``reason``."""
+    seen: set[int] = set()
+    todo = [exc]
+    while todo:
+        current = todo.pop()
+        if id(current) in seen:
+            continue
+        seen.add(id(current))
+        yield current
+        todo += [c for c in (current.__cause__, current.__context__, getattr(current, "reason", None),
+                             *current.args) if isinstance(c, BaseException)]
+
+
+def _network_reason(exc: BaseException) -> tuple[str, bool] | None:
+    """What went wrong in words, and whether the request may have been sent; ``None``: unknown."""
+    import ssl
+
+    for cause in _causes(exc):
+        if isinstance(cause, ConnectionRefusedError):
+            return "connection refused (is the server running, and is that the right port?)", False
+        if isinstance(cause, socket.gaierror):
+            return "cannot resolve the host name", False
+        if isinstance(cause, ssl.SSLCertVerificationError):
+            return f"TLS certificate verification failed: {cause.verify_message}", False
+        if isinstance(cause, ConnectionResetError):
+            return "the server reset the connection", True
+    return None
+
+
+def _cut(text: str, limit: int) -> str:
+    """*text* up to about *limit* characters, cut at a word boundary."""
+    if len(text) <= limit:
+        return text
+    head = text[:limit]
+    space = head.rfind(" ")
+    return (head[:space] if space > limit // 2 else head) + f" ... ({len(text) - len(head)} more chars)"
+
+
 def connection_error(exc: BaseException, what: str, *, outcome_unknown: bool = False) -> ConnectionClosed:
-    """A :class:`ConnectionClosed` describing *exc* without leaking URLs' queries."""
-    detail = redact_text(excerpt(str(exc), 200))
+    """A :class:`ConnectionClosed` describing *exc* without leaking URLs' queries.
+
+    A refused connection, an unknown host or a bad certificate is said in
+    words (and the request is known not to have been sent); anything else
+    shows the exception's own text, cut at a word boundary.
+    """
+    known = _network_reason(exc)
+    if known is not None:
+        reason, sent = known
+        return ConnectionClosed(f"{what}: {reason}", outcome_unknown=outcome_unknown and sent)
+    detail = redact_text(_cut(" ".join(str(exc).split()), 300))
     return ConnectionClosed(f"{what}: {type(exc).__name__}: {detail}", outcome_unknown=outcome_unknown)
 
 

@@ -286,11 +286,12 @@ class JsonLineFramer:
 
 
 class StderrDrain:
-    """Drain a child's stderr on a named daemon thread; keep a bounded tail.
+    """Drain a child's stderr on a named daemon thread; keep its head and tail.
 
     Reads chunks with ``os.read`` (a server that writes progress bars without
-    newlines must not make us buffer forever), keeps the last ``tail_bytes``
-    bytes for error reports and forwards output to ``sink``.
+    newlines must not make us buffer forever), keeps the first ``head_lines``
+    lines (at most ``head_bytes``) and the last ``tail_lines`` lines (at most
+    ``tail_bytes``) for error reports, and forwards output to ``sink``.
     """
 
     _LINE_LIMIT = 8192
@@ -301,15 +302,25 @@ class StderrDrain:
         sink: StderrOption,
         *,
         label: str,
-        tail_bytes: int = 8192,
+        tail_bytes: int = 6000,
         tail_lines: int = 20,
+        head_bytes: int = 2000,
+        head_lines: int = 10,
     ) -> None:
         self._stream = stream
         self._sink = sink
         self._label = label
         self._tail_bytes = tail_bytes
         self._tail_lines = tail_lines
+        self._head_bytes = head_bytes
+        self._head_lines = head_lines
+        # The first lines usually say what went wrong; the last lines say how it ended
+        # (a server may print its error and then 40 lines of usage).
+        self._head = bytearray()
+        self._head_full = False
         self._tail = bytearray()
+        self._gap = 0  # lines dropped between head and tail
+        self._gap_bytes = 0
         self._tail_lock = threading.Lock()
         self._partial = bytearray()
         self._stop = threading.Event()
@@ -341,11 +352,30 @@ class StderrDrain:
         return self._eof.wait(timeout)
 
     def tail(self) -> str:
-        """The last lines of stderr, decoded leniently (untrusted text)."""
+        """The first and last lines of stderr, decoded leniently (untrusted text).
+
+        When output was left out between the two, a line ``[... N lines
+        skipped ...]`` stands in for it.  At most ``head_bytes + tail_bytes``
+        bytes of output are shown.
+        """
         with self._tail_lock:
-            data = bytes(self._tail[-self._tail_bytes :])
-        lines = data.decode("utf-8", errors="replace").splitlines()
-        return "\n".join(lines[-self._tail_lines :]).strip()
+            head, tail, gap, dropped = bytes(self._head), bytes(self._tail), self._gap, self._gap_bytes
+        if len(tail) > self._tail_bytes:
+            dropped += len(tail) - self._tail_bytes
+            gap += tail.count(b"\n", 0, len(tail) - self._tail_bytes)
+            tail = tail[-self._tail_bytes :]
+        tail_lines = tail.decode("utf-8", errors="replace").splitlines()
+        if dropped and len(tail_lines) > 1:  # the first line kept was (probably) cut
+            gap += 1
+            tail_lines = tail_lines[1:]
+        if len(tail_lines) > self._tail_lines:
+            gap += len(tail_lines) - self._tail_lines
+            dropped += 1
+            tail_lines = tail_lines[-self._tail_lines :]
+        lines = head.decode("utf-8", errors="replace").splitlines()
+        if dropped:
+            lines.append(f"[... {gap} line{'s' if gap != 1 else ''} skipped ...]" if gap else "[...]")
+        return "\n".join(lines + tail_lines).strip()
 
     def _run(self) -> None:
         fd = self._stream.fileno()
@@ -371,9 +401,33 @@ class StderrDrain:
 
     def _keep(self, chunk: bytes) -> None:
         with self._tail_lock:
+            if not self._head_full:
+                chunk = self._fill_head(chunk)
             self._tail += chunk
             if len(self._tail) > 2 * self._tail_bytes:
-                del self._tail[: -self._tail_bytes]
+                cut = len(self._tail) - self._tail_bytes
+                self._gap += self._tail.count(b"\n", 0, cut)
+                self._gap_bytes += cut
+                del self._tail[:cut]
+
+    def _fill_head(self, chunk: bytes) -> bytes:
+        """Move the start of *chunk* into the head until it is full; return the rest."""
+        room = self._head_bytes - len(self._head)
+        self._head += chunk[:room]
+        rest = chunk[room:]
+        end, newlines = -1, 0
+        while newlines < self._head_lines:
+            end = self._head.find(b"\n", end + 1)
+            if end < 0:
+                break
+            newlines += 1
+        if newlines == self._head_lines:  # enough lines: the head ends after the last one
+            rest = bytes(self._head[end + 1 :]) + rest
+            del self._head[end + 1 :]
+            self._head_full = True
+        elif len(self._head) >= self._head_bytes:
+            self._head_full = True
+        return rest
 
     def _forward(self, chunk: bytes) -> None:
         sink = self._sink

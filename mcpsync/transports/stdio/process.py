@@ -48,22 +48,54 @@ _WINDOWS_ENV = frozenset(
     }
 )
 
+# The network a server must use: behind a corporate proxy or a TLS-inspecting
+# gateway, a server that fetches anything fails without these.  Both spellings
+# of the proxy variables are in use (curl reads only lower-case http_proxy).
+_PROXY_ENV = frozenset({"HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY"})
+_NETWORK_ENV = frozenset(
+    {
+        *_PROXY_ENV, "NO_PROXY",
+        *(name.lower() for name in (*_PROXY_ENV, "NO_PROXY")),
+        "SSL_CERT_FILE", "SSL_CERT_DIR", "REQUESTS_CA_BUNDLE", "CURL_CA_BUNDLE",
+        "NODE_EXTRA_CA_CERTS",
+    }
+)
+
+
+def without_credentials(url: str) -> str:
+    """A proxy URL with any ``user:password@`` removed.
+
+    >>> without_credentials("http://alice:s3cret@proxy.corp:8080/")
+    'http://proxy.corp:8080/'
+    """
+    scheme, sep, rest = url.partition("://")
+    if not sep:
+        scheme, rest = "", url
+    authority, slash, path = rest.partition("/")
+    authority = authority.rpartition("@")[2]
+    return (scheme + sep if sep else "") + authority + slash + path
 
 
 def default_environment(source: Mapping[str, str] | None = None) -> dict[str, str]:
     """Return the allow-listed subset of ``source`` (default: ``os.environ``).
 
-    Values starting with ``()`` are dropped: they are exported bash functions,
-    a classic injection vector (Shellshock).
+    Besides what programs need to run (``PATH``, ``HOME``, locale, ...), the
+    proxy and CA-certificate variables pass, so servers work behind a proxy
+    or a TLS-inspecting gateway; credentials in a proxy URL are removed (a
+    server that needs them gets them through ``env=``).  Values starting with
+    ``()`` are dropped: they are exported bash functions, a classic injection
+    vector (Shellshock).
     """
     env = os.environ if source is None else source
     allowed = _WINDOWS_ENV if _WINDOWS else _POSIX_ENV
     result: dict[str, str] = {}
     for key, value in env.items():
         name = key.upper() if _WINDOWS else key
-        wanted = name in allowed or (not _WINDOWS and key.startswith("LC_"))
-        if wanted and not value.startswith("()"):
-            result[key] = value
+        network = name in _NETWORK_ENV
+        wanted = name in allowed or network or (not _WINDOWS and key.startswith("LC_"))
+        if not wanted or value.startswith("()"):
+            continue
+        result[key] = without_credentials(value) if name.upper() in _PROXY_ENV else value
     return result
 
 

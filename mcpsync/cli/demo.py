@@ -1,0 +1,163 @@
+"""``mcpsync demo``: a real MCP session with the bundled demo server (:mod:`mcpsync.demo`),
+printed step by step.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import threading
+from typing import TYPE_CHECKING, TextIO
+
+from mcpsync._version import __version__
+from mcpsync.cli.args import signature
+from mcpsync.demo import server_command
+
+if TYPE_CHECKING:
+    from mcpsync.client.client import Client
+
+__all__ = ["run_demo"]
+
+
+
+class _ProgressPrinter:
+    """Shows progress as a redrawn bar on a terminal, as plain lines otherwise."""
+
+    WIDTH = 20
+
+    def __init__(self, out: TextIO) -> None:
+        self._out = out
+        self._tty = bool(getattr(out, "isatty", lambda: False)())
+        self._lock = threading.Lock()
+        self.finished = threading.Event()
+
+    def __call__(self, progress: float, total: float | None, message: str | None) -> None:
+        with self._lock:
+            if total:
+                filled = int(self.WIDTH * min(progress / total, 1.0))
+                text = f"[{'#' * filled}{'-' * (self.WIDTH - filled)}] {progress:g}/{total:g}"
+            else:
+                text = f"{progress:g}"
+            if message:
+                text += f"  {message}"
+            if self._tty:
+                self._out.write(f"\r    {text}\x1b[K")
+            else:
+                self._out.write(f"    progress {text}\n")
+            self._out.flush()
+            if total and progress >= total:
+                if self._tty:
+                    self._out.write("\n")
+                self.finished.set()
+
+
+def _section(out: TextIO, title: str) -> None:
+    print(f"\n== {title}", file=out)
+
+
+def _session(client: Client, out: TextIO) -> None:
+    from mcpsync.types import PromptReference, TextContent, TextResourceContents
+
+    client.connect()
+    info = client.server_info
+    _section(out, "Server")
+    print(f"  server:       {info.name} {info.version}", file=out)
+    print(f"  protocol:     {client.protocol_version}", file=out)
+    if client.instructions:
+        print(f"  instructions: {client.instructions}", file=out)
+
+    tools = client.list_tools()
+    _section(out, f"Tools ({len(tools)})")
+    signatures = [signature(tool.name, tool.input_schema) for tool in tools]
+    width = max(map(len, signatures), default=0)
+    for tool, sig in zip(tools, signatures):
+        print(f"  {sig:<{width}}  {tool.description or ''}".rstrip(), file=out)
+
+    _section(out, "Calling tools")
+    print(f"  echo(text='hello') -> {client.call_tool('echo', {'text': 'hello'}).text}", file=out)
+    print(f"  add(a=2, b=3) -> {client.call_tool('add', {'a': 2, 'b': 3}).text}", file=out)
+    print("  countdown(n=5, delay=0.2), with progress:", file=out)
+    printer = _ProgressPrinter(out)
+    result = client.call_tool("countdown", {"n": 5, "delay": 0.2}, progress=printer)
+    # Progress callbacks run on the dispatcher thread; let the last one print first.
+    printer.finished.wait(2.0)
+    print(f"  -> {result.text}", file=out)
+    report = client.call_tool("weather", {"city": "Paris"})
+    print(
+        f"  weather(city='Paris') -> structured content {json.dumps(report.structured_content)}",
+        file=out,
+    )
+
+    _section(out, "Resources")
+    for resource in client.list_resources():
+        print(f"  {resource.uri}  ({resource.name}, {resource.mime_type})", file=out)
+    for template in client.list_resource_templates():
+        print(f"  {template.uri_template}  (template: {template.name})", file=out)
+    for uri in ("demo://readme", "demo://greeting/Ada"):
+        print(f"  read {uri}:", file=out)
+        for item in client.read_resource(uri).contents:
+            if isinstance(item, TextResourceContents):
+                for line in item.text.splitlines():
+                    print(f"    | {line}".rstrip(), file=out)
+
+    _section(out, "Prompts")
+    for prompt in client.list_prompts():
+        args = ", ".join(a.name + ("" if a.required else "?") for a in (prompt.arguments or []))
+        print(f"  {prompt.name}({args})  {prompt.description or ''}", file=out)
+    styles = client.complete(PromptReference(name="greet"), "style", "f").values
+    print(f"  completions for greet style 'f': {', '.join(styles)}", file=out)
+    got = client.get_prompt("greet", {"name": "Ada", "style": "pirate"})
+    print("  greet(name='Ada', style='pirate'):", file=out)
+    for message in got.messages:
+        text = (
+            message.content.text
+            if isinstance(message.content, TextContent)
+            else repr(message.content)
+        )
+        print(f"    {message.role}: {text}", file=out)
+
+
+def run_demo(out: TextIO | None = None) -> int:
+    """Start the demo server over stdio and print a real session with it.
+
+    :param out: where to write (default: ``sys.stdout``).
+    :returns: the exit status: 0 on success, 1 if the session failed.
+    """
+    from mcpsync.client.client import Client
+    from mcpsync.exceptions import McpError
+
+    out = out if out is not None else sys.stdout
+    print("mcpsync demo: a real MCP session over stdio with the bundled demo server", file=out)
+    print("  (the server is `mcpsync demo --serve`; here it runs as", file=out)
+    print(f"   {' '.join(server_command())})", file=out)
+    try:
+        with Client.stdio(
+            server_command(),
+            client_info=("mcpsync-demo-client", __version__),
+            timeout=30.0,
+        ) as client:
+            _session(client, out)
+    except McpError as exc:
+        print(f"\ndemo failed: {type(exc).__name__}: {exc}", file=sys.stderr)
+        return 1
+    print("\nDone: the server process has been shut down.", file=out)
+    print(_NEXT.format(mcpsync=_own_command()), file=out)
+    return 0
+
+
+_NEXT = """
+Next, try the command line on the same server:
+  {mcpsync} --stdio '{mcpsync} demo --serve' tools
+  {mcpsync} --stdio '{mcpsync} demo --serve' call add a=2 b=3
+  {mcpsync} --help"""
+
+
+def _own_command() -> str:
+    """How the user ran ``mcpsync`` (e.g. ``.venv/bin/mcpsync``), for the hints."""
+    import os
+    import shlex
+
+    argv0 = sys.argv[0] if sys.argv else ""
+    if os.path.basename(argv0) == "mcpsync":
+        return shlex.quote(argv0)
+    return "mcpsync"
