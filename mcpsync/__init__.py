@@ -19,7 +19,7 @@ __version__ = "0.1.0"
 from . import types  # noqa: E402
 from ._options import DEFAULT  # noqa: E402
 from ._subscriptions import Notification, Subscription  # noqa: E402
-from .client import Client, Handle, PendingCall  # noqa: E402
+from .client import Client, Handle, PendingCall, TaskHandle  # noqa: E402
 from .exceptions import *  # noqa: E402,F401,F403
 from .exceptions import __all__ as _exc_all  # noqa: E402
 
@@ -28,6 +28,7 @@ __all__ = [
     "Client",
     "Handle",
     "PendingCall",
+    "TaskHandle",
     "Subscription",
     "Notification",
     "DEFAULT",

@@ -8,6 +8,7 @@ attributes documented at its top.
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import Future
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -76,8 +77,11 @@ class Features:
         progress: ProgressCallback | None = None,
         reset_timeout_on_progress: bool = True,
         max_total_timeout: float | None = None,
+        accept: tuple[str, ...] = (),
     ) -> dict[str, Any]:
         """Send a request and return its complete result, answering MRTR rounds.
+
+        A result whose ``resultType`` is in *accept* (e.g. ``"task"``) is returned as it is.
 
         A modern server may answer ``tools/call``, ``prompts/get`` and
         ``resources/read`` with ``resultType: "input_required"``: we run the
@@ -95,7 +99,7 @@ class Features:
                 max_total_timeout=max_total_timeout,
             )
             kind = raw.get("resultType")
-            if kind is None or kind == "complete":
+            if kind is None or kind == "complete" or kind in accept:
                 return raw
             if kind != "input_required":
                 raise ProtocolError(f"{method}: unsupported resultType {str(kind)[:40]!r}")
@@ -198,6 +202,7 @@ class Features:
         :param max_total_timeout: a hard cap, progress or not.
         """
         self._require("tools", "tools/call")
+        started = time.monotonic()
         params: dict[str, Any] = {"name": name, "arguments": dict(arguments or {})}
         if meta:
             params["_meta"] = dict(meta)
@@ -208,7 +213,13 @@ class Features:
             progress=progress,
             reset_timeout_on_progress=reset_timeout_on_progress,
             max_total_timeout=max_total_timeout,
+            accept=("task",),
         )
+        if raw.get("resultType") == "task":
+            # Only with the tasks extension turned on for every request: wait for it here.
+            from ._tasks import follow_task
+
+            return follow_task(self, raw, self._timeout(timeout), started)
         result = types.from_wire(types.CallToolResult, raw)
         tool = self._tools.get(name)
         if tool is not None and tool.output_schema is not None and not result.is_error:

@@ -91,6 +91,8 @@ class ClientOptions:
     exception_handler: Callable[[BaseException], None] | None = None
     #: Extra client capabilities merged over the derived ones.
     capabilities: dict[str, Any] | None = None
+    #: Extensions advertised on every request: identifier -> settings (SEP-2133).
+    extensions: dict[str, dict[str, Any]] | None = None
     #: Bound of the notification queue; beyond it notifications are dropped and counted.
     max_queued_notifications: int = 10_000
     #: Threads running server→client request handlers (sampling, elicitation, roots).
@@ -138,6 +140,8 @@ class ClientOptions:
             caps["sampling"] = {}
         if self.elicitation_handler is not None:
             caps["elicitation"] = {"form": {}, "url": {}}
+        if self.extensions:
+            caps["extensions"] = dict(self.extensions)
         for key, value in (self.capabilities or {}).items():
             caps[key] = value
         return caps

@@ -11,10 +11,12 @@ from typing import Any, TypeVar
 from . import __version__, types
 from ._cache import ResultCache
 from ._connection import Connection, Listeners
-from ._features import Features, open_listen
+from ._features import open_listen
 from ._handles import Handle, PendingCall
+from ._extensions import ExtensionsArg, normalize_extensions, server_extensions
 from ._options import DEFAULT, ClientOptions, Default, RootsArg, TimeoutArg
 from ._subscriptions import Subscription
+from ._tasks import TaskFeatures, TaskHandle, TaskWaiters
 from .exceptions import (
     ClientClosed,
     ForkedClientError,
@@ -23,7 +25,7 @@ from .exceptions import (
 from .session import ProgressCallback
 from .transports.base import Transport
 
-__all__ = ["Client", "Handle", "PendingCall"]
+__all__ = ["Client", "Handle", "PendingCall", "TaskHandle"]
 
 log = logging.getLogger(__name__)
 
@@ -31,7 +33,7 @@ T = TypeVar("T")
 _MAX_PAGES = 10_000
 
 
-class Client(Features):
+class Client(TaskFeatures):
     """A synchronous MCP client.
 
     A Client can be shared between threads; create it once per process.  The
@@ -53,6 +55,8 @@ class Client(Features):
     :param elicitation_handler: answers ``elicitation/create`` (form and URL mode).
     :param logging_handler: receives server log messages.
     :param exception_handler: receives exceptions raised by your callbacks.
+    :param extensions: protocol extensions to advertise on every request,
+        identifier -> settings (``None`` or ``{}``: no settings); see ``docs/extensions.rst``.
     """
 
     def __init__(
@@ -69,6 +73,7 @@ class Client(Features):
         logging_handler: Callable[[types.LoggingMessageNotificationParams], Any] | None = None,
         exception_handler: Callable[[BaseException], None] | None = None,
         capabilities: Mapping[str, Any] | None = None,
+        extensions: ExtensionsArg | None = None,
         max_queued_notifications: int = 10_000,
         _transport_factory: Callable[[], Transport] | None = None,
     ) -> None:
@@ -82,6 +87,7 @@ class Client(Features):
             logging_handler=logging_handler,
             exception_handler=exception_handler,
             capabilities=dict(capabilities) if capabilities else None,
+            extensions=normalize_extensions(extensions) or None,
             max_queued_notifications=max_queued_notifications,
         )
         self._options.check_mode()  # a bad mode fails here, not at first use
@@ -98,6 +104,7 @@ class Client(Features):
         self._resource_subscriptions: set[str] = set()
         self._background_lock = threading.Lock()
         self._listeners.on_change = self._sync_background
+        self._task_waiters = TaskWaiters()
 
     @classmethod
     def stdio(
@@ -289,6 +296,7 @@ class Client(Features):
             conns = [c for c in (self._conn, self._connecting) if c is not None]
             self._conn = None
             transport, self._transport = self._transport, None
+        self._task_waiters.wake_all()
         for conn in conns:
             if conn.pid == os.getpid():
                 conn.close()
@@ -331,6 +339,11 @@ class Client(Features):
     def era(self) -> str:
         """``"modern"`` (stateless, 2026-07-28) or ``"legacy"`` (initialize handshake)."""
         return self._connection().era
+
+    @property
+    def server_extensions(self) -> dict[str, dict[str, Any]]:
+        """The extensions the server declared: identifier -> settings (connects if needed)."""
+        return server_extensions(self._connection().capabilities)
 
     @property
     def instructions(self) -> str | None:

@@ -34,7 +34,9 @@ if _typing.TYPE_CHECKING:
     from . import prompts as prompts
     from . import resources as resources
     from . import sampling as sampling
+    from . import tasks as tasks
     from . import tools as tools
+    from . import extensions as extensions
     from ._converter import converter as converter
     from ._converter import from_wire as from_wire
     from ._converter import to_wire as to_wire
@@ -47,7 +49,9 @@ if _typing.TYPE_CHECKING:
     from .prompts import *
     from .resources import *
     from .sampling import *
+    from .tasks import *
     from .tools import *
+    from .extensions import *
 
 #: Submodule -> the names it exports (its ``__all__``, in that order).
 _EXPORTS: dict[str, tuple[str, ...]] = {
@@ -101,6 +105,11 @@ _EXPORTS: dict[str, tuple[str, ...]] = {
         "InputRequest", "InputRequiredResult", "SubscriptionFilter",
         "SubscriptionsListenRequestParams", "SubscriptionsAcknowledgedNotificationParams",
     ),
+    "tasks": (
+        "TASKS_EXTENSION_ID", "TASK_STATUSES", "TERMINAL_STATUSES", "DetailedTask",
+        "UpdateTaskRequestParams",
+    ),
+    "extensions": ("check_extension_id", "meta_field", "result_field"),
 }  # fmt: skip
 
 _WHERE = {name: module for module, names in _EXPORTS.items() for name in names}

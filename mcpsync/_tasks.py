@@ -1,0 +1,469 @@
+"""Tasks: start a tool call that outlives a request, then follow it from anywhere by its id.
+
+Two wire forms, one API:
+
+* **2026-07-28**, the ``io.modelcontextprotocol/tasks`` extension (SEP-2663):
+  the client opts in per request (the extension in that request's
+  ``clientCapabilities``), the server decides per request whether to answer
+  ``tools/call`` with a task (``resultType: "task"``) or with the result;
+  ``tasks/get`` carries the status, the final result or error, and
+  ``inputRequests`` that the client answers with ``tasks/update``;
+  ``tasks/cancel`` asks the server to stop.
+* **2025-11-25**, tasks in the core protocol: the server declares
+  ``capabilities.tasks.requests.tools.call`` and each tool its
+  ``execution.taskSupport``; the client asks with ``params.task``, polls
+  ``tasks/get`` and fetches the outcome with ``tasks/result``, during which the
+  server sends its elicitation or sampling requests as ordinary requests.
+
+In both, a task's input requests are answered by the same handlers as
+everything else (``sampling_handler``, ``elicitation_handler``, ``roots``).
+A :class:`TaskHandle` holds nothing but the task id and what it last saw, so
+any thread, process or machine with a client for the same server can pick a
+task up with :meth:`TaskFeatures.task`.
+"""
+
+from __future__ import annotations
+
+import concurrent.futures
+import logging
+import threading
+import time
+from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING, Any
+
+from . import types
+from ._extensions import request_meta
+from ._features import Features
+from ._options import DEFAULT, TimeoutArg
+from .exceptions import (
+    CapabilityNotSupported,
+    ClientClosed,
+    InvalidParams,
+    ProtocolError,
+    RequestTimeout,
+    ServerError,
+    TaskCancelled,
+    TaskFailed,
+    TaskNotFound,
+)
+from .types.tasks import TASK_STATUSES, TASKS_EXTENSION_ID, DetailedTask
+
+if TYPE_CHECKING:
+    from ._connection import Connection
+    from .client import Client
+
+__all__ = ["TaskFeatures", "TaskHandle", "TaskWaiters"]
+
+log = logging.getLogger("mcpsync.client")
+
+#: ``on_status`` callbacks: ``fn(task)``, run on the dispatcher thread.
+StatusCallback = Callable[[DetailedTask], Any]
+#: Poll interval when the server suggests none, seconds.
+DEFAULT_POLL_INTERVAL = 1.0
+#: Bounds on the poll interval a server may ask for, seconds (a zero would spin,
+#: an hour would outlive most callers' patience between status callbacks).
+MIN_POLL_INTERVAL = 0.05
+MAX_POLL_INTERVAL = 30.0
+_LEGACY_STATUS = "notifications/tasks/status"
+
+
+class TaskWaiters:
+    """The events of threads sleeping between polls: :meth:`Client.close` wakes them all."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._events: set[threading.Event] = set()
+
+    def add(self, event: threading.Event) -> None:
+        with self._lock:
+            self._events.add(event)
+
+    def discard(self, event: threading.Event) -> None:
+        with self._lock:
+            self._events.discard(event)
+
+    def wake_all(self) -> None:
+        with self._lock:
+            events = list(self._events)
+        for event in events:
+            event.set()
+
+
+def _legacy_task(task: types.Task) -> DetailedTask:
+    """A 2025-11-25 task in the shape of the extension's (``ttl`` -> ``ttl_ms`` ...)."""
+    return DetailedTask(
+        task.task_id,
+        task.status,
+        created_at=task.created_at,
+        last_updated_at=task.last_updated_at,
+        ttl_ms=task.ttl,
+        poll_interval_ms=task.poll_interval,
+        status_message=task.status_message,
+        meta=task.meta,
+    )
+
+
+def _completed(result: dict[str, Any]) -> DetailedTask:
+    """The state of a call the server answered at once instead of making it a task."""
+    return DetailedTask("", "completed", result=result, result_type="complete")
+
+
+class TaskHandle:
+    """A tool call running as a task on the server, known by its id.
+
+    Get one from :meth:`TaskFeatures.start_tool_task` or, with only the id
+    (stored in a database, passed to a worker), from
+    :meth:`TaskFeatures.task`.  Every method is blocking and bounded by its
+    ``timeout``; a handle may be used from any thread::
+
+        handle = client.start_tool_task("build_report", {"year": 2026})
+        save(handle.task_id)                   # a web view returns here
+        ...
+        result = client.task(task_id).wait(timeout=600)   # a worker, later
+
+    When the server chose to answer the call at once, the handle is already
+    complete: :attr:`task_id` is ``None`` and :meth:`wait` returns the result.
+    """
+
+    def __init__(
+        self,
+        client: Client,
+        task_id: str | None,
+        *,
+        state: DetailedTask | None = None,
+        on_status: StatusCallback | None = None,
+    ) -> None:
+        self._client = client
+        self._id = task_id
+        self._state = state
+        self._on_status = on_status
+        self._lock = threading.Lock()
+        self._answered: set[str] = set()
+        self._waiting: set[threading.Event] = set()
+
+    def __repr__(self) -> str:
+        status = self._state.status if self._state is not None else "unknown"
+        return f"<TaskHandle {self._id!r} {status}>"
+
+    @property
+    def task_id(self) -> str | None:
+        """The server's id for the task; ``None`` when the call was not run as a task."""
+        return self._id
+
+    @property
+    def state(self) -> DetailedTask | None:
+        """The last state seen (``None`` before the first poll of a handle made from an id)."""
+        return self._state
+
+    # -- one round trip each ---------------------------------------------------
+
+    def status(self, *, timeout: TimeoutArg = DEFAULT) -> DetailedTask:
+        """Ask the server for the task's state now (``tasks/get``).
+
+        :raises TaskNotFound: the server knows no such task (never had it, or
+            it expired).
+        """
+        if self._id is None:
+            assert self._state is not None
+            return self._state
+        return self._observe(self._fetch(self._client._timeout(timeout)))
+
+    def cancel(self, *, timeout: TimeoutArg = DEFAULT) -> None:
+        """Ask the server to cancel the task (``tasks/cancel``).
+
+        Cancellation is cooperative: the server acknowledges it, but the task
+        may still finish; a :meth:`wait` in progress sees whichever happens.
+        Cancelling a finished task is up to the server (it may answer with an
+        error).
+        """
+        if self._id is None:
+            return
+        conn = self._client._connection()
+        raw = self._call(conn, "tasks/cancel", {}, self._client._timeout(timeout))
+        if conn.era == "legacy" and "taskId" in raw:
+            self._observe(_legacy_task(types.from_wire(types.Task, raw)))
+        self._wake()
+
+    # -- waiting ---------------------------------------------------------------
+
+    def wait(self, timeout: TimeoutArg = DEFAULT, *, poll_interval: float | None = None) -> types.CallToolResult:
+        """Block until the task ends; return the tool's result.
+
+        Polls ``tasks/get`` at the interval the server suggests (or
+        *poll_interval* seconds), answers input requests with the client's
+        handlers on the way, and gives up when *timeout* (the client's default
+        when left out; ``None`` waits as long as it takes) runs out.  The task
+        itself keeps running after a timeout: wait again, or :meth:`cancel`.
+
+        :raises RequestTimeout: the task did not end in time.
+        :raises TaskFailed: the task ended with a JSON-RPC error (its
+            ``code``, ``message`` and ``data``).
+        :raises TaskCancelled: the task was cancelled.
+        :raises TaskNotFound: the server knows no such task.
+        :raises ClientClosed: the client was closed meanwhile (within ~1 s).
+        """
+        seconds = self._client._timeout(timeout)
+        deadline = None if seconds is None else time.monotonic() + seconds
+        state = self._state
+        if self._id is None:
+            assert state is not None
+            return self._outcome(state)
+        conn = self._client._connection()
+        wake = threading.Event()
+        listener = None
+        with self._lock:
+            self._waiting.add(wake)
+        self._client._task_waiters.add(wake)
+        if conn.era == "legacy":
+            # A 2025-11-25 server may push status changes: poll at once when one comes.
+            listener = self._client.on(_LEGACY_STATUS, lambda params: self._pushed(params, wake))
+        try:
+            while True:
+                state = self._observe(self._fetch(_remaining(deadline, "tasks/get")))
+                if conn.era == "legacy" and (state.terminal or state.status == "input_required"):
+                    return self._legacy_result(conn, state, deadline)
+                if state.terminal:
+                    return self._outcome(state)
+                if state.status == "input_required" and self._answer(conn, state, deadline):
+                    continue  # the answers may have moved it on: look again at once
+                self._sleep(wake, self._interval(state, poll_interval), deadline)
+        finally:
+            if listener is not None:
+                listener.remove()
+            self._client._task_waiters.discard(wake)
+            with self._lock:
+                self._waiting.discard(wake)
+
+    def _sleep(self, wake: threading.Event, interval: float, deadline: float | None) -> None:
+        left = None if deadline is None else deadline - time.monotonic()
+        if left is not None and left <= 0:
+            raise RequestTimeout(f"task {self._id} did not finish in time", method="tasks/get")
+        wake.wait(interval if left is None else min(interval, left))
+        wake.clear()
+        if self._client.closed:
+            raise ClientClosed("client was closed while waiting for a task")
+
+    @staticmethod
+    def _interval(state: DetailedTask, override: float | None) -> float:
+        if override is not None:
+            return max(MIN_POLL_INTERVAL, override)
+        suggested = state.poll_interval_ms
+        if suggested is None or isinstance(suggested, bool) or suggested < 0:
+            return DEFAULT_POLL_INTERVAL
+        return min(MAX_POLL_INTERVAL, max(MIN_POLL_INTERVAL, suggested / 1000.0))
+
+    def _wake(self) -> None:
+        with self._lock:
+            events = list(self._waiting)
+        for event in events:
+            event.set()
+
+    def _pushed(self, params: dict[str, Any], wake: threading.Event) -> None:
+        if params.get("taskId") == self._id:
+            wake.set()
+
+    # -- the wire ----------------------------------------------------------------
+
+    def _call(self, conn: Connection, method: str, params: dict[str, Any], timeout: float | None) -> dict[str, Any]:
+        body: dict[str, Any] = {"taskId": self._id, **params}
+        meta = request_meta(conn, {TASKS_EXTENSION_ID: {}})
+        if meta:
+            body["_meta"] = meta
+        try:
+            return self._client.request(method, body, timeout=timeout)
+        except InvalidParams as exc:
+            # -32602 is what the spec prescribes for an unknown or expired task id.
+            raise TaskNotFound(exc.code, exc.message, exc.data, task_id=self._id or "") from None
+
+    def _fetch(self, timeout: float | None) -> DetailedTask:
+        conn = self._client._connection()
+        raw = self._call(conn, "tasks/get", {}, timeout)
+        if conn.era == "legacy":
+            state = _legacy_task(types.from_wire(types.GetTaskResult, raw))
+        else:
+            state = types.from_wire(DetailedTask, raw)
+        if state.task_id != self._id:
+            raise ProtocolError(f"tasks/get for {self._id!r} answered with task {state.task_id[:80]!r}")
+        if state.status not in TASK_STATUSES:
+            raise ProtocolError(f"task {self._id} has an unknown status {state.status[:40]!r}")
+        return state
+
+    def _observe(self, state: DetailedTask) -> DetailedTask:
+        old = self._state
+        self._state = state
+        changed = old is None or (old.status, old.status_message) != (state.status, state.status_message)
+        if changed and self._on_status is not None:
+            self._client._connection().notifications.submit(self._on_status, state)
+        return state
+
+    def _answer(self, conn: Connection, state: DetailedTask, deadline: float | None) -> bool:
+        """Answer the input requests not answered yet (``tasks/update``); False if none."""
+        with self._lock:
+            fresh = {k: r for k, r in (state.input_requests or {}).items() if k not in self._answered}
+            self._answered.update(fresh)
+        if not fresh:
+            return False
+        # The same handlers and workers as MRTR and legacy server requests.
+        futures = {key: conn.run_handler(request.method, request.params or {}) for key, request in fresh.items()}
+        _, pending = concurrent.futures.wait(futures.values(), timeout=_remaining(deadline, "tasks/update"))
+        if pending:
+            with self._lock:
+                self._answered.difference_update(fresh)  # a later wait() asks again
+            raise RequestTimeout(f"task {self._id}: input handlers did not answer in time", method="tasks/update")
+        responses = {
+            key: self._client._input_result(conn, "tasks/update", fresh[key], future)
+            for key, future in futures.items()
+        }
+        self._call(conn, "tasks/update", {"inputResponses": responses}, _remaining(deadline, "tasks/update"))
+        return True
+
+    def _legacy_result(self, conn: Connection, state: DetailedTask, deadline: float | None) -> types.CallToolResult:
+        """``tasks/result``: blocks until the task ends; the server's input requests arrive meanwhile."""
+        if state.status == "cancelled":
+            return self._outcome(state)
+        try:
+            raw = self._call(conn, "tasks/result", {}, _remaining(deadline, "tasks/result"))
+        except TaskNotFound:
+            raise
+        except ServerError as exc:
+            failed = DetailedTask(state.task_id, "failed", error={"code": exc.code, "message": exc.message})
+            self._observe(failed)
+            raise TaskFailed(exc.code, exc.message, exc.data, task=failed) from None
+        if state.status != "completed":
+            self._observe(DetailedTask(state.task_id, "completed", result=raw))
+        return types.from_wire(types.CallToolResult, raw)
+
+    def _outcome(self, state: DetailedTask) -> types.CallToolResult:
+        if state.status == "completed":
+            if state.result is None:
+                raise ProtocolError(f"task {state.task_id} completed without a result")
+            return types.from_wire(types.CallToolResult, state.result)
+        if state.status == "cancelled":
+            raise TaskCancelled(f"task {state.task_id} was cancelled" + _reason(state), task=state)
+        error = state.error or {}
+        code = error.get("code")
+        message = error.get("message")
+        raise TaskFailed(
+            code if isinstance(code, int) and not isinstance(code, bool) else -32603,
+            message if isinstance(message, str) else (state.status_message or "task failed"),
+            error.get("data"),
+            task=state,
+        )
+
+
+def _reason(state: DetailedTask) -> str:
+    return f": {state.status_message}" if state.status_message else ""
+
+
+def _remaining(deadline: float | None, method: str) -> float | None:
+    if deadline is None:
+        return None
+    left = deadline - time.monotonic()
+    if left <= 0:
+        raise RequestTimeout(f"{method}: the caller's timeout ran out", method=method)
+    return left
+
+
+class TaskFeatures(Features):
+    """The task methods of :class:`mcpsync.Client` (on top of the core features)."""
+
+    if TYPE_CHECKING:
+        # Provided by Client; declared for the type checker only.
+        _task_waiters: TaskWaiters
+
+    def start_tool_task(
+        self,
+        name: str,
+        arguments: Mapping[str, Any] | None = None,
+        *,
+        timeout: TimeoutArg = DEFAULT,
+        ttl_ms: int | None = None,
+        meta: Mapping[str, Any] | None = None,
+        on_status: StatusCallback | None = None,
+    ) -> TaskHandle:
+        """Call a tool as a task and return a handle as soon as the server created it.
+
+        The server decides: a tool it runs at once comes back as a handle
+        that is already complete (``task_id`` is ``None``).  *timeout* bounds
+        this call only (creating the task, and any ``input_required`` rounds
+        the server asks for first); wait for the outcome with
+        :meth:`TaskHandle.wait`.
+
+        :param ttl_ms: how long the server should keep the task (2025-11-25
+            servers; the extension lets the server choose).
+        :param on_status: ``fn(task)`` for each status change a :meth:`~TaskHandle.wait`
+            on this handle sees, run on the dispatcher thread.
+        """
+        self._require("tools", "tools/call")
+        conn = self._connection()
+        params: dict[str, Any] = {"name": name, "arguments": dict(arguments or {})}
+        if meta:
+            params["_meta"] = dict(meta)
+        if conn.era == "modern":
+            params["_meta"] = {**params.get("_meta", {}), **request_meta(conn, {TASKS_EXTENSION_ID: {}})}
+            raw = self._complete("tools/call", params, timeout=timeout, accept=("task",))
+            if raw.get("resultType") != "task":
+                return TaskHandle(self, None, state=_completed(raw), on_status=on_status)  # type: ignore[arg-type]
+            state = types.from_wire(DetailedTask, raw)
+        else:
+            if self._legacy_task_support(name, timeout):
+                params["task"] = {} if ttl_ms is None else {"ttl": ttl_ms}
+            raw = self.request("tools/call", params, timeout=timeout)
+            if not isinstance(raw.get("task"), dict):
+                return TaskHandle(self, None, state=_completed(raw), on_status=on_status)  # type: ignore[arg-type]
+            state = _legacy_task(types.from_wire(types.CreateTaskResult, raw).task)
+        if not state.task_id:
+            raise ProtocolError("tools/call: the server created a task with an empty taskId")
+        handle = TaskHandle(self, state.task_id, on_status=on_status)  # type: ignore[arg-type]
+        handle._observe(state)
+        return handle
+
+    def task(self, task_id: str, *, on_status: StatusCallback | None = None) -> TaskHandle:
+        """A handle for a task started elsewhere (another thread, process or host).
+
+        Nothing is sent until you call a method of the handle.
+
+        :raises ValueError: for an empty or non-string *task_id*.
+        """
+        if not isinstance(task_id, str) or not task_id:
+            raise ValueError(f"task_id must be a non-empty string, not {task_id!r}")
+        return TaskHandle(self, task_id, on_status=on_status)  # type: ignore[arg-type]
+
+    def list_tasks(self, *, timeout: TimeoutArg = DEFAULT) -> list[DetailedTask]:
+        """The tasks a 2025-11-25 server lists (``tasks/list``, every page).
+
+        The extension of 2026-07-28 has no such method (so that one caller's
+        tasks cannot leak to another): keep the ids you start.
+
+        :raises CapabilityNotSupported: on a modern server, or one that does
+            not declare ``tasks.list``.
+        """
+        if self._connection().era == "modern":
+            raise CapabilityNotSupported("tasks.list", "tasks/list")
+        found = self._paginate("tasks/list", "tasks", types.ListTasksResult, "tasks.list", timeout, False)
+        return [_legacy_task(task) for task in found]
+
+    def _legacy_task_support(self, name: str, timeout: TimeoutArg) -> bool:
+        """Whether a 2025-11-25 server takes ``params.task`` for tool *name*."""
+        tasks = self._connection().capabilities.tasks
+        requests = tasks.get("requests") if isinstance(tasks, dict) else None
+        tools = requests.get("tools") if isinstance(requests, dict) else None
+        if not isinstance(tools, dict) or tools.get("call") is None:
+            return False
+        tool = self._tools.get(name)
+        if tool is None:
+            tool = next((t for t in self.list_tools(timeout=timeout) if t.name == name), None)
+        support = tool.execution.task_support if tool is not None and tool.execution is not None else None
+        return support in ("optional", "required")
+
+
+def follow_task(client: Any, raw: dict[str, Any], timeout: float | None, started: float) -> types.CallToolResult:
+    """Wait for a task a plain ``call_tool`` got back (the tasks extension turned on for all
+    requests): the caller asked for a result, so it gets one, within its own *timeout*."""
+    state = types.from_wire(DetailedTask, raw)
+    if not state.task_id:
+        raise ProtocolError("tools/call: the server created a task with an empty taskId")
+    handle = TaskHandle(client, state.task_id)
+    handle._observe(state)
+    left = None if timeout is None else max(0.0, timeout - (time.monotonic() - started))
+    return handle.wait(left)
