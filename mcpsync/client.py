@@ -13,7 +13,7 @@ from ._cache import ResultCache
 from ._connection import Connection, Listeners
 from ._features import open_listen
 from ._handles import Handle, PendingCall
-from ._extensions import ExtensionsArg, normalize_extensions, server_extensions
+from ._extensions import ExtensionsArg, normalize_extensions, request_meta, server_extensions
 from ._options import DEFAULT, ClientOptions, Default, RootsArg, TimeoutArg
 from ._subscriptions import Subscription
 from ._tasks import TaskFeatures, TaskHandle, TaskWaiters
@@ -344,6 +344,15 @@ class Client(TaskFeatures):
     def server_extensions(self) -> dict[str, dict[str, Any]]:
         """The extensions the server declared: identifier -> settings (connects if needed)."""
         return server_extensions(self._connection().capabilities)
+
+    def extension_meta(self, extensions: ExtensionsArg) -> dict[str, Any]:
+        """``_meta`` that declares *extensions* (identifier -> settings) on one request.
+
+        Pass it as ``meta=`` (or as ``params["_meta"]`` of :meth:`request`); it
+        carries the client's other capabilities too.  Empty on a handshake-era
+        server, where ``initialize`` fixed the capabilities for the session.
+        """
+        return request_meta(self._connection(), extensions)
 
     @property
     def instructions(self) -> str | None:
