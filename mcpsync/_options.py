@@ -93,6 +93,8 @@ class ClientOptions:
     capabilities: dict[str, Any] | None = None
     #: Extensions advertised on every request: identifier -> settings (SEP-2133).
     extensions: dict[str, dict[str, Any]] | None = None
+    #: Run a handshake-era server's task-augmented sampling/elicitation requests as tasks.
+    serve_tasks: bool = False
     #: Bound of the notification queue; beyond it notifications are dropped and counted.
     max_queued_notifications: int = 10_000
     #: Threads running server→client request handlers (sampling, elicitation, roots).
@@ -142,6 +144,10 @@ class ClientOptions:
             caps["elicitation"] = {"form": {}, "url": {}}
         if self.extensions:
             caps["extensions"] = dict(self.extensions)
+        if self.serve_tasks and not modern:
+            from ._task_store import task_capabilities
+
+            caps["tasks"] = task_capabilities(self.sampling_handler is not None, self.elicitation_handler is not None)
         for key, value in (self.capabilities or {}).items():
             caps[key] = value
         return caps

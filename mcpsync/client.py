@@ -57,6 +57,8 @@ class Client(TaskFeatures):
     :param exception_handler: receives exceptions raised by your callbacks.
     :param extensions: protocol extensions to advertise on every request,
         identifier -> settings (``None`` or ``{}``: no settings); see ``docs/extensions.rst``.
+    :param serve_tasks: let a 2025-11-25 server run its sampling and elicitation
+        requests as tasks on this client (see ``docs/tasks.rst``).
     """
 
     def __init__(
@@ -74,6 +76,7 @@ class Client(TaskFeatures):
         exception_handler: Callable[[BaseException], None] | None = None,
         capabilities: Mapping[str, Any] | None = None,
         extensions: ExtensionsArg | None = None,
+        serve_tasks: bool = False,
         max_queued_notifications: int = 10_000,
         _transport_factory: Callable[[], Transport] | None = None,
     ) -> None:
@@ -88,6 +91,7 @@ class Client(TaskFeatures):
             exception_handler=exception_handler,
             capabilities=dict(capabilities) if capabilities else None,
             extensions=normalize_extensions(extensions) or None,
+            serve_tasks=serve_tasks,
             max_queued_notifications=max_queued_notifications,
         )
         self._options.check_mode()  # a bad mode fails here, not at first use

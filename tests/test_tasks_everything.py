@@ -101,3 +101,50 @@ def test_wait_is_bounded(client: mcpsync.Client) -> None:
         handle.wait(timeout=0.5, poll_interval=0.1)
     assert time.monotonic() - started < 3.0
     handle.cancel()
+
+
+# --------------------------------------------------------------------------- the client runs tasks
+
+
+def _sample(params: types.CreateMessageRequestParams) -> types.CreateMessageResult:
+    return types.CreateMessageResult(role="assistant", content=types.TextContent("forty-two"), model="test-model")
+
+
+def _elicit_form(params: types.ElicitRequestFormParams) -> types.ElicitResult:
+    return types.ElicitResult("accept", content={"name": "Ada"})
+
+
+def test_server_runs_sampling_as_a_task_on_the_client(everything_server: list[str]) -> None:
+    with mcpsync.Client.stdio(everything_server, timeout=60, sampling_handler=_sample, serve_tasks=True) as c:
+        text = c.call_tool("trigger-sampling-request-async", {"prompt": "hi"}).text
+    assert text.startswith("[COMPLETED]"), text
+    assert "Task created: " in text and "forty-two" in text
+
+
+def test_server_runs_elicitation_as_a_task_on_the_client(everything_server: list[str]) -> None:
+    with mcpsync.Client.stdio(everything_server, timeout=60, elicitation_handler=_elicit_form, serve_tasks=True) as c:
+        text = c.call_tool("trigger-elicitation-request-async", {}).text
+    assert text.startswith("[COMPLETED]"), text
+    assert "Name: Ada" in text
+
+
+def test_a_failing_handler_fails_the_task(everything_server: list[str]) -> None:
+    reported: list[BaseException] = []
+
+    def broken(params: types.CreateMessageRequestParams) -> types.CreateMessageResult:
+        raise RuntimeError("secret detail")
+
+    with mcpsync.Client.stdio(
+        everything_server, timeout=60, sampling_handler=broken, serve_tasks=True, exception_handler=reported.append
+    ) as c:
+        text = c.call_tool("trigger-sampling-request-async", {"prompt": "hi"}).text
+    assert text.startswith("[FAILED]"), text
+    assert "secret detail" not in text
+    assert reported and isinstance(reported[0], RuntimeError)
+
+
+def test_without_serve_tasks_the_async_tools_are_not_offered(everything_server: list[str]) -> None:
+    with mcpsync.Client.stdio(everything_server, timeout=30, sampling_handler=_sample) as c:
+        names = {tool.name for tool in c.list_tools()}
+    assert "trigger-sampling-request" in names
+    assert "trigger-sampling-request-async" not in names
