@@ -353,7 +353,7 @@ def test_all_is_complete() -> None:
         assert hasattr(types, name), name
     public = {n for n in dir(types) if not n.startswith("_")}
     modules = {"content", "elicitation", "lifecycle", "misc", "prompts", "resources"}
-    modules |= {"sampling", "tools", "annotations", "modern"}
+    modules |= {"sampling", "tools", "annotations", "modern", "tasks", "extensions"}
     assert public - set(types.__all__) - modules == set()
 
 
