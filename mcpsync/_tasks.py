@@ -29,7 +29,7 @@ import logging
 import threading
 import time
 from collections.abc import Callable, Mapping
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from . import types
 from ._extensions import request_meta
@@ -303,18 +303,21 @@ class TaskHandle:
             self._answered.update(fresh)
         if not fresh:
             return False
-        # The same handlers and workers as MRTR and legacy server requests.
-        futures = {key: conn.run_handler(request.method, request.params or {}) for key, request in fresh.items()}
-        _, pending = concurrent.futures.wait(futures.values(), timeout=_remaining(deadline, "tasks/update"))
-        if pending:
+        try:
+            # The same handlers and workers as MRTR and legacy server requests.
+            futures = {key: conn.run_handler(request.method, request.params or {}) for key, request in fresh.items()}
+            _, pending = concurrent.futures.wait(futures.values(), timeout=_remaining(deadline, "tasks/update"))
+            if pending:
+                raise RequestTimeout(f"task {self._id}: input handlers did not answer in time", method="tasks/update")
+            responses = {
+                key: self._client._input_result(conn, "tasks/update", fresh[key], future)
+                for key, future in futures.items()
+            }
+            self._call(conn, "tasks/update", {"inputResponses": responses}, _remaining(deadline, "tasks/update"))
+        except BaseException:
             with self._lock:
-                self._answered.difference_update(fresh)  # a later wait() asks again
-            raise RequestTimeout(f"task {self._id}: input handlers did not answer in time", method="tasks/update")
-        responses = {
-            key: self._client._input_result(conn, "tasks/update", fresh[key], future)
-            for key, future in futures.items()
-        }
-        self._call(conn, "tasks/update", {"inputResponses": responses}, _remaining(deadline, "tasks/update"))
+                self._answered.difference_update(fresh)  # not delivered: a later wait() asks again
+            raise
         return True
 
     def _legacy_result(self, conn: Connection, state: DetailedTask, deadline: float | None) -> types.CallToolResult:
@@ -403,18 +406,18 @@ class TaskFeatures(Features):
             params["_meta"] = {**params.get("_meta", {}), **request_meta(conn, {TASKS_EXTENSION_ID: {}})}
             raw = self._complete("tools/call", params, timeout=timeout, accept=("task",))
             if raw.get("resultType") != "task":
-                return TaskHandle(self, None, state=_completed(raw), on_status=on_status)  # type: ignore[arg-type]
+                return TaskHandle(self._as_client(), None, state=_completed(raw), on_status=on_status)
             state = types.from_wire(DetailedTask, raw)
         else:
             if self._legacy_task_support(name, timeout):
                 params["task"] = {} if ttl_ms is None else {"ttl": ttl_ms}
             raw = self.request("tools/call", params, timeout=timeout)
             if not isinstance(raw.get("task"), dict):
-                return TaskHandle(self, None, state=_completed(raw), on_status=on_status)  # type: ignore[arg-type]
+                return TaskHandle(self._as_client(), None, state=_completed(raw), on_status=on_status)
             state = _legacy_task(types.from_wire(types.CreateTaskResult, raw).task)
         if not state.task_id:
             raise ProtocolError("tools/call: the server created a task with an empty taskId")
-        handle = TaskHandle(self, state.task_id, on_status=on_status)  # type: ignore[arg-type]
+        handle = TaskHandle(self._as_client(), state.task_id, on_status=on_status)
         handle._observe(state)
         return handle
 
@@ -427,7 +430,7 @@ class TaskFeatures(Features):
         """
         if not isinstance(task_id, str) or not task_id:
             raise ValueError(f"task_id must be a non-empty string, not {task_id!r}")
-        return TaskHandle(self, task_id, on_status=on_status)  # type: ignore[arg-type]
+        return TaskHandle(self._as_client(), task_id, on_status=on_status)
 
     def list_tasks(self, *, timeout: TimeoutArg = DEFAULT) -> list[DetailedTask]:
         """The tasks a 2025-11-25 server lists (``tasks/list``, every page).
@@ -442,6 +445,10 @@ class TaskFeatures(Features):
             raise CapabilityNotSupported("tasks.list", "tasks/list")
         found = self._paginate("tasks/list", "tasks", types.ListTasksResult, "tasks.list", timeout, False)
         return [_legacy_task(task) for task in found]
+
+    def _as_client(self) -> Client:
+        # Only Client mixes this in; the handle needs its whole surface (on, closed, ...).
+        return cast("Client", self)
 
     def _legacy_task_support(self, name: str, timeout: TimeoutArg) -> bool:
         """Whether a 2025-11-25 server takes ``params.task`` for tool *name*."""
