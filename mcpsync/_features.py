@@ -385,9 +385,17 @@ class Features:
         return open_listen(conn, sub, self._timeout(timeout))
 
 
-def open_listen(conn: Connection, sub: Subscription, timeout: float | None) -> Subscription:
-    """Send ``subscriptions/listen`` for *sub* and wait for the acknowledgement."""
-    pending = conn.session.send_request("subscriptions/listen", {"notifications": types.to_wire(sub.filter)})
+def open_listen(
+    conn: Connection, sub: Subscription, timeout: float | None, meta: dict[str, Any] | None = None
+) -> Subscription:
+    """Send ``subscriptions/listen`` for *sub* and wait for the acknowledgement.
+
+    :param meta: ``_meta`` entries of this request (e.g. extensions it declares).
+    """
+    params: dict[str, Any] = {"notifications": types.to_wire(sub.filter)}
+    if meta:
+        params["_meta"] = meta
+    pending = conn.session.send_request("subscriptions/listen", params)
     conn.add_subscription(sub, pending)
     if not sub.wait_acknowledged(timeout):
         sub.close()

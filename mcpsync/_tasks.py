@@ -33,12 +33,15 @@ from typing import TYPE_CHECKING, Any, cast
 
 from . import types
 from ._extensions import request_meta
-from ._features import Features
+from ._features import Features, open_listen
+from ._handles import Handle
+from ._subscriptions import Subscription
 from ._options import DEFAULT, TimeoutArg
 from .exceptions import (
     CapabilityNotSupported,
     ClientClosed,
     InvalidParams,
+    McpError,
     ProtocolError,
     RequestTimeout,
     ServerError,
@@ -65,6 +68,9 @@ DEFAULT_POLL_INTERVAL = 1.0
 MIN_POLL_INTERVAL = 0.05
 MAX_POLL_INTERVAL = 30.0
 _LEGACY_STATUS = "notifications/tasks/status"
+_MODERN_STATUS = "notifications/tasks"
+#: Bound on waiting for a server to acknowledge a task's notification stream, seconds.
+LISTEN_ACK_TIMEOUT = 2.0
 
 
 class TaskWaiters:
@@ -210,14 +216,13 @@ class TaskHandle:
             return self._outcome(state)
         conn = self._client._connection()
         wake = threading.Event()
-        listener = None
         with self._lock:
             self._waiting.add(wake)
         self._client._task_waiters.add(wake)
-        if conn.era == "legacy":
-            # A 2025-11-25 server may push status changes: poll at once when one comes.
-            listener = self._client.on(_LEGACY_STATUS, lambda params: self._pushed(params, wake))
+        listener: Handle | None = None
+        stream: Subscription | None = None
         try:
+            listener, stream = self._listen(conn, wake, deadline)
             while True:
                 state = self._observe(self._fetch(_remaining(deadline, "tasks/get")))
                 if conn.era == "legacy" and (state.terminal or state.status == "input_required"):
@@ -228,11 +233,47 @@ class TaskHandle:
                     continue  # the answers may have moved it on: look again at once
                 self._sleep(wake, self._interval(state, poll_interval), deadline)
         finally:
+            if stream is not None:
+                stream.close()
             if listener is not None:
                 listener.remove()
             self._client._task_waiters.discard(wake)
             with self._lock:
                 self._waiting.discard(wake)
+
+    def _listen(
+        self, conn: Connection, wake: threading.Event, deadline: float | None
+    ) -> tuple[Handle | None, Subscription | None]:
+        """Have status pushes wake the poll loop at once, where the server sends them.
+
+        A 2025-11-25 server sends ``notifications/tasks/status`` on its own.  A
+        2026-07-28 server sends ``notifications/tasks`` only on a
+        ``subscriptions/listen`` stream that names the task; one that does not
+        agree (or does not serve ``subscriptions/listen``) is simply polled.
+        """
+        if conn.era == "legacy":
+            return self._client.on(_LEGACY_STATUS, lambda params: self._pushed(params, wake)), None
+        listener = self._client.on(_MODERN_STATUS, lambda params: self._pushed(params, wake))
+        stream = Subscription(
+            types.SubscriptionFilter(extra={"taskIds": [self._id]}),
+            on_close=conn.remove_subscription,
+            queue_notifications=False,
+        )
+        left = _remaining(deadline, "subscriptions/listen")
+        try:
+            bound = LISTEN_ACK_TIMEOUT if left is None else min(left, LISTEN_ACK_TIMEOUT)
+            # The extension must be declared on this request too, or the server answers -32021.
+            open_listen(conn, stream, bound, request_meta(conn, {TASKS_EXTENSION_ID: {}}))
+        except McpError as exc:
+            log.debug("task %s: no notification stream (%s); polling", self._id, exc)
+            listener.remove()
+            return None, None
+        agreed = (stream.acknowledged or {}).get("taskIds")
+        if not isinstance(agreed, list) or self._id not in agreed:
+            stream.close()
+            listener.remove()
+            return None, None
+        return listener, stream
 
     def _sleep(self, wake: threading.Event, interval: float, deadline: float | None) -> None:
         left = None if deadline is None else deadline - time.monotonic()

@@ -15,7 +15,7 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from test_modern import ScriptedServer
+from test_modern import ScriptedServer, listen_handler, notify
 
 import mcpsync
 from mcpsync import types
@@ -207,3 +207,52 @@ def test_list_tasks_is_not_in_the_extension(servers: list[Server]) -> None:
     with serve(servers).client() as client:
         with pytest.raises(mcpsync.CapabilityNotSupported):
             client.list_tasks()
+
+
+def test_status_notifications_wake_the_wait(servers: list[Server]) -> None:
+    finished = threading.Event()
+    ref: list[Server] = []
+    server = serve(
+        servers,
+        # A minute between polls: only a pushed notification can end this wait in time.
+        tasks_get=lambda m: (
+            task("completed", result=DONE) if finished.is_set() else task("working", pollIntervalMs=60_000)
+        ),
+        subscriptions_listen=listen_handler(ref),  # type: ignore[arg-type]
+    )
+    ref.append(server)
+    with server.client() as client:
+        handle = client.task("t-1")
+        out: list[str] = []
+        waiter = threading.Thread(target=lambda: out.append(handle.wait(timeout=20).text))
+        waiter.start()
+        (listen,) = server.wait_for("subscriptions/listen")
+        assert listen["params"]["notifications"] == {"taskIds": ["t-1"]}
+        assert listen["params"]["_meta"][CAPS]["extensions"] == {TASKS: {}}
+        server.wait_for("tasks/get")
+        finished.set()
+        started = time.monotonic()
+        notify(server, "notifications/tasks", listen["id"], **task("completed", result=DONE))
+        waiter.join(10)
+        assert out == ["done"]
+        assert time.monotonic() - started < 5
+        # The stream is closed when the wait ends.
+        assert server.wait_for("notifications/cancelled")[-1]["params"]["requestId"] == listen["id"]
+
+
+def test_a_stream_that_does_not_cover_the_task_is_dropped(servers: list[Server]) -> None:
+    polls = itertools.count()
+
+    def listen(message: dict[str, Any]) -> None:
+        notify(server, "notifications/subscriptions/acknowledged", message["id"], notifications={})
+        return None
+
+    server = serve(
+        servers,
+        tasks_get=lambda m: task("working") if next(polls) < 2 else task("completed", result=DONE),
+        subscriptions_listen=listen,
+    )
+    with server.client() as client:
+        assert client.task("t-1").wait(timeout=10).text == "done"
+        (listen_msg,) = server.requests("subscriptions/listen")
+        assert server.wait_for("notifications/cancelled")[-1]["params"]["requestId"] == listen_msg["id"]
