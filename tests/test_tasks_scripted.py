@@ -256,3 +256,32 @@ def test_a_stream_that_does_not_cover_the_task_is_dropped(servers: list[Server])
         assert client.task("t-1").wait(timeout=10).text == "done"
         (listen_msg,) = server.requests("subscriptions/listen")
         assert server.wait_for("notifications/cancelled")[-1]["params"]["requestId"] == listen_msg["id"]
+
+
+def test_input_required_before_the_task_is_created(servers: list[Server]) -> None:
+    """MRTR first (the server asks, then decides to make a task), as the spec recommends."""
+    asked = {"method": "elicitation/create", "params": {"message": "sure?", "requestedSchema": {"type": "object"}}}
+
+    def call(message: dict[str, Any]) -> dict[str, Any]:
+        if "inputResponses" not in message["params"]:
+            return {"resultType": "input_required", "inputRequests": {"ok": asked}, "requestState": "s1"}
+        return {**task("working"), "resultType": "task"}
+
+    server = serve(servers, tools_call=call, tasks_get=lambda m: task("completed", result=DONE))
+    with server.client(elicitation_handler=lambda p: types.ElicitResult("accept", content={})) as client:
+        handle = client.start_tool_task("t")
+        assert handle.task_id == "t-1"
+        assert handle.wait(timeout=10).text == "done"
+    first, second = server.requests("tools/call")
+    assert second["params"]["requestState"] == "s1"
+    assert second["params"]["inputResponses"] == {"ok": {"action": "accept", "content": {}}}
+    assert second["params"]["_meta"][CAPS]["extensions"] == {TASKS: {}}
+
+
+def test_task_requests_are_routed_by_task_id_over_http() -> None:
+    from mcpsync.transports._http_modern import routing_headers
+
+    meta = {"io.modelcontextprotocol/protocolVersion": "2026-07-28"}
+    for method in ("tasks/get", "tasks/update", "tasks/cancel"):
+        headers = routing_headers({"method": method, "params": {"taskId": "t-9", "_meta": meta}})
+        assert headers["Mcp-Name"] == "t-9" and headers["Mcp-Method"] == method
