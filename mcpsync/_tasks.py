@@ -450,9 +450,12 @@ class TaskFeatures(Features):
                 return TaskHandle(self._as_client(), None, state=_completed(raw), on_status=on_status)
             state = types.from_wire(DetailedTask, raw)
         else:
-            if self._legacy_task_support(name, timeout):
+            seconds = self._timeout(timeout)
+            deadline = None if seconds is None else time.monotonic() + seconds
+            # One deadline for both: a tools/list to learn the tool's task support, then the call.
+            if self._legacy_task_support(name, _remaining(deadline, "tools/list")):
                 params["task"] = {} if ttl_ms is None else {"ttl": ttl_ms}
-            raw = self.request("tools/call", params, timeout=timeout)
+            raw = self.request("tools/call", params, timeout=_remaining(deadline, "tools/call"))
             if not isinstance(raw.get("task"), dict):
                 return TaskHandle(self._as_client(), None, state=_completed(raw), on_status=on_status)
             state = _legacy_task(types.from_wire(types.CreateTaskResult, raw).task)
