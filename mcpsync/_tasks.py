@@ -221,8 +221,8 @@ class TaskHandle:
         self._client._task_waiters.add(wake)
         listener: Handle | None = None
         stream: Subscription | None = None
+        listened = False
         try:
-            listener, stream = self._listen(conn, wake, deadline)
             while True:
                 state = self._observe(self._fetch(_remaining(deadline, "tasks/get")))
                 if conn.era == "legacy" and (state.terminal or state.status == "input_required"):
@@ -231,6 +231,13 @@ class TaskHandle:
                     return self._outcome(state)
                 if state.status == "input_required" and self._answer(conn, state, deadline):
                     continue  # the answers may have moved it on: look again at once
+                if not listened:
+                    # Only for a task that is still running; then look once more, in case it
+                    # changed before the server started pushing.
+                    listened = True
+                    listener, stream = self._listen(conn, wake, deadline)
+                    if stream is not None:
+                        continue
                 self._sleep(wake, self._interval(state, poll_interval), deadline)
         finally:
             if stream is not None:
