@@ -39,7 +39,7 @@ if TYPE_CHECKING:
     from ._connection import Connection
     from .client import Client
 
-__all__ = ["StatusCallback", "TaskHandle", "TaskWaiters", "legacy_task", "completed", "remaining"]
+__all__ = ["StatusCallback", "TaskHandle", "TaskWaiters", "legacy_task", "completed", "remaining", "short_id"]
 
 log = logging.getLogger("mcpsync.client")
 
@@ -133,7 +133,7 @@ class TaskHandle:
 
     def __repr__(self) -> str:
         status = self._state.status if self._state is not None else "unknown"
-        return f"<TaskHandle {self._id!r} {status}>"
+        return f"<TaskHandle {short_id(self._id)} {status}>"
 
     @property
     def task_id(self) -> str | None:
@@ -256,7 +256,7 @@ class TaskHandle:
             # The extension must be declared on this request too, or the server answers -32021.
             open_listen(conn, stream, bound, request_meta(conn, {TASKS_EXTENSION_ID: {}}))
         except McpError as exc:
-            log.debug("task %s: no notification stream (%s); polling", self._id, exc)
+            log.debug("task %s: no notification stream (%s); polling", short_id(self._id), exc)
             listener.remove()
             return None, None
         agreed = (stream.acknowledged or {}).get("taskIds")
@@ -269,7 +269,7 @@ class TaskHandle:
     def _sleep(self, wake: threading.Event, interval: float, deadline: float | None) -> None:
         left = None if deadline is None else deadline - time.monotonic()
         if left is not None and left <= 0:
-            raise RequestTimeout(f"task {self._id} did not finish in time", method="tasks/get")
+            raise RequestTimeout(f"task {short_id(self._id)} did not finish in time", method="tasks/get")
         wake.wait(interval if left is None else min(interval, left))
         wake.clear()
         if self._client.closed:
@@ -315,9 +315,9 @@ class TaskHandle:
         else:
             state = types.from_wire(DetailedTask, raw)
         if state.task_id != self._id:
-            raise ProtocolError(f"tasks/get for {self._id!r} answered with task {state.task_id[:80]!r}")
+            raise ProtocolError(f"tasks/get for task {short_id(self._id)} answered about another task")
         if state.status not in TASK_STATUSES:
-            raise ProtocolError(f"task {self._id} has an unknown status {state.status[:40]!r}")
+            raise ProtocolError(f"task {short_id(self._id)} has an unknown status {state.status[:40]!r}")
         return state
 
     def _observe(self, state: DetailedTask) -> DetailedTask:
@@ -340,7 +340,9 @@ class TaskHandle:
             futures = {key: conn.run_handler(request.method, request.params or {}) for key, request in fresh.items()}
             _, pending = concurrent.futures.wait(futures.values(), timeout=remaining(deadline, "tasks/update"))
             if pending:
-                raise RequestTimeout(f"task {self._id}: input handlers did not answer in time", method="tasks/update")
+                raise RequestTimeout(
+                    f"task {short_id(self._id)}: input handlers did not answer in time", method="tasks/update"
+                )
             responses = {
                 key: self._client._input_result(conn, "tasks/update", fresh[key], future)
                 for key, future in futures.items()
@@ -371,10 +373,10 @@ class TaskHandle:
     def _outcome(self, state: DetailedTask) -> types.CallToolResult:
         if state.status == "completed":
             if state.result is None:
-                raise ProtocolError(f"task {state.task_id} completed without a result")
+                raise ProtocolError(f"task {short_id(state.task_id)} completed without a result")
             return types.from_wire(types.CallToolResult, state.result)
         if state.status == "cancelled":
-            raise TaskCancelled(f"task {state.task_id} was cancelled" + _reason(state), task=state)
+            raise TaskCancelled(f"task {short_id(state.task_id)} was cancelled" + _reason(state), task=state)
         error = state.error or {}
         code = error.get("code")
         message = error.get("message")
@@ -384,6 +386,18 @@ class TaskHandle:
             error.get("data"),
             task=state,
         )
+
+
+def short_id(task_id: str | None) -> str:
+    """A task id for messages and logs: its first characters only.
+
+    A server may use task ids as bearer credentials for the task's state
+    (SEP-2663, *Security considerations*), so the whole id never goes into a
+    log line or an exception text; it stays in the ``task_id`` attributes.
+    """
+    if task_id is None:
+        return "(none)"
+    return repr(task_id if len(task_id) <= 8 else task_id[:6] + "...")
 
 
 def _reason(state: DetailedTask) -> str:

@@ -188,7 +188,9 @@ class TaskNotFound(InvalidParams):
         self.task_id = task_id
 
     def __str__(self) -> str:
-        return f"task {excerpt(self.task_id, 100)!r} not found: {super().__str__()}"
+        # Only a prefix: a task id may be a bearer credential for the task (SEP-2663).
+        shown = self.task_id if len(self.task_id) <= 8 else self.task_id[:6] + "..."
+        return f"task {shown!r} not found: {super().__str__()}"
 
 
 class TaskFailed(ServerError):

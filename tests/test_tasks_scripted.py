@@ -141,7 +141,7 @@ def test_input_request_without_a_handler(servers: list[Server]) -> None:
     "reply, error, text",
     [
         (task("exploded"), mcpsync.ProtocolError, "unknown status"),
-        (task("working", task_id="someone-else"), mcpsync.ProtocolError, "someone-else"),
+        (task("working", task_id="someone-else"), mcpsync.ProtocolError, "another task"),
         (task("completed"), mcpsync.ProtocolError, "without a result"),
         ({"resultType": "complete", "status": "working"}, mcpsync.ProtocolError, "DetailedTask"),
         (task("failed", error={"code": "x"}, statusMessage="broke"), mcpsync.TaskFailed, "broke"),
@@ -289,3 +289,16 @@ def test_task_requests_are_routed_by_task_id_over_http() -> None:
     for method in ("tasks/get", "tasks/update", "tasks/cancel"):
         headers = routing_headers({"method": method, "params": {"taskId": "t-9", "_meta": meta}})
         assert headers["Mcp-Name"] == "t-9" and headers["Mcp-Method"] == method
+
+
+def test_task_ids_stay_out_of_messages(servers: list[Server]) -> None:
+    """A task id may be a bearer credential (SEP-2663): messages show a prefix only."""
+    secret = "k7Qm2vXr9TzLw4NpB8sY"
+    server = serve(servers, tasks_get=lambda m: {"code": -32602, "message": "Task not found"})
+    with server.client() as client:
+        handle = client.task(secret)
+        with pytest.raises(mcpsync.TaskNotFound) as info:
+            handle.status()
+    assert info.value.task_id == secret
+    assert secret not in str(info.value) and secret not in repr(handle)
+    assert secret[:6] in str(info.value)
