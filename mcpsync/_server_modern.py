@@ -161,6 +161,10 @@ def handle(conn: ServerConnection, request_id: Any, method: str, params: dict[st
         )
         return
     conn.era = "modern"
+    from ._server_tasks import route  # imported here: it builds on this module
+
+    if route(conn, request_id, method, params, call):
+        return
     if method == "tools/call":
         conn._start_tool(request_id, params, call)
         return

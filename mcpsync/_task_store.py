@@ -25,7 +25,7 @@ from typing import Any, Callable
 
 from .exceptions import McpError, ServerError
 
-__all__ = ["ClientTaskStore", "TASK_METHODS", "task_capabilities"]
+__all__ = ["ClientTaskStore", "TASK_METHODS", "iso_now", "task_capabilities", "task_fields"]
 
 #: What the server may ask the client to run as a task, as (method, capability path).
 _RUNNABLE = {"sampling/createMessage": ("sampling", "createMessage"), "elicitation/create": ("elicitation", "create")}
@@ -49,7 +49,16 @@ def task_capabilities(sampling: bool, elicitation: bool) -> dict[str, Any]:
     return {"list": {}, "cancel": {}, "requests": requests}
 
 
-def _now() -> str:
+def task_fields(task_id: str, status: str, created: str, updated: str, message: str | None) -> dict[str, Any]:
+    """The members every task carries on the wire, in both forms (timestamps from :func:`iso_now`)."""
+    fields: dict[str, Any] = {"taskId": task_id, "status": status, "createdAt": created, "lastUpdatedAt": updated}
+    if message:
+        fields["statusMessage"] = message
+    return fields
+
+
+def iso_now() -> str:
+    """Now, as tasks carry their timestamps (ISO 8601, UTC, milliseconds)."""
     return datetime.now(timezone.utc).isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
@@ -58,22 +67,14 @@ class _Task:
         self.id = secrets.token_urlsafe(16)  # unguessable: the id is all a server needs to ask
         self.status = "working"
         self.status_message: str | None = None
-        self.created = self.updated = _now()
+        self.created = self.updated = iso_now()
         self.ttl_ms = ttl_ms
         self.expires = time.monotonic() + ttl_ms / 1000.0
         self.future: Future[dict[str, Any]] = Future()
 
     def wire(self) -> dict[str, Any]:
-        task: dict[str, Any] = {
-            "taskId": self.id,
-            "status": self.status,
-            "createdAt": self.created,
-            "lastUpdatedAt": self.updated,
-            "ttl": self.ttl_ms,
-            "pollInterval": POLL_INTERVAL_MS,
-        }
-        if self.status_message:
-            task["statusMessage"] = self.status_message
+        task = task_fields(self.id, self.status, self.created, self.updated, self.status_message)
+        task.update(ttl=self.ttl_ms, pollInterval=POLL_INTERVAL_MS)  # the 2025-11-25 names
         return task
 
 
@@ -166,7 +167,7 @@ class ClientTaskStore:
         """Move *task* to a terminal *status* (under the lock); False if it already ended."""
         if task.status in ("completed", "failed", "cancelled"):
             return False
-        task.status, task.status_message, task.updated = status, message, _now()
+        task.status, task.status_message, task.updated = status, message, iso_now()
         if status == "cancelled":
             task.future.set_exception(ServerError(-32603, f"task {task.id} was cancelled"))
         return True
