@@ -21,7 +21,7 @@ from mcpsync.client.interceptors import OutgoingRequest  # noqa: E402
 from mcpsync.client.options import DEFAULT  # noqa: E402
 from mcpsync.client.retry import RetryPolicy  # noqa: E402
 from mcpsync.client.subscriptions import Notification, Subscription  # noqa: E402
-from mcpsync.client.client import Client, Handle, PendingCall  # noqa: E402
+from mcpsync.client.client import Client, Handle, PendingCall, TaskHandle  # noqa: E402
 from mcpsync.exceptions import *  # noqa: E402,F401,F403
 from mcpsync.group import ClientGroup  # noqa: E402
 from mcpsync.exceptions import __all__ as _exc_all  # noqa: E402
@@ -32,6 +32,7 @@ __all__ = [
     "ClientGroup",
     "Handle",
     "PendingCall",
+    "TaskHandle",
     "Subscription",
     "Notification",
     "DEFAULT",

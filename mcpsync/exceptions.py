@@ -8,9 +8,12 @@
     │   ├── InvalidRequest                -32600
     │   ├── MethodNotFound                -32601
     │   ├── InvalidParams                 -32602
+    │   │   └── TaskNotFound              no such task (unknown id, or expired)
     │   ├── InternalError                 -32603
     │   ├── ResourceNotFound              -32002
     │   ├── UrlElicitationRequired        -32042
+    │   ├── MissingClientCapability       -32021 (``required``: what to declare)
+    │   ├── TaskFailed                    a task ended with a JSON-RPC error (``task``)
     │   └── ServerUnsupportedProtocolVersion  -32022 (also an UnsupportedProtocolVersion)
     ├── TransportError                    the connection failed; cause chained
     │   ├── ConnectionClosed              transport died (exit code, stderr tail)
@@ -23,6 +26,7 @@
     │   └── ForkedClientError             a stdio client used in a forked child
     ├── RequestTimeout                    also a builtin ``TimeoutError``
     ├── RequestCancelled                  the call was cancelled locally
+    │   └── TaskCancelled                 a task ended cancelled (``task``)
     ├── ProtocolError                     the peer broke JSON-RPC / MCP rules
     │   └── SkillVerificationError        a skill file failed its digest/size/frontmatter check
     ├── CapabilityNotSupported            the server did not declare the capability
@@ -79,6 +83,10 @@ __all__ = [
     "InternalError",
     "ResourceNotFound",
     "UrlElicitationRequired",
+    "MissingClientCapability",
+    "TaskNotFound",
+    "TaskFailed",
+    "TaskCancelled",
     "ServerUnsupportedProtocolVersion",
     "TransportError",
     "ConnectionClosed",
@@ -188,6 +196,47 @@ class UrlElicitationRequired(ServerError):
     CODE = -32042
 
 
+class MissingClientCapability(ServerError):
+    """The server needs a capability (often an extension) the request did not declare.
+
+    :ivar required: the ``requiredCapabilities`` object the server named (may be empty).
+    """
+
+    CODE = -32021
+
+    def __init__(self, code: int, message: str, data: Any = None) -> None:
+        super().__init__(code, message, data)
+        required = data.get("requiredCapabilities") if isinstance(data, dict) else None
+        self.required: dict[str, Any] = required if isinstance(required, dict) else {}
+
+
+class TaskNotFound(InvalidParams):
+    """The server knows no task with this id (it never had it, or the task expired).
+
+    :ivar task_id: the id asked about.
+    """
+
+    def __init__(self, code: int, message: str, data: Any = None, *, task_id: str = "") -> None:
+        super().__init__(code, message, data)
+        self.task_id = task_id
+
+    def __str__(self) -> str:
+        # Only a prefix: a task id may be a bearer credential for the task (SEP-2663).
+        shown = self.task_id if len(self.task_id) <= 8 else self.task_id[:6] + "..."
+        return f"task {shown!r} not found: {super().__str__()}"
+
+
+class TaskFailed(ServerError):
+    """A task ended ``failed``: its JSON-RPC error, as the call itself would have raised it.
+
+    :ivar task: the task's last state (:class:`mcpsync.types.DetailedTask`).
+    """
+
+    def __init__(self, code: int, message: str, data: Any = None, *, task: Any = None) -> None:
+        super().__init__(code, message, data)
+        self.task = task
+
+
 class UnsupportedProtocolVersion(McpError):
     """Client and server share no protocol version.
 
@@ -236,6 +285,7 @@ _CODES: dict[int, type[ServerError]] = {
         InternalError,
         ResourceNotFound,
         UrlElicitationRequired,
+        MissingClientCapability,
         ServerUnsupportedProtocolVersion,
     )
     if cls.CODE is not None
@@ -362,6 +412,17 @@ class RequestTimeout(McpError, TimeoutError):
 
 class RequestCancelled(McpError):
     """The request was cancelled locally before its reply arrived."""
+
+
+class TaskCancelled(RequestCancelled):
+    """A task ended ``cancelled`` (by :meth:`TaskHandle.cancel`, or by the server).
+
+    :ivar task: the task's last state (:class:`mcpsync.types.DetailedTask`).
+    """
+
+    def __init__(self, message: str, *, task: Any = None) -> None:
+        super().__init__(message)
+        self.task = task
 
 
 class ProtocolError(McpError):

@@ -29,7 +29,7 @@ def test_every_exception_derives_from_mcp_error() -> None:
 def test_import_is_cheap_and_side_effect_free() -> None:
     code = (
         "import sys, threading; import mcpsync; "
-        "heavy = [m for m in ('requests', 'keyring', 'jsonschema', 'urllib3', 'cattrs', 'mcpsync.types.tasks') if m in sys.modules]; "
+        "heavy = [m for m in ('requests', 'keyring', 'jsonschema', 'urllib3', 'cattrs', 'mcpsync.types.completion', 'mcpsync.types.content') if m in sys.modules]; "
         "print(heavy, threading.active_count())"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)

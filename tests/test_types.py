@@ -355,6 +355,7 @@ def test_all_is_complete() -> None:
     modules = {"content", "elicitation", "lifecycle", "prompts", "resources", "completion"}
     modules |= {"sampling", "tools", "annotations", "modern", "protocol", "messages", "roots", "logging", "progress", "tasks"}
     modules |= {"skills"}
+    modules |= {"extensions"}
     assert public - set(types.__all__) - modules == set()
 
 

@@ -12,14 +12,16 @@ from mcpsync import types
 from mcpsync._version import __version__
 from mcpsync.client.cache import ResultCache
 from mcpsync.client.connection import Connection, Listeners
-from mcpsync.client.features import Features, open_listen
+from mcpsync.client.features import open_listen
 from mcpsync.client.handles import Handle, PendingCall
+from mcpsync.client.extensions import ExtensionsArg, normalize_extensions, request_meta, server_extensions
 from mcpsync.client.interceptors import Interceptor
 from mcpsync.client.policies import Policies
 from mcpsync.client.retry import RetryArg, resolve_policy
 from mcpsync.client.skills import Skills
 from mcpsync.client.options import DEFAULT, ClientOptions, Default, RootsArg, TimeoutArg
 from mcpsync.client.subscriptions import Subscription
+from mcpsync.client.tasks import TaskFeatures, TaskHandle, TaskWaiters
 from mcpsync.exceptions import (
     ClientClosed,
     ForkedClientError,
@@ -31,12 +33,13 @@ from mcpsync.transports.base import Transport
 if TYPE_CHECKING:
     from mcpsync.config import ServerConfig
 
-__all__ = ["Client", "Handle", "PendingCall"]
+__all__ = ["Client", "Handle", "PendingCall", "TaskHandle"]
 
 log = logging.getLogger(__name__)
 
 
-class Client(Features, Skills):
+
+class Client(TaskFeatures, Skills):
     """A synchronous MCP client.
 
     A Client can be shared between threads; create it once per process.  The
@@ -69,6 +72,10 @@ class Client(Features, Skills):
         wire dict) remembered from an earlier connection: the
         ``server/discover`` probe is skipped, and made once if the server
         rejects the remembered version.
+    :param extensions: protocol extensions to advertise on every request,
+        identifier -> settings (``None`` or ``{}``: no settings); see ``docs/extensions.rst``.
+    :param serve_tasks: let a 2025-11-25 server run its sampling and elicitation
+        requests as tasks on this client (see ``docs/tasks.rst``).
     """
 
     def __init__(
@@ -85,6 +92,8 @@ class Client(Features, Skills):
         logging_handler: Callable[[types.LoggingMessageNotificationParams], Any] | None = None,
         exception_handler: Callable[[BaseException], None] | None = None,
         capabilities: Mapping[str, Any] | None = None,
+        extensions: ExtensionsArg | None = None,
+        serve_tasks: bool = False,
         max_queued_notifications: int = 10_000,
         retry: RetryArg = True,
         interceptors: Sequence[Interceptor] = (),
@@ -103,6 +112,8 @@ class Client(Features, Skills):
             logging_handler=logging_handler,
             exception_handler=exception_handler,
             capabilities=dict(capabilities) if capabilities else None,
+            extensions=normalize_extensions(extensions) or None,
+            serve_tasks=serve_tasks,
             max_queued_notifications=max_queued_notifications,
             prior_discover=_prior(prior_discover),
             prior_era=_prior_era,  # set by the CLI's era cache (mcpsync.client.era_cache)
@@ -125,6 +136,7 @@ class Client(Features, Skills):
         self._resource_subscriptions: set[str] = set()
         self._background_lock = threading.Lock()
         self._listeners.on_change = self._sync_background
+        self._task_waiters = TaskWaiters()
 
     @classmethod
     def stdio(
@@ -341,6 +353,7 @@ class Client(Features, Skills):
             conns = [c for c in (self._conn, self._connecting) if c is not None]
             self._conn = None
             transport, self._transport = self._transport, None
+        self._task_waiters.wake_all()
         for conn in conns:
             if conn.pid == os.getpid():
                 conn.close()
@@ -393,6 +406,20 @@ class Client(Features, Skills):
         the probe next time.
         """
         return self._connection().discover_result
+
+    @property
+    def server_extensions(self) -> dict[str, dict[str, Any]]:
+        """The extensions the server declared: identifier -> settings (connects if needed)."""
+        return server_extensions(self._connection().capabilities)
+
+    def extension_meta(self, extensions: ExtensionsArg) -> dict[str, Any]:
+        """``_meta`` that declares *extensions* (identifier -> settings) on one request.
+
+        Pass it as ``meta=`` (or as ``params["_meta"]`` of :meth:`request`); it
+        carries the client's other capabilities too.  Empty on a handshake-era
+        server, where ``initialize`` fixed the capabilities for the session.
+        """
+        return request_meta(self._connection(), extensions)
 
     @property
     def instructions(self) -> str | None:

@@ -23,6 +23,7 @@ from mcpsync.rpc.dispatcher import Dispatcher
 from mcpsync.client.server_requests import answer_server_request
 from mcpsync.client.options import ClientOptions
 from mcpsync.client.subscriptions import LIST_CHANGED, Subscription, subscription_id, wanted_by
+from mcpsync.client.task_store import ClientTaskStore
 from mcpsync.exceptions import (
     ClientClosed,
     ConnectionClosed,
@@ -118,6 +119,10 @@ class Connection:
         )
         # A waiting caller reads its own reply when the transport allows it.
         self.session.caller_reader = getattr(transport, "read_for", None)
+        #: The tasks this client runs for a handshake-era server (``serve_tasks=True``).
+        self.task_store = (
+            ClientTaskStore(self.handlers.submit, self._answer_request, self.report) if options.serve_tasks else None
+        )
         self._cancelled_requests: set[int | str] = set()
         # Server requests a handler is still answering: only these can be cancelled,
         # so a server cancelling ids it never sent cannot grow _cancelled_requests.
@@ -361,9 +366,16 @@ class Connection:
                 self._handling.discard(request_id)
             self.session.respond_error(request_id, -32603, "client is shutting down")
 
+    def _answer_request(self, method: str, params: dict[str, Any]) -> dict[str, Any]:
+        return answer_server_request(self.options, method, params)
+
     def _handle_request(self, request_id: int | str, method: str, params: dict[str, Any]) -> None:
         try:
-            result = answer_server_request(self.options, method, params)
+            store = self.task_store
+            if store is not None and store.handles(method, params):
+                result = store.answer(method, params)
+            else:
+                result = answer_server_request(self.options, method, params)
         except ServerError as exc:
             self._answer(request_id, error=(exc.code, exc.message, exc.data))
         except ProtocolError as exc:

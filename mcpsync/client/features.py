@@ -8,6 +8,7 @@ attributes documented at its top.
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import Future
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -77,8 +78,11 @@ class Features:
         reset_timeout_on_progress: bool = True,
         max_total_timeout: float | None = None,
         retry: bool | None = None,
+        accept: tuple[str, ...] = (),
     ) -> dict[str, Any]:
         """Send a request and return its complete result, answering MRTR rounds.
+
+        A result whose ``resultType`` is in *accept* (e.g. ``"task"``) is returned as it is.
 
         A modern server may answer ``tools/call``, ``prompts/get`` and
         ``resources/read`` with ``resultType: "input_required"``: we run the
@@ -97,7 +101,7 @@ class Features:
                 retry=retry,
             )
             kind = raw.get("resultType")
-            if kind is None or kind == "complete":
+            if kind is None or kind == "complete" or kind in accept:
                 return raw
             if kind != "input_required":
                 raise ProtocolError(f"{method}: unsupported resultType {str(kind)[:40]!r}")
@@ -204,6 +208,7 @@ class Features:
             ``readOnlyHint``; ``False`` never retries it (docs/policies.rst).
         """
         self._require("tools", "tools/call")
+        started = time.monotonic()
         params: dict[str, Any] = {"name": name, "arguments": dict(arguments or {})}
         if meta:
             params["_meta"] = dict(meta)
@@ -215,7 +220,13 @@ class Features:
             reset_timeout_on_progress=reset_timeout_on_progress,
             max_total_timeout=max_total_timeout,
             retry=retry,
+            accept=("task",),
         )
+        if raw.get("resultType") == "task":
+            # Only with the tasks extension turned on for every request: wait for it here.
+            from mcpsync.client.tasks import follow_task
+
+            return follow_task(self, raw, self._timeout(timeout), started)
         result = types.from_wire(types.CallToolResult, raw)
         tool = self._tools.get(name)
         if tool is not None and tool.output_schema is not None and not result.is_error:
@@ -381,9 +392,17 @@ class Features:
         return open_listen(conn, sub, self._timeout(timeout))
 
 
-def open_listen(conn: Connection, sub: Subscription, timeout: float | None) -> Subscription:
-    """Send ``subscriptions/listen`` for *sub* and wait for the acknowledgement."""
-    pending = conn.session.send_request("subscriptions/listen", {"notifications": types.to_wire(sub.filter)})
+def open_listen(
+    conn: Connection, sub: Subscription, timeout: float | None, meta: dict[str, Any] | None = None
+) -> Subscription:
+    """Send ``subscriptions/listen`` for *sub* and wait for the acknowledgement.
+
+    :param meta: ``_meta`` entries of this request (e.g. extensions it declares).
+    """
+    params: dict[str, Any] = {"notifications": types.to_wire(sub.filter)}
+    if meta:
+        params["_meta"] = meta
+    pending = conn.session.send_request("subscriptions/listen", params)
     conn.add_subscription(sub, pending)
     if not sub.wait_acknowledged(timeout):
         sub.close()

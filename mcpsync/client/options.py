@@ -89,6 +89,10 @@ class ClientOptions:
     exception_handler: Callable[[BaseException], None] | None = None
     #: Extra client capabilities merged over the derived ones.
     capabilities: dict[str, Any] | None = None
+    #: Extensions advertised on every request: identifier -> settings (SEP-2133).
+    extensions: dict[str, dict[str, Any]] | None = None
+    #: Run a handshake-era server's task-augmented sampling/elicitation requests as tasks.
+    serve_tasks: bool = False
     #: Bound of the notification queue; beyond it notifications are dropped and counted.
     max_queued_notifications: int = 10_000
     #: Threads running server→client request handlers (sampling, elicitation, roots).
@@ -140,6 +144,12 @@ class ClientOptions:
             caps["sampling"] = {}
         if self.elicitation_handler is not None:
             caps["elicitation"] = {"form": {}, "url": {}}
+        if self.extensions:
+            caps["extensions"] = dict(self.extensions)
+        if self.serve_tasks and not modern:
+            from mcpsync.client.task_store import task_capabilities
+
+            caps["tasks"] = task_capabilities(self.sampling_handler is not None, self.elicitation_handler is not None)
         for key, value in (self.capabilities or {}).items():
             caps[key] = value
         return caps

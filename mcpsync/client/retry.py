@@ -49,6 +49,15 @@ SAFE_METHODS = frozenset({
     "completion/complete",
     "ping",
     "server/discover",
+    "skills/list",
+    "skills/get",
+    # Tasks: reading or cancelling a task twice changes nothing, and a server ignores
+    # answers to input requests it already has (SEP-2663).
+    "tasks/get",
+    "tasks/list",
+    "tasks/result",
+    "tasks/cancel",
+    "tasks/update",
 })
 
 _RETRY_STATUSES = frozenset({502, 503, 504})

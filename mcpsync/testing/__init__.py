@@ -48,6 +48,7 @@ from mcpsync.testing.server.registry import (
 )
 from mcpsync.testing.server.modern import ERAS
 from mcpsync.testing.server.stdio import serve_stdio
+from mcpsync.testing.server.tasks import TASK_MODES
 from mcpsync.transports.base import CloseHandler, MessageHandler, Transport
 from mcpsync.transports.memory import MemoryTransport, create_pair
 
@@ -141,6 +142,7 @@ class FakeServer(Registry):
         *,
         title: str | None = None,
         annotations: Mapping[str, Any] | None = None,
+        task: str | None = None,
     ) -> Callable[[F], F]: ...
 
     def tool(
@@ -151,6 +153,7 @@ class FakeServer(Registry):
         *,
         title: str | None = None,
         annotations: Mapping[str, Any] | None = None,
+        task: str | None = None,
     ) -> Any:
         """Register a tool (decorator); usable bare (``@server.tool``) or called.
 
@@ -158,9 +161,14 @@ class FakeServer(Registry):
         :param description: default: the first paragraph of the docstring.
         :param output_schema: declares ``outputSchema``; the return value then
             becomes ``structuredContent`` (non-dicts wrapped as ``{"result": value}``).
+        :param task: ``"optional"`` or ``"required"``: on 2026-07-28, a call that
+            declares the tasks extension runs as a task (``required``: only so;
+            without the extension it is -32021).  See ``docs/tasks.rst``.
         """
         if callable(name):
             return self.tool()(name)
+        if task not in TASK_MODES:
+            raise ValueError(f"task must be None, 'optional' or 'required'; got {task!r}")
 
         def register(fn: F) -> F:
             tool = ToolEntry(
@@ -170,6 +178,7 @@ class FakeServer(Registry):
                 output_schema,
                 title,
                 annotations,
+                task,
             )
             with self._lock:
                 self._tools[tool.wire["name"]] = tool
@@ -312,6 +321,15 @@ class FakeServer(Registry):
         """End every open ``subscriptions/listen`` stream gracefully (2026-07-28)."""
         for conn in self.connections:
             conn.listens.end_all(conn)
+
+    def cancel_tasks(self, timeout: float = 5.0) -> None:
+        """Cancel every task (``task=`` tools) and wait up to *timeout* s for their threads.
+
+        Tasks outlive the connection that started them (any client may follow
+        one); call this at the end of a test whose tasks may still be running
+        or waiting for input.  A tool notices through ``ctx.cancelled``.
+        """
+        self.tasks.join(timeout)
 
     def disconnect_all(self) -> None:
         """Drop every in-process connection, as a crashing server would.

@@ -43,6 +43,7 @@ if _typing.TYPE_CHECKING:
     from . import sampling as sampling
     from . import skills as skills
     from . import tools as tools
+    from . import extensions as extensions
     from ._converter import converter as converter
     from ._converter import from_wire as from_wire
     from ._converter import to_wire as to_wire
@@ -62,6 +63,7 @@ if _typing.TYPE_CHECKING:
     from .sampling import *
     from .skills import *
     from .tools import *
+    from .extensions import *
 
 #: Submodule -> the names it exports (its ``__all__``, in that order).
 _EXPORTS: dict[str, tuple[str, ...]] = {
@@ -113,7 +115,8 @@ _EXPORTS: dict[str, tuple[str, ...]] = {
     ),
     "tasks": (
         "CreateTaskResult", "GetTaskResult", "ListTasksResult", "Task", "TaskMetadata",
-        "TaskStatusNotificationParams",
+        "TaskStatusNotificationParams", "TASKS_EXTENSION_ID", "TASK_STATUSES",
+        "TERMINAL_STATUSES", "DetailedTask", "UpdateTaskRequestParams",
     ),
     "modern": (
         "PROTOCOL_VERSION_KEY", "CLIENT_INFO_KEY", "CLIENT_CAPABILITIES_KEY", "LOG_LEVEL_KEY",
@@ -125,6 +128,7 @@ _EXPORTS: dict[str, tuple[str, ...]] = {
         "SKILLS_EXTENSION", "GetSkillResult", "ListSkillsResult", "LoadedSkill", "Skill",
         "SkillFile", "SkillResource",
     ),
+    "extensions": ("check_extension_id", "meta_field", "result_field"),
 }  # fmt: skip
 
 _WHERE = {name: module for module, names in _EXPORTS.items() for name in names}

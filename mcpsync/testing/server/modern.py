@@ -23,7 +23,9 @@ from typing import Any
 from mcpsync.testing.server.call import InputRequired, ModernCall, modern_info
 from mcpsync.testing.server.context import Peer
 from mcpsync.testing.server.errors import RpcError
-from mcpsync.types.modern import SERVER_INFO_KEY, SUBSCRIPTION_ID_KEY
+from mcpsync.testing.server.results import stamp
+from mcpsync.testing.server.tasks import route
+from mcpsync.types.modern import SUBSCRIPTION_ID_KEY
 
 __all__ = [
     "ERAS",
@@ -44,26 +46,11 @@ MODERN_VERSIONS = ("2026-07-28",)
 _METHOD_NOT_FOUND, _INVALID_PARAMS, _UNSUPPORTED_VERSION = -32601, -32602, -32022
 #: Handshake-era methods that 2026-07-28 removed.
 _REMOVED = {"initialize", "ping", "logging/setLevel", "resources/subscribe", "resources/unsubscribe"}
-#: Results that must carry ``ttlMs``/``cacheScope`` (2026-07-28 ``CacheableResult``).
-_CACHEABLE = {"tools/list", "prompts/list", "resources/list", "resources/templates/list", "resources/read"}
 _LIST_CHANGED_FLAGS = {
     "notifications/tools/list_changed": "toolsListChanged",
     "notifications/prompts/list_changed": "promptsListChanged",
     "notifications/resources/list_changed": "resourcesListChanged",
 }
-
-
-def stamp(conn: Peer, method: str, result: dict[str, Any]) -> dict[str, Any]:
-    """Add what every 2026-07-28 result carries: ``resultType``, cache hints, ``serverInfo``."""
-    stamped = {"resultType": "complete", **result}
-    if method in _CACHEABLE:
-        ttl = getattr(conn.app, "cache_ttl_ms", 0)
-        stamped.setdefault("ttlMs", ttl if isinstance(ttl, int) else 0)
-        stamped.setdefault("cacheScope", "private")
-    meta = dict(stamped.get("_meta") or {})
-    meta.setdefault(SERVER_INFO_KEY, conn.app.server_info())
-    stamped["_meta"] = meta
-    return stamped
 
 
 def handle(conn: Peer, request_id: Any, method: str, params: dict[str, Any], call: ModernCall) -> None:
@@ -79,6 +66,8 @@ def handle(conn: Peer, request_id: Any, method: str, params: dict[str, Any], cal
         )
         return
     conn.era = "modern"
+    if route(conn, request_id, method, params, call):
+        return
     if method == "tools/call":
         conn._start_tool(request_id, params, call)
         return

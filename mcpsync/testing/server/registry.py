@@ -14,8 +14,10 @@ from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from mcpsync.testing.server import convert as convert
-from mcpsync.testing.server.context import ClientRequestError, RpcError, ToolContext
-from mcpsync.testing.server.modern import InputRequired
+from mcpsync.testing.server.context import PROTOCOL_VERSIONS, ClientRequestError, RpcError, ToolContext
+from mcpsync.testing.server.call import InputRequired
+from mcpsync.testing.server.tasks import ServerTasks
+from mcpsync.types.tasks import TASKS_EXTENSION_ID
 
 if TYPE_CHECKING:
     from mcpsync.testing.server.context import Peer
@@ -39,8 +41,11 @@ class ToolEntry:
         output_schema: Mapping[str, Any] | None,
         title: str | None,
         annotations: Mapping[str, Any] | None,
+        task: str | None = None,
     ) -> None:
         self.fn = fn
+        #: ``"optional"`` or ``"required"``: runs as a task (2026-07-28); ``None``: never.
+        self.task = task
         self.input_schema, self.ctx_param = convert.signature_schema(fn)
         self.output_schema = dict(output_schema) if output_schema is not None else None
         self.wire: dict[str, Any] = {"name": name, "inputSchema": self.input_schema}
@@ -101,6 +106,8 @@ class Registry:
         self._prompts: dict[str, tuple[Callable[..., Any], dict[str, Any]]] = {}
         self._completion: Callable[..., Any] | None = None
         self._connections: set[Peer] = set()
+        #: Tasks of the tools registered with ``task=`` (all connections share them).
+        self.tasks = ServerTasks()
 
     # -- the ServerApp protocol (called by the engine) --------------------------
 
@@ -120,7 +127,17 @@ class Registry:
         }
         if protocol_version != "2024-11-05":  # completions arrived in 2025-03-26
             caps["completions"] = {}
+        if protocol_version not in PROTOCOL_VERSIONS:  # the stateless era: extensions exist
+            with self._lock:
+                if any(t.task is not None for t in self._tools.values()):
+                    caps["extensions"] = {TASKS_EXTENSION_ID: {}}
         return caps
+
+    def task_mode(self, name: str) -> str | None:
+        """How tool *name* runs as a task (``None``: it does not)."""
+        with self._lock:
+            tool = self._tools.get(name)
+        return tool.task if tool is not None else None
 
     def server_instructions(self) -> str | None:
         """``instructions`` for ``initialize``."""

@@ -16,7 +16,7 @@ from typing import Any
 
 from mcpsync.testing.server.call import InputRequired, ModernCall
 from mcpsync.testing.server.context import Peer, RpcError, ToolContext
-from mcpsync.testing.server.modern import stamp
+from mcpsync.testing.server.results import stamp
 
 __all__ = ["join_tools", "start_tool"]
 

@@ -39,7 +39,15 @@ log = logging.getLogger("mcpsync.transports.http.streamable")
 
 VERSION_META = "io.modelcontextprotocol/protocolVersion"
 #: Methods whose target is mirrored in ``Mcp-Name``.
-NAME_PARAMS = {"tools/call": "name", "prompts/get": "name", "resources/read": "uri"}
+NAME_PARAMS = {
+    "tools/call": "name",
+    "prompts/get": "name",
+    "resources/read": "uri",
+    # SEP-2663: task requests are routed by their task id.
+    "tasks/get": "taskId",
+    "tasks/update": "taskId",
+    "tasks/cancel": "taskId",
+}
 HEADER_MISMATCH = -32020
 #: Errors only a modern server sends (HeaderMismatch, MissingRequiredClientCapability,
 #: UnsupportedProtocolVersion); -32601 counts too when it comes with 404.

@@ -1,0 +1,413 @@
+"""A task on the server, followed by its id: :class:`TaskHandle` (see :mod:`mcpsync.client.tasks`).
+
+The handle polls ``tasks/get`` (waking early on the server's status pushes),
+answers a task's input requests with the client's ordinary handlers
+(``tasks/update``), and turns the end state into a result or a typed error.
+Both wire forms: the 2026-07-28 extension, and the 2025-11-25 core form
+(where ``tasks/result`` fetches the outcome).
+"""
+
+from __future__ import annotations
+
+import concurrent.futures
+import logging
+import threading
+import time
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+from mcpsync import types
+from mcpsync.client.extensions import request_meta
+from mcpsync.client.features import open_listen
+from mcpsync.client.handles import Handle
+from mcpsync.client.options import DEFAULT, TimeoutArg
+from mcpsync.client.subscriptions import Subscription
+from mcpsync.exceptions import (
+    ClientClosed,
+    InvalidParams,
+    McpError,
+    ProtocolError,
+    RequestTimeout,
+    ServerError,
+    TaskCancelled,
+    TaskFailed,
+    TaskNotFound,
+)
+from mcpsync.types.tasks import TASK_STATUSES, TASKS_EXTENSION_ID, DetailedTask
+
+if TYPE_CHECKING:
+    from mcpsync.client.connection import Connection
+    from mcpsync.client.client import Client
+
+__all__ = ["StatusCallback", "TaskHandle", "TaskWaiters", "legacy_task", "completed", "remaining", "short_id"]
+
+log = logging.getLogger("mcpsync.client.client")
+
+#: ``on_status`` callbacks: ``fn(task)``, run on the dispatcher thread.
+StatusCallback = Callable[[DetailedTask], Any]
+#: Poll interval when the server suggests none, seconds.
+DEFAULT_POLL_INTERVAL = 1.0
+#: Bounds on the poll interval a server may ask for, seconds (a zero would spin,
+#: an hour would outlive most callers' patience between status callbacks).
+MIN_POLL_INTERVAL = 0.05
+MAX_POLL_INTERVAL = 30.0
+_LEGACY_STATUS = "notifications/tasks/status"
+_MODERN_STATUS = "notifications/tasks"
+#: Bound on waiting for a server to acknowledge a task's notification stream, seconds.
+LISTEN_ACK_TIMEOUT = 2.0
+
+
+class TaskWaiters:
+    """The events of threads sleeping between polls: :meth:`Client.close` wakes them all."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._events: set[threading.Event] = set()
+
+    def add(self, event: threading.Event) -> None:
+        with self._lock:
+            self._events.add(event)
+
+    def discard(self, event: threading.Event) -> None:
+        with self._lock:
+            self._events.discard(event)
+
+    def wake_all(self) -> None:
+        with self._lock:
+            events = list(self._events)
+        for event in events:
+            event.set()
+
+
+def legacy_task(task: types.Task) -> DetailedTask:
+    """A 2025-11-25 task in the shape of the extension's (``ttl`` -> ``ttl_ms`` ...)."""
+    return DetailedTask(
+        task.task_id,
+        task.status,
+        created_at=task.created_at,
+        last_updated_at=task.last_updated_at,
+        ttl_ms=task.ttl,
+        poll_interval_ms=task.poll_interval,
+        status_message=task.status_message,
+        meta=task.meta,
+    )
+
+
+def completed(result: dict[str, Any]) -> DetailedTask:
+    """The state of a call the server answered at once instead of making it a task."""
+    return DetailedTask("", "completed", result=result, result_type="complete")
+
+
+class TaskHandle:
+    """A tool call running as a task on the server, known by its id.
+
+    Get one from :meth:`mcpsync.Client.start_tool_task` or, with only the id
+    (stored in a database, passed to a worker), from
+    :meth:`mcpsync.Client.task`.  Every method is blocking and bounded by its
+    ``timeout``; a handle may be used from any thread::
+
+        handle = client.start_tool_task("build_report", {"year": 2026})
+        save(handle.task_id)                   # a web view returns here
+        ...
+        result = client.task(task_id).wait(timeout=600)   # a worker, later
+
+    When the server chose to answer the call at once, the handle is already
+    complete: :attr:`task_id` is ``None`` and :meth:`wait` returns the result.
+    """
+
+    def __init__(
+        self,
+        client: Client,
+        task_id: str | None,
+        *,
+        state: DetailedTask | None = None,
+        on_status: StatusCallback | None = None,
+    ) -> None:
+        self._client = client
+        self._id = task_id
+        self._state = state
+        self._on_status = on_status
+        self._lock = threading.Lock()
+        self._answered: set[str] = set()
+        self._waiting: set[threading.Event] = set()
+
+    def __repr__(self) -> str:
+        status = self._state.status if self._state is not None else "unknown"
+        return f"<TaskHandle {short_id(self._id)} {status}>"
+
+    @property
+    def task_id(self) -> str | None:
+        """The server's id for the task; ``None`` when the call was not run as a task."""
+        return self._id
+
+    @property
+    def state(self) -> DetailedTask | None:
+        """The last state seen (``None`` before the first poll of a handle made from an id)."""
+        return self._state
+
+    # -- one round trip each ---------------------------------------------------
+
+    def status(self, *, timeout: TimeoutArg = DEFAULT) -> DetailedTask:
+        """Ask the server for the task's state now (``tasks/get``).
+
+        :raises TaskNotFound: the server knows no such task (never had it, or
+            it expired).
+        """
+        if self._id is None:
+            assert self._state is not None
+            return self._state
+        return self._observe(self._fetch(self._client._timeout(timeout)))
+
+    def cancel(self, *, timeout: TimeoutArg = DEFAULT) -> None:
+        """Ask the server to cancel the task (``tasks/cancel``).
+
+        Cancellation is cooperative: the server acknowledges it, but the task
+        may still finish; a :meth:`wait` in progress sees whichever happens.
+        Cancelling a finished task is up to the server (it may answer with an
+        error).
+        """
+        if self._id is None:
+            return
+        conn = self._client._connection()
+        raw = self._call(conn, "tasks/cancel", {}, self._client._timeout(timeout))
+        if conn.era == "legacy" and "taskId" in raw:
+            self._observe(legacy_task(types.from_wire(types.Task, raw)))
+        self._wake()
+
+    # -- waiting ---------------------------------------------------------------
+
+    def wait(self, timeout: TimeoutArg = DEFAULT, *, poll_interval: float | None = None) -> types.CallToolResult:
+        """Block until the task ends; return the tool's result.
+
+        Polls ``tasks/get`` at the interval the server suggests (or
+        *poll_interval* seconds), answers input requests with the client's
+        handlers on the way, and gives up when *timeout* (the client's default
+        when left out; ``None`` waits as long as it takes) runs out.  The task
+        itself keeps running after a timeout: wait again, or :meth:`cancel`.
+
+        :raises RequestTimeout: the task did not end in time.
+        :raises TaskFailed: the task ended with a JSON-RPC error (its
+            ``code``, ``message`` and ``data``).
+        :raises TaskCancelled: the task was cancelled.
+        :raises TaskNotFound: the server knows no such task.
+        :raises ClientClosed: the client was closed meanwhile (within ~1 s).
+        """
+        seconds = self._client._timeout(timeout)
+        deadline = None if seconds is None else time.monotonic() + seconds
+        state = self._state
+        if self._id is None:
+            assert state is not None
+            return self._outcome(state)
+        conn = self._client._connection()
+        wake = threading.Event()
+        with self._lock:
+            self._waiting.add(wake)
+        self._client._task_waiters.add(wake)
+        listener: Handle | None = None
+        stream: Subscription | None = None
+        listened = False
+        try:
+            while True:
+                state = self._observe(self._fetch(remaining(deadline, "tasks/get")))
+                if conn.era == "legacy" and (state.terminal or state.status == "input_required"):
+                    return self._legacy_result(conn, state, deadline)
+                if state.terminal:
+                    return self._outcome(state)
+                if state.status == "input_required" and self._answer(conn, state, deadline):
+                    continue  # the answers may have moved it on: look again at once
+                if not listened:
+                    # Only for a task that is still running; then look once more, in case it
+                    # changed before the server started pushing.
+                    listened = True
+                    listener, stream = self._listen(conn, wake, deadline)
+                    if stream is not None:
+                        continue
+                self._sleep(wake, self._interval(state, poll_interval), deadline)
+        finally:
+            if stream is not None:
+                stream.close()
+            if listener is not None:
+                listener.remove()
+            self._client._task_waiters.discard(wake)
+            with self._lock:
+                self._waiting.discard(wake)
+
+    def _listen(
+        self, conn: Connection, wake: threading.Event, deadline: float | None
+    ) -> tuple[Handle | None, Subscription | None]:
+        """Have status pushes wake the poll loop at once, where the server sends them.
+
+        A 2025-11-25 server sends ``notifications/tasks/status`` on its own.  A
+        2026-07-28 server sends ``notifications/tasks`` only on a
+        ``subscriptions/listen`` stream that names the task; one that does not
+        agree (or does not serve ``subscriptions/listen``) is simply polled.
+        """
+        if conn.era == "legacy":
+            return self._client.on(_LEGACY_STATUS, lambda params: self._pushed(params, wake)), None
+        listener = self._client.on(_MODERN_STATUS, lambda params: self._pushed(params, wake))
+        stream = Subscription(
+            types.SubscriptionFilter(extra={"taskIds": [self._id]}),
+            on_close=conn.remove_subscription,
+            queue_notifications=False,
+        )
+        left = remaining(deadline, "subscriptions/listen")
+        try:
+            bound = LISTEN_ACK_TIMEOUT if left is None else min(left, LISTEN_ACK_TIMEOUT)
+            # The extension must be declared on this request too, or the server answers -32021.
+            open_listen(conn, stream, bound, request_meta(conn, {TASKS_EXTENSION_ID: {}}))
+        except McpError as exc:
+            log.debug("task %s: no notification stream (%s); polling", short_id(self._id), exc)
+            listener.remove()
+            return None, None
+        agreed = (stream.acknowledged or {}).get("taskIds")
+        if not isinstance(agreed, list) or self._id not in agreed:
+            stream.close()
+            listener.remove()
+            return None, None
+        return listener, stream
+
+    def _sleep(self, wake: threading.Event, interval: float, deadline: float | None) -> None:
+        left = None if deadline is None else deadline - time.monotonic()
+        if left is not None and left <= 0:
+            raise RequestTimeout(f"task {short_id(self._id)} did not finish in time", method="tasks/get")
+        wake.wait(interval if left is None else min(interval, left))
+        wake.clear()
+        if self._client.closed:
+            raise ClientClosed("client was closed while waiting for a task")
+
+    @staticmethod
+    def _interval(state: DetailedTask, override: float | None) -> float:
+        if override is not None:
+            return max(MIN_POLL_INTERVAL, override)
+        suggested = state.poll_interval_ms
+        if suggested is None or isinstance(suggested, bool) or suggested < 0:
+            return DEFAULT_POLL_INTERVAL
+        return min(MAX_POLL_INTERVAL, max(MIN_POLL_INTERVAL, suggested / 1000.0))
+
+    def _wake(self) -> None:
+        with self._lock:
+            events = list(self._waiting)
+        for event in events:
+            event.set()
+
+    def _pushed(self, params: dict[str, Any], wake: threading.Event) -> None:
+        if params.get("taskId") == self._id:
+            wake.set()
+
+    # -- the wire ----------------------------------------------------------------
+
+    def _call(self, conn: Connection, method: str, params: dict[str, Any], timeout: float | None) -> dict[str, Any]:
+        body: dict[str, Any] = {"taskId": self._id, **params}
+        meta = request_meta(conn, {TASKS_EXTENSION_ID: {}})
+        if meta:
+            body["_meta"] = meta
+        try:
+            return self._client.request(method, body, timeout=timeout)
+        except InvalidParams as exc:
+            # -32602 is what the spec prescribes for an unknown or expired task id.
+            raise TaskNotFound(exc.code, exc.message, exc.data, task_id=self._id or "") from None
+
+    def _fetch(self, timeout: float | None) -> DetailedTask:
+        conn = self._client._connection()
+        raw = self._call(conn, "tasks/get", {}, timeout)
+        if conn.era == "legacy":
+            state = legacy_task(types.from_wire(types.GetTaskResult, raw))
+        else:
+            state = types.from_wire(DetailedTask, raw)
+        if state.task_id != self._id:
+            raise ProtocolError(f"tasks/get for task {short_id(self._id)} answered about another task")
+        if state.status not in TASK_STATUSES:
+            raise ProtocolError(f"task {short_id(self._id)} has an unknown status {state.status[:40]!r}")
+        return state
+
+    def _observe(self, state: DetailedTask) -> DetailedTask:
+        old = self._state
+        self._state = state
+        changed = old is None or (old.status, old.status_message) != (state.status, state.status_message)
+        if changed and self._on_status is not None:
+            self._client._connection().notifications.submit(self._on_status, state)
+        return state
+
+    def _answer(self, conn: Connection, state: DetailedTask, deadline: float | None) -> bool:
+        """Answer the input requests not answered yet (``tasks/update``); False if none."""
+        with self._lock:
+            fresh = {k: r for k, r in (state.input_requests or {}).items() if k not in self._answered}
+            self._answered.update(fresh)
+        if not fresh:
+            return False
+        try:
+            # The same handlers and workers as MRTR and legacy server requests.
+            futures = {key: conn.run_handler(request.method, request.params or {}) for key, request in fresh.items()}
+            _, pending = concurrent.futures.wait(futures.values(), timeout=remaining(deadline, "tasks/update"))
+            if pending:
+                raise RequestTimeout(
+                    f"task {short_id(self._id)}: input handlers did not answer in time", method="tasks/update"
+                )
+            responses = {
+                key: self._client._input_result(conn, "tasks/update", fresh[key], future)
+                for key, future in futures.items()
+            }
+            self._call(conn, "tasks/update", {"inputResponses": responses}, remaining(deadline, "tasks/update"))
+        except BaseException:
+            with self._lock:
+                self._answered.difference_update(fresh)  # not delivered: a later wait() asks again
+            raise
+        return True
+
+    def _legacy_result(self, conn: Connection, state: DetailedTask, deadline: float | None) -> types.CallToolResult:
+        """``tasks/result``: blocks until the task ends; the server's input requests arrive meanwhile."""
+        if state.status == "cancelled":
+            return self._outcome(state)
+        try:
+            raw = self._call(conn, "tasks/result", {}, remaining(deadline, "tasks/result"))
+        except TaskNotFound:
+            raise
+        except ServerError as exc:
+            failed = DetailedTask(state.task_id, "failed", error={"code": exc.code, "message": exc.message})
+            self._observe(failed)
+            raise TaskFailed(exc.code, exc.message, exc.data, task=failed) from None
+        if state.status != "completed":
+            self._observe(DetailedTask(state.task_id, "completed", result=raw))
+        return types.from_wire(types.CallToolResult, raw)
+
+    def _outcome(self, state: DetailedTask) -> types.CallToolResult:
+        if state.status == "completed":
+            if state.result is None:
+                raise ProtocolError(f"task {short_id(state.task_id)} completed without a result")
+            return types.from_wire(types.CallToolResult, state.result)
+        if state.status == "cancelled":
+            raise TaskCancelled(f"task {short_id(state.task_id)} was cancelled" + _reason(state), task=state)
+        error = state.error or {}
+        code = error.get("code")
+        message = error.get("message")
+        raise TaskFailed(
+            code if isinstance(code, int) and not isinstance(code, bool) else -32603,
+            message if isinstance(message, str) else (state.status_message or "task failed"),
+            error.get("data"),
+            task=state,
+        )
+
+
+def short_id(task_id: str | None) -> str:
+    """A task id for messages and logs: its first characters only.
+
+    A server may use task ids as bearer credentials for the task's state
+    (SEP-2663, *Security considerations*), so the whole id never goes into a
+    log line or an exception text; it stays in the ``task_id`` attributes.
+    """
+    if task_id is None:
+        return "(none)"
+    return repr(task_id if len(task_id) <= 8 else task_id[:6] + "...")
+
+
+def _reason(state: DetailedTask) -> str:
+    return f": {state.status_message}" if state.status_message else ""
+
+
+def remaining(deadline: float | None, method: str) -> float | None:
+    if deadline is None:
+        return None
+    left = deadline - time.monotonic()
+    if left <= 0:
+        raise RequestTimeout(f"{method}: the caller's timeout ran out", method=method)
+    return left

@@ -1,0 +1,154 @@
+"""Tasks: start a tool call that outlives a request, then follow it from anywhere by its id.
+
+Two wire forms, one API:
+
+* **2026-07-28**, the ``io.modelcontextprotocol/tasks`` extension (SEP-2663):
+  the client opts in per request (the extension in that request's
+  ``clientCapabilities``), the server decides per request whether to answer
+  ``tools/call`` with a task (``resultType: "task"``) or with the result;
+  ``tasks/get`` carries the status, the final result or error, and
+  ``inputRequests`` that the client answers with ``tasks/update``;
+  ``tasks/cancel`` asks the server to stop.
+* **2025-11-25**, tasks in the core protocol: the server declares
+  ``capabilities.tasks.requests.tools.call`` and each tool its
+  ``execution.taskSupport``; the client asks with ``params.task``, polls
+  ``tasks/get`` and fetches the outcome with ``tasks/result``, during which the
+  server sends its elicitation or sampling requests as ordinary requests.
+
+In both, a task's input requests are answered by the same handlers as
+everything else (``sampling_handler``, ``elicitation_handler``, ``roots``).
+A :class:`TaskHandle` holds nothing but the task id and what it last saw, so
+any thread, process or machine with a client for the same server can pick a
+task up with :meth:`mcpsync.Client.task`.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any, cast
+
+from mcpsync import types
+from mcpsync.client.extensions import request_meta
+from mcpsync.client.features import Features
+from mcpsync.client.options import DEFAULT, TimeoutArg
+from mcpsync.client.task_handle import StatusCallback, TaskHandle, TaskWaiters, completed, legacy_task, remaining
+from mcpsync.exceptions import CapabilityNotSupported, ProtocolError
+from mcpsync.types.tasks import TASKS_EXTENSION_ID, DetailedTask
+
+if TYPE_CHECKING:
+    from mcpsync.client.client import Client
+
+__all__ = ["TaskFeatures", "TaskHandle", "TaskWaiters", "follow_task"]
+
+
+class TaskFeatures(Features):
+    """The task methods of :class:`mcpsync.Client` (on top of the core features)."""
+
+    if TYPE_CHECKING:
+        # Provided by Client; declared for the type checker only.
+        _task_waiters: TaskWaiters
+
+    def start_tool_task(
+        self,
+        name: str,
+        arguments: Mapping[str, Any] | None = None,
+        *,
+        timeout: TimeoutArg = DEFAULT,
+        ttl_ms: int | None = None,
+        meta: Mapping[str, Any] | None = None,
+        on_status: StatusCallback | None = None,
+    ) -> TaskHandle:
+        """Call a tool as a task and return a handle as soon as the server created it.
+
+        The server decides: a tool it runs at once comes back as a handle
+        that is already complete (``task_id`` is ``None``).  *timeout* bounds
+        this call only (creating the task, and any ``input_required`` rounds
+        the server asks for first); wait for the outcome with
+        :meth:`TaskHandle.wait`.
+
+        :param ttl_ms: how long the server should keep the task (2025-11-25
+            servers; the extension lets the server choose).
+        :param on_status: ``fn(task)`` for each status change a :meth:`~TaskHandle.wait`
+            on this handle sees, run on the dispatcher thread.
+        """
+        self._require("tools", "tools/call")
+        conn = self._connection()
+        params: dict[str, Any] = {"name": name, "arguments": dict(arguments or {})}
+        if meta:
+            params["_meta"] = dict(meta)
+        if conn.era == "modern":
+            params["_meta"] = {**params.get("_meta", {}), **request_meta(conn, {TASKS_EXTENSION_ID: {}})}
+            raw = self._complete("tools/call", params, timeout=timeout, accept=("task",))
+            if raw.get("resultType") != "task":
+                return TaskHandle(self._as_client(), None, state=completed(raw), on_status=on_status)
+            state = types.from_wire(DetailedTask, raw)
+        else:
+            seconds = self._timeout(timeout)
+            deadline = None if seconds is None else time.monotonic() + seconds
+            # One deadline for both: a tools/list to learn the tool's task support, then the call.
+            if self._legacy_task_support(name, remaining(deadline, "tools/list")):
+                params["task"] = {} if ttl_ms is None else {"ttl": ttl_ms}
+            raw = self.request("tools/call", params, timeout=remaining(deadline, "tools/call"))
+            if not isinstance(raw.get("task"), dict):
+                return TaskHandle(self._as_client(), None, state=completed(raw), on_status=on_status)
+            state = legacy_task(types.from_wire(types.CreateTaskResult, raw).task)
+        if not state.task_id:
+            raise ProtocolError("tools/call: the server created a task with an empty taskId")
+        handle = TaskHandle(self._as_client(), state.task_id, on_status=on_status)
+        handle._observe(state)
+        return handle
+
+    def task(self, task_id: str, *, on_status: StatusCallback | None = None) -> TaskHandle:
+        """A handle for a task started elsewhere (another thread, process or host).
+
+        Nothing is sent until you call a method of the handle.
+
+        :raises ValueError: for an empty or non-string *task_id*.
+        """
+        if not isinstance(task_id, str) or not task_id:
+            raise ValueError(f"task_id must be a non-empty string, not {task_id!r}")
+        return TaskHandle(self._as_client(), task_id, on_status=on_status)
+
+    def list_tasks(self, *, timeout: TimeoutArg = DEFAULT) -> list[DetailedTask]:
+        """The tasks a 2025-11-25 server lists (``tasks/list``, every page).
+
+        The extension of 2026-07-28 has no such method (so that one caller's
+        tasks cannot leak to another): keep the ids you start.
+
+        :raises CapabilityNotSupported: on a modern server, or one that does
+            not declare ``tasks.list``.
+        """
+        if self._connection().era == "modern":
+            raise CapabilityNotSupported("tasks.list", "tasks/list")
+        found = self._paginate("tasks/list", "tasks", types.ListTasksResult, "tasks.list", timeout, False)
+        return [legacy_task(task) for task in found]
+
+    def _as_client(self) -> Client:
+        # Only Client mixes this in; the handle needs its whole surface (on, closed, ...).
+        return cast("Client", self)
+
+    def _legacy_task_support(self, name: str, timeout: TimeoutArg) -> bool:
+        """Whether a 2025-11-25 server takes ``params.task`` for tool *name*."""
+        tasks = self._connection().capabilities.tasks
+        requests = tasks.get("requests") if isinstance(tasks, dict) else None
+        tools = requests.get("tools") if isinstance(requests, dict) else None
+        if not isinstance(tools, dict) or tools.get("call") is None:
+            return False
+        tool = self._tools.get(name)
+        if tool is None:
+            tool = next((t for t in self.list_tools(timeout=timeout) if t.name == name), None)
+        support = tool.execution.task_support if tool is not None and tool.execution is not None else None
+        return support in ("optional", "required")
+
+
+def follow_task(client: Any, raw: dict[str, Any], timeout: float | None, started: float) -> types.CallToolResult:
+    """Wait for a task a plain ``call_tool`` got back (the tasks extension turned on for all
+    requests): the caller asked for a result, so it gets one, within its own *timeout*."""
+    state = types.from_wire(DetailedTask, raw)
+    if not state.task_id:
+        raise ProtocolError("tools/call: the server created a task with an empty taskId")
+    handle = TaskHandle(client, state.task_id)
+    handle._observe(state)
+    left = None if timeout is None else max(0.0, timeout - (time.monotonic() - started))
+    return handle.wait(left)
