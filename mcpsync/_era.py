@@ -1,16 +1,36 @@
 """Choosing the protocol era: the ``server/discover`` probe or the ``initialize`` handshake.
 
-``mode="auto"`` probes ``server/discover`` once (bounded by
-``discover_timeout``).  A result, or a recognised modern error such as -32022
-naming a version we speak, means the stateless era; any other error or no
-answer in time means a handshake-era server, and we fall back to
-``initialize`` (spec 2026-07-28, *Versioning → Backward Compatibility*).  The
-probe costs at most one round trip on a legacy server.
+``mode="auto"`` probes ``server/discover`` (spec 2026-07-28, *stdio* and
+*Streamable HTTP*, *Backward Compatibility*).  A result, or a recognised
+modern error such as -32022 naming a version we speak, means the stateless
+era; any other error means a handshake-era server, and we fall back to
+``initialize``.
+
+"No answer within a reasonable timeout" needs care: a server may simply be
+slow to start (a first ``uvx``/``npx -y`` run, ``docker run -i``, a JVM), and
+a dual-era server that reads the queued probe late answers it and locks into
+2026-07-28.  So the probe is never given up while the connect deadline lasts:
+
+* on one ordered stream (stdio, WebSocket, memory), after ``discover_timeout``
+  without an answer the ``initialize`` request is written behind the probe,
+  and the first answer decides: a probe answer (however late) is adopted and
+  the queued ``initialize``'s reply is dropped; an ``initialize`` answer means
+  a handshake-era server that ignored the probe.  Such a server costs about
+  ``discover_timeout`` on top of its own start-up, never the connect timeout;
+* over HTTP every request has its own response, and a handshake-era server
+  answers the probe with an error status at once, so the probe simply has the
+  connect deadline.
+
+A server that answers nothing fails with
+:class:`~mcpsync.exceptions.RequestTimeout` at the connect deadline, whatever
+the mode (``mode="modern"`` never writes ``initialize``).
 """
 
 from __future__ import annotations
 
 import logging
+import threading
+import time
 from typing import TYPE_CHECKING, Any
 
 from . import types
@@ -18,12 +38,15 @@ from ._options import ClientOptions
 from .exceptions import (
     HTTPStatusError,
     ProtocolError,
+    RequestCancelled,
     RequestTimeout,
     ServerError,
     ServerUnsupportedProtocolVersion,
     UnsupportedProtocolVersion,
 )
 from .types.modern import CLIENT_CAPABILITIES_KEY, CLIENT_INFO_KEY, LOG_LEVEL_KEY, PROTOCOL_VERSION_KEY, SERVER_INFO_KEY
+
+from .session import PendingRequest
 
 if TYPE_CHECKING:
     from ._connection import Connection
@@ -46,13 +69,38 @@ def modern_meta(options: ClientOptions, version: str, log_level: str | None) -> 
     return meta
 
 
+#: What :func:`_probe` returns when nothing was answered by the connect deadline.
+_SILENT = object()
+
+
+def _left(deadline: float | None, cap: float | None = None) -> float | None:
+    """Seconds until *deadline*, at most *cap* (``None``: no bound)."""
+    left = None if deadline is None else max(0.0, deadline - time.monotonic())
+    if cap is None:
+        return left
+    return cap if left is None else min(cap, left)
+
+
 def negotiate(conn: Connection, timeout: float | None) -> None:
-    """Settle the era and version for *conn*; raises if none can be agreed."""
+    """Settle the era and version for *conn* within *timeout*; raises if none can be agreed.
+
+    :raises RequestTimeout: when the server answered nothing by then.
+    """
     options = conn.options
+    deadline = None if timeout is None else time.monotonic() + timeout
     handshake_versions = options.offered_versions()
     if options.modern_versions():
-        outcome = _probe(conn, timeout)
+        outcome = _probe(conn, deadline)
         if outcome is True:
+            return
+        if outcome is _SILENT:
+            raise RequestTimeout(
+                f"the server did not answer server/discover within {timeout:.3g}s (the connect"
+                " timeout): timed out" if timeout is not None else "the server did not answer server/discover",
+                method="server/discover", elapsed=timeout or 0.0,
+            )
+        if isinstance(outcome, PendingRequest):  # initialize is already on its way
+            _finish_handshake(conn, handshake_versions, outcome, deadline)
             return
         if not options.allows_handshake():
             raise UnsupportedProtocolVersion(
@@ -62,43 +110,128 @@ def negotiate(conn: Connection, timeout: float | None) -> None:
             )
         if isinstance(outcome, tuple):
             handshake_versions = tuple(v for v in handshake_versions if v in outcome)
-    _handshake(conn, handshake_versions, timeout)
+    _handshake(conn, handshake_versions, deadline)
 
 
-def _probe(conn: Connection, timeout: float | None) -> bool | tuple[str, ...] | None:
-    """True when the server is modern and adopted; else what it said it supports (or None)."""
+def _probe(conn: Connection, deadline: float | None) -> object:
+    """Probe ``server/discover``; see the module docstring.
+
+    :returns: ``True`` when the server is modern and adopted; a tuple of the
+        versions it named; ``None`` for a handshake-era error answer; the
+        :class:`PendingRequest` of an ``initialize`` already sent; or
+        :data:`_SILENT`.
+    """
     options = conn.options
     candidates = list(options.modern_versions())
-    bound = options.discover_timeout if timeout is None else min(timeout, options.discover_timeout)
     version = candidates[0]
-    for attempt in range(2):
-        conn.session.default_meta = modern_meta(options, version, conn.log_level)
-        try:
-            pending = conn.session.send_request("server/discover")
-            raw = conn.session.wait(pending, timeout=bound)
-            result = types.from_wire(types.DiscoverResult, raw)
-        except ServerUnsupportedProtocolVersion as exc:
-            conn.session.default_meta = None
-            mutual = [v for v in candidates if v in exc.supported and v != version]
-            if mutual and attempt == 0:
-                version = mutual[0]
-                continue
-            log.debug("server/discover: server supports %s", exc.supported)
-            return tuple(exc.supported)
-        except (ServerError, ProtocolError, RequestTimeout, HTTPStatusError) as exc:
-            # Not a recognised modern answer: a handshake-era server.
-            conn.session.default_meta = None
-            log.debug("server/discover failed (%s); using the initialize handshake", exc)
-            return None
-        if version not in result.supported_versions:
-            mutual = [v for v in candidates if v in result.supported_versions]
-            if not mutual:
+    early = options.allows_handshake() and not conn.independent_requests
+    initialize: PendingRequest | None = None
+    try:
+        for attempt in range(2):
+            conn.session.default_meta = modern_meta(options, version, conn.log_level)
+            try:
+                answer = _ask(conn, deadline, options.discover_timeout if early else None)
+                if isinstance(answer, _Race):
+                    initialize = answer.initialize
+                    answer = _first_answer(conn, deadline, answer)
+                if answer is _SILENT:
+                    conn.session.default_meta = None
+                    return _SILENT
+                if isinstance(answer, PendingRequest):  # initialize answered first: handshake era
+                    conn.session.default_meta = None
+                    initialize = None
+                    return answer
+                assert isinstance(answer, dict)
+                result = types.from_wire(types.DiscoverResult, answer)
+            except ServerUnsupportedProtocolVersion as exc:
                 conn.session.default_meta = None
-                return tuple(result.supported_versions)
-            version = mutual[0]
-        _adopt(conn, version, result)
-        return True
-    return None
+                mutual = [v for v in candidates if v in exc.supported and v != version]
+                if mutual and attempt == 0:
+                    version = mutual[0]
+                    early = False  # a modern server: no initialize behind the second probe
+                    continue
+                log.debug("server/discover: server supports %s", exc.supported)
+                return tuple(exc.supported)
+            except (ServerError, ProtocolError, HTTPStatusError) as exc:
+                # Not a recognised modern answer: a handshake-era server.
+                conn.session.default_meta = None
+                log.debug("server/discover failed (%s); using the initialize handshake", exc)
+                answer_init, initialize = initialize, None
+                return answer_init  # the initialize already written, if any (else None)
+            except RequestTimeout:
+                conn.session.default_meta = None
+                return _SILENT  # the probe could not even be sent in time
+            if version not in result.supported_versions:
+                mutual = [v for v in candidates if v in result.supported_versions]
+                if not mutual:
+                    conn.session.default_meta = None
+                    return tuple(result.supported_versions)
+                version = mutual[0]
+            _adopt(conn, version, result)
+            return True
+        return None
+    finally:
+        if initialize is not None:
+            # The probe decided: a reply to the initialize queued behind it is dropped.
+            conn.session.settle(initialize, RequestCancelled("the server/discover probe was answered"))
+
+
+class _Race:
+    """A probe still unanswered, and the ``initialize`` written behind it."""
+
+    __slots__ = ("initialize", "probe")
+
+    def __init__(self, probe: PendingRequest, initialize: PendingRequest) -> None:
+        self.probe = probe
+        self.initialize = initialize
+
+
+def _ask(conn: Connection, deadline: float | None, bound: float | None) -> object:
+    """Send ``server/discover``: its raw result (its error is raised), :data:`_SILENT`,
+    or, after *bound* seconds without an answer, a :class:`_Race` with an ``initialize``."""
+    session = conn.session
+    probe = session.send_request("server/discover", deadline=deadline, detach=True)
+    if probe.future.wait(_left(deadline, bound)):
+        return probe.future.result()
+    if bound is not None and session.closed is None:
+        meta, session.default_meta = session.default_meta, None
+        try:
+            return _Race(probe, _send_initialize(conn, conn.options.offered_versions(), deadline))
+        except RequestTimeout:
+            pass  # could not even be written: the probe still has the deadline
+        finally:
+            session.default_meta = meta
+        probe.future.wait(_left(deadline))
+    return _give_up(conn, probe)
+
+
+def _give_up(conn: Connection, probe: PendingRequest) -> object:
+    """Settle *probe* locally (a late answer is dropped); its answer if it won the race."""
+    if conn.session.settle(probe, RequestTimeout("server/discover got no answer", method="server/discover")):
+        return _SILENT
+    return probe.future.result()
+
+
+def _first_answer(conn: Connection, deadline: float | None, race: _Race) -> object:
+    """Wait for the probe or the ``initialize`` behind it: the probe's answer, the
+    answered ``initialize``, or :data:`_SILENT`.  A probe answer wins ties."""
+    probe, initialize = race.probe, race.initialize
+    either = threading.Event()
+    probe.future.add_done_callback(lambda _reply: either.set())
+    initialize.future.add_done_callback(lambda _reply: either.set())
+    while True:
+        either.clear()
+        if probe.future.done():
+            return probe.future.result()
+        if initialize.future.done() and initialize.future.exception() is None:
+            _give_up(conn, probe)
+            return initialize
+        # An initialize refused while the probe is pending: a modern server that has not
+        # answered the probe yet; keep waiting for the probe.
+        left = _left(deadline)
+        if left is not None and left <= 0:
+            return _give_up(conn, probe)
+        either.wait(left)
 
 
 def _adopt(conn: Connection, version: str, result: types.DiscoverResult) -> None:
@@ -116,7 +249,7 @@ def _adopt(conn: Connection, version: str, result: types.DiscoverResult) -> None
     conn.set_modern_meta()
 
 
-def _handshake(conn: Connection, offered: tuple[str, ...], timeout: float | None) -> None:
+def _send_initialize(conn: Connection, offered: tuple[str, ...], deadline: float | None) -> PendingRequest:
     if not offered:
         raise UnsupportedProtocolVersion(
             "server and client share no protocol version",
@@ -128,8 +261,16 @@ def _handshake(conn: Connection, offered: tuple[str, ...], timeout: float | None
         "capabilities": conn.options.client_capabilities(),
         "clientInfo": {"name": name, "version": version},
     }
-    pending = conn.session.send_request("initialize", params)
-    raw = conn.session.wait(pending, timeout=timeout)
+    return conn.session.send_request("initialize", params, deadline=deadline)
+
+
+def _handshake(conn: Connection, offered: tuple[str, ...], deadline: float | None) -> None:
+    _finish_handshake(conn, offered, _send_initialize(conn, offered, deadline), deadline)
+
+
+def _finish_handshake(conn: Connection, offered: tuple[str, ...], pending: PendingRequest,
+                      deadline: float | None) -> None:
+    raw = conn.session.wait(pending, timeout=_left(deadline))
     result = types.from_wire(types.InitializeResult, raw)
     if result.protocol_version not in offered:
         raise UnsupportedProtocolVersion(

@@ -5,6 +5,7 @@ from __future__ import annotations
 import logging
 import os
 import threading
+import time
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, TypeVar
 
@@ -53,6 +54,10 @@ class Client(Features):
     :param elicitation_handler: answers ``elicitation/create`` (form and URL mode).
     :param logging_handler: receives server log messages.
     :param exception_handler: receives exceptions raised by your callbacks.
+    :param discover_timeout: with ``mode="auto"`` (or ``"modern"``), seconds
+        the ``server/discover`` probe waits before a ``ping`` checks whether
+        the server reads at all; a handshake-era server that ignores the probe
+        costs about this much (see :doc:`protocol-eras`).
     """
 
     def __init__(
@@ -70,6 +75,7 @@ class Client(Features):
         exception_handler: Callable[[BaseException], None] | None = None,
         capabilities: Mapping[str, Any] | None = None,
         max_queued_notifications: int = 10_000,
+        discover_timeout: float = 1.0,
         _transport_factory: Callable[[], Transport] | None = None,
     ) -> None:
         self._options = ClientOptions(
@@ -83,6 +89,7 @@ class Client(Features):
             exception_handler=exception_handler,
             capabilities=dict(capabilities) if capabilities else None,
             max_queued_notifications=max_queued_notifications,
+            discover_timeout=discover_timeout,
         )
         self._options.check_mode()  # a bad mode fails here, not at first use
         self._transport: Transport | None = transport
@@ -225,7 +232,8 @@ class Client(Features):
         self._connection()
         return self
 
-    def _connection(self) -> Connection:
+    def _connection(self, deadline: float | None = None) -> Connection:
+        """The open connection, opening it first (within *deadline*, if given) when needed."""
         conn = self._conn
         if conn is not None and conn.pid == os.getpid():
             return conn
@@ -241,8 +249,13 @@ class Client(Features):
                 transport = self._next_transport(conn)
                 conn = Connection(transport, self._options, self._listeners)
                 self._connecting = conn
+            timeout = self._options.timeout
+            if deadline is not None:
+                # A lazy connect is part of the call that triggered it.
+                left = max(0.0, deadline - time.monotonic())
+                timeout = left if timeout is None else min(timeout, left)
             try:
-                conn.open(self._options.timeout)
+                conn.open(timeout)
             finally:
                 with self._state_lock:
                     self._connecting = None
@@ -351,7 +364,7 @@ class Client(Features):
     ) -> PendingCall:
         """Send a request and return at once; see :class:`PendingCall`."""
         conn = self._connection()
-        pending = conn.session.send_request(method, params, on_progress=progress)
+        pending = conn.session.send_request(method, params, on_progress=progress, detach=True)
         return PendingCall(self, conn, pending)
 
     def request(
@@ -366,11 +379,18 @@ class Client(Features):
     ) -> dict[str, Any]:
         """Send any request and return the raw ``result`` object (the escape hatch)."""
         # request_async(...).result(...) without the PendingCall: this is the hot path.
-        session = self._connection().session
-        pending = session.send_request(method, params, on_progress=progress)
+        # The deadline is fixed now and bounds everything below, a lazy connect included.
+        seconds = self._timeout(timeout)
+        started = time.monotonic()
+        deadline = None if seconds is None else started + seconds
+        if max_total_timeout is not None:
+            cap = started + max_total_timeout
+            deadline = cap if deadline is None else min(deadline, cap)
+        session = self._connection(deadline).session
+        pending = session.send_request(method, params, on_progress=progress, started=started, deadline=deadline)
         return session.wait(
             pending,
-            timeout=self._timeout(timeout),
+            timeout=seconds,
             reset_on_progress=reset_timeout_on_progress,
             max_total=max_total_timeout,
         )

@@ -18,7 +18,8 @@
     │   │   ├── ClientClosed              the client was closed (by you)
     │   │   └── MessageTooLarge           a frame exceeded ``max_message_bytes``
     │   ├── HTTPStatusError               non-2xx HTTP reply (status, redacted excerpt)
-    │   │   └── SessionExpired            the HTTP session was lost for good
+    │   │   ├── SessionExpired            the HTTP session was lost for good
+    │   │   └── HTTPAuthError             401/403 no auth handler resolved (also an AuthError)
     │   └── ForkedClientError             a stdio client used in a forked child
     ├── RequestTimeout                    also a builtin ``TimeoutError``
     ├── RequestCancelled                  the call was cancelled locally
@@ -27,6 +28,7 @@
     ├── UnsupportedProtocolVersion        no protocol version both sides speak
     ├── ToolError                         ``CallToolResult.raise_for_error()``
     └── AuthError                         base of :mod:`mcpsync.auth` errors
+        └── HTTPAuthError                 (the same class, reached from both bases)
 
 A tool result with ``isError: true`` is *data*, not an exception: call
 ``result.raise_for_error()`` to opt into :class:`ToolError`.
@@ -65,6 +67,7 @@ __all__ = [
     "UnsupportedProtocolVersion",
     "ToolError",
     "AuthError",
+    "HTTPAuthError",
     "error_from_response",
     "excerpt",
 ]
@@ -363,3 +366,14 @@ class ToolError(McpError):
 
 class AuthError(McpError):
     """Base class of authorization failures (see :mod:`mcpsync.auth`)."""
+
+
+class HTTPAuthError(HTTPStatusError, AuthError):
+    """A 401 or 403 that no auth handler resolved (HTTP and WebSocket upgrades alike).
+
+    Raised when no ``auth=`` was given, when a 401 carries no
+    ``WWW-Authenticate`` challenge to act on, or when a WebSocket upgrade is
+    refused with 401/403.  It is both an :class:`HTTPStatusError` (``status``
+    and the redacted ``body_excerpt`` are kept) and an :class:`AuthError`, so
+    ``except AuthError`` catches every authorization failure.
+    """
