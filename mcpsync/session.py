@@ -51,6 +51,8 @@ CallerReader = Callable[[Callable[[], bool], "float | None", Callable[[], int]],
 ProgressSink = Callable[["PendingRequest", dict[str, Any]], None]
 
 _NEVER_CANCEL = frozenset({"initialize"})
+#: Seconds a cancellation may wait for the transport's write (it is best effort).
+_CANCEL_WRITE_BOUND = 0.1
 
 
 class PendingRequest:
@@ -182,8 +184,13 @@ class Session:
                     meta["progressToken"] = pending.progress_token
                 body["_meta"] = meta
             message["params"] = body
+        options = self.send_options
+        if detach and "deadline" in options and "detach" not in options:
+            # A transport whose writes can block (a full pipe, a slow socket) but that
+            # cannot detach itself: write on a short-lived thread, so the caller returns now.
+            self._send_detached(pending, message)
+            return pending
         try:
-            options = self.send_options
             if options and (deadline is not None or detach):
                 kwargs: dict[str, Any] = {}
                 if deadline is not None and "deadline" in options:
@@ -207,6 +214,19 @@ class Session:
                 return pending  # settled meanwhile (cancelled, closed): its outcome is the answer
             raise
         return pending
+
+    def _send_detached(self, pending: PendingRequest, message: dict[str, Any]) -> None:
+        def write() -> None:
+            try:
+                self._send(message)
+            except BaseException as exc:  # the request's caller gets it from its reply
+                if self._pop(pending.id) is not None:
+                    pending.future.set_exception(exc)
+
+        try:
+            threading.Thread(target=write, name=f"mcpsync-send-{pending.id}", daemon=True).start()
+        except RuntimeError:  # no new threads (interpreter exiting): write here
+            write()
 
     def notify(self, method: str, params: Mapping[str, Any] | None = None) -> None:
         """Send a notification.
@@ -331,7 +351,12 @@ class Session:
             pending.cancel_sent = True
             params = {"requestId": pending.id, "reason": reason}
             try:
-                self.notify("notifications/cancelled", params)
+                if "deadline" in self.send_options:
+                    # Best effort, and never the caller's wait: a wedged pipe or socket drops it.
+                    self._send({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": params},
+                               deadline=self._clock() + _CANCEL_WRITE_BOUND)
+                else:
+                    self.notify("notifications/cancelled", params)
             except Exception as send_exc:  # a dying connection must not mask the timeout
                 log.debug("could not send cancellation for %s: %s", pending.id, send_exc)
         return True
