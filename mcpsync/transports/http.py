@@ -378,9 +378,10 @@ class StreamableHTTPTransport(InFlightMixin, StreamsMixin, ReinitMixin, HttpEndp
             current = threading.current_thread()
             with self._lock:
                 threads = list(self._threads)
+            until = time.monotonic() + 2.0  # one budget for all: close() stays bounded
             for thread in threads:
                 if thread is not current:
-                    thread.join(timeout=2.0)
+                    thread.join(timeout=max(0.0, until - time.monotonic()))
             if self._own_session:
                 self._session.close()
         self._report_close(ClientClosed("transport closed"))
