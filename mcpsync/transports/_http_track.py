@@ -89,9 +89,9 @@ def _pool_classes() -> dict[str, Any]:
                 return base.getresponse(self, *args, **kwargs)
             return wrapped
 
-        tracked_http = type("TrackedHTTPConnection", (HTTPConnection,),
+        tracked_http = type("HTTPConnection", (HTTPConnection,),
                             {"getresponse": getresponse(HTTPConnection)})
-        tracked_https = type("TrackedHTTPSConnection", (HTTPSConnection,),
+        tracked_https = type("HTTPSConnection", (HTTPSConnection,),
                              {"getresponse": getresponse(HTTPSConnection)})
         _classes["http"] = type("TrackedHTTPConnectionPool", (HTTPConnectionPool,),
                                 {"ConnectionCls": tracked_http})

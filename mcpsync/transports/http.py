@@ -431,15 +431,15 @@ class StreamableHTTPTransport(InFlightMixin, StreamsMixin, ReinitMixin, HttpEndp
         deadline: float | None = getattr(self._call, "deadline", None)
         if deadline is None:
             return b"".join(common.iter_body(response))
-        sock = common.socket_of(response)
+        # Once, before the first read: after the last read the connection may already be back
+        # in the pool (or closed) and in another thread's hands. Later reads keep this bound, and
+        # the deadline is checked between them.
+        common.set_read_timeout(response, max(0.001, deadline - time.monotonic()))
         parts: list[bytes] = []
         chunks = common.iter_body(response)
         while True:
-            left = deadline - time.monotonic()
-            if left <= 0:
+            if deadline - time.monotonic() <= 0:
                 raise self._timed_out(what, deadline)
-            if sock is not None:
-                sock.settimeout(left)
             try:
                 data = next(chunks, b"")
             except Exception:
