@@ -20,7 +20,7 @@ from http_fault import Conn, FaultServer, Request, discover_result, handshake
 from test_http_sdk import _start, _stop
 
 import mcpsync
-from mcpsync.exceptions import AuthError, ConnectionClosed, HTTPAuthError, HTTPStatusError
+from mcpsync.exceptions import AuthError, ConnectionClosed, HTTPStatusError
 
 SERVERS = Path(__file__).resolve().parent / "servers"
 SECRET = "s3cr3t-token-value"
@@ -166,24 +166,26 @@ def test_c4_reply_stream_whose_resumption_cannot_connect_fails_at_once() -> None
 # -- C8 and the caller's inline read: events as soon as their blank line is read --------------------
 
 
-def chunked_sse_with_pauses(conn: Conn, text: str, pieces: int, pause: threading.Event) -> None:
-    """Send *text* as *pieces* HTTP chunks, the terminating blank line in a chunk of its own."""
+def chunked_sse_with_pauses(conn: Conn, text: str, pieces: int, never: threading.Event, pause: float) -> None:
+    """Send *text* as *pieces* HTTP chunks *pause* seconds apart, the blank line in a chunk of its own."""
     body = text.rstrip("\n") + "\n"
     step = max(1, len(body) // pieces)
     for i in range(0, len(body), step):
         conn.event(body[i:i + step])
-        pause.wait(0.05)
+        if pause:
+            never.wait(pause)
     conn.event("\n")
 
 
-def test_c8_event_in_paused_chunks_then_an_idle_connection_is_delivered_at_once() -> None:
+@pytest.mark.parametrize("pause", [0.0, 0.05])
+def test_c8_event_in_chunks_then_an_idle_connection_is_delivered_at_once(pause: float) -> None:
     never = threading.Event()
 
     def handler(request: Request, conn: Conn) -> None:
         if request.rpc_method == "ping":
             conn.start_sse()
             chunked_sse_with_pauses(conn, f'data: {{"jsonrpc":"2.0","id":{request.body["id"]},"result":{{}}}}\n',
-                                    4, never)
+                                    4, never, pause)
             conn.hold()  # open and idle: no more bytes, no end
         else:
             handshake(request, conn)
@@ -191,9 +193,10 @@ def test_c8_event_in_paused_chunks_then_an_idle_connection_is_delivered_at_once(
     with FaultServer(handler) as server, mcpsync.Client.http(
             server.url, transport="streamable-http", mode="legacy", timeout=10, listen=False) as client:
         client.connect()
-        start = time.monotonic()
-        client.ping()
-        assert time.monotonic() - start < 1.5
+        for _ in range(3):  # the first call may spend the inline-read budget warming up
+            start = time.monotonic()
+            client.ping()
+            assert time.monotonic() - start < 1.5
 
 
 def modern_listen_server(request: Request, conn: Conn) -> None:
@@ -221,20 +224,25 @@ def test_c8_listen_returns_once_its_acknowledgement_chunk_is_read() -> None:
     with FaultServer(modern_listen_server) as server, mcpsync.Client.http(
             server.url, transport="streamable-http", mode="2026-07-28", timeout=10) as client:
         client.connect()
-        start = time.monotonic()
-        client.on("notifications/tools/list_changed", lambda params: None)
-        assert time.monotonic() - start < 1.5  # not the next keep-alive
+        # Each on() (re)opens the listen stream with a new filter. The first may spend the
+        # caller's short inline-read budget warming up; the later ones must not overrun it.
+        for method in ("notifications/tools/list_changed", "notifications/prompts/list_changed",
+                       "notifications/resources/list_changed"):
+            start = time.monotonic()
+            client.on(method, lambda params: None)
+            assert time.monotonic() - start < 1.5  # not the next keep-alive
 
 
 def test_c9_call_whose_stream_goes_quiet_after_a_chunk_times_out_at_its_deadline() -> None:
     with FaultServer(modern_listen_server) as server, mcpsync.Client.http(
             server.url, transport="streamable-http", mode="2026-07-28", timeout=10) as client:
         client.connect()
-        start = time.monotonic()
-        with pytest.raises(mcpsync.RequestTimeout):
-            client.request("tools/call", {"name": "x"}, timeout=1.0, progress=lambda *a: None,
-                           reset_timeout_on_progress=False)
-        assert time.monotonic() - start < 2.0
+        for _ in range(3):  # the first call may spend the inline-read budget warming up
+            start = time.monotonic()
+            with pytest.raises(mcpsync.RequestTimeout):
+                client.request("tools/call", {"name": "x"}, timeout=1.0, progress=lambda *a: None,
+                               reset_timeout_on_progress=False)
+            assert time.monotonic() - start < 2.0
 
 
 # -- F: a 401/403 that no auth handler resolves is an AuthError and an HTTPStatusError -------------
@@ -246,6 +254,8 @@ def test_f7_unresolved_401_or_403_is_an_auth_error_with_status_and_masked_body(s
     def handler(request: Request, conn: Conn) -> None:
         headers = {"WWW-Authenticate": 'Bearer realm="x"'} if challenge else {}
         conn.respond(status, f'{{"error":"denied","token":"{SECRET}"}}', headers=headers)
+
+    from mcpsync.exceptions import HTTPAuthError  # new in issue 12
 
     with FaultServer(handler) as server:
         client = mcpsync.Client.http(server.url, transport="streamable-http", mode="legacy",
