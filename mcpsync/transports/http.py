@@ -431,10 +431,9 @@ class StreamableHTTPTransport(InFlightMixin, StreamsMixin, ReinitMixin, HttpEndp
         deadline: float | None = getattr(self._call, "deadline", None)
         if deadline is None:
             return b"".join(common.iter_body(response))
-        # Once, before the first read: after the last read the connection may already be back
-        # in the pool (or closed) and in another thread's hands. Later reads keep this bound, and
-        # the deadline is checked between them.
-        common.set_read_timeout(response, max(0.001, deadline - time.monotonic()))
+        # Each read waits at most what was left when the POST was sent (urllib3 set that on the
+        # socket for the headers); the deadline itself is checked between reads. (The socket is
+        # not touched here: after the last read it may be back in the pool, another thread's.)
         parts: list[bytes] = []
         chunks = common.iter_body(response)
         while True:
