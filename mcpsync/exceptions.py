@@ -22,7 +22,8 @@
     │   │   ├── MessageTooLarge           a frame exceeded ``max_message_bytes``
     │   │   └── WebSocketClosed           the WebSocket closed (code, reason)   [transports.websocket]
     │   ├── HTTPStatusError               non-2xx HTTP reply (status, redacted excerpt)
-    │   │   └── SessionExpired            the HTTP session was lost for good
+    │   │   ├── SessionExpired            the HTTP session was lost for good
+    │   │   └── HTTPAuthError             401/403 no auth handler resolved (also an AuthError)
     │   └── ForkedClientError             a stdio client used in a forked child
     ├── RequestTimeout                    also a builtin ``TimeoutError``
     ├── RequestCancelled                  the call was cancelled locally
@@ -40,6 +41,7 @@
     │   └── ServerSetError                ``MCP_SERVERS`` settings with errors (all listed)  [contrib]
     ├── FallbackToLegacy                  internal: "auto" HTTP switches to HTTP+SSE; never reaches you
     └── AuthError                         base of the :mod:`mcpsync.auth` errors              [auth]
+        ├── HTTPAuthError                 a 401/403 no auth handler resolved (also an HTTPStatusError)
         ├── AuthorizationRequired         a login is needed; ``.url`` is where to send the user
         ├── LoginTimeout                  the loopback login timed out (also ``TimeoutError``)
         ├── LoginCancelled                the user refused or closed the login
@@ -106,6 +108,7 @@ __all__ = [
     "UnknownName",
     "ProviderResponseError",
     "AuthError",
+    "HTTPAuthError",
     "error_from_response",
     "excerpt",
 ]
@@ -507,3 +510,14 @@ class ProviderResponseError(McpError, ValueError):
 
 class AuthError(McpError):
     """Base class of authorization failures (see :mod:`mcpsync.auth`)."""
+
+
+class HTTPAuthError(HTTPStatusError, AuthError):
+    """A 401 or 403 that no auth handler resolved (HTTP and WebSocket upgrades alike).
+
+    Raised when no ``auth=`` was given, when a 401 carries no
+    ``WWW-Authenticate`` challenge to act on, or when a WebSocket upgrade is
+    refused with 401/403.  It is both an :class:`HTTPStatusError` (``status``
+    and the redacted ``body_excerpt`` are kept) and an :class:`AuthError`, so
+    ``except AuthError`` catches every authorization failure.
+    """

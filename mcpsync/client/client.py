@@ -5,6 +5,7 @@ from __future__ import annotations
 import logging
 import os
 import threading
+import time
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -76,6 +77,10 @@ class Client(TaskFeatures, Skills):
         identifier -> settings (``None`` or ``{}``: no settings); see ``docs/extensions.rst``.
     :param serve_tasks: let a 2025-11-25 server run its sampling and elicitation
         requests as tasks on this client (see ``docs/tasks.rst``).
+    :param discover_timeout: with ``mode="auto"`` (or ``"modern"``), seconds
+        the ``server/discover`` probe waits before a ``ping`` checks whether
+        the server reads at all; a handshake-era server that ignores the probe
+        costs about this much (see :doc:`protocol-eras`).
     """
 
     def __init__(
@@ -99,6 +104,7 @@ class Client(TaskFeatures, Skills):
         interceptors: Sequence[Interceptor] = (),
         tracing: bool = True,
         prior_discover: types.DiscoverResult | Mapping[str, Any] | None = None,
+        discover_timeout: float = 1.0,
         _transport_factory: Callable[[], Transport] | None = None,
         _prior_era: str | None = None,
     ) -> None:
@@ -115,6 +121,7 @@ class Client(TaskFeatures, Skills):
             extensions=normalize_extensions(extensions) or None,
             serve_tasks=serve_tasks,
             max_queued_notifications=max_queued_notifications,
+            discover_timeout=discover_timeout,
             prior_discover=_prior(prior_discover),
             prior_era=_prior_era,  # set by the CLI's era cache (mcpsync.client.era_cache)
         )
@@ -284,7 +291,8 @@ class Client(TaskFeatures, Skills):
         self._connection()
         return self
 
-    def _connection(self) -> Connection:
+    def _connection(self, deadline: float | None = None) -> Connection:
+        """The open connection, opening it first (within *deadline*, if given) when needed."""
         conn = self._conn
         if conn is not None and conn.pid == os.getpid():
             return conn
@@ -303,9 +311,14 @@ class Client(TaskFeatures, Skills):
                 transport = self._next_transport(conn)
                 conn = Connection(transport, self._options, self._listeners, self._policies)
                 self._connecting = conn
+            timeout = self._options.timeout
+            if deadline is not None:
+                # A lazy connect is part of the call that triggered it.
+                left = max(0.0, deadline - time.monotonic())
+                timeout = left if timeout is None else min(timeout, left)
             self._connect_owner = threading.get_ident()
             try:
-                conn.open(self._options.timeout)
+                conn.open(timeout)
             finally:
                 self._connect_owner = None
                 with self._state_lock:
@@ -440,7 +453,7 @@ class Client(TaskFeatures, Skills):
     ) -> PendingCall:
         """Send a request and return at once; see :class:`PendingCall`."""
         conn = self._connection()
-        pending = conn.session.send_request(method, params, on_progress=progress)
+        pending = conn.session.send_request(method, params, on_progress=progress, detach=True)
         return PendingCall(conn, pending, self._options.timeout)
 
     def request(
@@ -462,13 +475,22 @@ class Client(TaskFeatures, Skills):
             failure even if it may have run, ``False`` never retries it; by
             default only methods that are safe to repeat are retried.
         """
-        return self._connection().request(
+        # The deadline is fixed now and bounds everything below, a lazy connect included.
+        seconds = self._timeout(timeout)
+        started = time.monotonic()
+        deadline = None if seconds is None else started + seconds
+        if max_total_timeout is not None:
+            cap = started + max_total_timeout
+            deadline = cap if deadline is None else min(deadline, cap)
+        conn = self._connection(deadline)
+        spent = time.monotonic() - started
+        return conn.request(
             method,
             dict(params) if params is not None else None,
-            timeout=self._timeout(timeout),
+            timeout=None if seconds is None else max(0.0, seconds - spent),
             progress=progress,
             reset_on_progress=reset_timeout_on_progress,
-            max_total=max_total_timeout,
+            max_total=None if max_total_timeout is None else max(0.0, max_total_timeout - spent),
             retry=retry,
         )
 

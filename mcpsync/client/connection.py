@@ -56,6 +56,7 @@ _LOG_LEVELS = {
 }
 _ACKNOWLEDGED = "notifications/subscriptions/acknowledged"
 _EARLY_LIMIT = 64
+_SEND_OPTIONS = frozenset({"deadline", "detach"})
 
 
 class Listeners:
@@ -117,6 +118,8 @@ class Connection:
             on_request=self._on_request,
             on_progress=self._on_progress,
         )
+        # Transports that bound a send by the call's deadline (or detach it) say so in its signature.
+        self.session.send_options = frozenset(inspect.signature(transport.send).parameters) & _SEND_OPTIONS
         # A waiting caller reads its own reply when the transport allows it.
         self.session.caller_reader = getattr(transport, "read_for", None)
         #: The tasks this client runs for a handshake-era server (``serve_tasks=True``).
@@ -135,6 +138,9 @@ class Connection:
         self.background: Subscription | None = None
         #: Set by the client: drops cached results when the server says they changed.
         self.on_invalidate: Callable[[str, dict[str, Any]], None] | None = None
+        #: Whether each request has its own response channel (HTTP), rather than
+        #: all sharing one ordered stream (stdio, WebSocket); set by :meth:`open`.
+        self.independent_requests = False
         #: ``"legacy"`` (initialize handshake) or ``"modern"`` (stateless).
         self.era = "legacy"
         self.protocol_version = ""
@@ -154,12 +160,17 @@ class Connection:
     # -- lifecycle -----------------------------------------------------------
 
     def open(self, timeout: float | None) -> None:
-        """Start the transport and agree on an era and a protocol version.
+        """Start the transport and agree on an era and a protocol version, within *timeout*.
+
+        A failure that leaves the server running (a timeout, a refused
+        version) returns at once: the server is stopped on a short-lived
+        thread (:meth:`close_soon`), so the caller does not pay for its shutdown.
 
         :raises ServerStartError: if the server cannot be started or dies first.
         :raises UnsupportedProtocolVersion: if we share no protocol version.
         """
-        if "on_request_error" in inspect.signature(self.transport.start).parameters:
+        self.independent_requests = "on_request_error" in inspect.signature(self.transport.start).parameters
+        if self.independent_requests:
             # HTTP can lose one reply stream without losing the connection.
             self.transport.start(  # type: ignore[call-arg]
                 self.session.feed, self._on_transport_closed, on_request_error=self.session.fail_request
@@ -178,7 +189,7 @@ class Connection:
                 stderr_tail=exc.stderr_tail,
             ) from exc
         except BaseException:
-            self.close()
+            self.close_soon()
             raise
         log.info(
             "connected to %s %s (protocol %s) over %s",
@@ -200,6 +211,14 @@ class Connection:
         finally:
             self.notifications.stop()
             self.handlers.stop()
+
+    def close_soon(self) -> None:
+        """Fail pending calls now and finish :meth:`close` on a short-lived thread (it is bounded)."""
+        self.session.fail_all(ClientClosed("client closed"))
+        try:
+            threading.Thread(target=self.close, name="mcpsync-close", daemon=True).start()
+        except RuntimeError:  # no new threads (interpreter exiting): close here
+            self.close()
 
     def abandon(self) -> None:
         """Forget this connection in a forked child without touching the parent's resources."""

@@ -51,7 +51,7 @@ class Features:
         # Provided by Client; declared for the type checker only.
         request: Callable[..., dict[str, Any]]
 
-        def _connection(self) -> Connection: ...
+        def _connection(self, deadline: float | None = None) -> Connection: ...
 
         def _timeout(self, timeout: TimeoutArg) -> float | None: ...
 
@@ -59,8 +59,10 @@ class Features:
 
     # -- plumbing shared by the feature methods ------------------------------
 
-    def _require(self, capability: str, method: str) -> None:
-        caps = self._connection().capabilities
+    def _require(self, capability: str, method: str, timeout: TimeoutArg = DEFAULT) -> None:
+        # A lazy connect here is part of the call, inside its deadline.
+        seconds = self._timeout(timeout)
+        caps = self._connection(None if seconds is None else time.monotonic() + seconds).capabilities
         head, _, sub = capability.partition(".")
         value = getattr(caps, head, None)
         if value is not None and sub:
@@ -90,14 +92,20 @@ class Features:
         retry with ``inputResponses`` and the echoed ``requestState``.
         """
         attempt = dict(params)
+        started = time.monotonic()
         for _ in range(self._options.max_input_rounds + 1):
+            # max_total_timeout is one hard cap across all rounds, not one per round.
+            left = None if max_total_timeout is None else max_total_timeout - (time.monotonic() - started)
+            if left is not None and left <= 0:
+                raise RequestTimeout(f"{method}: max_total_timeout ({max_total_timeout}s) spent across"
+                                     " input_required rounds", method=method, elapsed=time.monotonic() - started)
             raw = self.request(
                 method,
                 attempt,
                 timeout=timeout,
                 progress=progress,
                 reset_timeout_on_progress=reset_timeout_on_progress,
-                max_total_timeout=max_total_timeout,
+                max_total_timeout=left,
                 retry=retry,
             )
             kind = raw.get("resultType")
@@ -148,7 +156,7 @@ class Features:
     def _paginate(
         self, method: str, key: str, cls: type[Any], capability: str, timeout: TimeoutArg, cache: bool
     ) -> list[Any]:
-        self._require(capability, method)
+        self._require(capability, method, timeout)
         items: list[Any] = []
         cursor: str | None = None
         seen: set[str] = set()
@@ -207,8 +215,8 @@ class Features:
             failure although the tool declares neither ``idempotentHint`` nor
             ``readOnlyHint``; ``False`` never retries it (docs/policies.rst).
         """
-        self._require("tools", "tools/call")
         started = time.monotonic()
+        self._require("tools", "tools/call", timeout)
         params: dict[str, Any] = {"name": name, "arguments": dict(arguments or {})}
         if meta:
             params["_meta"] = dict(meta)
@@ -258,7 +266,7 @@ class Features:
         self, uri: str, *, timeout: TimeoutArg = DEFAULT, cache: bool = True
     ) -> types.ReadResourceResult:
         """Read a resource; ``.contents`` holds text and blob contents."""
-        self._require("resources", "resources/read")
+        self._require("resources", "resources/read", timeout)
         raw = self._cache.get("resources/read", uri) if cache else None
         if raw is None:
             raw = self._complete("resources/read", {"uri": uri}, timeout=timeout)
@@ -273,7 +281,7 @@ class Features:
         """
         conn = self._connection()
         # A modern server declares resources.subscribe when it serves resourceSubscriptions.
-        self._require("resources.subscribe", "resources/subscribe")
+        self._require("resources.subscribe", "resources/subscribe", timeout)
         if conn.era == "legacy":
             self.request("resources/subscribe", {"uri": uri}, timeout=timeout)
         self._resource_subscriptions.add(uri)
@@ -285,7 +293,7 @@ class Features:
         conn = self._connection()
         self._resource_subscriptions.discard(uri)
         if conn.era == "legacy":
-            self._require("resources.subscribe", "resources/unsubscribe")
+            self._require("resources.subscribe", "resources/unsubscribe", timeout)
             self.request("resources/unsubscribe", {"uri": uri}, timeout=timeout)
         else:
             self._sync_background()
@@ -304,7 +312,7 @@ class Features:
         timeout: TimeoutArg = DEFAULT,
     ) -> types.GetPromptResult:
         """Render a prompt; ``.messages`` holds the conversation."""
-        self._require("prompts", "prompts/get")
+        self._require("prompts", "prompts/get", timeout)
         params: dict[str, Any] = {"name": name}
         if arguments:
             params["arguments"] = {key: str(value) for key, value in arguments.items()}
@@ -322,7 +330,7 @@ class Features:
         timeout: TimeoutArg = DEFAULT,
     ) -> types.Completion:
         """Ask the server to complete an argument of a prompt or resource template."""
-        self._require("completions", "completion/complete")
+        self._require("completions", "completion/complete", timeout)
         params: dict[str, Any] = {
             "ref": types.to_wire(ref),
             "argument": {"name": argument_name, "value": argument_value},
@@ -339,7 +347,7 @@ class Features:
         all requests from now on.
         """
         conn = self._connection()
-        self._require("logging", "logging/setLevel")
+        self._require("logging", "logging/setLevel", timeout)
         if conn.era == "modern":
             conn.log_level = level
             conn.set_modern_meta()

@@ -1,16 +1,44 @@
 """Choosing the protocol era: the ``server/discover`` probe or the ``initialize`` handshake.
 
-``mode="auto"`` probes ``server/discover`` once (bounded by
-``discover_timeout``).  A result, or a recognised modern error such as -32022
-naming a version we speak, means the stateless era; any other error or no
-answer in time means a handshake-era server, and we fall back to
-``initialize`` (spec 2026-07-28, *Versioning → Backward Compatibility*).  The
-probe costs at most one round trip on a legacy server.
+``mode="auto"`` probes ``server/discover`` (spec 2026-07-28, *stdio* and
+*Streamable HTTP*, *Backward Compatibility*).  A result, or a recognised
+modern error such as -32022 naming a version we speak, means the stateless
+era; any other error means a handshake-era server, and we fall back to
+``initialize``.
+
+"No answer within a reasonable timeout" needs care: a server may simply be
+slow to start (a first ``uvx``/``npx -y`` run, ``docker run -i``, a JVM), and
+a dual-era server that reads the queued probe late answers it and locks into
+2026-07-28.  So the probe is never given up while the connect deadline lasts:
+
+* on one ordered stream (stdio, WebSocket, memory), after ``discover_timeout``
+  without an answer the ``initialize`` request is written behind the probe,
+  and the first answer decides: a probe answer (however late) is adopted and
+  the queued ``initialize``'s reply is dropped; an ``initialize`` answer means
+  a handshake-era server that ignored the probe.  Such a server costs about
+  ``discover_timeout`` on top of its own start-up, never the connect timeout;
+* over HTTP every request has its own response, and a handshake-era server
+  answers the probe with an error status at once, so the probe simply has the
+  connect deadline.
+
+A server that answers nothing fails with
+:class:`~mcpsync.exceptions.RequestTimeout` at the connect deadline, whatever
+the mode (``mode="modern"`` never writes ``initialize``).
+
+Interceptors see the probe and the handshake like any request.  Where the probe may race an
+``initialize`` (one ordered stream), only the interceptors wrap it: its retries are the race
+itself; over HTTP it goes through the whole policy chain (retries and tracing too).  An
+``initialize`` written behind a still-unanswered probe is not intercepted.
+
+A ``prior_discover=`` result (or the CLI's era cache) skips the probe; :func:`stale_prior`
+probes again, once per connection, when the server rejects the remembered era.
 """
 
 from __future__ import annotations
 
 import logging
+import threading
+import time
 from typing import TYPE_CHECKING, Any
 
 from mcpsync import types
@@ -18,12 +46,15 @@ from mcpsync.client.options import ClientOptions
 from mcpsync.exceptions import (
     HTTPStatusError,
     ProtocolError,
+    RequestCancelled,
     RequestTimeout,
     ServerError,
     ServerUnsupportedProtocolVersion,
     UnsupportedProtocolVersion,
 )
 from mcpsync.types.modern import CLIENT_CAPABILITIES_KEY, CLIENT_INFO_KEY, LOG_LEVEL_KEY, PROTOCOL_VERSION_KEY, SERVER_INFO_KEY
+
+from mcpsync.rpc.session import PendingRequest
 
 if TYPE_CHECKING:
     from mcpsync.client.connection import Connection
@@ -46,24 +77,49 @@ def modern_meta(options: ClientOptions, version: str, log_level: str | None) -> 
     return meta
 
 
+#: What :func:`_probe` returns when nothing was answered by the connect deadline.
+_SILENT = object()
+
+
+def _left(deadline: float | None, cap: float | None = None) -> float | None:
+    """Seconds until *deadline*, at most *cap* (``None``: no bound)."""
+    left = None if deadline is None else max(0.0, deadline - time.monotonic())
+    if cap is None:
+        return left
+    return cap if left is None else min(cap, left)
+
+
 def negotiate(conn: Connection, timeout: float | None) -> None:
-    """Settle the era and version for *conn*; raises if none can be agreed."""
+    """Settle the era and version for *conn* within *timeout*; raises if none can be agreed.
+
+    :raises RequestTimeout: when the server answered nothing by then.
+    """
     options = conn.options
+    deadline = None if timeout is None else time.monotonic() + timeout
     handshake_versions = options.offered_versions()
     if options.prior_discover is not None and _adopt_prior(conn, options.prior_discover):
         return
     if options.prior_era == "legacy" and options.allows_handshake():
         # Remembered as a handshake-era server: skip the probe; probe after all if rejected.
         try:
-            _handshake(conn, handshake_versions, timeout)
+            _handshake(conn, handshake_versions, deadline)
             return
         except (ServerError, HTTPStatusError, UnsupportedProtocolVersion) as exc:
             if not options.modern_versions() or not _rejection(exc):
                 raise
             log.info("the server rejected the handshake it took before (%s); probing", type(exc).__name__)
     if options.modern_versions():
-        outcome = _probe(conn, timeout)
+        outcome = _probe(conn, deadline)
         if outcome is True:
+            return
+        if outcome is _SILENT:
+            raise RequestTimeout(
+                f"the server did not answer server/discover within {timeout:.3g}s (the connect"
+                " timeout): timed out" if timeout is not None else "the server did not answer server/discover",
+                method="server/discover", elapsed=timeout or 0.0,
+            )
+        if isinstance(outcome, PendingRequest):  # initialize is already on its way
+            _finish_handshake(conn, handshake_versions, outcome, deadline)
             return
         if not options.allows_handshake():
             raise UnsupportedProtocolVersion(
@@ -81,45 +137,166 @@ def negotiate(conn: Connection, timeout: float | None) -> None:
                     requested=options.modern_versions()[0],
                     supported=list(outcome),
                 )
-    _handshake(conn, handshake_versions, timeout)
+    _handshake(conn, handshake_versions, deadline)
 
 
-def _probe(conn: Connection, timeout: float | None) -> bool | tuple[str, ...] | None:
-    """True when the server is modern and adopted; else what it said it supports (or None)."""
+def _probe(conn: Connection, deadline: float | None) -> object:
+    """Probe ``server/discover``; see the module docstring.
+
+    :returns: ``True`` when the server is modern and adopted; a tuple of the
+        versions it named; ``None`` for a handshake-era error answer; the
+        :class:`PendingRequest` of an ``initialize`` already sent; or
+        :data:`_SILENT`.
+    """
     options = conn.options
     candidates = list(options.modern_versions())
-    bound = options.discover_timeout if timeout is None else min(timeout, options.discover_timeout)
     version = candidates[0]
-    for attempt in range(2):
-        conn.session.default_meta = modern_meta(options, version, conn.log_level)
-        try:
-            raw = conn.request("server/discover", None, timeout=bound)
-            result = types.from_wire(types.DiscoverResult, raw)
-        except ServerUnsupportedProtocolVersion as exc:
-            conn.session.default_meta = None
-            # SEP-2575: retry once with the version we prefer among those the server
-            # lists, even when that is the one it just refused (the list is its word on
-            # what it speaks); a second refusal ends the probe.
-            mutual = [v for v in candidates if v in exc.supported]
-            if mutual and attempt == 0:
-                version = mutual[0]
-                continue
-            log.debug("server/discover: server supports %s", exc.supported)
-            return tuple(exc.supported)
-        except (ServerError, ProtocolError, RequestTimeout, HTTPStatusError) as exc:
-            # Not a recognised modern answer: a handshake-era server.
-            conn.session.default_meta = None
-            log.debug("server/discover failed (%s); using the initialize handshake", exc)
-            return None
-        if version not in result.supported_versions:
-            mutual = [v for v in candidates if v in result.supported_versions]
-            if not mutual:
+    early = options.allows_handshake() and not conn.independent_requests
+    written: list[PendingRequest] = []  # an initialize written behind the probe
+    try:
+        for attempt in range(2):
+            conn.session.default_meta = modern_meta(options, version, conn.log_level)
+            try:
+                if early:
+                    answer = _raced_probe(conn, deadline, options.discover_timeout, written)
+                else:
+                    answer = conn.request("server/discover", None, timeout=_left(deadline))
+                if answer is _SILENT:
+                    conn.session.default_meta = None
+                    return _SILENT
+                if isinstance(answer, PendingRequest):  # initialize answered first: handshake era
+                    conn.session.default_meta = None
+                    written.clear()
+                    return answer
+                assert isinstance(answer, dict)
+                result = types.from_wire(types.DiscoverResult, answer)
+            except ServerUnsupportedProtocolVersion as exc:
                 conn.session.default_meta = None
-                return tuple(result.supported_versions)
-            version = mutual[0]
-        _adopt(conn, version, result)
-        return True
-    return None
+                # SEP-2575: retry once with the version we prefer among those the server
+                # lists, even when that is the one it just refused (the list is its word on
+                # what it speaks); a second refusal ends the probe.
+                mutual = [v for v in candidates if v in exc.supported]
+                if mutual and attempt == 0:
+                    version = mutual[0]
+                    early = False  # a modern server: no initialize behind the second probe
+                    continue
+                log.debug("server/discover: server supports %s", exc.supported)
+                return tuple(exc.supported)
+            except (ServerError, ProtocolError, HTTPStatusError) as exc:
+                # Not a recognised modern answer: a handshake-era server.
+                conn.session.default_meta = None
+                log.debug("server/discover failed (%s); using the initialize handshake", exc)
+                return written.pop() if written else None  # the initialize already written, if any
+            except RequestTimeout:
+                conn.session.default_meta = None
+                return _SILENT  # the probe could not even be sent in time
+            if version not in result.supported_versions:
+                mutual = [v for v in candidates if v in result.supported_versions]
+                if not mutual:
+                    conn.session.default_meta = None
+                    return tuple(result.supported_versions)
+                version = mutual[0]
+            _adopt(conn, version, result)
+            return True
+        return None
+    finally:
+        for initialize in written:
+            # The probe decided: a reply to the initialize queued behind it is dropped.
+            conn.session.settle(initialize, RequestCancelled("the server/discover probe was answered"))
+
+
+class _Unanswered(Exception):
+    """Carries a probe outcome that is not a result (no answer, or ``initialize`` won) out
+    through the interceptors, which see it as the probe's failure."""
+
+    def __init__(self, outcome: object) -> None:
+        super().__init__("server/discover was not answered")
+        self.outcome = outcome
+
+
+def _raced_probe(conn: Connection, deadline: float | None, bound: float, written: list[PendingRequest]) -> object:
+    """The probe on one ordered stream, wrapped by the interceptors: its answer, :data:`_SILENT`,
+    or the answered ``initialize``.  An ``initialize`` written behind it goes into *written*."""
+
+    def exchange(params: dict[str, Any] | None) -> dict[str, Any]:
+        span = conn.policies.tracing.span(conn, "server/discover", params)
+        if span is None:
+            return race(params)
+        with span:
+            return race(span.inject(params))
+
+    def race(params: dict[str, Any] | None) -> dict[str, Any]:
+        answer = _ask(conn, deadline, bound, params)
+        if isinstance(answer, _Race):
+            written.append(answer.initialize)
+            answer = _first_answer(conn, deadline, answer)
+        if isinstance(answer, dict):
+            return answer
+        raise _Unanswered(answer)
+
+    try:
+        return conn.policies.intercept(conn, "server/discover", None, exchange)
+    except _Unanswered as unanswered:
+        return unanswered.outcome
+
+
+class _Race:
+    """A probe still unanswered, and the ``initialize`` written behind it."""
+
+    __slots__ = ("initialize", "probe")
+
+    def __init__(self, probe: PendingRequest, initialize: PendingRequest) -> None:
+        self.probe = probe
+        self.initialize = initialize
+
+
+def _ask(conn: Connection, deadline: float | None, bound: float | None,
+         params: dict[str, Any] | None = None) -> object:
+    """Send ``server/discover``: its raw result (its error is raised), :data:`_SILENT`,
+    or, after *bound* seconds without an answer, a :class:`_Race` with an ``initialize``."""
+    session = conn.session
+    probe = session.send_request("server/discover", params, deadline=deadline, detach=True)
+    if probe.future.wait(_left(deadline, bound)):
+        return probe.future.result()
+    if bound is not None and session.closed is None:
+        meta, session.default_meta = session.default_meta, None
+        try:
+            return _Race(probe, _send_initialize(conn, conn.options.offered_versions(), deadline))
+        except RequestTimeout:
+            pass  # could not even be written: the probe still has the deadline
+        finally:
+            session.default_meta = meta
+        probe.future.wait(_left(deadline))
+    return _give_up(conn, probe)
+
+
+def _give_up(conn: Connection, probe: PendingRequest) -> object:
+    """Settle *probe* locally (a late answer is dropped); its answer if it won the race."""
+    if conn.session.settle(probe, RequestTimeout("server/discover got no answer", method="server/discover")):
+        return _SILENT
+    return probe.future.result()
+
+
+def _first_answer(conn: Connection, deadline: float | None, race: _Race) -> object:
+    """Wait for the probe or the ``initialize`` behind it: the probe's answer, the
+    answered ``initialize``, or :data:`_SILENT`.  A probe answer wins ties."""
+    probe, initialize = race.probe, race.initialize
+    either = threading.Event()
+    probe.future.add_done_callback(lambda _reply: either.set())
+    initialize.future.add_done_callback(lambda _reply: either.set())
+    while True:
+        either.clear()
+        if probe.future.done():
+            return probe.future.result()
+        if initialize.future.done() and initialize.future.exception() is None:
+            _give_up(conn, probe)
+            return initialize
+        # An initialize refused while the probe is pending: a modern server that has not
+        # answered the probe yet; keep waiting for the probe.
+        left = _left(deadline)
+        if left is not None and left <= 0:
+            return _give_up(conn, probe)
+        either.wait(left)
 
 
 def _adopt_prior(conn: Connection, prior: types.DiscoverResult) -> bool:
@@ -164,8 +341,15 @@ def _renegotiate(conn: Connection, exc: BaseException, timeout: float | None) ->
     conn.discover_result = None
     conn.session.default_meta = None
     options = conn.options
-    outcome = _probe(conn, timeout) if options.modern_versions() else None
+    deadline = None if timeout is None else time.monotonic() + timeout
+    outcome = _probe(conn, deadline) if options.modern_versions() else None
     if outcome is True:
+        return
+    if outcome is _SILENT:
+        raise RequestTimeout("the server did not answer server/discover again", method="server/discover",
+                             elapsed=timeout or 0.0) from exc
+    if isinstance(outcome, PendingRequest):  # a handshake-era server answered the initialize behind it
+        _finish_handshake(conn, options.offered_versions(), outcome, deadline)
         return
     if not options.allows_handshake():
         raise UnsupportedProtocolVersion(
@@ -176,7 +360,7 @@ def _renegotiate(conn: Connection, exc: BaseException, timeout: float | None) ->
     offered = options.offered_versions()
     if isinstance(outcome, tuple):
         offered = tuple(v for v in offered if v in outcome)
-    _handshake(conn, offered, timeout)
+    _handshake(conn, offered, deadline)
 
 
 def _rejection(exc: BaseException) -> bool:
@@ -203,7 +387,7 @@ def _adopt(conn: Connection, version: str, result: types.DiscoverResult) -> None
     conn.set_modern_meta()
 
 
-def _handshake(conn: Connection, offered: tuple[str, ...], timeout: float | None) -> None:
+def _initialize_params(conn: Connection, offered: tuple[str, ...]) -> dict[str, Any]:
     if not offered:
         raise UnsupportedProtocolVersion(
             "server and client share no protocol version",
@@ -215,7 +399,25 @@ def _handshake(conn: Connection, offered: tuple[str, ...], timeout: float | None
         "capabilities": conn.options.client_capabilities(),
         "clientInfo": {"name": name, "version": version},
     }
-    raw = conn.request("initialize", params, timeout=timeout)
+    return params
+
+
+def _send_initialize(conn: Connection, offered: tuple[str, ...], deadline: float | None) -> PendingRequest:
+    """``initialize`` written behind a probe still in flight (not intercepted: see above)."""
+    return conn.session.send_request("initialize", _initialize_params(conn, offered), deadline=deadline)
+
+
+def _handshake(conn: Connection, offered: tuple[str, ...], deadline: float | None) -> None:
+    raw = conn.request("initialize", _initialize_params(conn, offered), timeout=_left(deadline))
+    _complete_handshake(conn, offered, raw)
+
+
+def _finish_handshake(conn: Connection, offered: tuple[str, ...], pending: PendingRequest,
+                      deadline: float | None) -> None:
+    _complete_handshake(conn, offered, conn.session.wait(pending, timeout=_left(deadline)))
+
+
+def _complete_handshake(conn: Connection, offered: tuple[str, ...], raw: dict[str, Any]) -> None:
     result = types.from_wire(types.InitializeResult, raw)
     if result.protocol_version not in offered:
         raise UnsupportedProtocolVersion(

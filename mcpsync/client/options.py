@@ -97,8 +97,9 @@ class ClientOptions:
     max_queued_notifications: int = 10_000
     #: Threads running server→client request handlers (sampling, elicitation, roots).
     handler_workers: int = 4
-    #: Bound on the ``server/discover`` probe of ``mode="auto"``, seconds.
-    discover_timeout: float = 10.0
+    #: Seconds the ``server/discover`` probe waits before a ``ping`` checks that the
+    #: server reads at all (the probe itself waits up to the connect deadline).
+    discover_timeout: float = 1.0
     #: Bound on ``input_required`` rounds of one modern request.
     max_input_rounds: int = 10
     #: A remembered ``server/discover`` result: the probe is skipped (see docs/policies.rst).

@@ -17,7 +17,7 @@ a result an interceptor could see.
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from mcpsync.client import negotiate as _era
@@ -86,6 +86,20 @@ class Policies:
                 method=method,
             )
 
+        return self.intercept(conn, method, params, send)
+
+    def intercept(
+        self,
+        conn: Connection,
+        method: str,
+        params: dict[str, Any] | None,
+        send: Callable[[dict[str, Any] | None], dict[str, Any]],
+    ) -> dict[str, Any]:
+        """Run the interceptors around *send* (``send(params)`` returns the raw result).
+
+        :meth:`request` ends in the retries and a traced send; the era probe on one
+        ordered stream ends in its race with ``initialize`` (see :mod:`.negotiate`).
+        """
         if not self.interceptors:
             return send(params)
         request = OutgoingRequest(method, dict(params or {}), self._client)
@@ -145,12 +159,19 @@ class Policies:
         max_total: float | None,
     ) -> dict[str, Any]:
         session = conn.session
+        # The write (a stdio pipe, an HTTP POST) is bounded by this attempt's deadline too.
+        started = time.monotonic()
+        deadline = None if timeout is None else started + timeout
+        if max_total is not None:
+            deadline = started + max_total if deadline is None else min(deadline, started + max_total)
         span = self.tracing.span(conn, method, params)
         if span is None:
-            pending = session.send_request(method, params, on_progress=progress)
+            pending = session.send_request(method, params, on_progress=progress, started=started, deadline=deadline)
             return session.wait(pending, timeout=timeout, reset_on_progress=reset_on_progress, max_total=max_total)
         with span:
-            pending = session.send_request(method, span.inject(params), on_progress=progress)
+            pending = session.send_request(
+                method, span.inject(params), on_progress=progress, started=started, deadline=deadline
+            )
             span.sent(pending.id)
             raw = session.wait(pending, timeout=timeout, reset_on_progress=reset_on_progress, max_total=max_total)
             span.result(raw)

@@ -72,7 +72,7 @@ class TaskFeatures(Features):
         :param on_status: ``fn(task)`` for each status change a :meth:`~TaskHandle.wait`
             on this handle sees, run on the dispatcher thread.
         """
-        self._require("tools", "tools/call")
+        self._require("tools", "tools/call", timeout)
         conn = self._connection()
         params: dict[str, Any] = {"name": name, "arguments": dict(arguments or {})}
         if meta:

@@ -37,8 +37,9 @@ __all__ = ["PendingRequest", "Reply", "Session", "normalize_id"]
 log = logging.getLogger(__name__)
 
 ProgressCallback = Callable[[float, "float | None", "str | None"], None]
-#: Sends one whole message; raises a TransportError when it cannot.
-SendFunction = Callable[[Mapping[str, Any]], None]
+#: Sends one whole message; raises a TransportError when it cannot.  It may take
+#: the keywords named in :attr:`Session.send_options`.
+SendFunction = Callable[..., None]
 #: ``(method, params)`` for every notification from the server.
 NotificationSink = Callable[[str, dict[str, Any]], None]
 #: ``(request_id, method, params)`` for every server→client request but ``ping``.
@@ -50,6 +51,8 @@ CallerReader = Callable[[Callable[[], bool], "float | None", Callable[[], int]],
 ProgressSink = Callable[["PendingRequest", dict[str, Any]], None]
 
 _NEVER_CANCEL = frozenset({"initialize"})
+#: Seconds a cancellation may wait for the transport's write (it is best effort).
+_CANCEL_WRITE_BOUND = 0.1
 
 
 class PendingRequest:
@@ -109,6 +112,9 @@ class Session:
         self._pending: dict[int, PendingRequest] = {}
         self._by_token: dict[int | str, PendingRequest] = {}
         self._closed: BaseException | None = None
+        #: The keywords of ``send`` the transport takes (``deadline``, ``detach``;
+        #: see :class:`~mcpsync.transports.base.Transport`); set by the owner.
+        self.send_options: frozenset[str] = frozenset()
         #: Set by a transport that lets a caller waiting for the only pending
         #: reply read it itself (no thread switch); see ``StdioTransport.read_for``.
         self.caller_reader: CallerReader | None = None
@@ -139,19 +145,29 @@ class Session:
         *,
         on_progress: ProgressCallback | None = None,
         track_progress: bool = False,
+        started: float | None = None,
+        deadline: float | None = None,
+        detach: bool = False,
     ) -> PendingRequest:
         """Register a request and send it.
 
         With *on_progress* (or *track_progress*) a ``progressToken`` equal to
         the request id is added to ``params._meta``.
 
+        :param started: when the call began (its timeout counts from there;
+            default: now).
+        :param deadline: passed to a transport that takes it: the write (and,
+            on HTTP, the whole exchange) must be done by then.
+        :param detach: ask the transport not to wait for the reply in this
+            thread (``request_async``).
         :raises ConnectionClosed: when the session is closed or the send fails.
+        :raises RequestTimeout: when the transport could not send by *deadline*.
         """
         with self._lock:
             if self._closed is not None:
                 raise clone_exception(self._closed)
             request_id = next(self._ids)
-            pending = PendingRequest(request_id, method, self._clock())
+            pending = PendingRequest(request_id, method, self._clock() if started is None else started)
             self._pending[request_id] = pending
             if on_progress is not None or track_progress:
                 pending.progress_token = request_id
@@ -168,13 +184,49 @@ class Session:
                     meta["progressToken"] = pending.progress_token
                 body["_meta"] = meta
             message["params"] = body
+        options = self.send_options
+        if detach and "deadline" in options and "detach" not in options:
+            # A transport whose writes can block (a full pipe, a slow socket) but that
+            # cannot detach itself: write on a short-lived thread, so the caller returns now.
+            self._send_detached(pending, message)
+            return pending
         try:
-            self._send(message)
-        except BaseException as exc:
+            if options and (deadline is not None or detach):
+                kwargs: dict[str, Any] = {}
+                if deadline is not None and "deadline" in options:
+                    kwargs["deadline"] = deadline
+                if detach and "detach" in options:
+                    kwargs["detach"] = True
+                self._send(message, **kwargs)
+            else:
+                self._send(message)
+        except RequestTimeout as exc:
+            # The transport could not finish by the deadline (and, where the server got
+            # the request, cancelled it): the caller's timeout, whoever settled first.
             if self._pop(request_id) is not None:
                 pending.future.set_exception(exc)
             raise
+        except BaseException as exc:
+            if self._pop(request_id) is not None:
+                pending.future.set_exception(exc)
+                raise
+            if pending.future._done:
+                return pending  # settled meanwhile (cancelled, closed): its outcome is the answer
+            raise
         return pending
+
+    def _send_detached(self, pending: PendingRequest, message: dict[str, Any]) -> None:
+        def write() -> None:
+            try:
+                self._send(message)
+            except BaseException as exc:  # the request's caller gets it from its reply
+                if self._pop(pending.id) is not None:
+                    pending.future.set_exception(exc)
+
+        try:
+            threading.Thread(target=write, name=f"mcpsync-send-{pending.id}", daemon=True).start()
+        except RuntimeError:  # no new threads (interpreter exiting): write here
+            write()
 
     def notify(self, method: str, params: Mapping[str, Any] | None = None) -> None:
         """Send a notification.
@@ -299,7 +351,12 @@ class Session:
             pending.cancel_sent = True
             params = {"requestId": pending.id, "reason": reason}
             try:
-                self.notify("notifications/cancelled", params)
+                if "deadline" in self.send_options:
+                    # Best effort, and never the caller's wait: a wedged pipe or socket drops it.
+                    self._send({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": params},
+                               deadline=self._clock() + _CANCEL_WRITE_BOUND)
+                else:
+                    self.notify("notifications/cancelled", params)
             except Exception as send_exc:  # a dying connection must not mask the timeout
                 log.debug("could not send cancellation for %s: %s", pending.id, send_exc)
         return True

@@ -15,6 +15,16 @@ Contract (the session engine and :class:`~mcpsync.Client` rely on it):
 * :meth:`Transport.send` is thread-safe and writes one whole message or
   nothing.  It raises :class:`~mcpsync.exceptions.ConnectionClosed` (or another
   :class:`~mcpsync.exceptions.TransportError`) when the message cannot be sent.
+* A transport whose :meth:`Transport.send` can block (a full pipe, a slow
+  socket, an HTTP exchange) accepts a keyword ``deadline`` (a
+  ``time.monotonic()`` value: the call's deadline) and gives up by then with
+  :class:`~mcpsync.exceptions.RequestTimeout`, leaving the connection usable
+  unless a frame was cut in half.  One that can hand the exchange to a worker
+  itself (HTTP) also accepts ``detach=True`` (``request_async``: return at
+  once; a failure reaches the request through ``on_request_error``); for one
+  that takes ``deadline`` but not ``detach`` the session writes on a
+  short-lived thread.  The client finds these keywords in ``send``'s
+  signature; a transport without them is called with the message alone.
 * :meth:`Transport.close` is idempotent, callable from any thread, and bounded
   in time.  It triggers ``on_close`` if that has not happened yet.
 """

@@ -24,7 +24,7 @@ from collections.abc import Iterator, Mapping
 from typing import TYPE_CHECKING
 from urllib.parse import urljoin, urlsplit
 
-from mcpsync.exceptions import ConnectionClosed, HTTPStatusError, excerpt
+from mcpsync.exceptions import ConnectionClosed, HTTPAuthError, HTTPStatusError, excerpt
 
 if TYPE_CHECKING:  # pragma: no cover - typing only
     import requests
@@ -47,7 +47,9 @@ __all__ = [
     "redact_url",
     "release",
     "sanitized",
+    "set_read_timeout",
     "shutdown_response",
+    "socket_of",
     "status_error",
 ]
 
@@ -151,12 +153,14 @@ def _body_excerpt(response: requests.Response, raw: bytes | None = None) -> str:
     return excerpt(redact_text(text), _BODY_EXCERPT)
 
 
-def status_error(response: requests.Response, what: str, cls: type[HTTPStatusError] = HTTPStatusError, *,
+def status_error(response: requests.Response, what: str, cls: type[HTTPStatusError] | None = None, *,
                  raw: bytes | None = None) -> HTTPStatusError:
     """An :class:`HTTPStatusError` for a non-success *response* (body excerpt redacted).
 
     A JSON-RPC error in the body is named in the message, so a server's
-    "Unsupported protocol version" is not lost behind the status.
+    "Unsupported protocol version" is not lost behind the status.  Without
+    *cls*, a 401/403 (one that reaches us was resolved by no auth handler) is
+    an :class:`~mcpsync.exceptions.HTTPAuthError`.
 
     :param raw: the body, when the caller has already read it.
     """
@@ -173,6 +177,8 @@ def status_error(response: requests.Response, what: str, cls: type[HTTPStatusErr
     header = response.headers.get("Retry-After", "")
     if header.strip().isdigit():
         retry_after = float(header.strip())
+    if cls is None:
+        cls = HTTPAuthError if response.status_code in (401, 403) else HTTPStatusError
     return cls(response.status_code, message, body_excerpt=body, retry_after=retry_after)
 
 
@@ -247,15 +253,14 @@ def connection_error(exc: BaseException, what: str, *, outcome_unknown: bool = F
 
 
 def new_session(pool_size: int = 32) -> requests.Session:
-    """A ``requests.Session`` whose pools fit many threads plus long-lived streams."""
-    import requests
-    import requests.adapters
+    """A ``requests.Session`` whose pools fit many threads plus long-lived streams.
 
-    session = requests.Session()
-    adapter = requests.adapters.HTTPAdapter(pool_connections=4, pool_maxsize=pool_size)
-    session.mount("http://", adapter)
-    session.mount("https://", adapter)
-    return session
+    Its connections let another thread interrupt a request still waiting for
+    its headers (:mod:`._http_track`).
+    """
+    from mcpsync.transports.http.track import tracking_session
+
+    return tracking_session(pool_size)
 
 
 def http_request(
@@ -331,7 +336,8 @@ def release(response: requests.Response, limit: int = 65536) -> None:
         response.close()
 
 
-def _socket_of(response: requests.Response) -> socket.socket | None:
+def socket_of(response: requests.Response) -> socket.socket | None:
+    """The socket *response* is read from, when it can be found (else ``None``)."""
     raw = response.raw
     conn = getattr(raw, "_connection", None) or getattr(raw, "connection", None)
     sock = getattr(conn, "sock", None)
@@ -356,7 +362,7 @@ def readable_soon(response: requests.Response, timeout: float) -> bool:
     fp = getattr(getattr(raw, "_fp", None), "fp", None)
     if fp is None:
         return True  # the body is complete: a read returns b"" at once
-    sock = _socket_of(response)
+    sock = socket_of(response)
     if sock is None or not hasattr(fp, "peek"):
         return False
     try:
@@ -365,13 +371,42 @@ def readable_soon(response: requests.Response, timeout: float) -> bool:
         previous = sock.gettimeout()
         sock.setblocking(False)
         try:
-            if fp.peek(1):
-                return True
+            buffered = fp.peek(1)
         finally:
             sock.settimeout(previous)
+        if buffered and _chunk_ready(getattr(raw, "_fp", None), buffered):
+            return True
         return timeout > 0 and _wait_readable(sock, timeout)
     except (OSError, ValueError):
         return False
+
+
+def _chunk_ready(response: object, buffered: bytes) -> bool:
+    """Whether *buffered* lets the next ``read1`` return without waiting for the server.
+
+    In a chunked body, the CRLF that ends a chunk stays in the buffer after
+    its data was read; a read then needs that CRLF, the next size line and a
+    byte of data.  Counting the two bytes as "readable" made the next read
+    wait for the server's next chunk (a keep-alive, 15 s later).
+    """
+    if not getattr(response, "chunked", False):
+        return True
+    left = getattr(response, "chunk_left", None)
+    if left:
+        return True  # inside a chunk: its data is what is buffered
+    view = buffered
+    if left == 0:  # the previous chunk's CRLF comes first
+        if len(view) < 2:
+            return False
+        view = view[2:]
+    end = view.find(b"\n")
+    if end < 0:
+        return False
+    try:
+        size = int(view[:end].split(b";", 1)[0].strip(), 16)
+    except ValueError:
+        return True  # a malformed size line: the read fails at once
+    return size == 0 or len(view) > end + 1
 
 
 def _wait_readable(sock: socket.socket, timeout: float) -> bool:
@@ -389,13 +424,23 @@ def shutdown_response(response: requests.Response) -> None:
     reader's buffer lock; shutting the socket down makes the blocked ``recv``
     return at once, and the reader then closes the response itself.
     """
-    sock = _socket_of(response)
+    sock = socket_of(response)
     if sock is None:
         return
     try:
         sock.shutdown(socket.SHUT_RDWR)
     except OSError:
         pass  # already closed or never connected
+
+
+def set_read_timeout(response: requests.Response, timeout: float | None) -> None:
+    """Make later reads of *response* wait at most *timeout* seconds each (when its socket is known)."""
+    sock = socket_of(response)
+    if sock is not None:
+        try:
+            sock.settimeout(timeout)
+        except OSError:
+            pass  # already closed: the next read fails anyway
 
 
 def is_event_stream(response: requests.Response) -> bool:

@@ -20,6 +20,7 @@ import itertools
 import json
 import logging
 import threading
+import time
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urljoin
@@ -28,6 +29,7 @@ from mcpsync.exceptions import (
     ClientClosed,
     ConnectionClosed,
     MessageTooLarge,
+    RequestTimeout,
     ServerStartError,
 )
 from mcpsync.transports.http import common as common
@@ -88,12 +90,16 @@ class LegacySSETransport(HttpEndpoint):
         self._reader: threading.Thread | None = None
         self._on_message: MessageHandler | None = None
         self._on_close: CloseHandler | None = None
+        self._on_request_error: RequestErrorHandler | None = None
 
     def describe(self) -> str:
         return f"HTTP+SSE {common.redact_url(self.url)}"
 
-    def start(self, on_message: MessageHandler, on_close: CloseHandler) -> None:
+    def start(self, on_message: MessageHandler, on_close: CloseHandler,
+              on_request_error: RequestErrorHandler | None = None) -> None:
         """Open the SSE stream and wait (bounded) for the ``endpoint`` event.
+
+        :param on_request_error: fails one pending request (a detached POST that failed).
 
         :raises ServerStartError: when the stream cannot be opened or names no
             acceptable endpoint in time.
@@ -103,6 +109,7 @@ class LegacySSETransport(HttpEndpoint):
 
         self._on_message = on_message
         self._on_close = on_close
+        self._on_request_error = on_request_error
         headers = dict(self._headers)
         headers["Accept"] = "text/event-stream"
         try:
@@ -170,23 +177,53 @@ class LegacySSETransport(HttpEndpoint):
             reason = ClientClosed("transport closed")
         self._report_close(reason)
 
-    def send(self, message: Mapping[str, Any]) -> None:
+    def send(self, message: Mapping[str, Any], *, deadline: float | None = None, detach: bool = False) -> None:
         """POST one message to the endpoint; replies come on the stream.
 
+        The POST (answered ``202`` at once by a well-behaved server) is bounded
+        by *deadline*; with *detach* it runs on a short-lived thread and a
+        failure reaches the request's caller through its reply.
+
         :raises HTTPStatusError: for a non-success status.
+        :raises RequestTimeout: when *deadline* passed first.
         :raises ConnectionClosed: when the server cannot be reached.
         """
-        import requests
-
         body = encode_message(message)
         if self._closed.is_set() or self.endpoint is None:
             raise ClientClosed("transport is closed")
+        request_id = message.get("id") if "method" in message else None
+        if detach and isinstance(request_id, (int, str)) and self._on_request_error is not None:
+            fail = self._on_request_error
+
+            def post() -> None:
+                try:
+                    self._post_message(message, body, deadline)
+                except BaseException as exc:  # handed to the request's caller
+                    if not self._closed.is_set():
+                        fail(request_id, exc)
+
+            threading.Thread(target=post, name="mcpsync-sse-post", daemon=True).start()
+            return
+        self._post_message(message, body, deadline)
+
+    def _post_message(self, message: Mapping[str, Any], body: bytes, deadline: float | None) -> None:
+        import requests
+
+        assert self.endpoint is not None
         headers = dict(self._headers)
         headers["Content-Type"] = "application/json"
+        timeout: tuple[float, float] = self._timeout
+        if deadline is not None:
+            left = max(0.001, deadline - time.monotonic())
+            timeout = (min(timeout[0], left), min(timeout[1], left))
         try:
             response = common.http_request(self._sender, "POST", self.endpoint, headers=headers,
-                                           timeout=self._timeout, data=body, follow_redirects=self._follow)
+                                           timeout=timeout, data=body, follow_redirects=self._follow)
         except requests.RequestException as exc:
+            if deadline is not None and time.monotonic() >= deadline - 0.01 and isinstance(exc, requests.Timeout):
+                method = message.get("method")
+                raise RequestTimeout(f"POST {method} to the message endpoint got no answer by its deadline",
+                                     method=method if isinstance(method, str) else "") from common.sanitized(exc)
             raise common.connection_error(exc, "POST to the message endpoint failed", outcome_unknown=not common.never_connected(exc)) from common.sanitized(exc)
         if not 200 <= response.status_code < 300:
             try:
@@ -238,6 +275,7 @@ class AutoHTTPTransport(Transport):
         self._lock = threading.Lock()
         self._on_message: MessageHandler | None = None
         self._on_close: CloseHandler | None = None
+        self._on_request_error: RequestErrorHandler | None = None
 
     @property
     def active(self) -> Transport:
@@ -251,6 +289,7 @@ class AutoHTTPTransport(Transport):
               on_request_error: RequestErrorHandler | None = None) -> None:
         self._on_message = on_message
         self._on_close = on_close
+        self._on_request_error = on_request_error
         inner = self._active
         assert isinstance(inner, StreamableHTTPTransport)
         inner.start(on_message, self._forward_close(inner), on_request_error)
@@ -261,9 +300,10 @@ class AutoHTTPTransport(Transport):
                 self._on_close(exc)
         return forward
 
-    def send(self, message: Mapping[str, Any]) -> None:
+    def send(self, message: Mapping[str, Any], *, deadline: float | None = None, detach: bool = False) -> None:
+        """Send through the active transport (see :meth:`StreamableHTTPTransport.send`)."""
         try:
-            self._active.send(message)
+            self._active.send(message, deadline=deadline, detach=detach)  # type: ignore[call-arg]
         except FallbackToLegacy as fallback:
             self._fall_back(fallback, message)
 
@@ -278,7 +318,7 @@ class AutoHTTPTransport(Transport):
         old.close()  # its on_close is not forwarded: it is no longer active
         assert self._on_message is not None
         try:
-            legacy.start(self._on_message, self._forward_close(legacy))
+            legacy.start(self._on_message, self._forward_close(legacy), self._on_request_error)
         except Exception as exc:
             raise ServerStartError(
                 f"{common.redact_url(self.url)}: Streamable HTTP refused initialize ({fallback.error}) and"

@@ -22,10 +22,11 @@ import itertools
 import json
 import logging
 import threading
+import time
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from mcpsync.exceptions import ConnectionClosed, SessionExpired
+from mcpsync.exceptions import ConnectionClosed, RequestTimeout, SessionExpired
 from mcpsync.transports.http import common as common
 from mcpsync.transports.http.modern import ToolHeaders, routing_headers
 from mcpsync.transports.http.sse_parser import SSEParser
@@ -57,6 +58,7 @@ class ReinitMixin:
     _initialized_message: dict[str, Any] | None
     _internal_ids: itertools.count[int]
     _reinit_lock: threading.Lock
+    _call: threading.local
     _lock: threading.Lock
     _streams: set[requests.Response]
     _on_message: MessageHandler | None
@@ -92,7 +94,12 @@ class ReinitMixin:
 
         :raises SessionExpired: when there is no handshake to replay or it fails.
         """
-        with self._reinit_lock:
+        # Threads that saw the expiry wait for the one re-initializing, each within its deadline.
+        deadline: float | None = getattr(self._call, "deadline", None)
+        wait = -1.0 if deadline is None else max(0.0, deadline - time.monotonic())
+        if not self._reinit_lock.acquire(timeout=wait):
+            raise RequestTimeout("the session expired and the re-initialize did not finish by the deadline")
+        try:
             if self._session_id != stale:
                 return  # another thread already did it
             init = self._init_message
@@ -123,6 +130,8 @@ class ReinitMixin:
             except ConnectionClosed as exc:
                 raise SessionExpired(404, f"session expired and re-initializing failed: {exc}") from exc
             self.reinitializations += 1
+        finally:
+            self._reinit_lock.release()
         if self._listen:
             self._ensure_listener()
 

@@ -80,6 +80,10 @@ class Sender:
                 self._targets[url] = target
         return target
 
+    def proxies(self, url: str) -> Any:
+        """The proxies requests to *url* go through (empty: a direct connection)."""
+        return self._target(url).settings.get("proxies")
+
     def send(
         self,
         method: str,

@@ -1,6 +1,14 @@
 """The Streamable HTTP transport (MCP 2025-03-26 … 2026-07-28).
 
-Every message is a POST to one URL.  The caller's thread does the POST:
+Every message is a POST to one URL, bounded by the call's deadline (the
+``deadline`` given to :meth:`StreamableHTTPTransport.send`: connect, headers
+and a JSON body are all read within it; past it the request fails with
+:class:`~mcpsync.exceptions.RequestTimeout`).  The caller's thread does the
+POST, and :meth:`~StreamableHTTPTransport.close` or a cancellation interrupts
+it even before the headers arrive (:mod:`._http_track`).  With ``detach=True``
+(``request_async``), or with a ``requests.Session`` of the user's (whose
+sockets we cannot reach before the headers), a worker thread does the POST
+and the caller waits only on its reply.  What each reply means:
 
 * ``202``/empty body: accepted (notifications and responses);
 * ``application/json``: the reply is read and delivered before :meth:`send`
@@ -46,6 +54,7 @@ import itertools
 import json
 import logging
 import threading
+import time
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
@@ -55,9 +64,12 @@ from mcpsync.exceptions import (
     McpError,
     MessageTooLarge,
     ProtocolError,
+    RequestCancelled,
+    RequestTimeout,
     SessionExpired,
 )
 from mcpsync.transports.http import common as common
+from mcpsync.transports.http import track as track
 from mcpsync.transports.http.factory import http_transport_factory
 from mcpsync.transports.http.inflight import InFlightMixin
 from mcpsync.transports.http.modern import (
@@ -87,6 +99,8 @@ _ids = itertools.count(1)
 _ACCEPT = "application/json, text/event-stream"
 _NO_STREAM = frozenset({400, 404, 405})
 _MAX_SESSION_ID = 1024
+#: Bound on a notification POSTed off the caller's thread (a cancellation).
+_NOTIFY_TIMEOUT = 5.0
 
 
 class FallbackToLegacy(McpError):
@@ -181,6 +195,12 @@ class StreamableHTTPTransport(InFlightMixin, StreamsMixin, ReinitMixin, HttpEndp
         self._responses: dict[Any, requests.Response] = {}
         #: Requests cancelled by closing their stream, until their reader notices.
         self._cancelled: set[Any] = set()
+        #: POSTs in flight by request id, abortable from any thread (close, cancel).
+        self._exchanges: dict[Any, track.Exchange] = {}
+        #: Whether the caller's own thread may POST (its sockets are reachable).
+        self._inline: bool | None = None
+        #: The deadline of the call the current thread is making (re-initialize, resends).
+        self._call = threading.local()
         self._modern_seen = False
         #: Set when a 2026-07-28 probe POST was refused outright (404/405, no JSON-RPC body).
         self._post_refused: HTTPStatusError | None = None
@@ -220,23 +240,33 @@ class StreamableHTTPTransport(InFlightMixin, StreamsMixin, ReinitMixin, HttpEndp
         self._on_close = on_close
         self._on_request_error = on_request_error
 
-    def send(self, message: Mapping[str, Any]) -> None:
+    def send(self, message: Mapping[str, Any], *, deadline: float | None = None, detach: bool = False) -> None:
         """POST one message; see the module docstring for what each reply means.
 
+        :param deadline: ``time.monotonic()`` value by which the request must
+            be answered (connect, headers and a JSON body within it).
+        :param detach: POST on a worker thread and return at once; failures
+            then reach the request's caller through ``on_request_error``.
         :raises FallbackToLegacy: (``initialize`` only) when the server refused
             our POSTs as a 2024-11-05 server does; :class:`AutoHTTPTransport`
             catches it.
         :raises HTTPStatusError: for any other non-success status.
         :raises SessionExpired: when the session expired and the request may
             not be resent, or the re-initialize failed.
+        :raises RequestTimeout: when *deadline* passed first (a handshake-era
+            request is then cancelled with ``notifications/cancelled``).
         :raises ConnectionClosed: when the server cannot be reached.
         """
         body = encode_message(message)
         if self._closed.is_set():
             raise ClientClosed("transport is closed")
         method = message.get("method")
-        if method == "notifications/cancelled" and self._modern_seen and self._init_message is None:
-            self._cancel_modern(message)  # 2026-07-28: closing the stream is the cancellation
+        if method == "notifications/cancelled":
+            self._abort_cancelled(message)
+            if self._modern_seen and self._init_message is None:
+                self._cancel_modern(message)  # 2026-07-28: closing the stream is the cancellation
+            else:  # off the caller's thread: cancel() never waits for the server
+                self._spawn(self._post_quietly, dict(message), body, name="notify")
             return
         if method == "initialize" and "id" in message:
             if self._fallback and self._post_refused is not None:
@@ -251,14 +281,83 @@ class StreamableHTTPTransport(InFlightMixin, StreamsMixin, ReinitMixin, HttpEndp
             if isinstance(request_id, (int, str)):
                 with self._lock:
                     self._modern[request_id] = str(method)
-        try:
-            self._exchange(message, body, modern)
-        except BaseException:
-            if modern and isinstance(request_id, (int, str)):
-                self._untrack(request_id, forget=True)
-            raise
+        if isinstance(request_id, (int, str)) and method != "initialize" and (detach or not self._may_inline()):
+            self._spawn(self._send_detached, message, body, modern, request_id, deadline, name="post")
+            return
+        self._send_now(message, body, modern, request_id, deadline)
         if method == "notifications/initialized" and self._listen:
             self._ensure_listener()
+
+    def _may_inline(self) -> bool:
+        inline = self._inline
+        if inline is None:
+            inline = self._inline = track.is_tracking(self._session, self._sender.proxies(self.url))
+        return inline
+
+    def _send_now(self, message: Mapping[str, Any], body: bytes, modern: bool, request_id: Any,
+                  deadline: float | None) -> None:
+        """POST in this thread, abortable by :meth:`close` and by cancelling *request_id*."""
+        exchange: track.Exchange | None = None
+        if isinstance(request_id, (int, str)):
+            exchange = track.Exchange()
+            with self._lock:
+                self._exchanges[request_id] = exchange
+            track.begin(exchange)
+        self._call.deadline = deadline
+        try:
+            self._exchange(message, body, modern)
+        except BaseException as exc:
+            if modern and isinstance(request_id, (int, str)):
+                self._untrack(request_id, forget=True)
+            if isinstance(exc, RequestTimeout) and not modern and request_id is not None \
+                    and message.get("method") != "initialize" and not self._closed.is_set():
+                # The server has the request: tell it we gave up (2026-07-28: the closed stream says it).
+                cancel = {"jsonrpc": "2.0", "method": "notifications/cancelled",
+                          "params": {"requestId": request_id, "reason": "timeout"}}
+                self._spawn(self._post_quietly, cancel, encode_message(cancel), name="notify")
+            if exchange is not None and exchange.aborted and not isinstance(exc, RequestTimeout):
+                # Whatever the aborted read raised, the story is the abort.
+                raise (ClientClosed("transport is closed") if self._closed.is_set()
+                       else RequestCancelled("request was cancelled")) from None
+            raise
+        finally:
+            self._call.deadline = None
+            if exchange is not None:
+                track.end()
+                with self._lock:
+                    self._exchanges.pop(request_id, None)
+
+    def _send_detached(self, message: Mapping[str, Any], body: bytes, modern: bool, request_id: Any,
+                       deadline: float | None) -> None:
+        """Worker thread: POST and deliver; a failure fails just that request.
+
+        (A request already settled, e.g. cancelled, is not failed again: the
+        session ignores it.)
+        """
+        try:
+            self._send_now(message, body, modern, request_id, deadline)
+        except BaseException as exc:  # handed to the request's caller
+            self._fail_request(request_id, exc)
+
+    def _post_quietly(self, message: dict[str, Any], body: bytes) -> None:
+        """Worker thread: POST a notification, bounded; a failure is only logged."""
+        self._call.deadline = time.monotonic() + min(_NOTIFY_TIMEOUT, self._timeout[1])
+        try:
+            self._exchange(message, body, False)
+        except Exception as exc:  # noqa: BLE001 - best effort, like the notification itself
+            log.debug("could not send %s: %s", message.get("method"), type(exc).__name__)
+        finally:
+            self._call.deadline = None
+
+    def _abort_cancelled(self, message: Mapping[str, Any]) -> None:
+        """Abort the POST of the request *message* cancels, if it is still waiting for its reply."""
+        params = message.get("params")
+        request_id = params.get("requestId") if isinstance(params, dict) else None
+        if isinstance(request_id, (int, str)):
+            with self._lock:
+                exchange = self._exchanges.get(request_id)
+            if exchange is not None:
+                exchange.abort()
 
     def close(self) -> None:
         """DELETE the session (bounded), unblock every reader, join them; idempotent."""
@@ -269,6 +368,9 @@ class StreamableHTTPTransport(InFlightMixin, StreamsMixin, ReinitMixin, HttpEndp
                 self._closed.set()
                 first = True
             streams = [*self._streams, *self._responses.values()]
+            exchanges = list(self._exchanges.values())
+        for exchange in exchanges:
+            exchange.abort()
         for response in streams:
             common.shutdown_response(response)
         if first:
@@ -276,9 +378,10 @@ class StreamableHTTPTransport(InFlightMixin, StreamsMixin, ReinitMixin, HttpEndp
             current = threading.current_thread()
             with self._lock:
                 threads = list(self._threads)
+            until = time.monotonic() + 2.0  # one budget for all: close() stays bounded
             for thread in threads:
                 if thread is not current:
-                    thread.join(timeout=2.0)
+                    thread.join(timeout=max(0.0, until - time.monotonic()))
             if self._own_session:
                 self._session.close()
         self._report_close(ClientClosed("transport closed"))
@@ -299,14 +402,52 @@ class StreamableHTTPTransport(InFlightMixin, StreamsMixin, ReinitMixin, HttpEndp
     def _post(self, body: bytes, *, what: str, headers: dict[str, str] | None = None) -> requests.Response:
         import requests
 
+        deadline: float | None = getattr(self._call, "deadline", None)
+        timeout: tuple[float, float] = self._timeout
+        if deadline is not None:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise RequestTimeout(f"{what}: the deadline passed before it was sent")
+            timeout = (min(timeout[0], left), min(timeout[1], left))
         try:
             return common.http_request(self._sender, "POST", self.url, headers=headers or self._headers_for(),
-                                       timeout=self._timeout, data=body, follow_redirects=self._follow)
+                                       timeout=timeout, data=body, follow_redirects=self._follow)
         except requests.RequestException as exc:
             if self._closed.is_set():
                 raise ClientClosed("transport is closed") from common.sanitized(exc)
+            if deadline is not None and time.monotonic() >= deadline - 0.01 \
+                    and isinstance(exc, (requests.Timeout, requests.ConnectionError)):
+                raise self._timed_out(what, deadline) from common.sanitized(exc)
             raise common.connection_error(exc, f"{what} to {common.redact_url(self.url)} failed",
                                           outcome_unknown=not common.never_connected(exc)) from common.sanitized(exc)
+
+    def _timed_out(self, what: str, deadline: float) -> RequestTimeout:
+        method = what.removeprefix("POST ").split(" ", 1)[0]
+        return RequestTimeout(f"{what} got no reply by its deadline ({common.redact_url(self.url)})",
+                              method=method, elapsed=max(0.0, time.monotonic() - deadline))
+
+    def _read_json_body(self, response: requests.Response, what: str) -> bytes:
+        """The whole body, each read bounded by what is left of the call's deadline."""
+        deadline: float | None = getattr(self._call, "deadline", None)
+        if deadline is None:
+            return b"".join(common.iter_body(response))
+        # Each read waits at most what was left when the POST was sent (urllib3 set that on the
+        # socket for the headers); the deadline itself is checked between reads. (The socket is
+        # not touched here: after the last read it may be back in the pool, another thread's.)
+        parts: list[bytes] = []
+        chunks = common.iter_body(response)
+        while True:
+            if deadline - time.monotonic() <= 0:
+                raise self._timed_out(what, deadline)
+            try:
+                data = next(chunks, b"")
+            except Exception:
+                if time.monotonic() >= deadline - 0.01:
+                    raise self._timed_out(what, deadline) from None
+                raise
+            if not data:
+                return b"".join(parts)
+            parts.append(data)
 
     def _exchange(self, message: Mapping[str, Any], body: bytes, modern: bool) -> None:
         """POST *message* and handle the answer, with the one-resend recoveries."""
@@ -369,11 +510,16 @@ class StreamableHTTPTransport(InFlightMixin, StreamsMixin, ReinitMixin, HttpEndp
             if request_id is None:
                 response.close()  # a stream for a notification: nothing to wait for
                 return False
+            # The headers came by the deadline; from here the stream's idle timeout governs its
+            # reads (a listen stream outlives any call), and the caller's wait its deadline.
+            common.set_read_timeout(response, self._timeout[1])
             if self._read_reply_inline(response, request_id, not modern) and modern:
                 self._untrack(request_id)
             return False
         try:
-            raw = b"".join(common.iter_body(response))
+            raw = self._read_json_body(response, f"POST {method or 'response'}")
+        except RequestTimeout:
+            raise
         except Exception as exc:
             if request_id is not None and self._stream_cancelled(request_id):
                 return False

@@ -309,7 +309,6 @@ class StreamsMixin:
     def _resume(self, parser: SSEParser, request_id: Any) -> McpError | None:
         """Resume a POST stream with GET + Last-Event-ID; ``None`` once the reply arrived."""
         failures = 0
-        last_error: McpError = ConnectionClosed("reply stream lost", outcome_unknown=True)
         while failures < self._attempts:
             failures += 1
             if self._closed.wait(self._delay(parser, failures)):
@@ -319,8 +318,10 @@ class StreamsMixin:
             try:
                 response = self._get(seen)
             except ConnectionClosed as exc:
-                last_error = exc
-                continue
+                # The server cannot even be reached: retrying would only make the caller
+                # wait out its timeout (RELIABILITY C4). Fail now; the outcome is unknown.
+                return ConnectionClosed(f"reply stream lost and could not be resumed: {exc}",
+                                        outcome_unknown=True)
             if not 200 <= response.status_code < 300 or not common.is_event_stream(response):
                 error = common.status_error(response, "resuming the reply stream was refused")
                 response.close()
@@ -335,7 +336,7 @@ class StreamsMixin:
                 return None
             if parser.last_event_id != seen:
                 failures = 0  # progress: the budget counts attempts without new events
-        return ConnectionClosed(f"reply stream lost; gave up after {self._attempts} reconnects: {last_error}",
+        return ConnectionClosed(f"reply stream lost; gave up after {self._attempts} reconnects",
                                 outcome_unknown=True)
 
     # -- the GET listening stream (handshake era) ------------------------------------------

@@ -347,20 +347,23 @@ class StdioTransport(StdoutReading, Transport):
 
     # -- sending ------------------------------------------------------------
 
-    def send(self, message: Mapping[str, Any], *, timeout: float | None = None) -> None:
+    def send(self, message: Mapping[str, Any], *, timeout: float | None = None,
+             deadline: float | None = None) -> None:
         """Write one message and its newline, whole, under the write lock.
 
         A server that stops reading its stdin fills the pipe and would block
-        the writer forever, so writing is bounded by ``timeout`` (default: the
-        transport's ``write_timeout``).  If nothing of the message was written
-        yet the connection stays usable; a message cut in half closes it.
+        the writer forever, so writing is bounded by the call's *deadline* (a
+        ``time.monotonic()`` value) and by ``timeout`` (default: the
+        transport's ``write_timeout``), whichever comes first.  Either way the
+        caller gets :class:`~mcpsync.exceptions.RequestTimeout`: if nothing of
+        the message was written the connection stays usable; a message cut in
+        half closes it.
 
         :raises ~mcpsync.exceptions.ForkedClientError: in a forked child.
         :raises ~mcpsync.exceptions.ClientClosed: after :meth:`close`.
-        :raises ~mcpsync.exceptions.ConnectionClosed: if the server is gone, or
-            a write timed out half-way.
+        :raises ~mcpsync.exceptions.ConnectionClosed: if the server is gone.
         :raises ~mcpsync.exceptions.RequestTimeout: if the write could not
-            even start in time.
+            be done in time.
         :raises ValueError: or :class:`TypeError` if ``message`` is not JSON.
         """
         if self._owner_pid is not None and os.getpid() != self._owner_pid:
@@ -372,7 +375,11 @@ class StdioTransport(StdoutReading, Transport):
         if self._proc is None:
             raise ConnectionClosed("the stdio transport has not been started")
         limit = self._write_timeout if timeout is None else timeout
-        deadline: float | None = None
+        call_deadline = deadline
+        if call_deadline is not None:
+            left = max(0.0, call_deadline - time.monotonic())
+            limit = left if limit is None else min(limit, left)
+        deadline = None
         lock = self._write_lock
         if not lock.acquire(False):  # contended: wait, bounded and interruptible by close
             deadline = None if limit is None else time.monotonic() + limit
@@ -412,6 +419,8 @@ class StdioTransport(StdoutReading, Transport):
             return
         if written == 0:
             raise self._write_timed_out(limit, message)
+        if self._closing.is_set():
+            raise self._closed_error()  # close() interrupted the write
         self._fail(
             ConnectionClosed(
                 f"MCP server {self.describe()} stopped reading its stdin; a message was "
@@ -420,13 +429,16 @@ class StdioTransport(StdoutReading, Transport):
                 stderr_tail=self.stderr_tail,
             )
         )
-        raise self._closed_error()
+        # The caller's deadline passed: that is its story; the closed connection is the cost.
+        raise self._write_timed_out(limit, message, cut=True)
 
-    def _write_timed_out(self, limit: float | None, message: Mapping[str, Any]) -> RequestTimeout:
+    def _write_timed_out(self, limit: float | None, message: Mapping[str, Any], *,
+                         cut: bool = False) -> RequestTimeout:
         method = message.get("method")
         return RequestTimeout(
-            f"could not write to MCP server {self.describe()} within {limit}s "
-            "(it is not reading its stdin)",
+            f"could not write to MCP server {self.describe()} within {limit if limit is None else round(limit, 3)}s "
+            "(it is not reading its stdin)"
+            + ("; the message was cut short, so the connection is closed" if cut else ""),
             method=method if isinstance(method, str) else "",
             elapsed=limit or 0.0,
         )

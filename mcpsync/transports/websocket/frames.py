@@ -14,7 +14,8 @@ from collections.abc import Callable
 from types import ModuleType
 from typing import Any
 
-from mcpsync.exceptions import HTTPStatusError, excerpt
+from mcpsync.exceptions import HTTPAuthError, HTTPStatusError, excerpt
+from mcpsync.transports.http.common import redact_text
 
 __all__ = [
     "BINARY",
@@ -214,9 +215,11 @@ def status_error(exc: Any, where: str) -> HTTPStatusError:
         retry = float(headers.get("retry-after", ""))
     except (TypeError, ValueError):
         pass
-    return HTTPStatusError(
+    # A 401/403 here was resolved by nothing: no auth handler sees a WebSocket upgrade.
+    cls = HTTPAuthError if status in (401, 403) else HTTPStatusError
+    return cls(
         status,
         f"{where} refused the WebSocket upgrade",
-        body_excerpt=excerpt(body.strip(), 200) if body else "",
+        body_excerpt=redact_text(excerpt(body.strip(), 200)) if body else "",
         retry_after=retry,
     )

@@ -302,10 +302,11 @@ class WebSocketTransport(Transport):
 
     # -- sending ------------------------------------------------------------
 
-    def send(self, message: Mapping[str, Any]) -> None:
+    def send(self, message: Mapping[str, Any], *, deadline: float | None = None) -> None:
         """Send one message as one text frame, whole, under the write lock.
 
-        Bounded by ``write_timeout``: if nothing of the frame went out the
+        Bounded by ``write_timeout`` and by the call's *deadline* (a
+        ``time.monotonic()`` value), whichever comes first: if nothing of the frame went out the
         connection stays usable and :class:`~mcpsync.exceptions.RequestTimeout`
         is raised; a frame cut in half closes the connection.
 
@@ -322,6 +323,8 @@ class WebSocketTransport(Transport):
         if self._ws is None:
             raise ConnectionClosed("the WebSocket transport has not been started")
         limit = self._write_timeout
+        if deadline is not None:
+            limit = max(0.0, deadline - time.monotonic()) if limit is None else min(limit, max(0.0, deadline - time.monotonic()))
         deadline = None if limit is None else time.monotonic() + limit
         try:
             written, total = self._write(frames.TEXT, payload, deadline)

@@ -1,0 +1,135 @@
+"""In-flight HTTP exchanges that another thread can interrupt, headers included.
+
+A thread blocked in ``requests`` waiting for a response's *headers* holds a
+socket nobody else can see: ``requests`` hands out the response (and with it
+the socket) only once the headers are in.  A server that answers a JSON
+request only when its tool is done therefore used to pin the caller until
+then, whatever ``cancel()`` or ``close()`` did.
+
+The sessions mcpsync makes itself (:func:`tracking_session`) use connection
+classes that, just before they wait for the response, publish their socket on
+the :class:`Exchange` the current thread registered with :func:`begin`.
+Whoever holds the exchange can then :meth:`Exchange.abort` it from any thread:
+the socket is shut down and the blocked read returns at once.  A
+``requests.Session`` passed by the user is not changed; with it, a transport
+runs each POST on a worker thread instead (see ``http.py``), so the caller
+still waits only on its reply.
+
+Nothing here imports ``requests``/``urllib3`` at import time.
+"""
+
+from __future__ import annotations
+
+import socket
+import threading
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:  # pragma: no cover
+    import requests
+
+__all__ = ["Exchange", "begin", "end", "is_tracking", "tracking_session"]
+
+_local = threading.local()
+_classes: dict[str, Any] = {}
+_classes_lock = threading.Lock()
+
+
+class Exchange:
+    """One request/response on one connection; :meth:`abort` unblocks whoever reads it."""
+
+    __slots__ = ("aborted", "sock")
+
+    def __init__(self) -> None:
+        self.sock: socket.socket | None = None
+        self.aborted = False
+
+    def attach(self, sock: socket.socket | None) -> None:
+        """Called by the connection, in the reading thread, once the request is written."""
+        self.sock = sock
+        if self.aborted:  # aborted before the socket was known: do it now
+            _shutdown(sock)
+
+    def abort(self) -> None:
+        """Shut the exchange's socket down (from any thread); idempotent."""
+        self.aborted = True
+        _shutdown(self.sock)
+
+
+def _shutdown(sock: socket.socket | None) -> None:
+    if sock is None:
+        return
+    try:
+        sock.shutdown(socket.SHUT_RDWR)
+    except OSError:
+        pass  # already closed
+
+
+def begin(exchange: Exchange) -> None:
+    """Make *exchange* the one the current thread's next request publishes its socket on."""
+    _local.exchange = exchange
+
+
+def end() -> None:
+    """The current thread's request has its response (or failed): stop publishing."""
+    _local.exchange = None
+
+
+def _pool_classes() -> dict[str, Any]:
+    with _classes_lock:
+        if _classes:
+            return _classes
+        from urllib3.connection import HTTPConnection, HTTPSConnection
+        from urllib3.connectionpool import HTTPConnectionPool, HTTPSConnectionPool
+
+        def getresponse(base: Any) -> Any:
+            def wrapped(self: Any, *args: Any, **kwargs: Any) -> Any:
+                exchange = getattr(_local, "exchange", None)
+                if exchange is not None:
+                    exchange.attach(self.sock)
+                return base.getresponse(self, *args, **kwargs)
+            return wrapped
+
+        tracked_http = type("HTTPConnection", (HTTPConnection,),
+                            {"getresponse": getresponse(HTTPConnection)})
+        tracked_https = type("HTTPSConnection", (HTTPSConnection,),
+                             {"getresponse": getresponse(HTTPSConnection)})
+        _classes["http"] = type("TrackedHTTPConnectionPool", (HTTPConnectionPool,),
+                                {"ConnectionCls": tracked_http})
+        _classes["https"] = type("TrackedHTTPSConnectionPool", (HTTPSConnectionPool,),
+                                 {"ConnectionCls": tracked_https})
+        return _classes
+
+
+def _adapter_class() -> Any:
+    classes = _pool_classes()
+    with _classes_lock:
+        if "adapter" not in _classes:
+            import requests.adapters
+
+            def init_poolmanager(self: Any, *args: Any, **kwargs: Any) -> None:
+                requests.adapters.HTTPAdapter.init_poolmanager(self, *args, **kwargs)
+                self.poolmanager.pool_classes_by_scheme = {"http": classes["http"], "https": classes["https"]}
+
+            _classes["adapter"] = type("TrackingAdapter", (requests.adapters.HTTPAdapter,),
+                                       {"init_poolmanager": init_poolmanager})
+        return _classes["adapter"]
+
+
+def tracking_session(pool_size: int) -> requests.Session:
+    """A ``requests.Session`` whose direct connections publish their sockets (see above)."""
+    import requests
+
+    session = requests.Session()
+    adapter = _adapter_class()(pool_connections=4, pool_maxsize=pool_size)
+    session.mount("http://", adapter)
+    session.mount("https://", adapter)
+    session.mcpsync_tracking = True  # type: ignore[attr-defined]
+    return session
+
+
+def is_tracking(session: requests.Session, proxies: Any) -> bool:
+    """Whether *session* was made by :func:`tracking_session` and reaches the server directly.
+
+    :param proxies: the proxies in effect for the URL (a proxied connection is not tracked).
+    """
+    return bool(getattr(session, "mcpsync_tracking", False)) and not proxies
