@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 from collections.abc import Iterator
@@ -15,6 +16,7 @@ import pytest
 
 from mcpsync.config import ConfigError
 from mcpsync.exceptions import McpError
+from mcpsync.contrib._cipher import RecordCipher
 from mcpsync.contrib._servers import ServerSetError
 from mcpsync.contrib.flask import MCP
 from tests.auth_server.conftest_auth import (  # noqa: F401
@@ -28,10 +30,20 @@ from tests.contrib_support import DEMO, TEST_KEY, remote_entry, restartable
 pytestmark = pytest.mark.timeout(120)
 
 
-def _app(servers: Any, **config: Any) -> tuple[flask.Flask, MCP]:
+def _app(servers: Any, database: Path | None = None, **config: Any) -> tuple[flask.Flask, MCP]:
+    """The test app; with *database*, Flask-SQLAlchemy on that SQLite file (set up before MCP)."""
     app = flask.Flask("contrib-test")
     app.config.update(SECRET_KEY="test-only", MCP_SERVERS=servers, MCP_DEFAULTS={"timeout": 20}, **config)
+    db = None
+    if database is not None:
+        from flask_sqlalchemy import SQLAlchemy
+
+        app.config["SQLALCHEMY_DATABASE_URI"] = f"sqlite:///{database}"
+        db = SQLAlchemy(app)
     mcp = MCP(app)
+    if db is not None:
+        with app.app_context():
+            db.create_all()  # the app makes the mcpsync_token table, as the docs say
 
     @app.get("/add")
     def add() -> Any:
@@ -94,6 +106,12 @@ def test_bad_settings_fail_in_init_app(monkeypatch: pytest.MonkeyPatch) -> None:
     app.config["MCP_TOKEN_KEY"] = TEST_KEY
     with pytest.raises(ConfigError, match="MCP_TOKEN_DIR"):
         MCP(app)
+    app.config["MCP_TOKEN_STORE"] = "sqlalchemy"
+    with pytest.raises(ConfigError, match=r"Flask-SQLAlchemy set up first"):
+        MCP(app)
+    app.config["MCP_TOKEN_STORE"] = "session"
+    with pytest.raises(ConfigError, match="MCP_TOKEN_STORE must be one of 'file', 'sqlalchemy'"):
+        MCP(app)
 
 
 def test_cli_commands(closing: list[MCP]) -> None:
@@ -130,9 +148,32 @@ def mcp_url(request: pytest.FixtureRequest) -> str:
     return str(request.getfixturevalue(name))
 
 
-def test_users_connect_step_up_and_logout(mcp_url: str, tmp_path: Path, closing: list[MCP]) -> None:
-    app, mcp = _app({"demo": DEMO, "remote": remote_entry(mcp_url)},
-                    MCP_TOKEN_DIR=str(tmp_path / "tokens"), MCP_TOKEN_KEY=TEST_KEY)
+def _sealed_records(app: flask.Flask, tmp_path: Path) -> dict[str, str]:
+    """What the token store keeps at rest: {owner (a file or a user id): stored text}."""
+    if "sqlalchemy" not in app.extensions:
+        return {path.name: path.read_text() for path in (tmp_path / "tokens").glob("*.json")}
+    import sqlalchemy as sa
+
+    with app.app_context():
+        engine = app.extensions["sqlalchemy"].engine
+        with engine.connect() as conn:
+            rows = conn.execute(sa.text("SELECT user_key, sealed FROM mcpsync_token")).all()
+    return {user: sealed for user, sealed in rows}
+
+
+@pytest.fixture(params=["file", "sqlalchemy"])
+def store_settings(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[dict[str, Any]]:
+    """The token store: a shared directory (MCP_TOKEN_DIR), or the app's Flask-SQLAlchemy database."""
+    if request.param == "file":
+        yield {"MCP_TOKEN_DIR": str(tmp_path / "tokens"), "MCP_TOKEN_KEY": TEST_KEY}
+        return
+    pytest.importorskip("flask_sqlalchemy", reason="the test extra installs Flask-SQLAlchemy")
+    yield {"database": tmp_path / "app.db", "MCP_TOKEN_KEY": TEST_KEY}
+
+
+def test_users_connect_step_up_and_logout(mcp_url: str, store_settings: dict[str, Any], tmp_path: Path,
+                                          closing: list[MCP]) -> None:
+    app, mcp = _app({"demo": DEMO, "remote": remote_entry(mcp_url)}, **store_settings)
     closing.append(mcp)
     alice, bob = app.test_client(), app.test_client()  # two browsers: two users
     callback, scope = _to_authorization_server(alice, "/remote/tools")
@@ -147,10 +188,15 @@ def test_users_connect_step_up_and_logout(mcp_url: str, tmp_path: Path, closing:
     bob_callback, _ = _to_authorization_server(bob, "/mcp/connect/remote?next=/remote/tools")
     assert bob.get(bob_callback).headers["Location"] == "/remote/tools"
     assert bob.get("/remote/tools").status_code == 200
-    files = list((tmp_path / "tokens").glob("*.json"))
-    assert len(files) == 2  # one record per user
-    for path in files:
-        assert "access_token" not in path.read_text()  # encrypted at rest
+    records = _sealed_records(app, tmp_path)
+    assert len(records) == 2  # one record per user (the logins in progress are gone)
+    for sealed in records.values():
+        assert "access_token" not in sealed and "refresh_token" not in sealed  # encrypted at rest
+    alice_id = _anon_id(alice)
+    with app.test_request_context():
+        assert mcp.token_store().load(mcp_url) is None  # a fresh session: a third user sees nothing
+        flask.session["mcpsync.user"] = alice_id
+        assert mcp.token_store().load(mcp_url)["tokens"]["access_token"]  # alice sees hers
 
     callback, scope = _to_authorization_server(alice, "/remote/call/write?text=hi")
     assert {"mcp:read", "mcp:write"} <= set(scope.split())
@@ -163,6 +209,14 @@ def test_users_connect_step_up_and_logout(mcp_url: str, tmp_path: Path, closing:
     assert alice.post("/mcp/disconnect/remote").status_code == 302
     assert alice.get("/remote/tools").status_code == 302
     assert bob.get("/remote/tools").status_code == 200
+    # Left: bob's tokens, and alice's new login in progress (the redirect above started it).
+    cipher = RecordCipher(TEST_KEY)
+    opened = [cipher.decrypt(sealed if "sqlalchemy" in app.extensions else json.loads(sealed)["sealed"])
+              for sealed in _sealed_records(app, tmp_path).values()]
+    assert sorted("tokens" in record for record in opened) == [False, True]
+    if "sqlalchemy" in app.extensions:
+        with app.app_context():
+            app.extensions["sqlalchemy"].engine.dispose()
 
 
 def test_a_server_restart_keeps_users_connected(auth_server: str, tmp_path: Path,  # noqa: F811
@@ -180,3 +234,49 @@ def test_a_server_restart_keeps_users_connected(auth_server: str, tmp_path: Path
         assert down.get_json()["error"] in ("ServerStartError", "TransportError", "ConnectionClosed")
         protected.start()
         assert browser.get("/remote/tools").get_json() == {"tools": ["whoami", "write"]}
+
+
+def _docs_app_source() -> str:
+    """The Python block of docs/flask.rst's "A complete minimal app", as the reader copies it."""
+    text = (Path(__file__).resolve().parent.parent / "docs" / "flask.rst").read_text()
+    section = text.split("A complete minimal app\n", 1)[1]
+    block = section.split(".. code-block:: python\n\n", 1)[1]
+    lines = []
+    for line in block.splitlines():
+        if line and not line.startswith("   "):
+            break
+        lines.append(line[3:])
+    return "\n".join(lines)
+
+
+def test_the_docs_minimal_app(resource_server: str, tmp_path: Path,  # noqa: F811
+                              monkeypatch: pytest.MonkeyPatch) -> None:
+    pytest.importorskip("flask_sqlalchemy", reason="the test extra installs Flask-SQLAlchemy")
+    source = _docs_app_source()
+    assert "SQLAlchemy(app)" in source and "https://mcp.example.com/mcp" in source
+    monkeypatch.setenv("FLASK_SECRET_KEY", "test-only")
+    monkeypatch.setenv("MCP_TOKEN_KEY", TEST_KEY)
+    monkeypatch.setenv("DATABASE_URL", f"sqlite:///{tmp_path / 'app.db'}")
+    namespace: dict[str, Any] = {"__name__": "docs_app"}
+    exec(compile(source.replace("https://mcp.example.com/mcp", resource_server), "flask.rst", "exec"),
+         namespace)
+    app, mcp = namespace["app"], namespace["mcp"]
+    try:
+        browser = app.test_client()
+        assert browser.get("/add").get_json() == {"sum": "3"}
+        response = browser.get("/repos")
+        assert response.status_code == 302
+        callback = follow_to_callback(response.headers["Location"])
+        assert callback.startswith("http://localhost/mcp/callback/github?")
+        assert browser.get(callback).headers["Location"] == "/repos"
+        assert browser.get("/repos").get_json() == {"tools": ["whoami", "write"]}
+        assert [user for user in _sealed_records(app, tmp_path)] == [f"session:{_anon_id(browser)}"]
+    finally:
+        mcp.close()
+        with app.app_context():
+            namespace["db"].engine.dispose()
+
+
+def _anon_id(browser: Any) -> str:
+    with browser.session_transaction() as session:
+        return str(session["mcpsync.user"])

@@ -12,8 +12,8 @@
 
 See ``docs/flask.rst``.
 
-May import: Flask (and Flask-Login when installed), :mod:`mcpsync.contrib` and everything
-below it.
+May import: Flask (and Flask-Login when installed; SQLAlchemy when the token store on the
+app's database is used), :mod:`mcpsync.contrib` and everything below it.
 """
 
 from __future__ import annotations

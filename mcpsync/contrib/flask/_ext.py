@@ -35,12 +35,55 @@ def _default_user_id() -> str:
     return f"session:{flask.session.setdefault(ANON_KEY, secrets.token_hex(16))}"
 
 
-class _AppState:
-    """What :meth:`MCP.init_app` keeps per app in ``app.extensions["mcp"]``."""
+#: ``MCP_TOKEN_STORE`` values (``None``: chosen from the other settings).
+TOKEN_STORES = ("file", "sqlalchemy")
 
-    def __init__(self, servers: ServerSet, store: TokenStore | None) -> None:
+
+class _AppState:
+    """What :meth:`MCP.init_app` keeps per app in ``app.extensions["mcp"]``.
+
+    *for_user* makes the store of one user's records (``None``: no server has ``oauth``).
+    """
+
+    def __init__(self, servers: ServerSet, for_user: Callable[[str], TokenStore] | None) -> None:
         self.servers = servers
-        self.store = store
+        self.for_user = for_user
+
+
+def _scoped(store: TokenStore) -> Callable[[str], TokenStore]:
+    return lambda user: ScopedTokenStore(store, user)
+
+
+def _user_stores(app: flask.Flask, key: Any) -> Callable[[str], TokenStore]:
+    """Each user's token store, from ``MCP_TOKEN_STORE`` or, unset, from what the app has.
+
+    :raises ConfigError: no store can be made from the settings.
+    """
+    from .._cipher import RecordCipher
+
+    config = app.config
+    kind = config.get("MCP_TOKEN_STORE")
+    if kind is not None and kind not in TOKEN_STORES:
+        raise ConfigError(f"MCP_TOKEN_STORE must be one of {', '.join(map(repr, TOKEN_STORES))}, not {kind!r}")
+    if kind is None:
+        # A token directory is an explicit choice; Flask-SQLAlchemy, the app's own database.
+        kind = "file" if config.get("MCP_TOKEN_DIR") else "sqlalchemy" if "sqlalchemy" in app.extensions else None
+    if kind == "file":
+        directory = config.get("MCP_TOKEN_DIR")
+        if not directory:
+            raise ConfigError("MCP_TOKEN_STORE = 'file' needs MCP_TOKEN_DIR")
+        return _scoped(EncryptedTokenStore(FileTokenStore(directory), RecordCipher(key)))
+    if kind == "sqlalchemy":
+        db = app.extensions.get("sqlalchemy")
+        if db is None:
+            raise ConfigError("MCP_TOKEN_STORE = 'sqlalchemy' needs Flask-SQLAlchemy set up first: "
+                              "db = SQLAlchemy(app) (or db.init_app(app)) before MCP(app)")
+        from .stores import SQLAlchemyTokens
+
+        # The engine is looked up in each request (Flask-SQLAlchemy keeps one per app).
+        return SQLAlchemyTokens(lambda: db.engine, RecordCipher(key), metadata=db.metadata).for_user
+    raise ConfigError("servers with 'oauth' need a token store: Flask-SQLAlchemy (set up before MCP), "
+                      "MCP_TOKEN_DIR (with MCP_TOKEN_KEY), or MCP(token_store=...)")
 
 
 class MCP:
@@ -49,9 +92,12 @@ class MCP:
     Reads ``MCP_SERVERS`` (the ``mcpServers`` shape, or a file path) and
     ``MCP_DEFAULTS`` from ``app.config`` and refuses a bad setting in
     :meth:`init_app` (at startup).  Servers with ``oauth`` are called on
-    behalf of each user; their tokens go to *token_store*, or by default to
+    behalf of each user; their tokens go to *token_store*, or, encrypted with
+    ``MCP_TOKEN_KEY``, to the app's database through Flask-SQLAlchemy (the
+    ``mcpsync_token`` table, see :mod:`mcpsync.contrib.flask.stores`) or to
     ``MCP_TOKEN_DIR`` (a :class:`~mcpsync.auth.FileTokenStore` every worker
-    shares), encrypted with ``MCP_TOKEN_KEY``.
+    shares): ``MCP_TOKEN_STORE = "sqlalchemy"`` or ``"file"`` chooses; unset,
+    ``MCP_TOKEN_DIR`` if it is set, else Flask-SQLAlchemy if the app has it.
 
     :param token_store: a shared :class:`~mcpsync.auth.TokenStore` (each user
         gets their own part of it).
@@ -86,19 +132,17 @@ class MCP:
         store = self._token_store
         key = NO_KEY_NEEDED if store is not None else config.get("MCP_TOKEN_KEY")
         servers = ServerSet.from_settings(config.get("MCP_SERVERS"), config.get("MCP_DEFAULTS"), key)
+        for_user = _scoped(store) if store is not None else None
         if store is None and any(s.oauth is not None for s in servers.specs.values()):
-            directory = config.get("MCP_TOKEN_DIR")
-            if not directory:
+            try:
+                for_user = _user_stores(app, key)
+            except ConfigError:
                 servers.close()
-                raise ConfigError("servers with 'oauth' need MCP_TOKEN_DIR (with MCP_TOKEN_KEY) "
-                                  "or MCP(token_store=...)")
-            from .._cipher import RecordCipher
-
-            store = EncryptedTokenStore(FileTokenStore(directory), RecordCipher(key))
+                raise
         old = app.extensions.get("mcp")
         if isinstance(old, _AppState):
             old.servers.close()
-        app.extensions["mcp"] = _AppState(servers, store)
+        app.extensions["mcp"] = _AppState(servers, for_user)
         if "mcpsync" not in app.blueprints:
             app.register_blueprint(blueprint, url_prefix=config.get("MCP_URL_PREFIX", "/mcp"))
             app.register_error_handler(AuthorizationRequired, _to_login)
@@ -157,10 +201,10 @@ class MCP:
 
     def token_store(self) -> TokenStore:
         """The current user's part of the token store."""
-        store = self._state().store
-        if store is None:
+        for_user = self._state().for_user
+        if for_user is None:
             raise ConfigError("no server has 'oauth': there is no token store")
-        return ScopedTokenStore(store, self.current_user_id())
+        return for_user(self.current_user_id())
 
     def oauth_for_user(self, name: str) -> OAuth:
         """The web-app :class:`~mcpsync.auth.OAuth` of the current user for server *name*."""
