@@ -273,14 +273,18 @@ def http_request(
     data: bytes | None = None,
     stream: bool = True,
     follow_redirects: bool = True,
+    deadline: float | None = None,
 ) -> requests.Response:
     """One HTTP exchange with our redirect policy; raises ``requests`` exceptions as they come.
+
+    :param deadline: the call's deadline, for the auth handler (see ``Sender.send``).
 
     :raises HTTPStatusError: for a redirect we do not follow (the 3xx status).
     """
     current = url
     for _ in range(MAX_REDIRECTS + 1):
-        response = sender.send(method, current, headers=headers, timeout=timeout, data=data, stream=stream)
+        response = sender.send(method, current, headers=headers, timeout=timeout, data=data, stream=stream,
+                               deadline=deadline)
         status = response.status_code
         if not (300 <= status < 400) or "Location" not in response.headers:
             return response

@@ -218,7 +218,8 @@ class LegacySSETransport(HttpEndpoint):
             timeout = (min(timeout[0], left), min(timeout[1], left))
         try:
             response = common.http_request(self._sender, "POST", self.endpoint, headers=headers,
-                                           timeout=timeout, data=body, follow_redirects=self._follow)
+                                           timeout=timeout, data=body, follow_redirects=self._follow,
+                                           deadline=deadline)
         except requests.RequestException as exc:
             if deadline is not None and time.monotonic() >= deadline - 0.01 and isinstance(exc, requests.Timeout):
                 method = message.get("method")

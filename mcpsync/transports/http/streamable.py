@@ -411,7 +411,8 @@ class StreamableHTTPTransport(InFlightMixin, StreamsMixin, ReinitMixin, HttpEndp
             timeout = (min(timeout[0], left), min(timeout[1], left))
         try:
             return common.http_request(self._sender, "POST", self.url, headers=headers or self._headers_for(),
-                                       timeout=timeout, data=body, follow_redirects=self._follow)
+                                       timeout=timeout, data=body, follow_redirects=self._follow,
+                                       deadline=deadline)
         except requests.RequestException as exc:
             if self._closed.is_set():
                 raise ClientClosed("transport is closed") from common.sanitized(exc)
