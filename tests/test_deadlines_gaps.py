@@ -135,3 +135,174 @@ def test_c9_json_body_that_trickles_then_stalls_ends_at_the_call_deadline() -> N
                 client.call_tool("x", timeout=2.0)
             elapsed = time.monotonic() - start
             assert elapsed < 2.0 + SLACK, f"came back after {elapsed:.2f} s"
+
+
+# -- A10: a slow initialize over Streamable HTTP ---------------------------------------------------
+
+
+class SlowInitialize:
+    """A Streamable HTTP server whose ``initialize`` gets no answer until the server stops."""
+
+    def __init__(self) -> None:
+        self.arrived = threading.Event()
+
+    def __call__(self, request: Request, conn: Conn) -> None:
+        if request.rpc_method == "initialize":
+            self.arrived.set()
+            conn.hold()
+        else:
+            handshake(request, conn)
+
+
+def test_a10_slow_initialize_over_http_ends_at_the_call_deadline() -> None:
+    with FaultServer(SlowInitialize()) as server:
+        client = mcpsync.Client.http(server.url, transport="streamable-http", mode="legacy", timeout=30)
+        try:
+            start = time.monotonic()
+            with pytest.raises(mcpsync.RequestTimeout):
+                client.call_tool("x", timeout=1.0)  # the lazy connect is part of the call
+            assert time.monotonic() - start < 1.0 + SLACK
+        finally:
+            client.close()
+
+
+def test_a10_close_releases_a_caller_in_a_slow_http_initialize() -> None:
+    slow = SlowInitialize()
+    with FaultServer(slow) as server:
+        client = mcpsync.Client.http(server.url, transport="streamable-http", mode="legacy", timeout=30)
+        error, after = _released_by_close(client, lambda: client.call_tool("x"), slow.arrived)
+        assert after < SLACK
+        assert isinstance(error, mcpsync.ClientClosed), repr(error)
+
+
+# -- D1-D3: legacy HTTP+SSE connect, close and request_async ---------------------------------------
+
+
+class LegacyServer:
+    """2024-11-05 HTTP+SSE: ``GET`` opens the stream and names ``/messages``; POSTs get 202 and
+    their replies on the stream.
+
+    :param endpoint: send the ``endpoint`` event (else the stream stays silent).
+    :param hold_get: give the ``GET`` no headers at all.
+    :param calls: what a ``tools/call`` POST gets: ``"reply"``, ``"silence"`` (202, never a
+        reply) or ``"hold"`` (no headers).
+    """
+
+    def __init__(self, *, endpoint: bool = True, hold_get: bool = False, calls: str = "reply") -> None:
+        self.endpoint = endpoint
+        self.hold_get = hold_get
+        self.calls = calls
+        self.got = threading.Event()  # the GET (hold_get) or a tools/call arrived
+        self.ready = threading.Event()
+        self.stream: Conn | None = None
+
+    def __call__(self, request: Request, conn: Conn) -> None:
+        if request.method == "GET":
+            if self.hold_get:
+                self.got.set()
+                conn.hold()
+                return
+            conn.start_sse()
+            if self.endpoint:
+                conn.event("event: endpoint\ndata: /messages\n\n")
+            self.stream = conn
+            self.ready.set()
+            conn.hold()
+            return
+        if request.rpc_method == "tools/call":
+            self.got.set()
+            if self.calls == "hold":
+                conn.hold()
+                return
+        conn.respond(202, b"", ctype="text/plain")
+        if "id" not in request.body or (request.rpc_method == "tools/call" and self.calls == "silence"):
+            return
+        result = {"protocolVersion": "2024-11-05", "capabilities": {"tools": {}},
+                  "serverInfo": {"name": "legacy", "version": "0"}} if request.rpc_method == "initialize" else {}
+        assert self.ready.wait(5) and self.stream is not None
+        self.stream.message({"jsonrpc": "2.0", "id": request.body["id"], "result": result})
+
+
+def _legacy(server: FaultServer) -> mcpsync.Client:
+    return mcpsync.Client.http(server.url + "/sse", transport="sse", timeout=30)
+
+
+def test_d1_legacy_connect_without_an_endpoint_event_ends_at_the_call_deadline() -> None:
+    with FaultServer(LegacyServer(endpoint=False)) as server:
+        client = _legacy(server)
+        try:
+            start = time.monotonic()
+            with pytest.raises(mcpsync.RequestTimeout):
+                client.call_tool("x", timeout=1.0)  # not the 10 s endpoint_timeout
+            assert time.monotonic() - start < 1.0 + SLACK
+        finally:
+            client.close()
+
+
+def test_d1_close_releases_a_legacy_connect_whose_get_gets_no_headers() -> None:
+    legacy = LegacyServer(hold_get=True)
+    with FaultServer(legacy) as server:
+        client = _legacy(server)
+        error, after = _released_by_close(client, lambda: client.call_tool("x"), legacy.got)
+        assert after < SLACK
+        assert isinstance(error, mcpsync.ClientClosed), repr(error)
+
+
+def test_d3_close_releases_a_legacy_caller_waiting_for_its_reply() -> None:
+    legacy = LegacyServer(calls="silence")
+    with FaultServer(legacy) as server:
+        client = _legacy(server)
+        client.connect()
+        error, after = _released_by_close(client, lambda: client.call_tool("x"), legacy.got)
+        assert after < SLACK
+        assert isinstance(error, mcpsync.ClientClosed), repr(error)
+
+
+def _post_threads() -> list[threading.Thread]:
+    return [t for t in threading.enumerate() if t.name.startswith(("mcpsync-http-post", "mcpsync-sse-post"))]
+
+
+def test_d2_legacy_request_async_posts_on_a_thread_that_close_ends() -> None:
+    legacy = LegacyServer(calls="hold")
+    with FaultServer(legacy) as server:
+        client = _legacy(server)
+        client.connect()
+        start = time.monotonic()
+        pending = client.request_async("tools/call", {"name": "x"})
+        assert time.monotonic() - start < 0.5  # the POST runs on its own thread
+        assert legacy.got.wait(10)
+        assert _post_threads(), "the held POST should be on an mcpsync-http-post thread"
+        error, after = _released_by_close(client, lambda: pending.result(timeout=30), legacy.got)
+        assert after < SLACK
+        assert isinstance(error, mcpsync.ClientClosed), repr(error)
+        assert not _post_threads(), "close() left the POST's thread running"
+
+
+# -- A9: a WebSocket write to a peer that stopped reading ------------------------------------------
+
+
+def test_a9_websocket_write_to_a_peer_that_stopped_reading_ends_at_the_deadline() -> None:
+    from ws_raw import RawServer
+
+    from mcpsync.transports.websocket.transport import WebSocketTransport
+
+    def script(conn: socket.socket, stop: threading.Event) -> None:
+        stop.wait(30.0)  # never reads: the socket buffers fill up
+
+    server = RawServer(script)
+    transport = WebSocketTransport(server.url, write_timeout=60.0)  # the deadline must come first
+    try:
+        transport.start(lambda message: None, lambda exc: None)
+        big = {"jsonrpc": "2.0", "method": "notifications/message", "params": {"data": "z" * 1_000_000}}
+        for _ in range(200):
+            start = time.monotonic()
+            try:
+                transport.send(big, deadline=start + 1.0)
+            except (mcpsync.RequestTimeout, mcpsync.ConnectionClosed):
+                break
+        else:
+            pytest.fail("200 MB went to a peer that reads nothing")
+        assert time.monotonic() - start < 1.0 + SLACK
+    finally:
+        transport.close()
+        server.stop()
