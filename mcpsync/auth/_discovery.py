@@ -16,6 +16,7 @@ import re
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urljoin, urlsplit, urlunsplit
 
+from . import _deadline
 from ._errors import (
     DiscoveryError,
     IssuerMismatchError,
@@ -170,6 +171,7 @@ def fetch_json(
     :raises DiscoveryError: on 5xx, a non-JSON body, or a too-large body.
     """
     import requests as _requests
+    from urllib3.exceptions import HTTPError as _ReadError
 
     current = url
     for _ in range(MAX_REDIRECTS + 1):
@@ -178,11 +180,13 @@ def fetch_json(
             response = session.get(
                 current,
                 headers={"Accept": "application/json", **(headers or {})},
-                timeout=TIMEOUT,
+                timeout=_deadline.bounded(TIMEOUT, what),
                 allow_redirects=False,
                 stream=True,
             )
         except _requests.RequestException as exc:
+            if _deadline.passed():
+                raise _deadline.expired(what) from None
             raise DiscoveryError(
                 f"{what}: request failed ({type(exc).__name__})"
             ) from None
@@ -199,7 +203,12 @@ def fetch_json(
                 raise DiscoveryError(
                     f"{what}: HTTP {response.status_code} from {_safe(current)}"
                 )
-            body = response.raw.read(MAX_METADATA_BYTES + 1, decode_content=True)
+            try:
+                body = response.raw.read(MAX_METADATA_BYTES + 1, decode_content=True)
+            except (_ReadError, OSError) as exc:
+                if _deadline.passed():
+                    raise _deadline.expired(what) from None
+                raise DiscoveryError(f"{what}: reading failed ({type(exc).__name__})") from None
         if len(body) > MAX_METADATA_BYTES:
             raise DiscoveryError(
                 f"{what}: document larger than {MAX_METADATA_BYTES} bytes"

@@ -13,6 +13,7 @@ import json
 from typing import TYPE_CHECKING, Any
 
 from ..exceptions import excerpt
+from . import _deadline
 from ._discovery import TIMEOUT
 from ._errors import TokenRequestError
 
@@ -76,10 +77,12 @@ class IdJagAssertion:
                 self.token_endpoint,
                 data=form,
                 headers={"Accept": "application/json"},
-                timeout=TIMEOUT,
+                timeout=_deadline.bounded(TIMEOUT, "token exchange"),
                 allow_redirects=False,
             )
         except _requests.RequestException as exc:
+            if _deadline.passed():
+                raise _deadline.expired("token exchange") from None
             raise TokenRequestError(
                 f"token exchange failed ({type(exc).__name__})"
             ) from None

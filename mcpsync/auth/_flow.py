@@ -20,7 +20,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
-from . import _login
+from . import _deadline, _login
 from ._discovery import (
     UrlPolicy,
     canonical_resource,
@@ -335,12 +335,17 @@ class Authorizer:
             log.info(
                 "opening the browser to log in at %s", urlsplit(meta["issuer"]).netloc
             )
-            self.login.open(url)
-            params = receiver.wait(state, self.login.timeout)
-        tokens = self._exchange(
-            meta, client, params, state, verifier, receiver.redirect_uri, resource, scope, dpop
-        )
-        return self._save(record, meta, client, tokens, resource)
+            # The one exception to the call's deadline: a person at a browser has the
+            # login's own timeout, and what they achieved is exchanged and saved even
+            # when the call that needed it has run out of time meanwhile.
+            with _deadline.suspended():
+                self.login.open(url)
+                params = receiver.wait(state, self.login.timeout)
+        with _deadline.suspended():
+            tokens = self._exchange(
+                meta, client, params, state, verifier, receiver.redirect_uri, resource, scope, dpop
+            )
+            return self._save(record, meta, client, tokens, resource)
 
     def _exchange(
         self,

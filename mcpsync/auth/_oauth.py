@@ -14,13 +14,15 @@ challenge is answered by re-sending once with the server's nonce.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import threading
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from typing import TYPE_CHECKING, Any
 
 from requests.auth import AuthBase
 
+from . import _deadline
 from ._discovery import canonical_resource, parse_www_authenticate, wants_dpop_nonce
 from ._dpop import proof_nonce
 from ._errors import AuthError, DPoPNonceError
@@ -199,9 +201,18 @@ class OAuth(AuthBase):
             )
             return self._flow
 
+    @contextlib.contextmanager
+    def _locked(self) -> Iterator[None]:
+        """Hold the single-flight lock, waiting at most what is left of the request's deadline."""
+        _deadline.acquire(self._lock, "waiting for another thread's token refresh")
+        try:
+            yield
+        finally:
+            self._lock.release()
+
     def _current_tokens(self, flow: Authorizer) -> dict[str, Any] | None:
         """Usable tokens (refreshed first when about to expire), or ``None``."""
-        with self._lock:
+        with self._locked():
             if self._tokens is None:
                 self._tokens = flow.load().get("tokens")
             tokens = self._tokens
@@ -232,7 +243,8 @@ class OAuth(AuthBase):
 
     def __call__(self, r: requests.PreparedRequest) -> requests.PreparedRequest:
         flow = self._bind(self._server_url or str(r.url))
-        tokens = self._current_tokens(flow)
+        with _deadline.within(_deadline.of(r)):
+            tokens = self._current_tokens(flow)
         if tokens is not None:
             self._present(flow, r, tokens)
         r.register_hook("response", self._handle_response)  # type: ignore[no-untyped-call]
@@ -250,6 +262,14 @@ class OAuth(AuthBase):
         refused.content  # noqa: B018
         refused.close()
         prep = refused.request.copy()
+        deadline = _deadline.of(refused.request)
+        if deadline is not None:
+            # The re-send is the same call: same deadline, and only what is left of it to wait.
+            setattr(prep, _deadline.ATTRIBUTE, deadline)
+            given = kwargs.get("timeout")
+            parts = given if isinstance(given, tuple) else (given, given)
+            connect, read = (float("inf") if part is None else float(part) for part in parts)
+            kwargs = {**kwargs, "timeout": _deadline.bounded((connect, read), "re-sending the request")}
         self._present(flow, prep, tokens)
         assert refused.connection is not None
         retried: requests.Response = refused.connection.send(prep, **kwargs)
@@ -260,49 +280,60 @@ class OAuth(AuthBase):
     def _handle_response(
         self, response: requests.Response, **kwargs: Any
     ) -> requests.Response:
+        with _deadline.within(_deadline.of(response.request)):
+            return self._answer(response, kwargs)
+
+    def _answer(
+        self, response: requests.Response, kwargs: dict[str, Any]
+    ) -> requests.Response:
+        """The response hook's work: answer 401s (and 403 step-ups), within the request's deadline."""
         flow = self._bind(self._server_url or str(response.url))
         current = response
         attempts = 0
         after_nonce = False  # *current* answers a re-send made only to add a nonce
-        while True:
-            status = current.status_code
-            header = current.headers.get("WWW-Authenticate")
-            nonce = flow.nonces.update(
-                str(current.url), current.headers.get("DPoP-Nonce")
-            )
-            proof = current.request.headers.get("DPoP")
-            if status == 401 and isinstance(proof, str) and wants_dpop_nonce(header):
-                # RFC 9449 §9: one re-send with the server's nonce; a second demand in a
-                # row is a loop (each re-send alternates with an authorization, so the
-                # number of sends stays bounded by max_auth_attempts).
-                if after_nonce or nonce is None or nonce == proof_nonce(proof):
-                    raise DPoPNonceError(
-                        "the MCP server asked for a new DPoP nonce again"
-                        if after_nonce
-                        else "the MCP server asked for a DPoP nonce but sent none (or the same)"
-                    )
-                with self._lock:
-                    tokens = self._tokens
-                if tokens and tokens.get("access_token"):
-                    current = self._resend(flow, current, tokens, kwargs)
-                    after_nonce = True
-                    continue
-            after_nonce = False
-            challenge = parse_www_authenticate(header)
-            if status != 401 and not (
-                status == 403 and challenge.get("error") == "insufficient_scope"
-            ):
-                return current
-            if attempts >= self.max_auth_attempts:
-                return current
-            attempts += 1
-            sent = current.request.headers.get("Authorization")
-            tokens = self._reauthorize(
-                status, challenge, sent if isinstance(sent, str) else None
-            )
-            if tokens is None:
-                return current
-            current = self._resend(flow, current, tokens, kwargs)
+        try:
+            while True:
+                status = current.status_code
+                header = current.headers.get("WWW-Authenticate")
+                nonce = flow.nonces.update(
+                    str(current.url), current.headers.get("DPoP-Nonce")
+                )
+                proof = current.request.headers.get("DPoP")
+                if status == 401 and isinstance(proof, str) and wants_dpop_nonce(header):
+                    # RFC 9449 §9: one re-send with the server's nonce; a second demand in a
+                    # row is a loop (each re-send alternates with an authorization, so the
+                    # number of sends stays bounded by max_auth_attempts).
+                    if after_nonce or nonce is None or nonce == proof_nonce(proof):
+                        raise DPoPNonceError(
+                            "the MCP server asked for a new DPoP nonce again"
+                            if after_nonce
+                            else "the MCP server asked for a DPoP nonce but sent none (or the same)"
+                        )
+                    with self._locked():
+                        tokens = self._tokens
+                    if tokens and tokens.get("access_token"):
+                        current = self._resend(flow, current, tokens, kwargs)
+                        after_nonce = True
+                        continue
+                after_nonce = False
+                challenge = parse_www_authenticate(header)
+                if status != 401 and not (
+                    status == 403 and challenge.get("error") == "insufficient_scope"
+                ):
+                    return current
+                if attempts >= self.max_auth_attempts:
+                    return current
+                attempts += 1
+                sent = current.request.headers.get("Authorization")
+                tokens = self._reauthorize(
+                    status, challenge, sent if isinstance(sent, str) else None
+                )
+                if tokens is None:
+                    return current
+                current = self._resend(flow, current, tokens, kwargs)
+        except BaseException:
+            current.close()  # refused, and nobody else will read it: free its connection
+            raise
 
     def _reauthorize(
         self, status: int, challenge: dict[str, str], sent: str | None
@@ -310,7 +341,7 @@ class OAuth(AuthBase):
         """Tokens to retry with, or ``None`` to give the refusal to the caller."""
         flow = self._bind(self._server_url or "")
         sent_token = sent.split(" ", 1)[-1] if sent else None
-        with self._lock:
+        with self._locked():
             tokens = flow.load().get("tokens") or self._tokens
             current = tokens.get("access_token") if tokens else None
             if (

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
 
 from ..exceptions import excerpt
+from . import _deadline
 from ._discovery import TIMEOUT, UrlPolicy
 from ._dpop import DPoPKey, NonceCache
 from ._errors import DPoPNonceError, RegistrationError, TokenRequestError
@@ -63,21 +64,24 @@ def _post(
 ) -> tuple[requests.Response, dict[str, Any]]:
     """POST for a JSON object (at most 1 MiB read); the response (closed) and the object or ``{}``."""
     import requests as _requests
+    from urllib3.exceptions import HTTPError as _ReadError
 
     headers = {"Accept": "application/json", **kwargs.pop("headers", {})}
     try:
         response = session.post(
             url,
             headers=headers,
-            timeout=TIMEOUT,
+            timeout=_deadline.bounded(TIMEOUT, what),
             allow_redirects=False,
             stream=True,
             **kwargs,
         )
-    except _requests.RequestException as exc:
+        with response:
+            raw = response.raw.read(_MAX_BODY, decode_content=True)
+    except (_requests.RequestException, _ReadError, OSError) as exc:
+        if _deadline.passed():
+            raise _deadline.expired(what) from None
         raise error(f"{what} failed ({type(exc).__name__})") from None
-    with response:
-        raw = response.raw.read(_MAX_BODY, decode_content=True)
     try:
         data = json.loads(raw) if raw else {}
     except ValueError:

@@ -27,6 +27,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from . import _deadline
 from ._errors import InsecureTokenStoreError, TokenStoreError
 
 __all__ = ["FileTokenStore", "KeyringTokenStore", "MemoryTokenStore", "TokenStore"]
@@ -65,7 +66,7 @@ class TokenStore(abc.ABC):
     @contextlib.contextmanager
     def lock(self, key: str) -> Iterator[None]:
         """Hold an exclusive lock on *key* (this process only; file-backed stores lock across processes)."""
-        with self._thread_lock(key):
+        with _held(self._thread_lock(key)):
             yield
 
     def __repr__(self) -> str:
@@ -113,12 +114,42 @@ class _FileLock:
 
                 msvcrt.locking(fd, msvcrt.LK_LOCK, 1)  # type: ignore[attr-defined]
             else:
-                import fcntl
-
-                fcntl.flock(fd, fcntl.LOCK_EX)
+                _flock(fd)
             yield
         finally:
             os.close(fd)  # closing releases the lock on every platform
+
+
+@contextlib.contextmanager
+def _held(lock: threading.RLock) -> Iterator[None]:
+    """Hold *lock*, waiting at most what is left of the calling request's deadline."""
+    _deadline.acquire(lock, "waiting for the token store's lock")
+    try:
+        yield
+    finally:
+        lock.release()
+
+
+_FLOCK_POLL = 0.02
+
+
+def _flock(fd: int) -> None:
+    """Lock *fd* exclusively; within a request's deadline, poll so the wait ends by it."""
+    import fcntl
+    import time
+
+    if _deadline.remaining() is None:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        return
+    while True:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            return
+        except BlockingIOError:
+            left = _deadline.remaining()
+            if left is None or left <= 0:
+                raise _deadline.expired("waiting for another process's token refresh") from None
+            time.sleep(min(_FLOCK_POLL, left))
 
 
 def _key_name(key: str) -> str:
@@ -245,7 +276,7 @@ class FileTokenStore(TokenStore):
     @contextlib.contextmanager
     def lock(self, key: str) -> Iterator[None]:
         self._prepare()
-        with self._thread_lock(key), _FileLock(self._path(key, ".lock")).held():
+        with _held(self._thread_lock(key)), _FileLock(self._path(key, ".lock")).held():
             yield
 
 
@@ -393,7 +424,7 @@ class KeyringTokenStore(TokenStore):
         if self._lock_dir is None:
             self._lock_dir = _keyring_lock_dir()
         name = _key_name(f"{self.service}\0{key}") + ".lock"
-        with self._thread_lock(key), _FileLock(self._lock_dir / name).held():
+        with _held(self._thread_lock(key)), _FileLock(self._lock_dir / name).held():
             yield
 
 

@@ -13,6 +13,7 @@ import inspect
 import logging
 import os
 import threading
+import time
 from collections import deque
 from concurrent.futures import Future
 from typing import TYPE_CHECKING, Any, Callable
@@ -169,11 +170,15 @@ class Connection:
         :raises ServerStartError: if the server cannot be started or dies first.
         :raises UnsupportedProtocolVersion: if we share no protocol version.
         """
-        self.independent_requests = "on_request_error" in inspect.signature(self.transport.start).parameters
+        parameters = inspect.signature(self.transport.start).parameters
+        self.independent_requests = "on_request_error" in parameters
         if self.independent_requests:
             # HTTP can lose one reply stream without losing the connection.
+            extra: dict[str, Any] = {}
+            if "deadline" in parameters and timeout is not None:
+                extra["deadline"] = time.monotonic() + timeout  # legacy HTTP+SSE: GET and endpoint wait
             self.transport.start(  # type: ignore[call-arg]
-                self.session.feed, self._on_transport_closed, on_request_error=self.session.fail_request
+                self.session.feed, self._on_transport_closed, on_request_error=self.session.fail_request, **extra
             )
         else:
             self.transport.start(self.session.feed, self._on_transport_closed)

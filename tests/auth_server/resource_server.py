@@ -18,6 +18,7 @@ Run as ``python tests/auth_server/resource_server.py --issuer URL``; it binds
   ``use_dpop_nonce`` with ``DPoP-Nonce`` otherwise); the nonce changes every
   five requests and is announced in ``DPoP-Nonce`` on the 200 answers.
   ``--dpop-nonce-loop``: every proof is answered with a new nonce (a broken server).
+* ``--json``: plain JSON replies (the SDK's ``json_response=True``) instead of SSE streams.
 * ``GET /test/stats`` counts 401 and 403 answers, DPoP requests and nonce challenges.
 """
 
@@ -96,7 +97,7 @@ class DPoPCheck:
         return None
 
 
-def build(issuer: str, base: str, dpop: DPoPCheck) -> Any:
+def build(issuer: str, base: str, dpop: DPoPCheck, json_response: bool = False) -> Any:
     server = MCPServer("protected-test-server")
 
     @server.tool()
@@ -109,7 +110,7 @@ def build(issuer: str, base: str, dpop: DPoPCheck) -> Any:
         """Needs the mcp:write scope."""
         return f"wrote {text}"
 
-    app = server.streamable_http_app()
+    app = server.streamable_http_app(json_response=json_response)
     jwks = jwt.PyJWKClient(issuer + "/jwks")
     resource = base + "/mcp"
     metadata_url = base + "/.well-known/oauth-protected-resource/mcp"
@@ -254,6 +255,7 @@ def main() -> None:
     parser.add_argument("--dpop-nonce", action="store_true")
     parser.add_argument("--dpop-nonce-loop", action="store_true")
     parser.add_argument("--port", type=int, default=0, help="0: an ephemeral port")
+    parser.add_argument("--json", action="store_true", help="JSON replies instead of SSE streams")
     args = parser.parse_args()
     sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
@@ -264,6 +266,7 @@ def main() -> None:
         args.issuer,
         f"http://127.0.0.1:{port}",
         DPoPCheck(args.dpop_nonce, args.dpop_nonce_loop),
+        args.json,
     )
     print(f"PORT={port}", flush=True)
     uvicorn.Server(uvicorn.Config(app, log_level="warning", lifespan="on")).run(

@@ -9,6 +9,9 @@
 // proof gets a DPoP-bound token (cnf.jkt in the JWT).  --dpop-nonce makes the
 // token endpoint require a server nonce (use_dpop_nonce + DPoP-Nonce first).
 //
+// GET /test/token-delay?seconds=N makes the token endpoint hang N seconds (a slow
+// authorization server); a client that gave up by then gets no answer.
+//
 // Usage: node server.mjs [--ttl SECONDS] [--dpop-nonce]
 import http from 'node:http';
 import { randomBytes } from 'node:crypto';
@@ -17,7 +20,9 @@ import Provider from 'oidc-provider';
 const ttlArg = process.argv.indexOf('--ttl');
 const accessTokenTTL = ttlArg > 0 ? Number(process.argv[ttlArg + 1]) : 300;
 const requireNonce = process.argv.includes('--dpop-nonce');
-const stats = { token: 0, refresh: 0, register: 0, authorize: 0, dpop_token: 0, dpop_nonce: 0 };
+const stats = { token: 0, refresh: 0, register: 0, authorize: 0, dpop_token: 0, dpop_nonce: 0, token_abandoned: 0 };
+// Seconds the token endpoint waits before answering (GET /test/token-delay?seconds=N sets it).
+let tokenDelay = 0;
 
 const server = http.createServer();
 server.listen(0, '127.0.0.1', () => {
@@ -84,8 +89,32 @@ server.listen(0, '127.0.0.1', () => {
       await provider.interactionFinished(ctx.req, ctx.res, result, { mergeWithLastSubmission: false });
       return;
     }
+    if (ctx.path === '/test/token-delay') {
+      tokenDelay = Number(ctx.query.seconds || 0);
+      ctx.body = { tokenDelay };
+      return;
+    }
     if (ctx.path === '/token' && ctx.method === 'POST') {
       stats.token += 1;
+      if (tokenDelay > 0) {
+        // A hanging token endpoint: answer only after the delay, and not at all to a
+        // client that gave up meanwhile (its request, refresh token included, is unspent).
+        const socket = ctx.req.socket;
+        await new Promise((resolve) => {
+          const timer = setTimeout(done, tokenDelay * 1000);
+          function done() {
+            clearTimeout(timer);
+            socket.off('close', done);
+            resolve();
+          }
+          socket.once('close', done);
+        });
+        if (socket.destroyed) {
+          stats.token_abandoned += 1;
+          ctx.respond = false;
+          return;
+        }
+      }
       if (ctx.get('DPoP')) stats.dpop_token += 1;
       await next();
       if (ctx.body && ctx.body.error === 'use_dpop_nonce') stats.dpop_nonce += 1;

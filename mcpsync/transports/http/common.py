@@ -33,6 +33,7 @@ if TYPE_CHECKING:  # pragma: no cover - typing only
 
 __all__ = [
     "MAX_REDIRECTS",
+    "bound_next_read",
     "RedactedCause",
     "connection_error",
     "http_request",
@@ -273,14 +274,18 @@ def http_request(
     data: bytes | None = None,
     stream: bool = True,
     follow_redirects: bool = True,
+    deadline: float | None = None,
 ) -> requests.Response:
     """One HTTP exchange with our redirect policy; raises ``requests`` exceptions as they come.
+
+    :param deadline: the call's deadline, for the auth handler (see ``Sender.send``).
 
     :raises HTTPStatusError: for a redirect we do not follow (the 3xx status).
     """
     current = url
     for _ in range(MAX_REDIRECTS + 1):
-        response = sender.send(method, current, headers=headers, timeout=timeout, data=data, stream=stream)
+        response = sender.send(method, current, headers=headers, timeout=timeout, data=data, stream=stream,
+                               deadline=deadline)
         status = response.status_code
         if not (300 <= status < 400) or "Location" not in response.headers:
             return response
@@ -441,6 +446,31 @@ def set_read_timeout(response: requests.Response, timeout: float | None) -> None
             sock.settimeout(timeout)
         except OSError:
             pass  # already closed: the next read fails anyway
+
+
+#: A read may overrun the call's deadline by this much before its socket timeout is re-armed.
+_REARM_SLACK = 0.05
+
+
+def bound_next_read(response: requests.Response, left: float) -> None:
+    """Make the next read of *response* wait at most *left* seconds (within ~50 ms).
+
+    Only while *response* still holds its connection: once its body has been
+    read to the end, ``urllib3`` has put the connection back in the pool, and
+    its socket may already be another thread's.  The timeout is re-armed only
+    when the one set earlier (by ``urllib3`` at the request, or here) would let
+    the read overrun by more than 50 ms, so a reply read at once costs no call.
+    """
+    conn = getattr(response.raw, "_connection", None)
+    sock = getattr(conn, "sock", None)
+    if not isinstance(sock, socket.socket):
+        return
+    current = sock.gettimeout()
+    if current is None or current - left > _REARM_SLACK:
+        try:
+            sock.settimeout(max(left, 0.001))
+        except OSError:
+            pass  # already closed: the read fails anyway
 
 
 def is_event_stream(response: requests.Response) -> bool:

@@ -16,12 +16,13 @@ SSE stream.  No other URL is guessed, and network errors or 401 never fall back.
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import json
 import logging
 import threading
 import time
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urljoin
 
@@ -33,6 +34,7 @@ from mcpsync.exceptions import (
     ServerStartError,
 )
 from mcpsync.transports.http import common as common
+from mcpsync.transports.http import track as track
 from mcpsync.transports.http.send import HttpEndpoint
 from mcpsync.transports.http.sse_parser import SSEParser
 from mcpsync.transports.base import CloseHandler, MessageHandler, Transport, encode_message
@@ -91,32 +93,80 @@ class LegacySSETransport(HttpEndpoint):
         self._on_message: MessageHandler | None = None
         self._on_close: CloseHandler | None = None
         self._on_request_error: RequestErrorHandler | None = None
+        #: Requests waiting for their response headers, abortable by :meth:`close`.
+        self._exchanges: set[track.Exchange] = set()
+        #: ``request_async`` POSTs in flight (joined, bounded, by :meth:`close`).
+        self._posts: set[threading.Thread] = set()
+        self._post_ids = itertools.count(1)
 
     def describe(self) -> str:
         return f"HTTP+SSE {common.redact_url(self.url)}"
 
+    @contextlib.contextmanager
+    def _abortable(self) -> Iterator[track.Exchange]:
+        """Make this thread's next request abortable by :meth:`close` (headers and connect included)."""
+        exchange = track.Exchange()
+        with self._lock:
+            if self._closed.is_set():
+                raise ClientClosed("transport is closed")
+            self._exchanges.add(exchange)
+        track.begin(exchange)
+        try:
+            yield exchange
+        finally:
+            track.end()
+            with self._lock:
+                self._exchanges.discard(exchange)
+
+    def _bounded(self, deadline: float | None, what: str) -> tuple[float, float]:
+        """The (connect, read) timeouts, cut to what is left before *deadline*."""
+        if deadline is None:
+            return self._timeout
+        left = deadline - time.monotonic()
+        if left <= 0:
+            raise RequestTimeout(f"{what}: the deadline passed before it was sent")
+        return min(self._timeout[0], left), min(self._timeout[1], left)
+
     def start(self, on_message: MessageHandler, on_close: CloseHandler,
-              on_request_error: RequestErrorHandler | None = None) -> None:
+              on_request_error: RequestErrorHandler | None = None, *, deadline: float | None = None) -> None:
         """Open the SSE stream and wait (bounded) for the ``endpoint`` event.
 
         :param on_request_error: fails one pending request (a detached POST that failed).
+        :param deadline: ``time.monotonic()`` value by which the stream must be
+            open and its endpoint known (the connecting call's deadline);
+            :meth:`close` from another thread ends the wait too.
 
         :raises ServerStartError: when the stream cannot be opened or names no
             acceptable endpoint in time.
+        :raises RequestTimeout: when *deadline* passed first.
         :raises HTTPStatusError: when the server refuses the GET.
         """
-        import requests
-
         self._on_message = on_message
         self._on_close = on_close
         self._on_request_error = on_request_error
+        try:
+            self._open_stream(deadline)
+        except BaseException:
+            self.close()
+            raise
+
+    def _open_stream(self, deadline: float | None) -> None:
+        import requests
+
         headers = dict(self._headers)
         headers["Accept"] = "text/event-stream"
+        what = f"GET {common.redact_url(self.url)}"
         try:
-            response = common.http_request(self._sender, "GET", self.url, headers=headers,
-                                           timeout=self._timeout, follow_redirects=self._follow)
+            with self._abortable():
+                response = common.http_request(self._sender, "GET", self.url, headers=headers,
+                                               timeout=self._bounded(deadline, what), follow_redirects=self._follow,
+                                               deadline=deadline)
         except requests.RequestException as exc:
-            raise ServerStartError(str(common.connection_error(exc, f"GET {common.redact_url(self.url)} failed"))) \
+            if self._closed.is_set():
+                raise ClientClosed("transport is closed") from common.sanitized(exc)
+            if deadline is not None and time.monotonic() >= deadline - 0.01:
+                raise RequestTimeout(f"{what}: no answer by the call's deadline") from common.sanitized(exc)
+            raise ServerStartError(str(common.connection_error(exc, f"{what} failed"))) \
                 from common.sanitized(exc)
         if not 200 <= response.status_code < 300 or not common.is_event_stream(response):
             error = common.status_error(response, "the SSE stream was refused")
@@ -124,17 +174,25 @@ class LegacySSETransport(HttpEndpoint):
             if 200 <= response.status_code < 300:
                 raise ServerStartError(f"{self.describe()} did not answer with an event stream")
             raise error
-        self._stream = response
+        with self._lock:
+            if self._closed.is_set():
+                response.close()
+                raise ClientClosed("transport is closed")
+            self._stream = response
         self._reader = threading.Thread(target=self._read, args=(response,), daemon=True,
                                         name=f"mcpsync-http-sse-{self._n}")
         self._reader.start()
-        if not self._endpoint_ready.wait(self._endpoint_timeout):
-            self.close()
+        wait = self._endpoint_timeout
+        if deadline is not None:
+            wait = min(wait, max(0.0, deadline - time.monotonic()))
+        if not self._endpoint_ready.wait(wait):
+            if wait < self._endpoint_timeout:
+                raise RequestTimeout(f"{self.describe()} sent no endpoint event by the call's deadline")
             raise ServerStartError(f"{self.describe()} sent no endpoint event within {self._endpoint_timeout} s")
+        if self._closed.is_set():
+            raise ClientClosed("transport is closed")
         if self._endpoint_error is not None:
-            error_text = str(self._endpoint_error)
-            self.close()
-            raise ServerStartError(error_text) from self._endpoint_error
+            raise ServerStartError(str(self._endpoint_error)) from self._endpoint_error
 
     def _set_endpoint(self, data: str) -> None:
         target = urljoin(self.url, data.strip())
@@ -201,8 +259,17 @@ class LegacySSETransport(HttpEndpoint):
                 except BaseException as exc:  # handed to the request's caller
                     if not self._closed.is_set():
                         fail(request_id, exc)
+                finally:
+                    with self._lock:
+                        self._posts.discard(threading.current_thread())
 
-            threading.Thread(target=post, name="mcpsync-sse-post", daemon=True).start()
+            thread = threading.Thread(target=post, daemon=True,
+                                      name=f"mcpsync-http-post-{self._n}.{next(self._post_ids)}")
+            with self._lock:
+                if self._closed.is_set():
+                    raise ClientClosed("transport is closed")
+                self._posts.add(thread)
+            thread.start()
             return
         self._post_message(message, body, deadline)
 
@@ -212,16 +279,17 @@ class LegacySSETransport(HttpEndpoint):
         assert self.endpoint is not None
         headers = dict(self._headers)
         headers["Content-Type"] = "application/json"
-        timeout: tuple[float, float] = self._timeout
-        if deadline is not None:
-            left = max(0.001, deadline - time.monotonic())
-            timeout = (min(timeout[0], left), min(timeout[1], left))
+        method = message.get("method")
+        timeout = self._bounded(deadline, f"POST {method or 'response'}")
         try:
-            response = common.http_request(self._sender, "POST", self.endpoint, headers=headers,
-                                           timeout=timeout, data=body, follow_redirects=self._follow)
+            with self._abortable():
+                response = common.http_request(self._sender, "POST", self.endpoint, headers=headers,
+                                               timeout=timeout, data=body, follow_redirects=self._follow,
+                                               deadline=deadline)
         except requests.RequestException as exc:
+            if self._closed.is_set():
+                raise ClientClosed("transport is closed") from common.sanitized(exc)
             if deadline is not None and time.monotonic() >= deadline - 0.01 and isinstance(exc, requests.Timeout):
-                method = message.get("method")
                 raise RequestTimeout(f"POST {method} to the message endpoint got no answer by its deadline",
                                      method=method if isinstance(method, str) else "") from common.sanitized(exc)
             raise common.connection_error(exc, "POST to the message endpoint failed", outcome_unknown=not common.never_connected(exc)) from common.sanitized(exc)
@@ -233,16 +301,22 @@ class LegacySSETransport(HttpEndpoint):
         common.release(response)
 
     def close(self) -> None:
-        """Shut the stream down, join the reader; idempotent and bounded."""
+        """Shut the stream and every request in flight down, join their threads; idempotent and bounded."""
         with self._lock:
             first = not self._closed.is_set()
             self._closed.set()
+            exchanges = list(self._exchanges)
+            threads = [self._reader, *self._posts]
+        for exchange in exchanges:
+            exchange.abort()
         if self._stream is not None:
             common.shutdown_response(self._stream)
         if first:
-            reader = self._reader
-            if reader is not None and reader is not threading.current_thread():
-                reader.join(timeout=2.0)
+            current = threading.current_thread()
+            until = time.monotonic() + 2.0  # one budget for all: close() stays bounded
+            for thread in threads:
+                if thread is not None and thread is not current:
+                    thread.join(timeout=max(0.0, until - time.monotonic()))
             if self._own_session:
                 self._session.close()
         self._report_close(ClientClosed("transport closed"))
@@ -305,9 +379,9 @@ class AutoHTTPTransport(Transport):
         try:
             self._active.send(message, deadline=deadline, detach=detach)  # type: ignore[call-arg]
         except FallbackToLegacy as fallback:
-            self._fall_back(fallback, message)
+            self._fall_back(fallback, message, deadline)
 
-    def _fall_back(self, fallback: FallbackToLegacy, message: Mapping[str, Any]) -> None:
+    def _fall_back(self, fallback: FallbackToLegacy, message: Mapping[str, Any], deadline: float | None) -> None:
         log.info("Streamable HTTP initialize got %s; trying legacy HTTP+SSE at %s",
                  fallback.error.status, common.redact_url(self.url))
         legacy_options = {k: v for k, v in self._options.items() if k in self._LEGACY_KEYS}
@@ -318,12 +392,14 @@ class AutoHTTPTransport(Transport):
         old.close()  # its on_close is not forwarded: it is no longer active
         assert self._on_message is not None
         try:
-            legacy.start(self._on_message, self._forward_close(legacy), self._on_request_error)
+            legacy.start(self._on_message, self._forward_close(legacy), self._on_request_error, deadline=deadline)
+        except (RequestTimeout, ClientClosed):
+            raise
         except Exception as exc:
             raise ServerStartError(
                 f"{common.redact_url(self.url)}: Streamable HTTP refused initialize ({fallback.error}) and"
                 f" legacy HTTP+SSE failed too ({exc})") from exc
-        legacy.send(message)
+        legacy.send(message, deadline=deadline)
 
     def close(self) -> None:
         self._active.close()

@@ -27,10 +27,15 @@ from mcpsync.transports.base import Transport
 if TYPE_CHECKING:  # pragma: no cover
     import requests
 
-__all__ = ["Sender", "HttpEndpoint"]
+__all__ = ["DEADLINE_ATTRIBUTE", "HttpEndpoint", "Sender"]
 
 #: URLs whose settings are kept (the endpoint, a legacy message URL, a few redirect targets).
 _MAX_URLS = 16
+
+#: The ``PreparedRequest`` attribute that carries the request's deadline (a
+#: ``time.monotonic()`` value) to its auth handler, so that an OAuth refresh the
+#: request triggers ends by it too (read by ``mcpsync.auth._deadline``).
+DEADLINE_ATTRIBUTE = "mcpsync_deadline"
 
 
 class _Target:
@@ -93,8 +98,13 @@ class Sender:
         timeout: tuple[float, float | None],
         data: bytes | None = None,
         stream: bool = True,
+        deadline: float | None = None,
     ) -> requests.Response:
-        """One request, no redirects followed; raises ``requests`` exceptions as they come."""
+        """One request, no redirects followed; raises ``requests`` exceptions as they come.
+
+        :param deadline: the request's deadline, handed to its auth handler
+            (:data:`DEADLINE_ATTRIBUTE`); *timeout* is the caller's to bound.
+        """
         from requests.cookies import RequestsCookieJar, merge_cookies
         from requests.models import PreparedRequest
         from requests.sessions import merge_setting
@@ -114,6 +124,8 @@ class Sender:
         else:
             prepared._cookies = cookies  # type: ignore[attr-defined]
         prepared.prepare_body(data, None, None)
+        if deadline is not None:
+            setattr(prepared, DEADLINE_ATTRIBUTE, deadline)
         if target.auth is not None:
             prepared.prepare_auth(target.auth, target.url)
         prepared.prepare_hooks(session.hooks)

@@ -411,7 +411,8 @@ class StreamableHTTPTransport(InFlightMixin, StreamsMixin, ReinitMixin, HttpEndp
             timeout = (min(timeout[0], left), min(timeout[1], left))
         try:
             return common.http_request(self._sender, "POST", self.url, headers=headers or self._headers_for(),
-                                       timeout=timeout, data=body, follow_redirects=self._follow)
+                                       timeout=timeout, data=body, follow_redirects=self._follow,
+                                       deadline=deadline)
         except requests.RequestException as exc:
             if self._closed.is_set():
                 raise ClientClosed("transport is closed") from common.sanitized(exc)
@@ -431,14 +432,15 @@ class StreamableHTTPTransport(InFlightMixin, StreamsMixin, ReinitMixin, HttpEndp
         deadline: float | None = getattr(self._call, "deadline", None)
         if deadline is None:
             return b"".join(common.iter_body(response))
-        # Each read waits at most what was left when the POST was sent (urllib3 set that on the
-        # socket for the headers); the deadline itself is checked between reads. (The socket is
-        # not touched here: after the last read it may be back in the pool, another thread's.)
+        # Each read waits at most what is left (a body trickling in, then stalling, would
+        # otherwise overrun by one whole read wait); the deadline is checked between reads.
         parts: list[bytes] = []
         chunks = common.iter_body(response)
         while True:
-            if deadline - time.monotonic() <= 0:
+            left = deadline - time.monotonic()
+            if left <= 0:
                 raise self._timed_out(what, deadline)
+            common.bound_next_read(response, left)
             try:
                 data = next(chunks, b"")
             except Exception:

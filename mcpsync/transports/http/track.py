@@ -10,7 +10,10 @@ The sessions mcpsync makes itself (:func:`tracking_session`) use connection
 classes that, just before they wait for the response, publish their socket on
 the :class:`Exchange` the current thread registered with :func:`begin`.
 Whoever holds the exchange can then :meth:`Exchange.abort` it from any thread:
-the socket is shut down and the blocked read returns at once.  A
+the socket is shut down and the blocked read returns at once.  A *new*
+connection publishes its socket before it connects, so an abort also ends a
+connect to an address that drops SYNs (which would otherwise wait out the
+whole connect timeout).  A
 ``requests.Session`` passed by the user is not changed; with it, a transport
 runs each POST on a worker thread instead (see ``http.py``), so the caller
 still waits only on its reply.
@@ -74,12 +77,47 @@ def end() -> None:
     _local.exchange = None
 
 
+def _connect(conn: Any, exchange: Exchange) -> socket.socket:
+    """``urllib3``'s ``create_connection``, with the socket on *exchange* before ``connect()``.
+
+    A connect to a black-holed address (SYNs dropped) blocks for the whole
+    connect timeout; shutting the socket down from another thread ends it at
+    once, so the socket must be known before the connect starts.
+    """
+    from urllib3.util.connection import _set_socket_options, allowed_gai_family
+    from urllib3.util.timeout import _DEFAULT_TIMEOUT
+
+    host = conn._dns_host.strip("[]")
+    error: OSError = OSError("getaddrinfo returns an empty list")
+    for family, kind, proto, _, address in socket.getaddrinfo(host, conn.port, allowed_gai_family(),
+                                                               socket.SOCK_STREAM):
+        sock = socket.socket(family, kind, proto)
+        try:
+            _set_socket_options(sock, conn.socket_options)
+            if conn.timeout is not _DEFAULT_TIMEOUT:
+                sock.settimeout(conn.timeout)
+            if conn.source_address:
+                sock.bind(conn.source_address)
+            exchange.attach(sock)  # from here, abort() ends the connect
+            if exchange.aborted:  # before it started: shutting down an unconnected socket does nothing
+                raise ConnectionAbortedError("the request was aborted before it connected")
+            sock.connect(address)
+            return sock
+        except OSError as exc:
+            error = exc
+            sock.close()
+            if exchange.aborted:
+                break
+    raise error
+
+
 def _pool_classes() -> dict[str, Any]:
     with _classes_lock:
         if _classes:
             return _classes
         from urllib3.connection import HTTPConnection, HTTPSConnection
         from urllib3.connectionpool import HTTPConnectionPool, HTTPSConnectionPool
+        from urllib3.exceptions import ConnectTimeoutError, NameResolutionError, NewConnectionError
 
         def getresponse(base: Any) -> Any:
             def wrapped(self: Any, *args: Any, **kwargs: Any) -> Any:
@@ -89,10 +127,27 @@ def _pool_classes() -> dict[str, Any]:
                 return base.getresponse(self, *args, **kwargs)
             return wrapped
 
+        def new_conn(base: Any) -> Any:
+            def wrapped(self: Any) -> socket.socket:
+                exchange = getattr(_local, "exchange", None)
+                if exchange is None or self._tunnel_host is not None:
+                    return base._new_conn(self)  # type: ignore[no-any-return]
+                # As HTTPConnection._new_conn, which does the same around create_connection.
+                try:
+                    return _connect(self, exchange)
+                except socket.gaierror as exc:
+                    raise NameResolutionError(self.host, self, exc) from exc
+                except socket.timeout as exc:
+                    raise ConnectTimeoutError(
+                        self, f"Connection to {self.host} timed out. (connect timeout={self.timeout})") from exc
+                except OSError as exc:
+                    raise NewConnectionError(self, f"Failed to establish a new connection: {exc}") from exc
+            return wrapped
+
         tracked_http = type("HTTPConnection", (HTTPConnection,),
-                            {"getresponse": getresponse(HTTPConnection)})
+                            {"getresponse": getresponse(HTTPConnection), "_new_conn": new_conn(HTTPConnection)})
         tracked_https = type("HTTPSConnection", (HTTPSConnection,),
-                             {"getresponse": getresponse(HTTPSConnection)})
+                             {"getresponse": getresponse(HTTPSConnection), "_new_conn": new_conn(HTTPSConnection)})
         _classes["http"] = type("TrackedHTTPConnectionPool", (HTTPConnectionPool,),
                                 {"ConnectionCls": tracked_http})
         _classes["https"] = type("TrackedHTTPSConnectionPool", (HTTPSConnectionPool,),
