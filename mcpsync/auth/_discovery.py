@@ -22,6 +22,7 @@ from ._errors import (
     PKCENotSupportedError,
     ResourceMismatchError,
 )
+from ._http import MAX_JSON_BYTES, TIMEOUT
 from ._urlpolicy import UrlPolicy
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -42,9 +43,7 @@ __all__ = [
 
 log = logging.getLogger("mcpsync.auth")
 
-MAX_METADATA_BYTES = 1 << 20
 MAX_REDIRECTS = 3
-TIMEOUT = (10.0, 20.0)
 
 _TOKEN = r"[!#$%&'*+\-.^_`|~0-9A-Za-z]+"
 _ITEM_PARAM = re.compile(r"\s*(" + _TOKEN + r")\s*=\s*(.*?)\s*$", re.DOTALL)
@@ -199,10 +198,10 @@ def fetch_json(
                 raise DiscoveryError(
                     f"{what}: HTTP {response.status_code} from {_safe(current)}"
                 )
-            body = response.raw.read(MAX_METADATA_BYTES + 1, decode_content=True)
-        if len(body) > MAX_METADATA_BYTES:
+            body = response.raw.read(MAX_JSON_BYTES + 1, decode_content=True)
+        if len(body) > MAX_JSON_BYTES:
             raise DiscoveryError(
-                f"{what}: document larger than {MAX_METADATA_BYTES} bytes"
+                f"{what}: document larger than {MAX_JSON_BYTES} bytes"
             )
         try:
             data = json.loads(body)

@@ -40,7 +40,6 @@ class Tracing:
     """Finds ``opentelemetry`` once, lazily; hands out a span per request."""
 
     def __init__(self, enabled: bool) -> None:
-        self._enabled = enabled
         self._lock = threading.Lock()
         self._api: tuple[Any, Any] | None = None  # (opentelemetry.trace, opentelemetry.propagate)
         self._looked = not enabled
