@@ -12,7 +12,7 @@ from ...auth import AuthorizationRequired, FileTokenStore, OAuth, TokenStore
 from ...config import ConfigError
 from .._servers import NO_KEY_NEEDED, ServerSet, ServerSpec
 from .._useroauth import EncryptedTokenStore, ScopedTokenStore, is_safe_next, user_client, user_oauth
-from ._blueprint import EXTENSION_KEY, NEXT_KEY, blueprint
+from ._blueprint import EXTENSION_KEY, NEXT_KEY
 
 if TYPE_CHECKING:
     from mcpsync.client.client import Client
@@ -79,6 +79,7 @@ class MCP:
 
         :raises mcpsync.contrib._servers.ServerSetError: the settings have errors.
         """
+        from ._blueprint import blueprint
         from ._cli import mcp_command
 
         config = app.config
