@@ -23,6 +23,7 @@ from ._errors import (
     PKCENotSupportedError,
     ResourceMismatchError,
 )
+from ._http import MAX_JSON_BYTES, TIMEOUT
 from ._urlpolicy import UrlPolicy
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -43,9 +44,7 @@ __all__ = [
 
 log = logging.getLogger("mcpsync.auth")
 
-MAX_METADATA_BYTES = 1 << 20
 MAX_REDIRECTS = 3
-TIMEOUT = (10.0, 20.0)
 
 _TOKEN = r"[!#$%&'*+\-.^_`|~0-9A-Za-z]+"
 _ITEM_PARAM = re.compile(r"\s*(" + _TOKEN + r")\s*=\s*(.*?)\s*$", re.DOTALL)
@@ -204,14 +203,14 @@ def fetch_json(
                     f"{what}: HTTP {response.status_code} from {_safe(current)}"
                 )
             try:
-                body = response.raw.read(MAX_METADATA_BYTES + 1, decode_content=True)
+                body = response.raw.read(MAX_JSON_BYTES + 1, decode_content=True)
             except (_ReadError, OSError) as exc:
                 if _deadline.passed():
                     raise _deadline.expired(what) from None
                 raise DiscoveryError(f"{what}: reading failed ({type(exc).__name__})") from None
-        if len(body) > MAX_METADATA_BYTES:
+        if len(body) > MAX_JSON_BYTES:
             raise DiscoveryError(
-                f"{what}: document larger than {MAX_METADATA_BYTES} bytes"
+                f"{what}: document larger than {MAX_JSON_BYTES} bytes"
             )
         try:
             data = json.loads(body)

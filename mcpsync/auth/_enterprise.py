@@ -9,13 +9,11 @@ assertion=IdJagAssertion(...))``.
 
 from __future__ import annotations
 
-import json
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from ..exceptions import excerpt
-from . import _deadline
-from ._discovery import TIMEOUT
 from ._errors import TokenRequestError
+from ._http import post_json
 
 if TYPE_CHECKING:  # pragma: no cover
     import requests
@@ -73,36 +71,12 @@ class IdJagAssertion:
             form["scope"] = scope
         session = self._session or _requests.Session()
         try:
-            response = session.post(
-                self.token_endpoint,
-                data=form,
-                headers={"Accept": "application/json"},
-                timeout=_deadline.bounded(TIMEOUT, "token exchange"),
-                allow_redirects=False,
-            )
-        except _requests.RequestException as exc:
-            if _deadline.passed():
-                raise _deadline.expired("token exchange") from None
-            raise TokenRequestError(
-                f"token exchange failed ({type(exc).__name__})"
-            ) from None
+            response, body = post_json(session, self.token_endpoint, "token exchange", TokenRequestError, data=form)
         finally:
             if self._session is None:
                 session.close()
-        try:
-            body: Any = json.loads(response.content)
-        except ValueError:
-            body = {}
-        if (
-            response.status_code != 200
-            or not isinstance(body, dict)
-            or not isinstance(body.get("access_token"), str)
-        ):
-            code = (
-                body.get("error")
-                if isinstance(body, dict) and isinstance(body.get("error"), str)
-                else None
-            )
+        if response.status_code != 200 or not isinstance(body.get("access_token"), str):
+            code = body.get("error") if isinstance(body.get("error"), str) else None
             raise TokenRequestError(
                 f"token exchange refused: HTTP {response.status_code}"
                 + (f" {excerpt(code, 60)}" if code else ""),

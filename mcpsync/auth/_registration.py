@@ -9,7 +9,6 @@ A registration is bound to the issuer that made it and never shown to another.
 from __future__ import annotations
 
 import base64
-import json
 import logging
 import time
 import uuid
@@ -17,10 +16,10 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
 
 from ..exceptions import excerpt
-from . import _deadline
-from ._discovery import TIMEOUT, UrlPolicy
+from ._discovery import UrlPolicy
 from ._dpop import DPoPKey, NonceCache
 from ._errors import DPoPNonceError, RegistrationError, TokenRequestError
+from ._http import post_json
 
 if TYPE_CHECKING:  # pragma: no cover
     import requests
@@ -29,7 +28,6 @@ __all__ = ["choose_auth_method", "register_client", "token_request"]
 
 log = logging.getLogger("mcpsync.auth")
 
-_MAX_BODY = 1 << 20
 _SECRET_METHODS = ("client_secret_basic", "client_secret_post")
 
 
@@ -53,40 +51,6 @@ def choose_auth_method(meta: dict[str, Any], *, has_secret: bool, has_key: bool)
         if method in offered:
             return method
     return "none"
-
-
-def _post(
-    session: requests.Session,
-    url: str,
-    what: str,
-    error: type[RegistrationError] | type[TokenRequestError],
-    **kwargs: Any,
-) -> tuple[requests.Response, dict[str, Any]]:
-    """POST for a JSON object (at most 1 MiB read); the response (closed) and the object or ``{}``."""
-    import requests as _requests
-    from urllib3.exceptions import HTTPError as _ReadError
-
-    headers = {"Accept": "application/json", **kwargs.pop("headers", {})}
-    try:
-        response = session.post(
-            url,
-            headers=headers,
-            timeout=_deadline.bounded(TIMEOUT, what),
-            allow_redirects=False,
-            stream=True,
-            **kwargs,
-        )
-        with response:
-            raw = response.raw.read(_MAX_BODY, decode_content=True)
-    except (_requests.RequestException, _ReadError, OSError) as exc:
-        if _deadline.passed():
-            raise _deadline.expired(what) from None
-        raise error(f"{what} failed ({type(exc).__name__})") from None
-    try:
-        data = json.loads(raw) if raw else {}
-    except ValueError:
-        data = {}
-    return response, data if isinstance(data, dict) else {}
 
 
 def register_client(
@@ -135,7 +99,7 @@ def register_client(
     }
     # No "scope" in the registration: servers treat it as a ceiling, which would
     # make a later step-up to more scopes impossible for this client.
-    response, data = _post(
+    response, data = post_json(
         session, endpoint, "dynamic client registration: request", RegistrationError, json=body
     )
     status = response.status_code
@@ -267,7 +231,7 @@ def token_request(
         if dpop is not None:
             headers["DPoP"] = dpop.proof("POST", endpoint, nonce=used)
         started = time.time()
-        response, body = _post(
+        response, body = post_json(
             session, endpoint, "token request", TokenRequestError, data=form, headers=headers
         )
         if dpop is None:

@@ -61,9 +61,6 @@ class Style:
     def red(self, text: str) -> str:
         return self._wrap("31", text)
 
-    def yellow(self, text: str) -> str:
-        return self._wrap("33", text)
-
 
 def wire(value: Any) -> Any:
     """A protocol object (or list of them) as its JSON wire form."""

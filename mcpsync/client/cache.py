@@ -32,8 +32,6 @@ class ResultCache:
         self._clock = clock
         self._lock = threading.Lock()
         self._entries: dict[tuple[str, Hashable], tuple[float, dict[str, Any]]] = {}
-        #: Lookups answered from the cache (for tests and diagnostics).
-        self.hits = 0
 
     def get(self, method: str, key: Hashable) -> dict[str, Any] | None:
         with self._lock:
@@ -44,7 +42,6 @@ class ResultCache:
             if expires <= self._clock():
                 del self._entries[(method, key)]
                 return None
-            self.hits += 1
             return raw
 
     def put(self, method: str, key: Hashable, raw: dict[str, Any]) -> None:

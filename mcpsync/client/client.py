@@ -13,7 +13,6 @@ from mcpsync import types
 from mcpsync._version import __version__
 from mcpsync.client.cache import ResultCache
 from mcpsync.client.connection import Connection, Listeners
-from mcpsync.client.features import open_listen
 from mcpsync.client.handles import Handle, PendingCall
 from mcpsync.client.extensions import ExtensionsArg, normalize_extensions, request_meta, server_extensions
 from mcpsync.client.interceptors import Interceptor
@@ -126,7 +125,7 @@ class Client(TaskFeatures, Skills):
             prior_era=_prior_era,  # set by the CLI's era cache (mcpsync.client.era_cache)
         )
         self._policies = Policies(
-            self, retry=resolve_policy(retry), interceptors=interceptors, tracing=tracing
+            self, self._tool, retry=resolve_policy(retry), interceptors=interceptors, tracing=tracing
         )
         self._options.check_mode()  # a bad mode fails here, not at first use
         self._transport: Transport | None = transport
@@ -441,6 +440,10 @@ class Client(TaskFeatures, Skills):
 
     # -- raw requests --------------------------------------------------------
 
+    def _tool(self, name: str) -> types.Tool | None:
+        """The tool *name* as last listed (``None``: not listed)."""
+        return self._tools.get(name)
+
     def _timeout(self, timeout: TimeoutArg) -> float | None:
         return self._options.timeout if isinstance(timeout, Default) else timeout
 
@@ -531,7 +534,7 @@ class Client(TaskFeatures, Skills):
             if filt != types.SubscriptionFilter():
                 new = Subscription(filt, on_close=conn.remove_subscription, queue_notifications=False)
                 conn.background = new
-                open_listen(conn, new, self._options.timeout)
+                conn.listen(new, self._options.timeout)
             else:
                 conn.background = None
             if old is not None:

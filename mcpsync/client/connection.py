@@ -16,29 +16,30 @@ import threading
 import time
 from collections import deque
 from concurrent.futures import Future
-from typing import TYPE_CHECKING, Any, Callable
+from typing import Any, Callable
 
 from mcpsync import types
-from mcpsync.client import negotiate as _era
-from mcpsync.rpc.dispatcher import Dispatcher
-from mcpsync.client.server_requests import answer_server_request
+from mcpsync.client.negotiate import Negotiated, modern_meta, negotiate, rejection, reprobe
 from mcpsync.client.options import ClientOptions
+from mcpsync.client.policies import Policies
+from mcpsync.client.server_requests import answer_server_request
 from mcpsync.client.subscriptions import LIST_CHANGED, Subscription, subscription_id, wanted_by
 from mcpsync.client.task_store import ClientTaskStore
+from mcpsync.client.tracing import RequestSpan
 from mcpsync.exceptions import (
     ClientClosed,
     ConnectionClosed,
     McpError,
+    MethodNotFound,
     ProtocolError,
     RequestCancelled,
+    RequestTimeout,
     ServerError,
     ServerStartError,
 )
+from mcpsync.rpc.dispatcher import Dispatcher
 from mcpsync.rpc.session import PendingRequest, Session, normalize_id
 from mcpsync.transports.base import Transport
-
-if TYPE_CHECKING:
-    from mcpsync.client.policies import Policies
 
 __all__ = ["Connection", "Listeners"]
 
@@ -183,7 +184,7 @@ class Connection:
         else:
             self.transport.start(self.session.feed, self._on_transport_closed)
         try:
-            _era.negotiate(self, timeout)
+            self._apply(negotiate(self, timeout))
         except ConnectionClosed as exc:
             self.close()
             if isinstance(exc, ClientClosed):
@@ -247,10 +248,66 @@ class Connection:
         """Send a notification through the client's interceptors."""
         self.policies.notify(self, method, params)
 
+    def intercept(
+        self, method: str, params: dict[str, Any] | None, send: Callable[[dict[str, Any] | None], dict[str, Any]]
+    ) -> dict[str, Any]:
+        """Run the client's interceptors around *send* (the era probe's race with ``initialize``)."""
+        return self.policies.intercept(method, params, send)
+
+    def span(self, method: str, params: dict[str, Any] | None) -> RequestSpan | None:
+        """A tracing span for one request on this connection (``None``: tracing is off)."""
+        return self.policies.span(self, method, params)
+
     def set_modern_meta(self) -> None:
         """Recompute the ``_meta`` every modern request carries (e.g. after a log level change)."""
         if self.era == "modern":
-            self.session.default_meta = _era.modern_meta(self.options, self.protocol_version, self.log_level)
+            self.session.default_meta = modern_meta(self.options, self.protocol_version, self.log_level)
+
+    # -- the era -------------------------------------------------------------
+
+    def _apply(self, agreed: Negotiated) -> None:
+        """Take the era, version and server description the negotiation agreed on."""
+        self.era = agreed.era
+        self.protocol_version = agreed.protocol_version
+        self.capabilities = agreed.capabilities
+        self.server_info = agreed.server_info
+        self.instructions = agreed.instructions
+        self.discover_result = agreed.discover_result
+        self.initialize_result = agreed.initialize_result
+        self.prior_unconfirmed = agreed.from_prior
+        if agreed.era == "modern":
+            self.set_modern_meta()
+        else:
+            self.session.default_meta = None
+
+    def era_confirmed(self) -> None:
+        """A request sent on the current era was accepted: a remembered era is now confirmed."""
+        self.prior_unconfirmed = False
+
+    def stale_prior(self, exc: BaseException, generation: int, timeout: float | None) -> bool:
+        """Whether a request sent at era *generation* that failed with *exc* should be resent.
+
+        True when the era since changed (another thread re-probed), or when the
+        era came from ``prior_discover=``, no request confirmed it yet and *exc*
+        looks like a rejection of it: then the server is probed again, once per
+        connection, as the spec allows after a version mismatch.
+        """
+        with self.reprobe_lock:
+            if self.era_generation != generation:
+                return True  # sent on the era a re-probe replaced: resend on the new one
+            if not self.prior_unconfirmed or not rejection(exc):
+                return False
+            self.prior_unconfirmed = False
+            log.info("the server rejected the remembered protocol era (%s); probing again", type(exc).__name__)
+            try:
+                agreed = reprobe(self, exc, timeout)
+            except BaseException:
+                # Keep sending on the remembered era: the server's own answers say what is wrong.
+                self.set_modern_meta()
+                raise
+            self._apply(agreed)
+            self.era_generation += 1
+            return True
 
     # -- subscriptions -------------------------------------------------------
 
@@ -268,6 +325,31 @@ class Connection:
             if self._deliver_tagged(sub, method, params) and method != _ACKNOWLEDGED:
                 for callback in self.listeners.get(method):
                     self.notifications.submit(callback, params)
+
+    def listen(self, sub: Subscription, timeout: float | None, meta: dict[str, Any] | None = None) -> Subscription:
+        """Send ``subscriptions/listen`` for *sub* and wait for the acknowledgement.
+
+        :param meta: ``_meta`` entries of this request (e.g. extensions it declares).
+        """
+        params: dict[str, Any] = {"notifications": types.to_wire(sub.filter)}
+        if meta:
+            params["_meta"] = meta
+        pending = self.session.send_request("subscriptions/listen", params)
+        self.add_subscription(sub, pending)
+        if not sub.wait_acknowledged(timeout):
+            sub.close()
+            raise RequestTimeout(
+                "server did not acknowledge subscriptions/listen in time", method="subscriptions/listen"
+            )
+        if sub.error is not None:
+            self.remove_subscription(sub)
+            if self.background is sub and isinstance(sub.error, MethodNotFound):
+                # on() callbacks are best effort, as in the handshake era, where a server
+                # without list_changed support simply never sends the notifications.
+                log.warning("server does not serve subscriptions/listen: on() callbacks will not fire")
+                return sub
+            raise sub.error
+        return sub
 
     def remove_subscription(self, sub: Subscription) -> None:
         with self._lock:

@@ -11,7 +11,7 @@ server took the ``initialize`` handshake.
 
 The next run passes that to the client (``prior_discover=``, or a handshake
 first), so it skips the probe.  A server that rejects the remembered era is
-probed again (:func:`mcpsync.client.negotiate.stale_prior`), and what the new probe or
+probed again (:meth:`mcpsync.client.connection.Connection.stale_prior`), and what the new probe or
 handshake finds is written back: an interceptor records every successful
 ``server/discover`` and ``initialize``.  A cache that cannot be read or
 written is ignored; it never fails a command.

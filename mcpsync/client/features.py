@@ -7,25 +7,18 @@ attributes documented at its top.
 
 from __future__ import annotations
 
-import logging
 import time
 from collections.abc import Callable, Mapping, Sequence
-from concurrent.futures import Future
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, cast
 
 from mcpsync import types
 from mcpsync.client.cache import ResultCache
+from mcpsync.client.input_required import request_until_complete
 from mcpsync.client.options import DEFAULT, ClientOptions, TimeoutArg
 from mcpsync.client.output_schema import check_structured_content
 from mcpsync.client.subscriptions import Subscription
-from mcpsync.exceptions import (
-    CapabilityNotSupported,
-    McpError,
-    MethodNotFound,
-    ProtocolError,
-    RequestTimeout,
-    ServerError,
-)
+from mcpsync.client.task_handle import TaskClient, follow_task
+from mcpsync.exceptions import CapabilityNotSupported, ProtocolError
 from mcpsync.rpc.session import ProgressCallback
 
 if TYPE_CHECKING:
@@ -33,9 +26,6 @@ if TYPE_CHECKING:
 
 __all__ = ["Features"]
 
-log = logging.getLogger("mcpsync.client.client")
-
-T = TypeVar("T")
 _MAX_PAGES = 10_000
 
 
@@ -70,7 +60,7 @@ class Features:
         if value is None or value is False:
             raise CapabilityNotSupported(capability, method)
 
-    def _complete(
+    def _request_until_complete(
         self,
         method: str,
         params: dict[str, Any],
@@ -82,76 +72,21 @@ class Features:
         retry: bool | None = None,
         accept: tuple[str, ...] = (),
     ) -> dict[str, Any]:
-        """Send a request and return its complete result, answering MRTR rounds.
-
-        A result whose ``resultType`` is in *accept* (e.g. ``"task"``) is returned as it is.
-
-        A modern server may answer ``tools/call``, ``prompts/get`` and
-        ``resources/read`` with ``resultType: "input_required"``: we run the
-        same handlers a handshake-era server would reach with requests, then
-        retry with ``inputResponses`` and the echoed ``requestState``.
-        """
-        attempt = dict(params)
-        started = time.monotonic()
-        for _ in range(self._options.max_input_rounds + 1):
-            # max_total_timeout is one hard cap across all rounds, not one per round.
-            left = None if max_total_timeout is None else max_total_timeout - (time.monotonic() - started)
-            if left is not None and left <= 0:
-                raise RequestTimeout(f"{method}: max_total_timeout ({max_total_timeout}s) spent across"
-                                     " input_required rounds", method=method, elapsed=time.monotonic() - started)
-            raw = self.request(
-                method,
-                attempt,
-                timeout=timeout,
-                progress=progress,
-                reset_timeout_on_progress=reset_timeout_on_progress,
-                max_total_timeout=left,
-                retry=retry,
-            )
-            kind = raw.get("resultType")
-            if kind is None or kind == "complete" or kind in accept:
-                return raw
-            if kind != "input_required":
-                raise ProtocolError(f"{method}: unsupported resultType {str(kind)[:40]!r}")
-            needed = types.from_wire(types.InputRequiredResult, raw)
-            attempt = dict(params)
-            if needed.input_requests:
-                # Answered concurrently on the handler workers, as legacy server requests are.
-                conn = self._connection()
-                futures = {
-                    key: conn.run_handler(request.method, request.params or {})
-                    for key, request in needed.input_requests.items()
-                }
-                attempt["inputResponses"] = {
-                    key: self._input_result(conn, method, needed.input_requests[key], future)
-                    for key, future in futures.items()
-                }
-            if needed.request_state is not None:
-                attempt["requestState"] = needed.request_state
-        raise ProtocolError(f"{method}: still input_required after {self._options.max_input_rounds} rounds")
-
-    @staticmethod
-    def _input_result(
-        conn: Connection, method: str, request: types.InputRequest, future: Future[dict[str, Any]]
-    ) -> dict[str, Any]:
-        try:
-            return future.result()
-        except ServerError as exc:
-            if exc.code == -32601:
-                raise ProtocolError(
-                    f"{method}: server asked for {request.method!r}, which this client has no"
-                    " handler for (and did not declare)"
-                ) from None
-            raise
-        except McpError:
-            raise
-        except Exception as exc:
-            # As in the handshake era: the exception goes to exception_handler, and what
-            # escapes is an McpError that names the handler, not its (maybe sensitive) text.
-            conn.report(exc)
-            raise McpError(
-                f"{method}: the client's {request.method} handler failed ({type(exc).__name__})"
-            ) from exc
+        """Send a request and return its complete result, answering ``input_required`` rounds
+        (see :func:`mcpsync.client.input_required.request_until_complete`)."""
+        return request_until_complete(
+            self.request,
+            self._connection,
+            method,
+            params,
+            max_rounds=self._options.max_input_rounds,
+            timeout=timeout,
+            progress=progress,
+            reset_timeout_on_progress=reset_timeout_on_progress,
+            max_total_timeout=max_total_timeout,
+            retry=retry,
+            accept=accept,
+        )
 
     def _paginate(
         self, method: str, key: str, cls: type[Any], capability: str, timeout: TimeoutArg, cache: bool
@@ -220,7 +155,7 @@ class Features:
         params: dict[str, Any] = {"name": name, "arguments": dict(arguments or {})}
         if meta:
             params["_meta"] = dict(meta)
-        raw = self._complete(
+        raw = self._request_until_complete(
             "tools/call",
             params,
             timeout=timeout,
@@ -232,9 +167,7 @@ class Features:
         )
         if raw.get("resultType") == "task":
             # Only with the tasks extension turned on for every request: wait for it here.
-            from mcpsync.client.tasks import follow_task
-
-            return follow_task(self, raw, self._timeout(timeout), started)
+            return follow_task(cast("TaskClient", self), raw, self._timeout(timeout), started)
         result = types.from_wire(types.CallToolResult, raw)
         tool = self._tools.get(name)
         if tool is not None and tool.output_schema is not None and not result.is_error:
@@ -269,7 +202,7 @@ class Features:
         self._require("resources", "resources/read", timeout)
         raw = self._cache.get("resources/read", uri) if cache else None
         if raw is None:
-            raw = self._complete("resources/read", {"uri": uri}, timeout=timeout)
+            raw = self._request_until_complete("resources/read", {"uri": uri}, timeout=timeout)
             self._cache.put("resources/read", uri, raw)
         return types.from_wire(types.ReadResourceResult, raw)
 
@@ -316,7 +249,7 @@ class Features:
         params: dict[str, Any] = {"name": name}
         if arguments:
             params["arguments"] = {key: str(value) for key, value in arguments.items()}
-        return types.from_wire(types.GetPromptResult, self._complete("prompts/get", params, timeout=timeout))
+        return types.from_wire(types.GetPromptResult, self._request_until_complete("prompts/get", params, timeout=timeout))
 
     # -- the rest ------------------------------------------------------------
 
@@ -397,30 +330,4 @@ class Features:
             conn.add_subscription(sub, None)
             sub._acknowledge(types.to_wire(filt))
             return sub
-        return open_listen(conn, sub, self._timeout(timeout))
-
-
-def open_listen(
-    conn: Connection, sub: Subscription, timeout: float | None, meta: dict[str, Any] | None = None
-) -> Subscription:
-    """Send ``subscriptions/listen`` for *sub* and wait for the acknowledgement.
-
-    :param meta: ``_meta`` entries of this request (e.g. extensions it declares).
-    """
-    params: dict[str, Any] = {"notifications": types.to_wire(sub.filter)}
-    if meta:
-        params["_meta"] = meta
-    pending = conn.session.send_request("subscriptions/listen", params)
-    conn.add_subscription(sub, pending)
-    if not sub.wait_acknowledged(timeout):
-        sub.close()
-        raise RequestTimeout("server did not acknowledge subscriptions/listen in time", method="subscriptions/listen")
-    if sub.error is not None:
-        conn.remove_subscription(sub)
-        if conn.background is sub and isinstance(sub.error, MethodNotFound):
-            # on() callbacks are best effort, as in the handshake era, where a server
-            # without list_changed support simply never sends the notifications.
-            log.warning("server does not serve subscriptions/listen: on() callbacks will not fire")
-            return sub
-        raise sub.error
-    return sub
+        return conn.listen(sub, self._timeout(timeout))

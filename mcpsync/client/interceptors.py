@@ -15,12 +15,9 @@ reaches the caller unchanged.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, Any, Optional
+from typing import Any, Optional
 
 import attrs
-
-if TYPE_CHECKING:
-    from mcpsync.client.client import Client
 
 __all__ = ["OutgoingRequest", "Interceptor", "CallNext", "run_interceptors"]
 
@@ -33,13 +30,14 @@ class OutgoingRequest:
     :ivar params: the params; change it in place or replace it.  The client
         adds its own ``_meta`` entries (protocol version, progress token, trace
         context) after the interceptors ran, and keeps yours where both set a key.
-    :ivar client: the :class:`~mcpsync.Client` sending it.
+    :ivar client: the :class:`~mcpsync.Client` sending it (typed ``Any`` here because this
+        module sits below the client, which imports it).
     :ivar is_notification: ``True`` for a notification (``call_next`` returns ``None``).
     """
 
     method: str
     params: dict[str, Any]
-    client: Client
+    client: Any
     is_notification: bool = False
 
 

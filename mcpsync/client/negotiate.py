@@ -30,8 +30,12 @@ Interceptors see the probe and the handshake like any request.  Where the probe 
 itself; over HTTP it goes through the whole policy chain (retries and tracing too).  An
 ``initialize`` written behind a still-unanswered probe is not intercepted.
 
-A ``prior_discover=`` result (or the CLI's era cache) skips the probe; :func:`stale_prior`
-probes again, once per connection, when the server rejects the remembered era.
+A ``prior_discover=`` result (or the CLI's era cache) skips the probe; the connection
+probes again (:func:`reprobe`), once, when the server rejects the remembered era.
+
+Nothing here writes the connection's fields: :func:`negotiate` and :func:`reprobe` return a
+:class:`Negotiated` record that the connection applies.  What they need of the connection
+(sending a request, the session the probe races on) is the :class:`Link` protocol.
 """
 
 from __future__ import annotations
@@ -39,10 +43,14 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable
+from typing import Any, Protocol
+
+import attrs
 
 from mcpsync import types
 from mcpsync.client.options import ClientOptions
+from mcpsync.client.tracing import RequestSpan
 from mcpsync.exceptions import (
     HTTPStatusError,
     ProtocolError,
@@ -52,16 +60,60 @@ from mcpsync.exceptions import (
     ServerUnsupportedProtocolVersion,
     UnsupportedProtocolVersion,
 )
+from mcpsync.rpc.session import PendingRequest, Session
 from mcpsync.types.modern import CLIENT_CAPABILITIES_KEY, CLIENT_INFO_KEY, LOG_LEVEL_KEY, PROTOCOL_VERSION_KEY, SERVER_INFO_KEY
 
-from mcpsync.rpc.session import PendingRequest
-
-if TYPE_CHECKING:
-    from mcpsync.client.connection import Connection
-
-__all__ = ["negotiate", "modern_meta"]
+__all__ = ["Link", "Negotiated", "negotiate", "reprobe", "rejection", "modern_meta"]
 
 log = logging.getLogger("mcpsync.client.client")
+
+
+@attrs.frozen
+class Negotiated:
+    """What the era negotiation agreed on; :class:`~mcpsync.client.connection.Connection` applies it.
+
+    :ivar era: ``"modern"`` (``server/discover``, stateless) or ``"legacy"`` (``initialize``).
+    :ivar from_prior: the era comes from ``prior_discover=`` and no request confirmed it yet.
+    """
+
+    era: str
+    protocol_version: str
+    capabilities: types.ServerCapabilities
+    server_info: types.Implementation
+    instructions: str | None
+    discover_result: types.DiscoverResult | None = None
+    initialize_result: types.InitializeResult | None = None
+    from_prior: bool = False
+
+
+class Link(Protocol):
+    """What the negotiation needs of the connection it runs on."""
+
+    @property
+    def options(self) -> ClientOptions: ...
+
+    @property
+    def session(self) -> Session: ...
+
+    @property
+    def independent_requests(self) -> bool:
+        """Whether each request has its own response channel (HTTP)."""
+
+    @property
+    def log_level(self) -> str | None: ...
+
+    def request(self, method: str, params: dict[str, Any] | None, *, timeout: float | None) -> dict[str, Any]:
+        """Send through the client's whole policy chain and wait for the raw result."""
+
+    def notify(self, method: str, params: dict[str, Any] | None = None) -> None: ...
+
+    def intercept(
+        self, method: str, params: dict[str, Any] | None, send: Callable[[dict[str, Any] | None], dict[str, Any]]
+    ) -> dict[str, Any]:
+        """Run the client's interceptors around *send*."""
+
+    def span(self, method: str, params: dict[str, Any] | None) -> RequestSpan | None:
+        """A tracing span for one request (``None``: tracing is off)."""
 
 
 def modern_meta(options: ClientOptions, version: str, log_level: str | None) -> dict[str, Any]:
@@ -89,29 +141,30 @@ def _left(deadline: float | None, cap: float | None = None) -> float | None:
     return cap if left is None else min(cap, left)
 
 
-def negotiate(conn: Connection, timeout: float | None) -> None:
-    """Settle the era and version for *conn* within *timeout*; raises if none can be agreed.
+def negotiate(conn: Link, timeout: float | None) -> Negotiated:
+    """Settle the era and version on *conn* within *timeout*; raises if none can be agreed.
 
     :raises RequestTimeout: when the server answered nothing by then.
     """
     options = conn.options
     deadline = None if timeout is None else time.monotonic() + timeout
     handshake_versions = options.offered_versions()
-    if options.prior_discover is not None and _adopt_prior(conn, options.prior_discover):
-        return
+    if options.prior_discover is not None:
+        prior = _adopt_prior(conn, options.prior_discover)
+        if prior is not None:
+            return prior
     if options.prior_era == "legacy" and options.allows_handshake():
         # Remembered as a handshake-era server: skip the probe; probe after all if rejected.
         try:
-            _handshake(conn, handshake_versions, deadline)
-            return
+            return _handshake(conn, handshake_versions, deadline)
         except (ServerError, HTTPStatusError, UnsupportedProtocolVersion) as exc:
-            if not options.modern_versions() or not _rejection(exc):
+            if not options.modern_versions() or not rejection(exc):
                 raise
             log.info("the server rejected the handshake it took before (%s); probing", type(exc).__name__)
     if options.modern_versions():
         outcome = _probe(conn, deadline)
-        if outcome is True:
-            return
+        if isinstance(outcome, Negotiated):
+            return outcome
         if outcome is _SILENT:
             raise RequestTimeout(
                 f"the server did not answer server/discover within {timeout:.3g}s (the connect"
@@ -119,8 +172,7 @@ def negotiate(conn: Connection, timeout: float | None) -> None:
                 method="server/discover", elapsed=timeout or 0.0,
             )
         if isinstance(outcome, PendingRequest):  # initialize is already on its way
-            _finish_handshake(conn, handshake_versions, outcome, deadline)
-            return
+            return _finish_handshake(conn, handshake_versions, outcome, deadline)
         if not options.allows_handshake():
             raise UnsupportedProtocolVersion(
                 f"server does not speak the stateless protocol ({', '.join(options.modern_versions())})",
@@ -137,13 +189,13 @@ def negotiate(conn: Connection, timeout: float | None) -> None:
                     requested=options.modern_versions()[0],
                     supported=list(outcome),
                 )
-    _handshake(conn, handshake_versions, deadline)
+    return _handshake(conn, handshake_versions, deadline)
 
 
-def _probe(conn: Connection, deadline: float | None) -> object:
+def _probe(conn: Link, deadline: float | None) -> object:
     """Probe ``server/discover``; see the module docstring.
 
-    :returns: ``True`` when the server is modern and adopted; a tuple of the
+    :returns: the :class:`Negotiated` record when the server is modern; a tuple of the
         versions it named; ``None`` for a handshake-era error answer; the
         :class:`PendingRequest` of an ``initialize`` already sent; or
         :data:`_SILENT`.
@@ -196,8 +248,7 @@ def _probe(conn: Connection, deadline: float | None) -> object:
                     conn.session.default_meta = None
                     return tuple(result.supported_versions)
                 version = mutual[0]
-            _adopt(conn, version, result)
-            return True
+            return _adopt(version, result)
         return None
     finally:
         for initialize in written:
@@ -214,12 +265,12 @@ class _Unanswered(Exception):
         self.outcome = outcome
 
 
-def _raced_probe(conn: Connection, deadline: float | None, bound: float, written: list[PendingRequest]) -> object:
+def _raced_probe(conn: Link, deadline: float | None, bound: float, written: list[PendingRequest]) -> object:
     """The probe on one ordered stream, wrapped by the interceptors: its answer, :data:`_SILENT`,
     or the answered ``initialize``.  An ``initialize`` written behind it goes into *written*."""
 
     def exchange(params: dict[str, Any] | None) -> dict[str, Any]:
-        span = conn.policies.tracing.span(conn, "server/discover", params)
+        span = conn.span("server/discover", params)
         if span is None:
             return race(params)
         with span:
@@ -235,7 +286,7 @@ def _raced_probe(conn: Connection, deadline: float | None, bound: float, written
         raise _Unanswered(answer)
 
     try:
-        return conn.policies.intercept(conn, "server/discover", None, exchange)
+        return conn.intercept("server/discover", None, exchange)
     except _Unanswered as unanswered:
         return unanswered.outcome
 
@@ -250,7 +301,7 @@ class _Race:
         self.initialize = initialize
 
 
-def _ask(conn: Connection, deadline: float | None, bound: float | None,
+def _ask(conn: Link, deadline: float | None, bound: float | None,
          params: dict[str, Any] | None = None) -> object:
     """Send ``server/discover``: its raw result (its error is raised), :data:`_SILENT`,
     or, after *bound* seconds without an answer, a :class:`_Race` with an ``initialize``."""
@@ -270,14 +321,14 @@ def _ask(conn: Connection, deadline: float | None, bound: float | None,
     return _give_up(conn, probe)
 
 
-def _give_up(conn: Connection, probe: PendingRequest) -> object:
+def _give_up(conn: Link, probe: PendingRequest) -> object:
     """Settle *probe* locally (a late answer is dropped); its answer if it won the race."""
     if conn.session.settle(probe, RequestTimeout("server/discover got no answer", method="server/discover")):
         return _SILENT
     return probe.future.result()
 
 
-def _first_answer(conn: Connection, deadline: float | None, race: _Race) -> object:
+def _first_answer(conn: Link, deadline: float | None, race: _Race) -> object:
     """Wait for the probe or the ``initialize`` behind it: the probe's answer, the
     answered ``initialize``, or :data:`_SILENT`.  A probe answer wins ties."""
     probe, initialize = race.probe, race.initialize
@@ -299,58 +350,29 @@ def _first_answer(conn: Connection, deadline: float | None, race: _Race) -> obje
         either.wait(left)
 
 
-def _adopt_prior(conn: Connection, prior: types.DiscoverResult) -> bool:
-    """Take the era from a remembered ``server/discover`` result; False if it names no version we speak."""
+def _adopt_prior(conn: Link, prior: types.DiscoverResult) -> Negotiated | None:
+    """The era from a remembered ``server/discover`` result; ``None`` if it names no version we speak."""
     mutual = [v for v in conn.options.modern_versions() if v in prior.supported_versions]
     if not mutual:
-        return False
-    _adopt(conn, mutual[0], prior)
-    conn.prior_unconfirmed = True
+        return None
     log.debug("skipping the server/discover probe: using the prior result (%s)", mutual[0])
-    return True
+    return attrs.evolve(_adopt(mutual[0], prior), from_prior=True)
 
 
-def stale_prior(conn: Connection, exc: BaseException, generation: int, timeout: float | None) -> bool:
-    """Whether a request sent at era *generation* that failed with *exc* should be resent.
-
-    True when the era since changed (another thread re-probed), or when the
-    era came from ``prior_discover=``, no request confirmed it yet and *exc*
-    looks like a rejection of it: then the server is probed again, once per
-    connection, as the spec allows after a version mismatch.
-    """
-    with conn.reprobe_lock:
-        if conn.era_generation != generation:
-            return True  # sent on the era a re-probe replaced: resend on the new one
-        if not conn.prior_unconfirmed or not _rejection(exc):
-            return False
-        conn.prior_unconfirmed = False
-        log.info("the server rejected the remembered protocol era (%s); probing again", type(exc).__name__)
-        remembered = conn.discover_result
-        try:
-            _renegotiate(conn, exc, timeout)
-        except BaseException:
-            # Keep sending on the remembered era: the server's own answers say what is wrong.
-            conn.discover_result = remembered
-            conn.set_modern_meta()
-            raise
-        conn.era_generation += 1
-        return True
-
-
-def _renegotiate(conn: Connection, exc: BaseException, timeout: float | None) -> None:
-    conn.discover_result = None
+def reprobe(conn: Link, exc: BaseException, timeout: float | None) -> Negotiated:
+    """Negotiate again after the server rejected (with *exc*) an era remembered from
+    ``prior_discover=``: the probe (or the handshake), within *timeout*."""
     conn.session.default_meta = None
     options = conn.options
     deadline = None if timeout is None else time.monotonic() + timeout
     outcome = _probe(conn, deadline) if options.modern_versions() else None
-    if outcome is True:
-        return
+    if isinstance(outcome, Negotiated):
+        return outcome
     if outcome is _SILENT:
         raise RequestTimeout("the server did not answer server/discover again", method="server/discover",
                              elapsed=timeout or 0.0) from exc
     if isinstance(outcome, PendingRequest):  # a handshake-era server answered the initialize behind it
-        _finish_handshake(conn, options.offered_versions(), outcome, deadline)
-        return
+        return _finish_handshake(conn, options.offered_versions(), outcome, deadline)
     if not options.allows_handshake():
         raise UnsupportedProtocolVersion(
             "server no longer speaks the remembered protocol version",
@@ -360,10 +382,10 @@ def _renegotiate(conn: Connection, exc: BaseException, timeout: float | None) ->
     offered = options.offered_versions()
     if isinstance(outcome, tuple):
         offered = tuple(v for v in offered if v in outcome)
-    _handshake(conn, offered, deadline)
+    return _handshake(conn, offered, deadline)
 
 
-def _rejection(exc: BaseException) -> bool:
+def rejection(exc: BaseException) -> bool:
     """What a server answers to a request in an era it does not (or no longer) speak(s)."""
     if isinstance(exc, UnsupportedProtocolVersion):
         return True
@@ -372,22 +394,21 @@ def _rejection(exc: BaseException) -> bool:
     return isinstance(exc, HTTPStatusError) and exc.status in (400, 404)
 
 
-def _adopt(conn: Connection, version: str, result: types.DiscoverResult) -> None:
-    conn.era = "modern"
-    conn.protocol_version = version
-    conn.discover_result = result
-    conn.capabilities = result.capabilities
-    conn.instructions = result.instructions
+def _adopt(version: str, result: types.DiscoverResult) -> Negotiated:
+    """The record of a modern server that speaks *version* and answered ``server/discover`` with *result*."""
+    server_info = types.Implementation("", "")
     info = (result.meta or {}).get(SERVER_INFO_KEY)
     if isinstance(info, dict):
         try:
-            conn.server_info = types.from_wire(types.Implementation, info)
+            server_info = types.from_wire(types.Implementation, info)
         except ProtocolError:
             log.debug("ignoring malformed serverInfo in server/discover")
-    conn.set_modern_meta()
+    return Negotiated(
+        "modern", version, result.capabilities, server_info, result.instructions, discover_result=result
+    )
 
 
-def _initialize_params(conn: Connection, offered: tuple[str, ...]) -> dict[str, Any]:
+def _initialize_params(conn: Link, offered: tuple[str, ...]) -> dict[str, Any]:
     if not offered:
         raise UnsupportedProtocolVersion(
             "server and client share no protocol version",
@@ -402,22 +423,22 @@ def _initialize_params(conn: Connection, offered: tuple[str, ...]) -> dict[str, 
     return params
 
 
-def _send_initialize(conn: Connection, offered: tuple[str, ...], deadline: float | None) -> PendingRequest:
+def _send_initialize(conn: Link, offered: tuple[str, ...], deadline: float | None) -> PendingRequest:
     """``initialize`` written behind a probe still in flight (not intercepted: see above)."""
     return conn.session.send_request("initialize", _initialize_params(conn, offered), deadline=deadline)
 
 
-def _handshake(conn: Connection, offered: tuple[str, ...], deadline: float | None) -> None:
+def _handshake(conn: Link, offered: tuple[str, ...], deadline: float | None) -> Negotiated:
     raw = conn.request("initialize", _initialize_params(conn, offered), timeout=_left(deadline))
-    _complete_handshake(conn, offered, raw)
+    return _complete_handshake(conn, offered, raw)
 
 
-def _finish_handshake(conn: Connection, offered: tuple[str, ...], pending: PendingRequest,
-                      deadline: float | None) -> None:
-    _complete_handshake(conn, offered, conn.session.wait(pending, timeout=_left(deadline)))
+def _finish_handshake(conn: Link, offered: tuple[str, ...], pending: PendingRequest,
+                      deadline: float | None) -> Negotiated:
+    return _complete_handshake(conn, offered, conn.session.wait(pending, timeout=_left(deadline)))
 
 
-def _complete_handshake(conn: Connection, offered: tuple[str, ...], raw: dict[str, Any]) -> None:
+def _complete_handshake(conn: Link, offered: tuple[str, ...], raw: dict[str, Any]) -> Negotiated:
     result = types.from_wire(types.InitializeResult, raw)
     if result.protocol_version not in offered:
         raise UnsupportedProtocolVersion(
@@ -427,9 +448,7 @@ def _complete_handshake(conn: Connection, offered: tuple[str, ...], raw: dict[st
             supported=[result.protocol_version],
         )
     conn.notify("notifications/initialized")
-    conn.era = "legacy"
-    conn.initialize_result = result
-    conn.protocol_version = result.protocol_version
-    conn.server_info = result.server_info
-    conn.capabilities = result.capabilities
-    conn.instructions = result.instructions
+    return Negotiated(
+        "legacy", result.protocol_version, result.capabilities, result.server_info, result.instructions,
+        initialize_result=result,
+    )

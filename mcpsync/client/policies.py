@@ -18,34 +18,60 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
-from mcpsync.client import negotiate as _era
+from mcpsync import types
 from mcpsync.client.interceptors import Interceptor, OutgoingRequest, run_interceptors
 from mcpsync.client.retry import SAFE_METHODS, RetryPolicy, run_with_retries
-from mcpsync.client.tracing import Tracing
+from mcpsync.client.tracing import RequestSpan, Tracing
 from mcpsync.exceptions import HTTPStatusError, ServerError
-from mcpsync.rpc.session import ProgressCallback
+from mcpsync.rpc.session import ProgressCallback, Session
+from mcpsync.types.modern import PROTOCOL_VERSION_KEY
 
-if TYPE_CHECKING:
-    from mcpsync.client.connection import Connection
-    from mcpsync.client.client import Client
+__all__ = ["Channel", "Policies"]
 
-__all__ = ["Policies"]
+
+class Channel(Protocol):
+    """What the chain needs of the connection a request goes out on
+    (:class:`~mcpsync.client.connection.Connection` is one)."""
+
+    @property
+    def session(self) -> Session: ...
+
+    @property
+    def transport(self) -> object: ...
+
+    @property
+    def protocol_version(self) -> str: ...
+
+    @property
+    def era_generation(self) -> int: ...
+
+    def era_confirmed(self) -> None:
+        """A request sent on the current era was accepted."""
+
+    def stale_prior(self, exc: BaseException, generation: int, timeout: float | None) -> bool:
+        """Whether a request sent at era *generation* that failed with *exc* should be resent."""
 
 
 class Policies:
-    """The retry policy, interceptors and tracing of one client."""
+    """The retry policy, interceptors and tracing of one client.
+
+    :param owner: what interceptors see as ``request.client`` (the :class:`~mcpsync.Client`).
+    :param tool: the tool of a name, as last listed (its hints say whether a call may be retried).
+    """
 
     def __init__(
         self,
-        client: Client,
+        owner: object,
+        tool: Callable[[str], types.Tool | None],
         *,
         retry: RetryPolicy | None,
         interceptors: Sequence[Interceptor],
         tracing: bool,
     ) -> None:
-        self._client = client
+        self._owner = owner
+        self._tool = tool
         self.retry = retry
         self.interceptors = tuple(interceptors)
         self.tracing = Tracing(tracing)
@@ -54,7 +80,7 @@ class Policies:
 
     def request(
         self,
-        conn: Connection,
+        conn: Channel,
         method: str,
         params: dict[str, Any] | None,
         *,
@@ -86,11 +112,10 @@ class Policies:
                 method=method,
             )
 
-        return self.intercept(conn, method, params, send)
+        return self.intercept(method, params, send)
 
     def intercept(
         self,
-        conn: Connection,
         method: str,
         params: dict[str, Any] | None,
         send: Callable[[dict[str, Any] | None], dict[str, Any]],
@@ -102,7 +127,7 @@ class Policies:
         """
         if not self.interceptors:
             return send(params)
-        request = OutgoingRequest(method, dict(params or {}), self._client)
+        request = OutgoingRequest(method, dict(params or {}), self._owner)
 
         def last(req: OutgoingRequest) -> dict[str, Any]:
             # An interceptor that left the params empty sends none, as the caller would have.
@@ -122,14 +147,14 @@ class Policies:
         if method in SAFE_METHODS:
             return True
         if method == "tools/call" and params is not None:
-            tool = self._client._tools.get(str(params.get("name")))
+            tool = self._tool(str(params.get("name")))
             hints = tool.annotations if tool is not None else None
             return hints is not None and bool(hints.idempotent_hint or hints.read_only_hint)
         return False
 
     def _attempt(
         self,
-        conn: Connection,
+        conn: Channel,
         method: str,
         params: dict[str, Any] | None,
         progress: ProgressCallback | None,
@@ -142,15 +167,15 @@ class Policies:
             raw = self._send(conn, method, params, progress, timeout, reset_on_progress, max_total)
         except (ServerError, HTTPStatusError) as exc:
             # A remembered era (prior_discover=) may have gone stale: re-probe once, resend.
-            if not _era.stale_prior(conn, exc, generation, timeout):
+            if not conn.stale_prior(exc, generation, timeout):
                 raise
             return self._send(conn, method, params, progress, timeout, reset_on_progress, max_total)
-        conn.prior_unconfirmed = False  # the server took the era we sent on
+        conn.era_confirmed()  # the server took the era we sent on
         return raw
 
     def _send(
         self,
-        conn: Connection,
+        conn: Channel,
         method: str,
         params: dict[str, Any] | None,
         progress: ProgressCallback | None,
@@ -164,7 +189,7 @@ class Policies:
         deadline = None if timeout is None else started + timeout
         if max_total is not None:
             deadline = started + max_total if deadline is None else min(deadline, started + max_total)
-        span = self.tracing.span(conn, method, params)
+        span = self.span(conn, method, params)
         if span is None:
             pending = session.send_request(method, params, on_progress=progress, started=started, deadline=deadline)
             return session.wait(pending, timeout=timeout, reset_on_progress=reset_on_progress, max_total=max_total)
@@ -177,14 +202,22 @@ class Policies:
             span.result(raw)
             return raw
 
+    def span(self, conn: Channel, method: str, params: dict[str, Any] | None) -> RequestSpan | None:
+        """A tracing span for one request on *conn* (``None``: tracing is off)."""
+        # During the probe the version is only in the per-request _meta being tried.
+        version = conn.protocol_version or (conn.session.default_meta or {}).get(PROTOCOL_VERSION_KEY)
+        return self.tracing.span(
+            method, params, version=version if isinstance(version, str) else None, transport=conn.transport
+        )
+
     # -- notifications ---------------------------------------------------------
 
-    def notify(self, conn: Connection, method: str, params: dict[str, Any] | None) -> None:
+    def notify(self, conn: Channel, method: str, params: dict[str, Any] | None) -> None:
         """Send a notification through the interceptors (``is_notification`` set)."""
         if not self.interceptors:
             conn.session.notify(method, params)
             return
-        request = OutgoingRequest(method, dict(params or {}), self._client, is_notification=True)
+        request = OutgoingRequest(method, dict(params or {}), self._owner, is_notification=True)
 
         def last(req: OutgoingRequest) -> None:
             conn.session.notify(req.method, req.params if req.params or params is not None else None)

@@ -54,7 +54,7 @@ class Skills:
     if TYPE_CHECKING:
         # Provided by Client and Features; declared for the type checker only.
         read_resource: Callable[..., types.ReadResourceResult]
-        _complete: Callable[..., dict[str, Any]]
+        _request_until_complete: Callable[..., dict[str, Any]]
         _paginate: Callable[..., list[Any]]
         _cache: ResultCache
 
@@ -94,7 +94,7 @@ class Skills:
         :raises ProtocolError: the answer is malformed or describes another URI.
         """
         self._require_skills("skills/get")
-        raw = self._complete("skills/get", {"uri": uri}, timeout=timeout)
+        raw = self._request_until_complete("skills/get", {"uri": uri}, timeout=timeout)
         skill = types.from_wire(types.GetSkillResult, raw).skill
         if skill.uri != uri:
             raise ProtocolError(f"skills/get {excerpt(uri, 120)} answered for {excerpt(skill.uri, 120)}")

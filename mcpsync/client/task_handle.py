@@ -13,13 +13,13 @@ import concurrent.futures
 import logging
 import threading
 import time
-from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING, Any, Protocol
 
 from mcpsync import types
 from mcpsync.client.extensions import request_meta
-from mcpsync.client.features import open_listen
 from mcpsync.client.handles import Handle
+from mcpsync.client.input_required import input_response
 from mcpsync.client.options import DEFAULT, TimeoutArg
 from mcpsync.client.subscriptions import Subscription
 from mcpsync.exceptions import (
@@ -37,9 +37,11 @@ from mcpsync.types.tasks import TASK_STATUSES, TASKS_EXTENSION_ID, DetailedTask
 
 if TYPE_CHECKING:
     from mcpsync.client.connection import Connection
-    from mcpsync.client.client import Client
 
-__all__ = ["StatusCallback", "TaskHandle", "TaskWaiters", "legacy_task", "completed", "remaining", "short_id"]
+__all__ = [
+    "StatusCallback", "TaskClient", "TaskHandle", "TaskWaiters",
+    "follow_task", "legacy_task", "completed", "remaining", "short_id",
+]
 
 log = logging.getLogger("mcpsync.client.client")
 
@@ -77,6 +79,25 @@ class TaskWaiters:
             events = list(self._events)
         for event in events:
             event.set()
+
+
+class TaskClient(Protocol):
+    """What a :class:`TaskHandle` needs of its client (:class:`mcpsync.Client` is one)."""
+
+    _task_waiters: TaskWaiters
+
+    @property
+    def closed(self) -> bool: ...
+
+    def request(
+        self, method: str, params: Mapping[str, Any] | None = None, *, timeout: TimeoutArg = DEFAULT
+    ) -> dict[str, Any]: ...
+
+    def on(self, method: str, callback: Callable[[dict[str, Any]], Any]) -> Handle: ...
+
+    def _connection(self, deadline: float | None = None) -> Connection: ...
+
+    def _timeout(self, timeout: TimeoutArg) -> float | None: ...
 
 
 def legacy_task(task: types.Task) -> DetailedTask:
@@ -117,7 +138,7 @@ class TaskHandle:
 
     def __init__(
         self,
-        client: Client,
+        client: TaskClient,
         task_id: str | None,
         *,
         state: DetailedTask | None = None,
@@ -254,7 +275,7 @@ class TaskHandle:
         try:
             bound = LISTEN_ACK_TIMEOUT if left is None else min(left, LISTEN_ACK_TIMEOUT)
             # The extension must be declared on this request too, or the server answers -32021.
-            open_listen(conn, stream, bound, request_meta(conn, {TASKS_EXTENSION_ID: {}}))
+            conn.listen(stream, bound, request_meta(conn, {TASKS_EXTENSION_ID: {}}))
         except McpError as exc:
             log.debug("task %s: no notification stream (%s); polling", short_id(self._id), exc)
             listener.remove()
@@ -344,7 +365,7 @@ class TaskHandle:
                     f"task {short_id(self._id)}: input handlers did not answer in time", method="tasks/update"
                 )
             responses = {
-                key: self._client._input_result(conn, "tasks/update", fresh[key], future)
+                key: input_response(conn, "tasks/update", fresh[key], future)
                 for key, future in futures.items()
             }
             self._call(conn, "tasks/update", {"inputResponses": responses}, remaining(deadline, "tasks/update"))
@@ -386,6 +407,18 @@ class TaskHandle:
             error.get("data"),
             task=state,
         )
+
+
+def follow_task(client: TaskClient, raw: dict[str, Any], timeout: float | None, started: float) -> types.CallToolResult:
+    """Wait for a task a plain ``call_tool`` got back (the tasks extension turned on for all
+    requests): the caller asked for a result, so it gets one, within its own *timeout*."""
+    state = types.from_wire(DetailedTask, raw)
+    if not state.task_id:
+        raise ProtocolError("tools/call: the server created a task with an empty taskId")
+    handle = TaskHandle(client, state.task_id)
+    handle._observe(state)
+    left = None if timeout is None else max(0.0, timeout - (time.monotonic() - started))
+    return handle.wait(left)
 
 
 def short_id(task_id: str | None) -> str:

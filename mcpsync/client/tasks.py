@@ -32,14 +32,19 @@ from mcpsync import types
 from mcpsync.client.extensions import request_meta
 from mcpsync.client.features import Features
 from mcpsync.client.options import DEFAULT, TimeoutArg
-from mcpsync.client.task_handle import StatusCallback, TaskHandle, TaskWaiters, completed, legacy_task, remaining
+from mcpsync.client.task_handle import (
+    StatusCallback,
+    TaskClient,
+    TaskHandle,
+    TaskWaiters,
+    completed,
+    legacy_task,
+    remaining,
+)
 from mcpsync.exceptions import CapabilityNotSupported, ProtocolError
 from mcpsync.types.tasks import TASKS_EXTENSION_ID, DetailedTask
 
-if TYPE_CHECKING:
-    from mcpsync.client.client import Client
-
-__all__ = ["TaskFeatures", "TaskHandle", "TaskWaiters", "follow_task"]
+__all__ = ["TaskFeatures", "TaskHandle", "TaskWaiters"]
 
 
 class TaskFeatures(Features):
@@ -79,7 +84,7 @@ class TaskFeatures(Features):
             params["_meta"] = dict(meta)
         if conn.era == "modern":
             params["_meta"] = {**params.get("_meta", {}), **request_meta(conn, {TASKS_EXTENSION_ID: {}})}
-            raw = self._complete("tools/call", params, timeout=timeout, accept=("task",))
+            raw = self._request_until_complete("tools/call", params, timeout=timeout, accept=("task",))
             if raw.get("resultType") != "task":
                 return TaskHandle(self._as_client(), None, state=completed(raw), on_status=on_status)
             state = types.from_wire(DetailedTask, raw)
@@ -124,9 +129,9 @@ class TaskFeatures(Features):
         found = self._paginate("tasks/list", "tasks", types.ListTasksResult, "tasks.list", timeout, False)
         return [legacy_task(task) for task in found]
 
-    def _as_client(self) -> Client:
-        # Only Client mixes this in; the handle needs its whole surface (on, closed, ...).
-        return cast("Client", self)
+    def _as_client(self) -> TaskClient:
+        # Only Client mixes this in, and it has what a handle needs (on, closed, ...).
+        return cast(TaskClient, self)
 
     def _legacy_task_support(self, name: str, timeout: TimeoutArg) -> bool:
         """Whether a 2025-11-25 server takes ``params.task`` for tool *name*."""
@@ -140,15 +145,3 @@ class TaskFeatures(Features):
             tool = next((t for t in self.list_tools(timeout=timeout) if t.name == name), None)
         support = tool.execution.task_support if tool is not None and tool.execution is not None else None
         return support in ("optional", "required")
-
-
-def follow_task(client: Any, raw: dict[str, Any], timeout: float | None, started: float) -> types.CallToolResult:
-    """Wait for a task a plain ``call_tool`` got back (the tasks extension turned on for all
-    requests): the caller asked for a result, so it gets one, within its own *timeout*."""
-    state = types.from_wire(DetailedTask, raw)
-    if not state.task_id:
-        raise ProtocolError("tools/call: the server created a task with an empty taskId")
-    handle = TaskHandle(client, state.task_id)
-    handle._observe(state)
-    left = None if timeout is None else max(0.0, timeout - (time.monotonic() - started))
-    return handle.wait(left)

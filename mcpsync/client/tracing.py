@@ -24,14 +24,10 @@ from __future__ import annotations
 
 import threading
 from types import TracebackType
-from typing import TYPE_CHECKING, Any
+from typing import Any
 from urllib.parse import urlsplit
 
 from mcpsync.exceptions import ServerError
-from mcpsync.types.modern import PROTOCOL_VERSION_KEY
-
-if TYPE_CHECKING:
-    from mcpsync.client.connection import Connection
 
 __all__ = ["Tracing", "RequestSpan"]
 
@@ -44,7 +40,6 @@ class Tracing:
     """Finds ``opentelemetry`` once, lazily; hands out a span per request."""
 
     def __init__(self, enabled: bool) -> None:
-        self._enabled = enabled
         self._lock = threading.Lock()
         self._api: tuple[Any, Any] | None = None  # (opentelemetry.trace, opentelemetry.propagate)
         self._looked = not enabled
@@ -63,26 +58,33 @@ class Tracing:
                 self._looked = True
         return self._api
 
-    def span(self, conn: Connection, method: str, params: dict[str, Any] | None) -> RequestSpan | None:
-        """A span for one request about to be sent, or ``None`` when tracing is off."""
+    def span(
+        self, method: str, params: dict[str, Any] | None, *, version: str | None, transport: object
+    ) -> RequestSpan | None:
+        """A span for one request about to be sent, or ``None`` when tracing is off.
+
+        :param version: the protocol version the request goes out with (``None``: not known yet).
+        :param transport: the connection's transport (its URL, session id and kind are recorded).
+        """
         api = self._load()
         if api is None:
             return None
         trace = api[0]
         if isinstance(trace.get_tracer_provider(), (trace.ProxyTracerProvider, trace.NoOpTracerProvider)):
             return None  # the API alone, no SDK configured: spans would be no-ops, skip the cost
-        return RequestSpan(api, conn, method, params)
+        return RequestSpan(api, _attributes(method, params, version, transport), method, params)
 
 
 class RequestSpan:
     """One request's CLIENT span; a context manager that ends it (recording a failure)."""
 
-    def __init__(self, api: tuple[Any, Any], conn: Connection, method: str, params: dict[str, Any] | None) -> None:
+    def __init__(
+        self, api: tuple[Any, Any], attributes: dict[str, Any], method: str, params: dict[str, Any] | None
+    ) -> None:
         trace, self._propagate = api
         from mcpsync._version import __version__
 
         self._trace = trace
-        attributes = _attributes(conn, method, params)
         target = (params or {}).get("name") if method in _TARGET_KEY else None
         name = f"{method} {target}" if isinstance(target, str) and target else method
         tracer = trace.get_tracer("mcpsync", __version__)
@@ -142,7 +144,7 @@ class RequestSpan:
         self._span.set_status(self._trace.Status(self._trace.StatusCode.ERROR, type(exc).__name__))
 
 
-def _attributes(conn: Connection, method: str, params: dict[str, Any] | None) -> dict[str, Any]:
+def _attributes(method: str, params: dict[str, Any] | None, version: str | None, transport: object) -> dict[str, Any]:
     attributes: dict[str, Any] = {"mcp.method.name": method}
     body = params or {}
     target_key = _TARGET_KEY.get(method)
@@ -152,11 +154,8 @@ def _attributes(conn: Connection, method: str, params: dict[str, Any] | None) ->
             attributes["gen_ai.operation.name"] = "execute_tool"
     if method in _URI_METHODS and isinstance(body.get("uri"), str):
         attributes["mcp.resource.uri"] = body["uri"]
-    # During the probe the version is only in the per-request _meta being tried.
-    version = conn.protocol_version or (conn.session.default_meta or {}).get(PROTOCOL_VERSION_KEY)
-    if isinstance(version, str) and version:
+    if version:
         attributes["mcp.protocol.version"] = version
-    transport = conn.transport
     # transport="auto" wraps the transport in use (Streamable HTTP or legacy SSE).
     session_id = getattr(getattr(transport, "active", transport), "session_id", None)
     if isinstance(session_id, str):

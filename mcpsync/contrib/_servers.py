@@ -342,11 +342,6 @@ class ServerSet:
             raise ConfigError(f"several (or no) MCP servers configured ({known}): name one, mcp['name']")
         return next(iter(self.specs))
 
-    def new_client(self, name: str, **overrides: Any) -> Client:
-        """A new, unconnected :class:`~mcpsync.Client` for server *name* (the caller closes it)."""
-        spec = self.spec(name)
-        return Client.from_server_config(spec.config, **{**spec.options, **overrides})
-
     def group(self) -> ClientGroup:
         """The app's own servers (not the per-user ``oauth`` ones) as one
         :class:`mcpsync.ClientGroup`, tools named ``server__tool``; one per process.

@@ -8,40 +8,54 @@ or stale callback is a 400), ``POST disconnect/<server>``.
 from __future__ import annotations
 
 import logging
-from typing import Any
+from typing import Any, Protocol, runtime_checkable
 
 import flask
 
+from ...auth import OAuth
 from ...exceptions import McpError
+from .._servers import ServerSpec
 from .._useroauth import finish_login, is_safe_next
 
-__all__ = ["blueprint"]
+__all__ = ["blueprint", "EXTENSION_KEY", "NEXT_KEY"]
 
 log = logging.getLogger("mcpsync.contrib")
+
+#: Where ``MCP.init_app`` puts the extension, in ``app.extensions``.
+EXTENSION_KEY = "mcp.ext"
+#: The session key of the page to return to after a login.
+NEXT_KEY = "mcpsync.next"
 
 blueprint = flask.Blueprint("mcpsync", __name__)
 
 
-def _oauth(server: str) -> Any:
-    """The current user's OAuth for *server*; a 404 for a server that is not a per-user one."""
-    from ._ext import extension
+@runtime_checkable
+class _Servers(Protocol):
+    """What these routes need of the app's ``MCP`` extension (it registers them)."""
 
-    mcp = extension()
+    def __contains__(self, name: object) -> bool: ...
+
+    def spec(self, name: str) -> ServerSpec: ...
+
+    def oauth_for_user(self, name: str) -> OAuth: ...
+
+
+def _oauth(server: str) -> OAuth:
+    """The current user's OAuth for *server*; a 404 for a server that is not a per-user one."""
+    mcp = flask.current_app.extensions.get(EXTENSION_KEY)
+    if not isinstance(mcp, _Servers):
+        raise RuntimeError("MCP.init_app() was not called for this app")
     if server not in mcp or mcp.spec(server).oauth is None:
         flask.abort(404)
     return mcp.oauth_for_user(server)
 
 
 def _remember_next(target: str | None) -> None:
-    from ._ext import NEXT_KEY
-
     if is_safe_next(target):
         flask.session[NEXT_KEY] = target
 
 
 def _after_login() -> Any:
-    from ._ext import NEXT_KEY
-
     target = flask.session.pop(NEXT_KEY, None)
     if not is_safe_next(target):
         target = flask.current_app.config.get("MCP_LOGIN_REDIRECT_URL", "/")

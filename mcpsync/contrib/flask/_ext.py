@@ -12,6 +12,7 @@ from ...auth import AuthorizationRequired, FileTokenStore, OAuth, TokenStore
 from ...config import ConfigError
 from .._servers import NO_KEY_NEEDED, ServerSet, ServerSpec
 from .._useroauth import EncryptedTokenStore, ScopedTokenStore, is_safe_next, user_client, user_oauth
+from ._blueprint import EXTENSION_KEY, NEXT_KEY
 
 if TYPE_CHECKING:
     from mcpsync.client.client import Client
@@ -19,8 +20,7 @@ if TYPE_CHECKING:
 
 __all__ = ["MCP"]
 
-#: The session keys this extension uses.
-NEXT_KEY = "mcpsync.next"
+#: The session key of an anonymous user's id (the blueprint's NEXT_KEY is the other).
 ANON_KEY = "mcpsync.user"
 
 
@@ -149,7 +149,7 @@ class MCP:
             app.cli.add_command(mcp_command)
         if self._app is None:
             self._app = app
-        app.extensions["mcp.ext"] = self
+        app.extensions[EXTENSION_KEY] = self
 
     def _state(self) -> _AppState:
         app = flask.current_app if flask.has_app_context() else self._app
@@ -230,11 +230,3 @@ def _to_login(exc: AuthorizationRequired) -> Any:
     if flask.request.method == "GET" and is_safe_next(flask.request.full_path):
         flask.session[NEXT_KEY] = flask.request.full_path
     return flask.redirect(exc.url)
-
-
-def extension() -> MCP:
-    """The :class:`MCP` of the current app."""
-    ext = flask.current_app.extensions.get("mcp.ext")
-    if not isinstance(ext, MCP):
-        raise RuntimeError("MCP.init_app() was not called for this app")
-    return ext

@@ -158,7 +158,6 @@ class HttpEndpoint(Transport):
         if common.origin(url)[0] not in ("http", "https"):
             raise ValueError(f"not an http(s) URL: {common.redact_url(url)}")
         self.url = url
-        self._auth = auth
         self._headers = dict(headers or {})
         self._own_session = session is None
         self._session = session if session is not None else common.new_session()
