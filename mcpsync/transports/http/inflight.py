@@ -13,12 +13,10 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from mcpsync.transports.http import common as common
-from mcpsync.transports.base import MessageHandler
+from mcpsync.transports.base import MessageHandler, RequestErrorHandler
 
 if TYPE_CHECKING:  # pragma: no cover
     import requests
-
-    from mcpsync.transports.http.streamable import RequestErrorHandler
 
 __all__ = ["InFlightMixin"]
 

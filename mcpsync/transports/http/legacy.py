@@ -35,8 +35,8 @@ from mcpsync.exceptions import (
 from mcpsync.transports.http import common as common
 from mcpsync.transports.http.send import HttpEndpoint
 from mcpsync.transports.http.sse_parser import SSEParser
-from mcpsync.transports.base import CloseHandler, MessageHandler, Transport, encode_message
-from mcpsync.transports.http.streamable import FallbackToLegacy, RequestErrorHandler, StreamableHTTPTransport
+from mcpsync.transports.base import CloseHandler, MessageHandler, RequestErrorHandler, Transport, encode_message
+from mcpsync.transports.http.streamable import FallbackToLegacy, StreamableHTTPTransport
 
 if TYPE_CHECKING:  # pragma: no cover
     import requests
@@ -263,6 +263,10 @@ class AutoHTTPTransport(Transport):
     :class:`LegacySSETransport` also has are passed on to it.
     """
 
+    independent_requests = True
+    bounded_send = True
+    detached_send = True
+
     _LEGACY_KEYS = ("auth", "headers", "session", "connect_timeout", "read_timeout", "max_message_bytes",
                     "follow_redirects", "endpoint_timeout", "allow_cross_origin_endpoint")
 
@@ -303,7 +307,7 @@ class AutoHTTPTransport(Transport):
     def send(self, message: Mapping[str, Any], *, deadline: float | None = None, detach: bool = False) -> None:
         """Send through the active transport (see :meth:`StreamableHTTPTransport.send`)."""
         try:
-            self._active.send(message, deadline=deadline, detach=detach)  # type: ignore[call-arg]
+            self._active.send(message, deadline=deadline, detach=detach)
         except FallbackToLegacy as fallback:
             self._fall_back(fallback, message)
 

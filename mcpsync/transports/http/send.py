@@ -125,6 +125,12 @@ class Sender:
 class HttpEndpoint(Transport):
     """What both HTTP transports hold: the URL, headers, session, sender and limits."""
 
+    #: Each POST has its own reply (or its own failure), bounded by the call's deadline,
+    #: and can run on a worker of the transport's own.
+    independent_requests = True
+    bounded_send = True
+    detached_send = True
+
     def _init_endpoint(
         self,
         url: str,

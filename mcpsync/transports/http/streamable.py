@@ -55,7 +55,7 @@ import json
 import logging
 import threading
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from mcpsync.exceptions import (
@@ -83,7 +83,7 @@ from mcpsync.transports.http.modern import (
 from mcpsync.transports.http.reinit import ReinitMixin
 from mcpsync.transports.http.send import HttpEndpoint
 from mcpsync.transports.http.streams import StreamsMixin
-from mcpsync.transports.base import CloseHandler, MessageHandler, encode_message
+from mcpsync.transports.base import CloseHandler, MessageHandler, RequestErrorHandler, encode_message
 
 if TYPE_CHECKING:  # pragma: no cover
     import requests
@@ -91,9 +91,6 @@ if TYPE_CHECKING:  # pragma: no cover
 __all__ = ["FallbackToLegacy", "RequestErrorHandler", "StreamableHTTPTransport", "http_transport_factory"]
 
 log = logging.getLogger("mcpsync.transports.http.streamable")
-
-#: ``(request_id, exc)``: fail one pending request (optional third ``start`` callback).
-RequestErrorHandler = Callable[["int | str", BaseException], None]
 
 _ids = itertools.count(1)
 _ACCEPT = "application/json, text/event-stream"

@@ -48,7 +48,7 @@ from mcpsync.exceptions import (
 from mcpsync.transports.websocket import frames as frames
 from mcpsync.transports.websocket import handshake as _ws_handshake
 from mcpsync.transports.websocket import reader as _ws_reader
-from mcpsync.transports.base import CloseHandler, MessageHandler, Transport, encode_message
+from mcpsync.transports.base import CloseHandler, MessageHandler, RequestErrorHandler, Transport, encode_message
 
 __all__ = ["WebSocketClosed", "WebSocketTransport", "websocket_transport_factory"]
 
@@ -174,8 +174,14 @@ class WebSocketTransport(Transport):
 
     # -- lifecycle ----------------------------------------------------------
 
-    def start(self, on_message: MessageHandler, on_close: CloseHandler) -> None:
+    #: Writes block when the server stops reading: they honour the call's deadline.
+    bounded_send = True
+
+    def start(self, on_message: MessageHandler, on_close: CloseHandler,
+              on_request_error: RequestErrorHandler | None = None) -> None:
         """Connect, run the upgrade handshake and start the reader thread.
+
+        (``on_request_error`` is never given: every reply shares the socket.)
 
         :raises ~mcpsync.exceptions.ServerStartError: if the server cannot be
             reached, TLS fails, or the server does not speak the subprotocol.
@@ -302,7 +308,7 @@ class WebSocketTransport(Transport):
 
     # -- sending ------------------------------------------------------------
 
-    def send(self, message: Mapping[str, Any], *, deadline: float | None = None) -> None:
+    def send(self, message: Mapping[str, Any], *, deadline: float | None = None, detach: bool = False) -> None:
         """Send one message as one text frame, whole, under the write lock.
 
         Bounded by ``write_timeout`` and by the call's *deadline* (a
