@@ -13,11 +13,8 @@ exceptions.
 
 from __future__ import annotations
 
-from mcpsync.transports.http.streamable import (
-    FallbackToLegacy,
-    RequestErrorHandler,
-    StreamableHTTPTransport,
-    http_transport_factory,
-)
+from mcpsync.transports.base import RequestErrorHandler
+from mcpsync.transports.http.factory import http_transport_factory
+from mcpsync.transports.http.streamable import FallbackToLegacy, StreamableHTTPTransport
 
 __all__ = ["FallbackToLegacy", "RequestErrorHandler", "StreamableHTTPTransport", "http_transport_factory"]

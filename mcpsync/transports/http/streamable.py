@@ -70,7 +70,6 @@ from mcpsync.exceptions import (
 )
 from mcpsync.transports.http import common as common
 from mcpsync.transports.http import track as track
-from mcpsync.transports.http.factory import http_transport_factory
 from mcpsync.transports.http.inflight import InFlightMixin
 from mcpsync.transports.http.modern import (
     HEADER_MISMATCH,
@@ -81,14 +80,14 @@ from mcpsync.transports.http.modern import (
     rpc_error_body,
 )
 from mcpsync.transports.http.reinit import ReinitMixin
-from mcpsync.transports.http.send import HttpEndpoint
+from mcpsync.transports.http.endpoint import HttpEndpoint
 from mcpsync.transports.http.streams import StreamsMixin
 from mcpsync.transports.base import CloseHandler, MessageHandler, RequestErrorHandler, encode_message
 
 if TYPE_CHECKING:  # pragma: no cover
     import requests
 
-__all__ = ["FallbackToLegacy", "RequestErrorHandler", "StreamableHTTPTransport", "http_transport_factory"]
+__all__ = ["FallbackToLegacy", "StreamableHTTPTransport"]
 
 log = logging.getLogger("mcpsync.transports.http.streamable")
 

@@ -30,7 +30,7 @@ from mcpsync.transports.http.sse_parser import SSEParser
 if TYPE_CHECKING:  # pragma: no cover
     import requests
 
-    from mcpsync.transports.http.send import Sender
+    from mcpsync.transports.http.fast_send import Sender
 
 __all__ = ["StreamsMixin"]
 
