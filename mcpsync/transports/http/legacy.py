@@ -14,7 +14,6 @@ The ``"auto"`` transport that falls back to this one is in :mod:`.auto`.
 from __future__ import annotations
 
 import itertools
-import json
 import logging
 import threading
 import time
@@ -31,6 +30,7 @@ from mcpsync.exceptions import (
 )
 from mcpsync.transports.http import common as common
 from mcpsync.transports.http.endpoint import HttpEndpoint
+from mcpsync.transports.http.sse_messages import event_messages
 from mcpsync.transports.http.sse_parser import SSEParser
 from mcpsync.transports.base import CloseHandler, MessageHandler, RequestErrorHandler, encode_message
 
@@ -152,15 +152,9 @@ class LegacySSETransport(HttpEndpoint):
                         if not self._endpoint_ready.is_set():
                             self._set_endpoint(event.data)
                         continue
-                    if event.event != "message" or not event.data.strip():
-                        continue
-                    try:
-                        payload = json.loads(event.data)
-                    except ValueError:
-                        log.warning("ignoring an SSE event that is not JSON")
-                        continue
-                    if self._on_message is not None:
-                        self._on_message(payload)
+                    for item in event_messages(event):
+                        if self._on_message is not None:
+                            self._on_message(item)
         except MessageTooLarge as exc:
             reason = exc
         except BaseException as exc:
