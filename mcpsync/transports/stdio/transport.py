@@ -36,7 +36,8 @@ from mcpsync.exceptions import (
     RequestTimeout,
     ServerStartError,
 )
-from mcpsync.transports.stdio.pipes import JsonLineFramer, ReadBaton, StderrDrain, StderrOption, readable_waiter, write_until
+from mcpsync.transports.stdio.caller_read import ReadBaton
+from mcpsync.transports.stdio.pipes import JsonLineFramer, StderrDrain, StderrOption, readable_waiter, write_until
 from mcpsync.transports.stdio.reader import _POLL, StdoutReading
 from mcpsync.transports.base import CallerReader, CloseHandler, MessageHandler, RequestErrorHandler, Transport, encode_message
 
