@@ -210,7 +210,7 @@ class Client(TaskFeatures, Skills):
         ``session_retry``, ...; see ``docs/transports.rst``) are split off from
         the client options.
         """
-        from mcpsync.transports.http.streamable import http_transport_factory
+        from mcpsync.transports.http.factory import http_transport_factory
 
         factory, options = http_transport_factory(
             url, auth=auth, headers=headers, session=session, transport=transport, options=options

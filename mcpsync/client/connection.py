@@ -9,7 +9,6 @@ reader thread.
 
 from __future__ import annotations
 
-import inspect
 import logging
 import os
 import threading
@@ -58,7 +57,6 @@ _LOG_LEVELS = {
 }
 _ACKNOWLEDGED = "notifications/subscriptions/acknowledged"
 _EARLY_LIMIT = 64
-_SEND_OPTIONS = frozenset({"deadline", "detach"})
 
 
 class Listeners:
@@ -120,10 +118,13 @@ class Connection:
             on_request=self._on_request,
             on_progress=self._on_progress,
         )
-        # Transports that bound a send by the call's deadline (or detach it) say so in its signature.
-        self.session.send_options = frozenset(inspect.signature(transport.send).parameters) & _SEND_OPTIONS
-        # A waiting caller reads its own reply when the transport allows it.
-        self.session.caller_reader = getattr(transport, "read_for", None)
+        # What the transport declares (mcpsync.transports.base): the send keywords it honours,
+        # and whether a waiting caller may read its own reply.
+        self.session.send_options = frozenset(
+            name for name, honoured in (("deadline", transport.bounded_send), ("detach", transport.detached_send))
+            if honoured
+        )
+        self.session.caller_reader = transport.caller_reader()
         #: The tasks this client runs for a handshake-era server (``serve_tasks=True``).
         self.task_store = (
             ClientTaskStore(self.handlers.submit, self._answer_request, self.report) if options.serve_tasks else None
@@ -141,8 +142,8 @@ class Connection:
         #: Set by the client: drops cached results when the server says they changed.
         self.on_invalidate: Callable[[str, dict[str, Any]], None] | None = None
         #: Whether each request has its own response channel (HTTP), rather than
-        #: all sharing one ordered stream (stdio, WebSocket); set by :meth:`open`.
-        self.independent_requests = False
+        #: all sharing one ordered stream (stdio, WebSocket); the transport declares it.
+        self.independent_requests = transport.independent_requests
         #: ``"legacy"`` (initialize handshake) or ``"modern"`` (stateless).
         self.era = "legacy"
         self.protocol_version = ""
@@ -171,15 +172,13 @@ class Connection:
         :raises ServerStartError: if the server cannot be started or dies first.
         :raises UnsupportedProtocolVersion: if we share no protocol version.
         """
-        parameters = inspect.signature(self.transport.start).parameters
-        self.independent_requests = "on_request_error" in parameters
         if self.independent_requests:
-            # HTTP can lose one reply stream without losing the connection.
-            extra: dict[str, Any] = {}
-            if "deadline" in parameters and timeout is not None:
-                extra["deadline"] = time.monotonic() + timeout  # legacy HTTP+SSE: GET and endpoint wait
-            self.transport.start(  # type: ignore[call-arg]
-                self.session.feed, self._on_transport_closed, on_request_error=self.session.fail_request, **extra
+            # HTTP can lose one reply stream without losing the connection; legacy HTTP+SSE
+            # also opens its stream and waits for its endpoint within the connect deadline.
+            deadline = None if timeout is None else time.monotonic() + timeout
+            self.transport.start(
+                self.session.feed, self._on_transport_closed, on_request_error=self.session.fail_request,
+                deadline=deadline,
             )
         else:
             self.transport.start(self.session.feed, self._on_transport_closed)

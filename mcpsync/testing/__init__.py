@@ -49,7 +49,7 @@ from mcpsync.testing.server.registry import (
 from mcpsync.testing.server.modern import ERAS
 from mcpsync.testing.server.stdio import serve_stdio
 from mcpsync.testing.server.tasks import TASK_MODES
-from mcpsync.transports.base import CloseHandler, MessageHandler, Transport
+from mcpsync.transports.base import CloseHandler, MessageHandler, RequestErrorHandler, Transport
 from mcpsync.transports.memory import MemoryTransport, create_pair
 
 if TYPE_CHECKING:
@@ -389,7 +389,14 @@ class _ServedTransport(Transport):
         self._server = server
         self._client_end, self._server_end = create_pair()
 
-    def start(self, on_message: MessageHandler, on_close: CloseHandler) -> None:
+    def start(
+        self,
+        on_message: MessageHandler,
+        on_close: CloseHandler,
+        on_request_error: RequestErrorHandler | None = None,
+        *,
+        deadline: float | None = None,
+    ) -> None:
         conn = ServerConnection(
             self._server,
             self._server_end.send,
@@ -401,7 +408,7 @@ class _ServedTransport(Transport):
         self._server_end.start(conn.feed, conn.connection_lost)
         self._client_end.start(on_message, on_close)
 
-    def send(self, message: Mapping[str, Any]) -> None:
+    def send(self, message: Mapping[str, Any], *, deadline: float | None = None, detach: bool = False) -> None:
         self._client_end.send(message)
 
     def close(self) -> None:

@@ -9,6 +9,6 @@ client.  Each transport (stdio, http, websocket, memory) is independent of the o
 
 from __future__ import annotations
 
-from .base import MessageHandler, CloseHandler, Transport, encode_message
+from .base import CallerReader, CloseHandler, MessageHandler, RequestErrorHandler, Transport, encode_message
 
-__all__ = ["Transport", "MessageHandler", "CloseHandler", "encode_message"]
+__all__ = ["CallerReader", "CloseHandler", "MessageHandler", "RequestErrorHandler", "Transport", "encode_message"]

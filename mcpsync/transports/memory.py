@@ -37,7 +37,7 @@ import threading
 from typing import Any, Mapping
 
 from ..exceptions import ClientClosed, ConnectionClosed
-from .base import CloseHandler, MessageHandler, Transport, encode_message
+from .base import CloseHandler, MessageHandler, RequestErrorHandler, Transport, encode_message
 
 __all__ = ["MemoryTransport", "create_pair"]
 
@@ -85,7 +85,14 @@ class MemoryTransport(Transport):
 
     # -- the Transport ABC -------------------------------------------------
 
-    def start(self, on_message: MessageHandler, on_close: CloseHandler) -> None:
+    def start(
+        self,
+        on_message: MessageHandler,
+        on_close: CloseHandler,
+        on_request_error: RequestErrorHandler | None = None,
+        *,
+        deadline: float | None = None,
+    ) -> None:
         """Begin delivering received messages on a new daemon thread.
 
         Messages the peer sent before this call are queued and delivered first.
@@ -107,8 +114,8 @@ class MemoryTransport(Transport):
             thread.start()
             self._thread = thread
 
-    def send(self, message: Mapping[str, Any]) -> None:
-        """Encode *message* and queue it for the peer.
+    def send(self, message: Mapping[str, Any], *, deadline: float | None = None, detach: bool = False) -> None:
+        """Encode *message* and queue it for the peer (never blocks: no deadline to honour).
 
         :raises ValueError: for NaN/Infinity or invalid Unicode (nothing is sent).
         :raises TypeError: for values JSON cannot represent (nothing is sent).

@@ -1,11 +1,16 @@
-"""The HTTP transports: Streamable HTTP (:mod:`.streamable`) and legacy HTTP+SSE
-(:mod:`.legacy`, with the ``"auto"`` transport), chosen by :mod:`.factory`.
+"""The HTTP transports: Streamable HTTP (:mod:`.streamable`), legacy HTTP+SSE
+(:mod:`.legacy`) and the ``"auto"`` transport (:mod:`.auto`), chosen by :mod:`.factory`.
 
-Shared plumbing: :mod:`.common` (requests, redirects, errors, redaction), :mod:`.send`
-(one cheap request), :mod:`.sse_parser` (WHATWG ``text/event-stream``), :mod:`.streams`
-(SSE reader threads, resumption, the GET stream). What the transport knows of MCP methods
-(re-initialize, per-request headers, stream cancellation) is in :mod:`.reinit`,
-:mod:`.modern` and :mod:`.inflight`.
+What the transport knows of MCP methods (initialize capture, re-initialize, routing and
+tool headers, stream cancellation) is all in :mod:`.mcp_rules`.  The Streamable HTTP
+transport composes parts that own their state: :mod:`.inflight` (requests in flight),
+:mod:`.streams` (SSE reader threads, resumption, the GET stream), :mod:`.reinit` (its own
+requests), :mod:`.workers` (its threads).  Shared plumbing: :mod:`.endpoint` (what both
+HTTP transports hold), :mod:`.common` (requests, redirects, errors), :mod:`.sse_parser`
+(WHATWG ``text/event-stream``), :mod:`.sse_messages` (the one SSE event -> messages path),
+:mod:`.track` (abortable exchanges).  Fast paths, each named for what it buys (see
+docs/threading.rst): :mod:`.fast_send` (one cheap request), :mod:`.inline_reply` (a quick
+SSE reply read by the caller).
 
 May import: :mod:`mcpsync.transports.base`, auth (as a requests auth object), rpc, types,
 exceptions.
@@ -13,11 +18,8 @@ exceptions.
 
 from __future__ import annotations
 
-from mcpsync.transports.http.streamable import (
-    FallbackToLegacy,
-    RequestErrorHandler,
-    StreamableHTTPTransport,
-    http_transport_factory,
-)
+from mcpsync.transports.base import RequestErrorHandler
+from mcpsync.transports.http.factory import http_transport_factory
+from mcpsync.transports.http.streamable import FallbackToLegacy, StreamableHTTPTransport
 
 __all__ = ["FallbackToLegacy", "RequestErrorHandler", "StreamableHTTPTransport", "http_transport_factory"]

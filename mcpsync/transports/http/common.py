@@ -25,11 +25,12 @@ from typing import TYPE_CHECKING
 from urllib.parse import urljoin, urlsplit
 
 from mcpsync.exceptions import ConnectionClosed, HTTPAuthError, HTTPStatusError, excerpt
+from mcpsync.transports.redact import redact_text, redact_url
 
 if TYPE_CHECKING:  # pragma: no cover - typing only
     import requests
 
-    from mcpsync.transports.http.send import Sender
+    from mcpsync.transports.http.fast_send import Sender
 
 __all__ = [
     "MAX_REDIRECTS",
@@ -61,13 +62,6 @@ _BODY_EXCERPT = 300
 _ALWAYS_FOLLOW = frozenset({307, 308})
 _GET_FOLLOW = frozenset({301, 302, 303})
 
-_SECRETS = re.compile(
-    r"(?i)(bearer\s+|basic\s+|"
-    r"[\"']?(?:access_token|refresh_token|id_token|token|password|secret|client_secret|api[_-]?key|"
-    r"authorization|session_id|sessionid|mcp-session-id)[\"']?\s*[:=]\s*[\"']?(?:(?:bearer|basic)\s+)?)"
-    r"[^\s\"'&,;<>]+"
-)
-_QUERY = re.compile(r"((?:https?://|url: )[^\s'\"?]*)\?[^\s'\")]*")
 _TAGS = re.compile(r"<[^>]*>")
 _SPACES = re.compile(r"\s+")
 
@@ -78,22 +72,6 @@ def origin(url: str) -> tuple[str, str, int | None]:
     scheme = parts.scheme.lower()
     port = parts.port or {"http": 80, "https": 443}.get(scheme)
     return scheme, (parts.hostname or "").lower(), port
-
-
-def redact_url(url: str) -> str:
-    """*url* without credentials, query string or fragment: safe for logs and errors."""
-    parts = urlsplit(url)
-    host = parts.hostname or ""
-    if parts.port:
-        host += f":{parts.port}"
-    suffix = "?[redacted]" if parts.query else ""
-    return f"{parts.scheme}://{host}{parts.path}{suffix}"
-
-
-def redact_text(text: str) -> str:
-    """Mask tokens, passwords and query strings in untrusted or diagnostic text."""
-    text = _SECRETS.sub(lambda m: m.group(1) + "[redacted]", text)
-    return _QUERY.sub(lambda m: m.group(1) + "?[redacted]", text)
 
 
 class RedactedCause(Exception):

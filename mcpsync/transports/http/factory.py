@@ -55,7 +55,8 @@ def http_transport_factory(
         return websocket_transport_factory(url, headers=headers, auth=auth, options=options)
 
     from mcpsync.transports.http.streamable import StreamableHTTPTransport
-    from mcpsync.transports.http.legacy import AutoHTTPTransport, LegacySSETransport
+    from mcpsync.transports.http.auto import AutoHTTPTransport
+    from mcpsync.transports.http.legacy import LegacySSETransport
 
     if transport not in ("auto", "streamable-http", "sse"):
         raise ValueError("transport must be 'auto', 'streamable-http', 'sse' or 'websocket'")

@@ -1,4 +1,4 @@
-"""The legacy HTTP+SSE transport (MCP 2024-11-05) and the ``"auto"`` HTTP transport.
+"""The legacy HTTP+SSE transport (MCP 2024-11-05).
 
 Legacy: ``GET`` the SSE URL; the server's first event, ``endpoint``, names the
 URL to POST messages to (it must have the stream's origin, or our headers and
@@ -6,10 +6,7 @@ credentials would go elsewhere); every reply arrives on the GET stream, read
 by the thread ``mcpsync-http-sse-N``.  A lost stream cannot be resumed in
 2024-11-05: every pending request fails with ``outcome_unknown``.
 
-Auto (:class:`AutoHTTPTransport`): Streamable HTTP first; if the
-``initialize`` POST is answered 400, 404 or 405 — the signals the spec's
-backwards-compatibility section lists — the same URL is opened as a legacy
-SSE stream.  No other URL is guessed, and network errors or 401 never fall back.
+The ``"auto"`` transport that falls back to this one is in :mod:`.auto`.
 
 .. versionadded:: 0.1
 """
@@ -18,7 +15,6 @@ from __future__ import annotations
 
 import contextlib
 import itertools
-import json
 import logging
 import threading
 import time
@@ -35,15 +31,15 @@ from mcpsync.exceptions import (
 )
 from mcpsync.transports.http import common as common
 from mcpsync.transports.http import track as track
-from mcpsync.transports.http.send import HttpEndpoint
+from mcpsync.transports.http.endpoint import HttpEndpoint
+from mcpsync.transports.http.sse_messages import event_messages
 from mcpsync.transports.http.sse_parser import SSEParser
-from mcpsync.transports.base import CloseHandler, MessageHandler, Transport, encode_message
-from mcpsync.transports.http.streamable import FallbackToLegacy, RequestErrorHandler, StreamableHTTPTransport
+from mcpsync.transports.base import CloseHandler, MessageHandler, RequestErrorHandler, encode_message
 
 if TYPE_CHECKING:  # pragma: no cover
     import requests
 
-__all__ = ["AutoHTTPTransport", "LegacySSETransport"]
+__all__ = ["LegacySSETransport"]
 
 log = logging.getLogger("mcpsync.transports.http.streamable")
 
@@ -214,15 +210,9 @@ class LegacySSETransport(HttpEndpoint):
                         if not self._endpoint_ready.is_set():
                             self._set_endpoint(event.data)
                         continue
-                    if event.event != "message" or not event.data.strip():
-                        continue
-                    try:
-                        payload = json.loads(event.data)
-                    except ValueError:
-                        log.warning("ignoring an SSE event that is not JSON")
-                        continue
-                    if self._on_message is not None:
-                        self._on_message(payload)
+                    for item in event_messages(event):
+                        if self._on_message is not None:
+                            self._on_message(item)
         except MessageTooLarge as exc:
             reason = exc
         except BaseException as exc:
@@ -265,11 +255,11 @@ class LegacySSETransport(HttpEndpoint):
 
             thread = threading.Thread(target=post, daemon=True,
                                       name=f"mcpsync-http-post-{self._n}.{next(self._post_ids)}")
-            with self._lock:
+            with self._lock:  # started under the lock: close() never joins an unstarted thread
                 if self._closed.is_set():
                     raise ClientClosed("transport is closed")
                 self._posts.add(thread)
-            thread.start()
+                thread.start()
             return
         self._post_message(message, body, deadline)
 
@@ -315,7 +305,8 @@ class LegacySSETransport(HttpEndpoint):
             current = threading.current_thread()
             until = time.monotonic() + 2.0  # one budget for all: close() stays bounded
             for thread in threads:
-                if thread is not None and thread is not current:
+                # ident is None: created but not started yet (a connect close() interrupted).
+                if thread is not None and thread is not current and thread.ident is not None:
                     thread.join(timeout=max(0.0, until - time.monotonic()))
             if self._own_session:
                 self._session.close()
@@ -328,78 +319,3 @@ class LegacySSETransport(HttpEndpoint):
             self._close_reported = True
         if self._on_close is not None:
             self._on_close(exc)
-
-
-class AutoHTTPTransport(Transport):
-    """Streamable HTTP, falling back to legacy HTTP+SSE on the spec's signals.
-
-    Takes the parameters of :class:`StreamableHTTPTransport`; those that
-    :class:`LegacySSETransport` also has are passed on to it.
-    """
-
-    _LEGACY_KEYS = ("auth", "headers", "session", "connect_timeout", "read_timeout", "max_message_bytes",
-                    "follow_redirects", "endpoint_timeout", "allow_cross_origin_endpoint")
-
-    def __init__(self, url: str, **options: Any) -> None:
-        self.url = url
-        self._options = options
-        streamable = {k: v for k, v in options.items()
-                      if k not in ("endpoint_timeout", "allow_cross_origin_endpoint")}
-        self._active: Transport = StreamableHTTPTransport(url, _fallback=True, **streamable)
-        self._lock = threading.Lock()
-        self._on_message: MessageHandler | None = None
-        self._on_close: CloseHandler | None = None
-        self._on_request_error: RequestErrorHandler | None = None
-
-    @property
-    def active(self) -> Transport:
-        """The transport in use: Streamable HTTP, or legacy SSE after a fallback."""
-        return self._active
-
-    def describe(self) -> str:
-        return self._active.describe()
-
-    def start(self, on_message: MessageHandler, on_close: CloseHandler,
-              on_request_error: RequestErrorHandler | None = None) -> None:
-        self._on_message = on_message
-        self._on_close = on_close
-        self._on_request_error = on_request_error
-        inner = self._active
-        assert isinstance(inner, StreamableHTTPTransport)
-        inner.start(on_message, self._forward_close(inner), on_request_error)
-
-    def _forward_close(self, inner: Transport) -> CloseHandler:
-        def forward(exc: BaseException) -> None:
-            if self._active is inner and self._on_close is not None:
-                self._on_close(exc)
-        return forward
-
-    def send(self, message: Mapping[str, Any], *, deadline: float | None = None, detach: bool = False) -> None:
-        """Send through the active transport (see :meth:`StreamableHTTPTransport.send`)."""
-        try:
-            self._active.send(message, deadline=deadline, detach=detach)  # type: ignore[call-arg]
-        except FallbackToLegacy as fallback:
-            self._fall_back(fallback, message, deadline)
-
-    def _fall_back(self, fallback: FallbackToLegacy, message: Mapping[str, Any], deadline: float | None) -> None:
-        log.info("Streamable HTTP initialize got %s; trying legacy HTTP+SSE at %s",
-                 fallback.error.status, common.redact_url(self.url))
-        legacy_options = {k: v for k, v in self._options.items() if k in self._LEGACY_KEYS}
-        legacy = LegacySSETransport(self.url, **legacy_options)
-        old = self._active
-        with self._lock:
-            self._active = legacy
-        old.close()  # its on_close is not forwarded: it is no longer active
-        assert self._on_message is not None
-        try:
-            legacy.start(self._on_message, self._forward_close(legacy), self._on_request_error, deadline=deadline)
-        except (RequestTimeout, ClientClosed):
-            raise
-        except Exception as exc:
-            raise ServerStartError(
-                f"{common.redact_url(self.url)}: Streamable HTTP refused initialize ({fallback.error}) and"
-                f" legacy HTTP+SSE failed too ({exc})") from exc
-        legacy.send(message, deadline=deadline)
-
-    def close(self) -> None:
-        self._active.close()

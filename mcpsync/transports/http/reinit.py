@@ -1,7 +1,9 @@
 """Requests the Streamable HTTP transport makes on its own behalf, with ids of its own.
 
-Part of :class:`~mcpsync.transports.http.streamable.StreamableHTTPTransport`, kept apart
-for size:
+:class:`Reinitializer` is composed by
+:class:`~mcpsync.transports.http.streamable.StreamableHTTPTransport`; it is given
+the session's :class:`~.mcp_rules.McpState`, the transport's ``post`` and what
+it needs to read replies, and owns its lock and count:
 
 * **session expiry** (handshake era): a 404 for a request that carried a
   session id means the session is gone.  One re-initialize, shared by all the
@@ -12,8 +14,9 @@ for size:
   annotations is stale.  The transport re-lists the tools (all pages) and the
   caller resends the call once, as the spec recommends.
 
-The replies to these internal requests never reach the session; other
-messages on their streams are passed up as usual.
+What each of these sends is decided in :mod:`.mcp_rules`.  The replies to these
+internal requests never reach the session; other messages on their streams are
+passed up as usual.
 """
 
 from __future__ import annotations
@@ -23,19 +26,21 @@ import json
 import logging
 import threading
 import time
-from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING, Any, Protocol
 
 from mcpsync.exceptions import ConnectionClosed, RequestTimeout, SessionExpired
+from mcpsync.transports.base import encode_message
 from mcpsync.transports.http import common as common
-from mcpsync.transports.http.modern import ToolHeaders, routing_headers
+from mcpsync.transports.http.mcp_rules import McpState, routing_headers, tools_list_page
+from mcpsync.transports.http.sse_messages import event_messages
 from mcpsync.transports.http.sse_parser import SSEParser
-from mcpsync.transports.base import MessageHandler, encode_message
+from mcpsync.transports.http.streams import StreamReader
 
 if TYPE_CHECKING:  # pragma: no cover
     import requests
 
-__all__ = ["ReinitMixin"]
+__all__ = ["Reinitializer"]
 
 log = logging.getLogger("mcpsync.transports.http.streamable")
 
@@ -43,72 +48,65 @@ log = logging.getLogger("mcpsync.transports.http.streamable")
 _MAX_PAGES = 100
 
 
-class ReinitMixin:
-    """Internal requests; the transport supplies the attributes below."""
+class Post(Protocol):
+    """The transport's POST of one body, bounded by the current call's deadline."""
 
-    url: str
-    reinitializations: int
-    _n: int
-    _max: int
-    _listen: bool
-    _session_retry: str
-    _session_id: str | None
-    _protocol_version: str | None
-    _init_message: dict[str, Any] | None
-    _initialized_message: dict[str, Any] | None
-    _internal_ids: itertools.count[int]
-    _reinit_lock: threading.Lock
-    _call: threading.local
-    _lock: threading.Lock
-    _streams: set[requests.Response]
-    _on_message: MessageHandler | None
-    _tools: ToolHeaders
+    def __call__(self, body: bytes, *, what: str, headers: dict[str, str] | None = None) -> requests.Response: ...
 
-    def _post(self, body: bytes, *, what: str, headers: dict[str, str] | None = None) -> requests.Response:
-        raise NotImplementedError
 
-    def _headers_for(self, *, accept: str = "", json_body: bool = True) -> dict[str, str]:
-        raise NotImplementedError
+class Reinitializer:
+    """Re-initializes an expired session; re-lists tools after a header mismatch.
 
-    def _capture_session(self, response: requests.Response) -> None:
-        raise NotImplementedError
+    :param n: the transport's number (in internal ids).
+    :param state: the session's state (read and updated here).
+    :param post: the transport's POST.
+    :param headers: the transport's headers for a JSON POST (the session's included).
+    :param streams: the transport's streams (an internal reply stream is shut down on close).
+    :param max_bytes: cap on one SSE event.
+    :param pass_up: hands a message that is not the awaited reply to the session.
+    :param url: the endpoint (for logs, redacted).
+    """
 
-    def _ensure_listener(self) -> None:
-        raise NotImplementedError
+    def __init__(self, *, n: int, state: McpState, post: Post, headers: Callable[[], dict[str, str]],
+                 streams: StreamReader, max_bytes: int, pass_up: Callable[[Any], None], url: str) -> None:
+        self._n = n
+        self._state = state
+        self._post = post
+        self._headers = headers
+        self._streams = streams
+        self._max = max_bytes
+        self._pass_up = pass_up
+        self._url = url
+        self._ids = itertools.count(1)
+        self._lock = threading.Lock()
+        #: Re-initializations performed after the session expired.
+        self.count = 0
 
     def _internal_id(self, purpose: str) -> str:
-        return f"mcpsync-{purpose}-{self._n}-{next(self._internal_ids)}"
+        return f"mcpsync-{purpose}-{self._n}-{next(self._ids)}"
 
     # -- session expiry --------------------------------------------------------------------
 
-    def _may_resend(self, message: Mapping[str, Any]) -> bool:
-        method = message.get("method")
-        if method is None:
-            return False  # a response to a request of the dead session
-        if self._session_retry == "none":
-            return False
-        return self._session_retry == "all" or method != "tools/call"
-
-    def _reinitialize(self, stale: str) -> None:
+    def reinitialize(self, stale: str, deadline: float | None) -> bool:
         """Replace an expired session, once for all the threads that saw it expire.
 
+        :param deadline: the current call's; threads that saw the expiry wait
+            for the one re-initializing, each within its deadline.
+        :returns: whether this thread re-initialized (``False``: another one did).
         :raises SessionExpired: when there is no handshake to replay or it fails.
+        :raises RequestTimeout: when the re-initialize did not finish by *deadline*.
         """
-        # Threads that saw the expiry wait for the one re-initializing, each within its deadline.
-        deadline: float | None = getattr(self._call, "deadline", None)
+        state = self._state
         wait = -1.0 if deadline is None else max(0.0, deadline - time.monotonic())
-        if not self._reinit_lock.acquire(timeout=wait):
+        if not self._lock.acquire(timeout=wait):
             raise RequestTimeout("the session expired and the re-initialize did not finish by the deadline")
         try:
-            if self._session_id != stale:
-                return  # another thread already did it
-            init = self._init_message
-            if init is None:
-                raise SessionExpired(404, "session expired before the handshake completed")
-            self._session_id = None
+            if state.session_id != stale:
+                return False  # another thread already did it
             internal = self._internal_id("reinit")
-            replay = {**init, "id": internal}
-            log.info("session expired; re-initializing with %s", common.redact_url(self.url))
+            replay = state.replay(internal)
+            state.session_id = None
+            log.info("session expired; re-initializing with %s", common.redact_url(self._url))
             try:
                 response = self._post(encode_message(replay), what="re-initialize")
                 if not 200 <= response.status_code < 300:
@@ -116,41 +114,37 @@ class ReinitMixin:
                     response.close()
                     raise SessionExpired(error.status, f"session expired and {error.message}",
                                          body_excerpt=error.body_excerpt)
-                self._capture_session(response)
+                try:
+                    state.capture_session_id(response.headers.get("Mcp-Session-Id"))
+                except Exception:
+                    response.close()
+                    raise
                 reply = self._internal_reply(response, internal)
                 result = reply.get("result") if reply is not None else None
                 if not isinstance(result, dict):
                     raise SessionExpired(404, "session expired and the re-initialize got no reply")
-                if isinstance(result.get("protocolVersion"), str):
-                    self._protocol_version = result["protocolVersion"]
-                initialized = self._initialized_message or {
-                    "jsonrpc": "2.0", "method": "notifications/initialized"}
-                response = self._post(encode_message(initialized), what="re-initialized notification")
+                state.note_version(reply or {}, replay)
+                response = self._post(encode_message(state.initialized()), what="re-initialized notification")
                 response.close()
             except ConnectionClosed as exc:
                 raise SessionExpired(404, f"session expired and re-initializing failed: {exc}") from exc
-            self.reinitializations += 1
+            self.count += 1
         finally:
-            self._reinit_lock.release()
-        if self._listen:
-            self._ensure_listener()
+            self._lock.release()
+        return True
 
     # -- header mismatch -------------------------------------------------------------------
 
-    def _relist_tools(self, call: Mapping[str, Any]) -> None:
+    def relist_tools(self, call: Mapping[str, Any]) -> None:
         """Refresh the ``x-mcp-header`` annotations after a -32020, with the call's ``_meta``.
 
         Best effort: a failure leaves the old annotations, and the resent call
         then fails with the server's error.
         """
-        params = call.get("params")
-        meta = dict(params.get("_meta") or {}) if isinstance(params, dict) else {}
-        meta.pop("progressToken", None)
         cursor: str | None = None
         for _ in range(_MAX_PAGES):
-            message: dict[str, Any] = {"jsonrpc": "2.0", "id": self._internal_id("tools"), "method": "tools/list",
-                                       "params": {"_meta": meta, **({"cursor": cursor} if cursor else {})}}
-            headers = {**self._headers_for(), **routing_headers(message)}
+            message = tools_list_page(call, cursor, self._internal_id("tools"))
+            headers = {**self._headers(), **routing_headers(message)}
             try:
                 response = self._post(encode_message(message), what="POST tools/list (refresh)", headers=headers)
             except ConnectionClosed as exc:
@@ -164,7 +158,7 @@ class ReinitMixin:
             result = reply.get("result") if reply is not None else None
             if not isinstance(result, dict):
                 return
-            self._tools.learn(result)
+            self._state.tools.learn(result)
             next_cursor = result.get("nextCursor")
             if not isinstance(next_cursor, str) or not next_cursor:
                 return
@@ -175,33 +169,36 @@ class ReinitMixin:
     def _internal_reply(self, response: requests.Response, internal: str) -> dict[str, Any] | None:
         """Read the reply to our own request (JSON or SSE); other messages go up as usual."""
         found: list[dict[str, Any]] = []
+        registered = False
         try:
             if common.is_event_stream(response):
                 parser = SSEParser(self._max)
-                with self._lock:
-                    self._streams.add(response)
+                registered = self._streams.register(response)
+                if not registered:
+                    return None
                 for chunk in common.iter_body(response):
                     for event in parser.feed(chunk):
-                        if event.event == "message" and event.data.strip() and \
-                                self._internal_item(json.loads(event.data), internal, found):
+                        if self._internal_items(event_messages(event), internal, found):
                             return found[0]
                 return None
             raw = b"".join(common.iter_body(response))
-            if raw.strip() and self._internal_item(json.loads(raw), internal, found):
-                return found[0]
+            if raw.strip():
+                payload = json.loads(raw)
+                if self._internal_items(payload if isinstance(payload, list) else [payload], internal, found):
+                    return found[0]
             return None
         except Exception as exc:  # noqa: BLE001 - bad JSON, OSError or requests' own read errors
             log.debug("reply to an internal request unreadable: %s", type(exc).__name__)
             return None
         finally:
-            with self._lock:
-                self._streams.discard(response)
+            if registered:
+                self._streams.unregister(response)
             response.close()
 
-    def _internal_item(self, payload: Any, internal: str, found: list[dict[str, Any]]) -> bool:
-        for item in payload if isinstance(payload, list) else [payload]:
+    def _internal_items(self, items: list[Any], internal: str, found: list[dict[str, Any]]) -> bool:
+        for item in items:
             if isinstance(item, dict) and item.get("id") == internal and "method" not in item:
                 found.append(item)
-            elif self._on_message is not None:
-                self._on_message(item)
+            else:
+                self._pass_up(item)
         return bool(found)

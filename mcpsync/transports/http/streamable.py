@@ -5,7 +5,7 @@ Every message is a POST to one URL, bounded by the call's deadline (the
 and a JSON body are all read within it; past it the request fails with
 :class:`~mcpsync.exceptions.RequestTimeout`).  The caller's thread does the
 POST, and :meth:`~StreamableHTTPTransport.close` or a cancellation interrupts
-it even before the headers arrive (:mod:`._http_track`).  With ``detach=True``
+it even before the headers arrive (:mod:`.track`, :mod:`.inflight`).  With ``detach=True``
 (``request_async``), or with a ``requests.Session`` of the user's (whose
 sockets we cannot reach before the headers), a worker thread does the POST
 and the caller waits only on its reply.  What each reply means:
@@ -15,7 +15,8 @@ and the caller waits only on its reply.  What each reply means:
   returns;
 * ``text/event-stream``: the caller's thread reads the stream while its
   bytes come promptly (at most 2 ms per segment, 20 ms in all), so a quick
-  reply costs no thread switch; whatever is left then goes to a reader thread
+  reply costs no thread switch (:mod:`.inline_reply`); whatever is left then
+  goes to a reader thread (:mod:`.streams`)
   ``mcpsync-http-sse-N``, so the caller's timeout, progress and cancellation
   work as for any request.  Every message on the stream (replies,
   notifications, server requests) is delivered as its event arrives, never
@@ -29,16 +30,23 @@ and the caller waits only on its reply.  What each reply means:
 
 Handshake era: after the handshake a listening GET stream runs on
 ``mcpsync-http-get-N`` (405 = the server has none); a POST stream that ends
-before its reply is resumed (:mod:`._http_streams`); a 404 for a request that
+before its reply is resumed (:mod:`.streams`); a 404 for a request that
 carried a session id means the session expired, and one re-initialize runs
-inside the transport (:mod:`._http_reinit`).
+inside the transport (:mod:`.reinit`).
 
 2026-07-28 (requests whose ``_meta`` names a protocol version): no session,
-no GET stream, no DELETE; routing headers (:mod:`._http_modern`); a lost
+no GET stream, no DELETE; routing headers; a lost
 response stream loses its request (``outcome_unknown``, no resumption);
 cancelling a request closes its response stream instead of POSTing
 ``notifications/cancelled``; a ``subscriptions/listen`` stream is an ordinary
 long-lived POST stream.
+
+What the transport knows of MCP methods (the rules above that name one) is
+all in :mod:`.mcp_rules`.  The transport itself is plain wiring of composed
+parts, each owning its state: :class:`~.inflight.InFlight` (requests in
+flight), :class:`~.streams.StreamReader` (SSE streams),
+:class:`~.reinit.Reinitializer` (its own requests), :class:`~.workers.Workers`
+(its threads) and :class:`~.fast_send.Sender` (one cheap request).
 
 Example::
 
@@ -55,7 +63,7 @@ import json
 import logging
 import threading
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from mcpsync.exceptions import (
@@ -68,37 +76,27 @@ from mcpsync.exceptions import (
     RequestTimeout,
     SessionExpired,
 )
+from mcpsync.transports.base import CloseHandler, MessageHandler, RequestErrorHandler, encode_message
 from mcpsync.transports.http import common as common
+from mcpsync.transports.http import mcp_rules as rules
 from mcpsync.transports.http import track as track
-from mcpsync.transports.http.factory import http_transport_factory
-from mcpsync.transports.http.inflight import InFlightMixin
-from mcpsync.transports.http.modern import (
-    HEADER_MISMATCH,
-    ToolHeaders,
-    is_modern,
-    modern_error,
-    routing_headers,
-    rpc_error_body,
-)
-from mcpsync.transports.http.reinit import ReinitMixin
-from mcpsync.transports.http.send import HttpEndpoint
-from mcpsync.transports.http.streams import StreamsMixin
-from mcpsync.transports.base import CloseHandler, MessageHandler, encode_message
+from mcpsync.transports.http.endpoint import HttpEndpoint
+from mcpsync.transports.http.inflight import InFlight
+from mcpsync.transports.http.inline_reply import read_reply_inline
+from mcpsync.transports.http.reinit import Reinitializer
+from mcpsync.transports.http.streams import StreamReader
+from mcpsync.transports.http.workers import Workers
 
 if TYPE_CHECKING:  # pragma: no cover
     import requests
 
-__all__ = ["FallbackToLegacy", "RequestErrorHandler", "StreamableHTTPTransport", "http_transport_factory"]
+__all__ = ["FallbackToLegacy", "StreamableHTTPTransport"]
 
 log = logging.getLogger("mcpsync.transports.http.streamable")
-
-#: ``(request_id, exc)``: fail one pending request (optional third ``start`` callback).
-RequestErrorHandler = Callable[["int | str", BaseException], None]
 
 _ids = itertools.count(1)
 _ACCEPT = "application/json, text/event-stream"
 _NO_STREAM = frozenset({400, 404, 405})
-_MAX_SESSION_ID = 1024
 #: Bound on a notification POSTed off the caller's thread (a cancellation).
 _NOTIFY_TIMEOUT = 5.0
 
@@ -111,11 +109,7 @@ class FallbackToLegacy(McpError):
         self.error = error
 
 
-def _valid_session_id(value: str) -> bool:
-    return 0 < len(value) <= _MAX_SESSION_ID and all(0x21 <= ord(c) <= 0x7E for c in value)
-
-
-class StreamableHTTPTransport(InFlightMixin, StreamsMixin, ReinitMixin, HttpEndpoint):
+class StreamableHTTPTransport(HttpEndpoint):
     """MCP over Streamable HTTP, with ``requests``.
 
     :param url: the MCP endpoint.
@@ -164,50 +158,47 @@ class StreamableHTTPTransport(InFlightMixin, StreamsMixin, ReinitMixin, HttpEndp
             url, auth=auth, headers=headers, session=session, connect_timeout=connect_timeout,
             read_timeout=read_timeout, max_message_bytes=max_message_bytes, follow_redirects=follow_redirects,
         )
-        self._attempts = reconnect_attempts
-        self._retry_delay = retry_delay
-        self._max_retry_delay = max_retry_delay
         self._delete_timeout = delete_timeout
         self._session_retry = session_retry
         self._listen = listen
         self._fallback = _fallback
         self._n = next(_ids)
         self._lock = threading.Lock()
-        self._reinit_lock = threading.Lock()
         self._closed = threading.Event()
         self._close_reported = False
         self._on_message: MessageHandler | None = None
         self._on_close: CloseHandler | None = None
         self._on_request_error: RequestErrorHandler | None = None
-        self._session_id: str | None = None
-        self._protocol_version: str | None = None
-        self._init_message: dict[str, Any] | None = None
-        self._initialized_message: dict[str, Any] | None = None
-        self._internal_ids = itertools.count(1)
-        self._streams: set[requests.Response] = set()
-        self._threads: set[threading.Thread] = set()
-        self._listener: threading.Thread | None = None
-        self._thread_ids = itertools.count(1)
-        self._tools = ToolHeaders()
-        #: Methods of the 2026-07-28 requests awaiting their reply, by id.
-        self._modern: dict[Any, str] = {}
-        #: Their open responses (JSON being read, or SSE), so that cancelling closes them.
-        self._responses: dict[Any, requests.Response] = {}
-        #: Requests cancelled by closing their stream, until their reader notices.
-        self._cancelled: set[Any] = set()
-        #: POSTs in flight by request id, abortable from any thread (close, cancel).
-        self._exchanges: dict[Any, track.Exchange] = {}
+        #: What the transport learned of the MCP session (see :mod:`.mcp_rules`).
+        self._state = rules.McpState()
+        self._inflight = InFlight()
+        self._workers = Workers(self._n)
+        self._streams = StreamReader(
+            max_bytes=max_message_bytes, attempts=reconnect_attempts, retry_delay=retry_delay,
+            max_retry_delay=max_retry_delay, connect_timeout=connect_timeout, closed=self._closed,
+            workers=self._workers, get=self._get, deliver=self._deliver, fail=self._fail_request,
+            is_cancelled=self._inflight.stream_cancelled, untrack=self._inflight.untrack,
+        )
+        self._reinit = Reinitializer(
+            n=self._n, state=self._state, post=self._post, headers=self._headers_for, streams=self._streams,
+            max_bytes=max_message_bytes, pass_up=self._pass_up, url=url,
+        )
         #: Whether the caller's own thread may POST (its sockets are reachable).
         self._inline: bool | None = None
         #: The deadline of the call the current thread is making (re-initialize, resends).
         self._call = threading.local()
-        self._modern_seen = False
         #: Set when a 2026-07-28 probe POST was refused outright (404/405, no JSON-RPC body).
         self._post_refused: HTTPStatusError | None = None
-        #: Re-initializations performed after the session expired.
-        self.reinitializations = 0
-        #: Reconnections of SSE streams (resumptions and listening stream).
-        self.reconnects = 0
+
+    @property
+    def reinitializations(self) -> int:
+        """Re-initializations performed after the session expired."""
+        return self._reinit.count
+
+    @property
+    def reconnects(self) -> int:
+        """Reconnections of SSE streams (resumptions and listening stream)."""
+        return self._streams.reconnects
 
     # -- Transport API -------------------------------------------------------------------
 
@@ -217,18 +208,20 @@ class StreamableHTTPTransport(InFlightMixin, StreamsMixin, ReinitMixin, HttpEndp
     @property
     def session_id(self) -> str | None:
         """The ``Mcp-Session-Id`` in use, if the server assigned one."""
-        return self._session_id
+        return self._state.session_id
 
     @property
     def protocol_version(self) -> str | None:
         """The negotiated handshake-era version, sent as ``MCP-Protocol-Version``."""
-        return self._protocol_version
+        return self._state.protocol_version
 
     def start(
         self,
         on_message: MessageHandler,
         on_close: CloseHandler,
         on_request_error: RequestErrorHandler | None = None,
+        *,
+        deadline: float | None = None,
     ) -> None:
         """Remember the callbacks; no network I/O happens until the first :meth:`send`.
 
@@ -261,32 +254,30 @@ class StreamableHTTPTransport(InFlightMixin, StreamsMixin, ReinitMixin, HttpEndp
         if self._closed.is_set():
             raise ClientClosed("transport is closed")
         method = message.get("method")
-        if method == "notifications/cancelled":
-            self._abort_cancelled(message)
-            if self._modern_seen and self._init_message is None:
-                self._cancel_modern(message)  # 2026-07-28: closing the stream is the cancellation
+        state = self._state
+        if method == rules.CANCELLED:
+            cancelled = rules.cancelled_request_id(message)
+            if cancelled is not None:
+                self._inflight.abort(cancelled)  # its POST, if still waiting for the reply
+            if state.cancels_by_closing():
+                if cancelled is not None:  # 2026-07-28: closing the stream is the cancellation
+                    self._inflight.cancel_by_closing(cancelled)
             else:  # off the caller's thread: cancel() never waits for the server
-                self._spawn(self._post_quietly, dict(message), body, name="notify")
+                self._workers.spawn(self._post_quietly, dict(message), body, name="notify")
             return
-        if method == "initialize" and "id" in message:
-            if self._fallback and self._post_refused is not None:
-                raise FallbackToLegacy(self._post_refused)
-            self._init_message = dict(message)
-        elif method == "notifications/initialized":
-            self._initialized_message = dict(message)
+        if method == rules.INITIALIZE and "id" in message and self._fallback and self._post_refused is not None:
+            raise FallbackToLegacy(self._post_refused)
+        state.on_send(message)
         request_id = message.get("id") if method is not None else None
-        modern = is_modern(message)
-        if modern:
-            self._modern_seen = True
-            if isinstance(request_id, (int, str)):
-                with self._lock:
-                    self._modern[request_id] = str(method)
-        if isinstance(request_id, (int, str)) and method != "initialize" and (detach or not self._may_inline()):
-            self._spawn(self._send_detached, message, body, modern, request_id, deadline, name="post")
+        modern = rules.is_modern(message)
+        if modern and isinstance(request_id, (int, str)):
+            self._inflight.add_modern(request_id, str(method))
+        if isinstance(request_id, (int, str)) and method != rules.INITIALIZE and (detach or not self._may_inline()):
+            self._workers.spawn(self._send_detached, message, body, modern, request_id, deadline, name="post")
             return
         self._send_now(message, body, modern, request_id, deadline)
-        if method == "notifications/initialized" and self._listen:
-            self._ensure_listener()
+        if method == rules.INITIALIZED and self._listen:
+            self._streams.ensure_listener()
 
     def _may_inline(self) -> bool:
         inline = self._inline
@@ -297,24 +288,20 @@ class StreamableHTTPTransport(InFlightMixin, StreamsMixin, ReinitMixin, HttpEndp
     def _send_now(self, message: Mapping[str, Any], body: bytes, modern: bool, request_id: Any,
                   deadline: float | None) -> None:
         """POST in this thread, abortable by :meth:`close` and by cancelling *request_id*."""
-        exchange: track.Exchange | None = None
-        if isinstance(request_id, (int, str)):
-            exchange = track.Exchange()
-            with self._lock:
-                self._exchanges[request_id] = exchange
-            track.begin(exchange)
+        tracked = isinstance(request_id, (int, str))
+        exchange = self._inflight.begin(request_id) if tracked else None
         self._call.deadline = deadline
         try:
             self._exchange(message, body, modern)
         except BaseException as exc:
             if modern and isinstance(request_id, (int, str)):
-                self._untrack(request_id, forget=True)
+                self._inflight.untrack(request_id, forget=True)
             if isinstance(exc, RequestTimeout) and not modern and request_id is not None \
-                    and message.get("method") != "initialize" and not self._closed.is_set():
+                    and message.get("method") != rules.INITIALIZE and not self._closed.is_set():
                 # The server has the request: tell it we gave up (2026-07-28: the closed stream says it).
-                cancel = {"jsonrpc": "2.0", "method": "notifications/cancelled",
+                cancel = {"jsonrpc": "2.0", "method": rules.CANCELLED,
                           "params": {"requestId": request_id, "reason": "timeout"}}
-                self._spawn(self._post_quietly, cancel, encode_message(cancel), name="notify")
+                self._workers.spawn(self._post_quietly, cancel, encode_message(cancel), name="notify")
             if exchange is not None and exchange.aborted and not isinstance(exc, RequestTimeout):
                 # Whatever the aborted read raised, the story is the abort.
                 raise (ClientClosed("transport is closed") if self._closed.is_set()
@@ -322,10 +309,8 @@ class StreamableHTTPTransport(InFlightMixin, StreamsMixin, ReinitMixin, HttpEndp
             raise
         finally:
             self._call.deadline = None
-            if exchange is not None:
-                track.end()
-                with self._lock:
-                    self._exchanges.pop(request_id, None)
+            if tracked:
+                self._inflight.end(request_id)
 
     def _send_detached(self, message: Mapping[str, Any], body: bytes, modern: bool, request_id: Any,
                        deadline: float | None) -> None:
@@ -349,39 +334,16 @@ class StreamableHTTPTransport(InFlightMixin, StreamsMixin, ReinitMixin, HttpEndp
         finally:
             self._call.deadline = None
 
-    def _abort_cancelled(self, message: Mapping[str, Any]) -> None:
-        """Abort the POST of the request *message* cancels, if it is still waiting for its reply."""
-        params = message.get("params")
-        request_id = params.get("requestId") if isinstance(params, dict) else None
-        if isinstance(request_id, (int, str)):
-            with self._lock:
-                exchange = self._exchanges.get(request_id)
-            if exchange is not None:
-                exchange.abort()
-
     def close(self) -> None:
         """DELETE the session (bounded), unblock every reader, join them; idempotent."""
         with self._lock:
-            if self._closed.is_set():
-                first = False
-            else:
-                self._closed.set()
-                first = True
-            streams = [*self._streams, *self._responses.values()]
-            exchanges = list(self._exchanges.values())
-        for exchange in exchanges:
-            exchange.abort()
-        for response in streams:
-            common.shutdown_response(response)
+            first = not self._closed.is_set()
+            self._closed.set()
+        self._inflight.close_all()
+        self._streams.shutdown_all()
         if first:
             self._delete_session()
-            current = threading.current_thread()
-            with self._lock:
-                threads = list(self._threads)
-            until = time.monotonic() + 2.0  # one budget for all: close() stays bounded
-            for thread in threads:
-                if thread is not current:
-                    thread.join(timeout=max(0.0, until - time.monotonic()))
+            self._workers.join(2.0)  # one budget for all: close() stays bounded
             if self._own_session:
                 self._session.close()
         self._report_close(ClientClosed("transport closed"))
@@ -393,10 +355,7 @@ class StreamableHTTPTransport(InFlightMixin, StreamsMixin, ReinitMixin, HttpEndp
         headers["Accept"] = accept
         if json_body:
             headers["Content-Type"] = "application/json"
-        if self._session_id is not None:
-            headers["Mcp-Session-Id"] = self._session_id
-        if self._protocol_version is not None:
-            headers["MCP-Protocol-Version"] = self._protocol_version
+        headers.update(self._state.headers())
         return headers
 
     def _post(self, body: bytes, *, what: str, headers: dict[str, str] | None = None) -> requests.Response:
@@ -455,16 +414,17 @@ class StreamableHTTPTransport(InFlightMixin, StreamsMixin, ReinitMixin, HttpEndp
         """POST *message* and handle the answer, with the one-resend recoveries."""
         method = message.get("method")
         what = f"POST {method or 'response'}"
-        sent_session = self._session_id
+        sent_session = self._state.session_id
 
         def headers() -> dict[str, str] | None:
-            return {**self._headers_for(), **routing_headers(message, self._tools)} if modern else None
+            return {**self._headers_for(), **self._state.routing_headers(message)} if modern else None
 
         response = self._post(body, what=what, headers=headers())
         if response.status_code == 404 and sent_session is not None and method != "initialize":
             response.close()
-            self._reinitialize(sent_session)
-            if not self._may_resend(message):
+            if self._reinit.reinitialize(sent_session, getattr(self._call, "deadline", None)) and self._listen:
+                self._streams.ensure_listener()
+            if not rules.may_resend(message, self._session_retry):
                 raise SessionExpired(404, "session expired; the server re-initialized but"
                                      f" {method or 'this message'} was not resent (session_retry)")
             response = self._post(body, what=f"{what} (after re-initialize)", headers=headers())
@@ -473,7 +433,7 @@ class StreamableHTTPTransport(InFlightMixin, StreamsMixin, ReinitMixin, HttpEndp
                 raise SessionExpired(404, "session expired again right after re-initializing")
         if self._handle_post_response(response, message, modern, retry_mismatch=modern):
             # Our x-mcp-header annotations were stale: refresh them, resend once.
-            self._relist_tools(message)
+            self._reinit.relist_tools(message)
             response = self._post(body, what=f"{what} (after re-listing tools)", headers=headers())
             self._handle_post_response(response, message, modern, retry_mismatch=False)
 
@@ -486,10 +446,10 @@ class StreamableHTTPTransport(InFlightMixin, StreamsMixin, ReinitMixin, HttpEndp
         if not 200 <= status < 300:
             raw = common.read_error_body(response)
             response.close()
-            rpc_body = rpc_error_body(raw)
-            reply = modern_error(status, rpc_body, request_id) if modern else None
+            rpc_body = rules.rpc_error_body(raw)
+            reply = rules.modern_error(status, rpc_body, request_id) if modern else None
             if reply is not None:
-                if retry_mismatch and method == "tools/call" and reply["error"]["code"] == HEADER_MISMATCH:
+                if retry_mismatch and method == "tools/call" and reply["error"]["code"] == rules.HEADER_MISMATCH:
                     return True
                 self._deliver(reply)
                 return False
@@ -501,13 +461,17 @@ class StreamableHTTPTransport(InFlightMixin, StreamsMixin, ReinitMixin, HttpEndp
                     # POST itself is refused, as by a 2024-11-05 server: skip the initialize POST.
                     self._post_refused = error
             raise error
-        if method == "initialize":
-            self._capture_session(response)
+        if method == rules.INITIALIZE:
+            try:
+                self._state.capture_session_id(response.headers.get("Mcp-Session-Id"))
+            except ProtocolError:
+                response.close()
+                raise
         if modern and request_id is not None:
-            if self._stream_cancelled(request_id):
+            if self._inflight.stream_cancelled(request_id):
                 response.close()  # cancelled while the POST was in flight
                 return False
-            self._track(request_id, response)
+            self._inflight.track(request_id, response)
         if common.is_event_stream(response):
             if request_id is None:
                 response.close()  # a stream for a notification: nothing to wait for
@@ -515,21 +479,21 @@ class StreamableHTTPTransport(InFlightMixin, StreamsMixin, ReinitMixin, HttpEndp
             # The headers came by the deadline; from here the stream's idle timeout governs its
             # reads (a listen stream outlives any call), and the caller's wait its deadline.
             common.set_read_timeout(response, self._timeout[1])
-            if self._read_reply_inline(response, request_id, not modern) and modern:
-                self._untrack(request_id)
+            if read_reply_inline(self._streams, response, request_id, not modern, self._max) and modern:
+                self._inflight.untrack(request_id)
             return False
         try:
             raw = self._read_json_body(response, f"POST {method or 'response'}")
         except RequestTimeout:
             raise
         except Exception as exc:
-            if request_id is not None and self._stream_cancelled(request_id):
+            if request_id is not None and self._inflight.stream_cancelled(request_id):
                 return False
             raise common.connection_error(exc, "reading the reply failed", outcome_unknown=True) from common.sanitized(exc)
         finally:
             response.close()
             if modern and request_id is not None:
-                self._untrack(request_id)
+                self._inflight.untrack(request_id)
         if not raw.strip():
             return False  # 202 or an empty 200: accepted
         if len(raw) > self._max:
@@ -545,35 +509,49 @@ class StreamableHTTPTransport(InFlightMixin, StreamsMixin, ReinitMixin, HttpEndp
             self._deliver(item)
         return False
 
-    def _capture_session(self, response: requests.Response) -> None:
-        value = response.headers.get("Mcp-Session-Id")
-        if value is None:
-            return
-        if not _valid_session_id(value):
-            response.close()
-            raise ProtocolError("server sent an invalid Mcp-Session-Id (not visible ASCII or too long)")
-        self._session_id = value
-
     def _deliver(self, item: Any) -> None:
         """Pass one message up, noting the negotiated version and tool annotations on the way."""
         if isinstance(item, dict) and "method" not in item and isinstance(item.get("id"), (int, str)):
-            with self._lock:
-                method = self._modern.pop(item["id"], None)
-            if method == "tools/list" and "result" in item:
-                item = {**item, "result": self._tools.learn(item["result"])}
-            init = self._init_message
-            result = item.get("result")
-            if init is not None and item.get("id") == init.get("id") and isinstance(result, dict):
-                version = result.get("protocolVersion")
-                if isinstance(version, str):
-                    self._protocol_version = version
+            item = self._state.on_reply(item, self._inflight.pop_method(item["id"]))
         if self._on_message is not None:
             self._on_message(item)
+
+    def _pass_up(self, item: Any) -> None:
+        """Pass one message up as it is (from a stream of the transport's own requests)."""
+        if self._on_message is not None:
+            self._on_message(item)
+
+    def _fail_request(self, request_id: Any, exc: BaseException) -> None:
+        """Fail one request whose reply is lost (without ``on_request_error``: as an error reply)."""
+        self._inflight.pop_method(request_id)
+        if self._closed.is_set():
+            return
+        if self._on_request_error is not None:
+            self._on_request_error(request_id, exc)
+        elif self._on_message is not None:
+            self._on_message({"jsonrpc": "2.0", "id": request_id, "error": {
+                "code": -32000, "message": str(exc),
+                "data": {"mcpsync": "transport", "outcome_unknown": True}}})
+
+    # -- GET --------------------------------------------------------------------------------
+
+    def _get(self, last_event_id: str | None) -> requests.Response:
+        """Open a GET stream (resuming from *last_event_id* when given one)."""
+        import requests
+
+        headers = self._headers_for(accept="text/event-stream", json_body=False)
+        if last_event_id:
+            headers["Last-Event-ID"] = last_event_id
+        try:
+            return common.http_request(self._sender, "GET", self.url, headers=headers,
+                                       timeout=self._timeout, follow_redirects=self._follow)
+        except requests.RequestException as exc:
+            raise common.connection_error(exc, "GET stream failed") from common.sanitized(exc)
 
     # -- closing --------------------------------------------------------------------------
 
     def _delete_session(self) -> None:
-        if self._session_id is None:
+        if self._state.session_id is None:
             return
         import requests
 

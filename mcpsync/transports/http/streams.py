@@ -1,8 +1,12 @@
 """SSE streams of the Streamable HTTP transport: reader threads, resumption, the GET stream.
 
-Part of :class:`~mcpsync.transports.http.streamable.StreamableHTTPTransport`, kept apart
-for size.  Each stream has its own named daemon thread; :meth:`close` of the
-transport shuts their sockets down and joins them.
+:class:`StreamReader` is composed by
+:class:`~mcpsync.transports.http.streamable.StreamableHTTPTransport`: it owns the
+open streams (shut down by :meth:`StreamReader.shutdown_all` when the
+transport closes), the listening GET stream and the reconnect count, and gets
+what it needs from the transport as values and callables (how to ``GET``, how
+to deliver a message, how to fail one request).  Each stream is read on a named
+daemon thread of the transport's :class:`~.workers.Workers`.
 
 A POST reply stream that ends before its reply is resumed with ``GET`` +
 ``Last-Event-ID`` (handshake era only) within a bounded budget; otherwise the
@@ -14,34 +18,26 @@ resumed (see ``docs/websocket.rst``, *SSE "result fragment" streams*).
 
 from __future__ import annotations
 
-import itertools
-import json
 import logging
 import random
 import threading
-import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from mcpsync.exceptions import ConnectionClosed, McpError, MessageTooLarge, ProtocolError
 from mcpsync.transports.http import common as common
+from mcpsync.transports.http.sse_messages import event_messages
 from mcpsync.transports.http.sse_parser import SSEParser
+from mcpsync.transports.http.workers import Workers
 
 if TYPE_CHECKING:  # pragma: no cover
     import requests
 
-    from mcpsync.transports.http.send import Sender
-
-__all__ = ["StreamsMixin"]
+__all__ = ["ReplyState", "StreamReader"]
 
 log = logging.getLogger("mcpsync.transports.http.streamable")
 
 _NO_STREAM = frozenset({400, 404, 405})
-_CHUNK = 65536
-#: Longest wait for the next segment of a reply stream in the caller's thread.
-_INLINE_WAIT = 0.002
-#: Longest time the caller's thread spends reading a reply stream in all.
-_INLINE_BUDGET = 0.02
 #: Event types that end a fragment-dialect stream.
 _DIALECT_END = frozenset({"complete", "error"})
 
@@ -54,11 +50,11 @@ def _dialect_error(types: set[str]) -> ProtocolError:
         " streams')")
 
 
-class _Dialect(Exception):
+class Dialect(Exception):
     """Internal: a fragment-dialect end marker arrived before the reply."""
 
 
-class _ReplyState:
+class ReplyState:
     """How far a POST reply stream was read, handed from the caller's thread to a reader thread."""
 
     __slots__ = ("ended", "error", "got", "odd", "parser")
@@ -71,73 +67,90 @@ class _ReplyState:
         self.got = False
         #: Whether the body was read to its end (or broke).
         self.ended = False
-        #: A MessageTooLarge or _Dialect raised while reading.
+        #: A MessageTooLarge or Dialect raised while reading.
         self.error: Exception | None = None
 
 
-class StreamsMixin:
-    """Reader threads and stream recovery; the transport supplies the attributes below."""
+class StreamReader:
+    """Reads the transport's SSE streams; resumes lost reply streams; runs the GET stream.
 
-    url: str
-    reconnects: int
-    _sender: Sender
-    _session: requests.Session
-    _timeout: tuple[float, float]
-    _follow: bool
-    _max: int
-    _attempts: int
-    _retry_delay: float
-    _max_retry_delay: float
-    _n: int
-    _lock: threading.Lock
-    _closed: threading.Event
-    _streams: set[requests.Response]
-    _threads: set[threading.Thread]
-    _thread_ids: itertools.count[int]
-    _listener: threading.Thread | None
+    :param max_bytes: cap on one SSE event.
+    :param attempts: reconnects of one stream without progress before giving up.
+    :param retry_delay: seconds before the first reconnect when the server sent no ``retry``.
+    :param max_retry_delay: cap on any reconnect delay.
+    :param connect_timeout: the transport's connect timeout (bounds the wait for the GET).
+    :param closed: set when the transport closes.
+    :param workers: the transport's threads.
+    :param get: opens a GET stream (with ``Last-Event-ID`` when given a non-empty id);
+        raises :class:`~mcpsync.exceptions.ConnectionClosed`.
+    :param deliver: passes one message up.
+    :param fail: fails one request (its reply is lost).
+    :param is_cancelled: whether a 2026-07-28 request was cancelled by closing its stream.
+    :param untrack: forgets a 2026-07-28 request's open response.
+    """
 
-    def _headers_for(self, *, accept: str = "", json_body: bool = True) -> dict[str, str]:
-        raise NotImplementedError
+    def __init__(
+        self,
+        *,
+        max_bytes: int,
+        attempts: int,
+        retry_delay: float,
+        max_retry_delay: float,
+        connect_timeout: float,
+        closed: threading.Event,
+        workers: Workers,
+        get: Callable[[str | None], requests.Response],
+        deliver: Callable[[Any], None],
+        fail: Callable[[Any, BaseException], None],
+        is_cancelled: Callable[[Any], bool],
+        untrack: Callable[[Any], None],
+    ) -> None:
+        self._max = max_bytes
+        self._attempts = attempts
+        self._retry_delay = retry_delay
+        self._max_retry_delay = max_retry_delay
+        self._connect_timeout = connect_timeout
+        self._closed = closed
+        self._workers = workers
+        self._get = get
+        self._deliver = deliver
+        self._fail_request = fail
+        self._stream_cancelled = is_cancelled
+        self._untrack = untrack
+        self._lock = threading.Lock()
+        self._streams: set[requests.Response] = set()
+        self._listener: threading.Thread | None = None
+        #: Reconnections of SSE streams (resumptions and listening stream).
+        self.reconnects = 0
 
-    def _deliver(self, item: Any) -> None:
-        raise NotImplementedError
+    # -- open streams ----------------------------------------------------------------------
 
-    def _fail_request(self, request_id: Any, exc: BaseException) -> None:
-        raise NotImplementedError
-
-    def _stream_cancelled(self, request_id: Any) -> bool:
-        raise NotImplementedError
-
-    def _untrack(self, request_id: Any, *, forget: bool = False) -> None:
-        raise NotImplementedError
-
-    # -- threads ---------------------------------------------------------------------------
-
-    def _spawn(self, target: Callable[..., None], *args: Any, name: str) -> threading.Thread:
-        thread = threading.Thread(
-            target=self._run_thread, args=(target, *args), daemon=True,
-            name=f"mcpsync-http-{name}-{self._n}.{next(self._thread_ids)}",
-        )
+    def register(self, response: requests.Response) -> bool:
+        """Keep *response* to shut it down on close; ``False`` (and closed) if closed already."""
         with self._lock:
-            self._threads.add(thread)
-        thread.start()
-        return thread
+            if self._closed.is_set():
+                response.close()
+                return False
+            self._streams.add(response)
+            return True
 
-    def _run_thread(self, target: Callable[..., None], *args: Any) -> None:
-        try:
-            target(*args)
-        except BaseException:  # a reader never dies silently
-            log.exception("HTTP stream reader failed")
-        finally:
-            with self._lock:
-                self._threads.discard(threading.current_thread())
+    def unregister(self, response: requests.Response) -> None:
+        with self._lock:
+            self._streams.discard(response)
+
+    def shutdown_all(self) -> None:
+        """Unblock every reader (the transport is closing: :attr:`closed` is set)."""
+        with self._lock:
+            streams = list(self._streams)
+        for response in streams:
+            common.shutdown_response(response)
 
     # -- reading ---------------------------------------------------------------------------
 
-    def _take(self, chunk: bytes, parser: SSEParser, wanted: Any, odd: set[str] | None, got: bool) -> bool:
+    def take(self, chunk: bytes, parser: SSEParser, wanted: Any, odd: set[str] | None, got: bool) -> bool:
         """Parse *chunk*, delivering its messages; whether *wanted*'s reply has passed.
 
-        :raises _Dialect: when *odd* is given and a fragment-dialect end marker
+        :raises Dialect: when *odd* is given and a fragment-dialect end marker
             arrives before the reply.
         """
         for event in parser.feed(chunk):
@@ -145,23 +158,16 @@ class StreamsMixin:
                 if odd is not None:
                     odd.add(event.event)
                     if event.event in _DIALECT_END and not got:
-                        raise _Dialect()
+                        raise Dialect()
                 continue
-            if not event.data.strip():
-                continue
-            try:
-                payload = json.loads(event.data)
-            except ValueError:
-                log.warning("ignoring an SSE event that is not JSON")
-                continue
-            for item in payload if isinstance(payload, list) else [payload]:
+            for item in event_messages(event):
                 self._deliver(item)
                 if not got and wanted is not None and isinstance(item, dict) and "method" not in item \
                         and item.get("id") == wanted:
                     got = True
         return got
 
-    def _consume(self, response: requests.Response, parser: SSEParser, wanted: Any, *,
+    def consume(self, response: requests.Response, parser: SSEParser, wanted: Any, *,
                  stop_at_reply: bool = True, odd: set[str] | None = None, got: bool = False) -> bool:
         """Read one SSE response, delivering its messages; whether *wanted*'s reply passed.
 
@@ -169,85 +175,51 @@ class StreamsMixin:
         reply, so that its connection goes back to the pool.  Event types other
         than ``message`` are collected in *odd*.
 
-        :raises _Dialect: when *odd* is given and a fragment-dialect end
+        :raises Dialect: when *odd* is given and a fragment-dialect end
             marker arrives before the reply.
         """
-        with self._lock:
-            if self._closed.is_set():
-                response.close()
-                return got
-            self._streams.add(response)
+        if not self.register(response):
+            return got
         try:
             for chunk in common.iter_body(response):
-                got = self._take(chunk, parser, wanted, odd, got)
+                got = self.take(chunk, parser, wanted, odd, got)
                 if got and stop_at_reply:
                     return True
         except MessageTooLarge:
             if got:
                 return True
             raise
-        except _Dialect:
+        except Dialect:
             raise
         except Exception as exc:  # noqa: BLE001 - any read failure ends this stream alike
             if not self._closed.is_set():
                 log.debug("SSE stream broke: %s", common.redact_text(str(exc)))
         finally:
-            with self._lock:
-                self._streams.discard(response)
+            self.unregister(response)
             response.close()
         return got
 
-    def _read_reply_inline(self, response: requests.Response, request_id: Any, resumable: bool) -> bool:
-        """Read a POST reply stream in the caller's thread while its bytes come promptly.
-
-        Waits at most :data:`_INLINE_WAIT` for each next segment and
-        :data:`_INLINE_BUDGET` in all, so :meth:`send` stays short: the usual
-        quick reply (headers, event and end of stream within a few segments)
-        costs no thread switch, and its messages are delivered in order as
-        they are read.  Anything else (a slow reply, a stream that stays open,
-        a failure) goes on in a reader thread from where this left off.
-
-        :returns: whether the stream was read to its end with the reply in it
-            (else a reader thread now owns *response*).
-        """
-        state = _ReplyState(SSEParser(self._max, typed_without_data=True))
-        read1 = getattr(response.raw, "read1", None)
-        deadline = time.monotonic() + _INLINE_BUDGET
-        try:
-            while read1 is not None and time.monotonic() < deadline \
-                    and common.readable_soon(response, _INLINE_WAIT):
-                chunk = read1(_CHUNK)
-                if not chunk:
-                    state.ended = True
-                    break
-                state.got = self._take(chunk, state.parser, request_id, state.odd, state.got)
-        except (MessageTooLarge, _Dialect) as exc:
-            state.error = exc
-        except Exception as exc:  # noqa: BLE001 - the reader thread reports the broken stream
-            log.debug("SSE stream broke: %s", common.redact_text(str(exc)))
-            state.ended = True
-        if state.ended and state.got:
-            response.close()
-            return True
-        self._spawn(self._read_reply_stream, response, request_id, resumable, state, name="sse")
-        return False
+    def finish_in_thread(self, response: requests.Response, request_id: Any, resumable: bool,
+                         state: ReplyState) -> None:
+        """Go on reading a POST reply stream on a reader thread, from where *state* left off."""
+        self._workers.spawn(self._read_reply_stream, response, request_id, resumable, state, name="sse")
 
     def _read_reply_stream(self, response: requests.Response, request_id: Any, resumable: bool,
-                           state: _ReplyState) -> None:
+                           state: ReplyState) -> None:
         try:
-            self._read_post_stream(response, request_id, resumable, state)
+            self.read_post_stream(response, request_id, resumable, state)
         finally:
             if not resumable:
                 self._untrack(request_id)
 
-    def _read_post_stream(self, response: requests.Response, request_id: Any, resumable: bool,
-                          state: _ReplyState | None = None) -> None:
+    def read_post_stream(self, response: requests.Response, request_id: Any, resumable: bool,
+                          state: ReplyState | None = None) -> None:
         """Finish a POST reply stream (from where *state* left off), resuming or failing its request."""
         if state is None:
-            state = _ReplyState(SSEParser(self._max, typed_without_data=True))
+            state = ReplyState(SSEParser(self._max, typed_without_data=True))
         parser, odd = state.parser, state.odd
         try:
-            if isinstance(state.error, _Dialect):
+            if isinstance(state.error, Dialect):
                 raise state.error
             if isinstance(state.error, MessageTooLarge):
                 if not state.got:
@@ -256,13 +228,13 @@ class StreamsMixin:
             elif state.ended:
                 got = state.got
             else:
-                got = self._consume(response, parser, request_id, stop_at_reply=False, odd=odd, got=state.got)
+                got = self.consume(response, parser, request_id, stop_at_reply=False, odd=odd, got=state.got)
             if got:
                 return
         except MessageTooLarge as exc:
             self._fail_request(request_id, exc)
             return
-        except _Dialect:
+        except Dialect:
             self._fail_request(request_id, _dialect_error(odd))
             return
         finally:
@@ -294,18 +266,6 @@ class StreamsMixin:
         backoff = min(self._max_retry_delay, self._retry_delay * 2 ** (failures - 1))
         return max(floor, random.uniform(0, backoff))
 
-    def _get(self, last_event_id: str | None) -> requests.Response:
-        import requests
-
-        headers = self._headers_for(accept="text/event-stream", json_body=False)
-        if last_event_id:
-            headers["Last-Event-ID"] = last_event_id
-        try:
-            return common.http_request(self._sender, "GET", self.url, headers=headers,
-                                       timeout=self._timeout, follow_redirects=self._follow)
-        except requests.RequestException as exc:
-            raise common.connection_error(exc, "GET stream failed") from common.sanitized(exc)
-
     def _resume(self, parser: SSEParser, request_id: Any) -> McpError | None:
         """Resume a POST stream with GET + Last-Event-ID; ``None`` once the reply arrived."""
         failures = 0
@@ -328,7 +288,7 @@ class StreamsMixin:
                 return ConnectionClosed(f"reply stream lost and could not be resumed: {error}",
                                         outcome_unknown=True)
             try:
-                if self._consume(response, parser, request_id):
+                if self.consume(response, parser, request_id):
                     return None
             except MessageTooLarge as exc:
                 return exc
@@ -341,7 +301,7 @@ class StreamsMixin:
 
     # -- the GET listening stream (handshake era) ------------------------------------------
 
-    def _ensure_listener(self) -> None:
+    def ensure_listener(self) -> None:
         """Start the GET stream and wait (bounded) until the server answered the GET.
 
         Waiting means the stream is open before the handshake returns: a
@@ -354,8 +314,8 @@ class StreamsMixin:
                 return
             self._listener = None
         answered = threading.Event()
-        self._listener = self._spawn(self._listen_loop, answered, name="get")
-        answered.wait(min(self._timeout[0], 5.0))
+        self._listener = self._workers.spawn(self._listen_loop, answered, name="get")
+        answered.wait(min(self._connect_timeout, 5.0))
 
     def _listen_loop(self, answered: threading.Event) -> None:
         parser = SSEParser(self._max)
@@ -382,7 +342,7 @@ class StreamsMixin:
                     response.close()
                 else:
                     try:
-                        self._consume(response, parser, None)
+                        self.consume(response, parser, None)
                     except MessageTooLarge as exc:
                         log.warning("listening stream: %s", exc)
                     if parser.last_event_id != seen:

@@ -3,7 +3,7 @@
 :class:`StdoutReading` is a mixin of
 :class:`~mcpsync.transports.stdio.transport.StdioTransport`: it reads the server's
 stdout, frames it into JSON values and hands them to ``on_message``.  Two
-kinds of thread read, never at once (:class:`~._pipes.ReadBaton` decides):
+kinds of thread read, never at once (:class:`~.caller_read.ReadBaton` decides):
 
 * the background reader thread (``mcpsync-stdio-reader-N``), the only one
   that reports the server's death;
@@ -24,7 +24,8 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from mcpsync.exceptions import ConnectionClosed, MessageTooLarge
-from mcpsync.transports.stdio.pipes import JsonLineFramer, LineTooLong, ReadBaton, wait_readable
+from mcpsync.transports.stdio.caller_read import ReadBaton
+from mcpsync.transports.stdio.pipes import JsonLineFramer, LineTooLong, wait_readable
 from mcpsync.transports.base import MessageHandler
 
 __all__ = ["StdoutReading"]

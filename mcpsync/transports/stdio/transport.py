@@ -36,9 +36,10 @@ from mcpsync.exceptions import (
     RequestTimeout,
     ServerStartError,
 )
-from mcpsync.transports.stdio.pipes import JsonLineFramer, ReadBaton, StderrDrain, StderrOption, readable_waiter, write_until
+from mcpsync.transports.stdio.caller_read import ReadBaton
+from mcpsync.transports.stdio.pipes import JsonLineFramer, StderrDrain, StderrOption, readable_waiter, write_until
 from mcpsync.transports.stdio.reader import _POLL, StdoutReading
-from mcpsync.transports.base import CloseHandler, MessageHandler, Transport, encode_message
+from mcpsync.transports.base import CallerReader, CloseHandler, MessageHandler, RequestErrorHandler, Transport, encode_message
 
 __all__ = ["StdioTransport"]
 
@@ -157,10 +158,26 @@ class StdioTransport(StdoutReading, Transport):
         """``stdio:<program name>``; never arguments or environment (they may hold secrets)."""
         return "stdio:" + os.path.basename(self._argv[0])
 
+    def caller_reader(self) -> CallerReader:
+        """A caller waiting for the only pending reply reads it itself (:meth:`read_for`)."""
+        return self.read_for
+
     # -- lifecycle ----------------------------------------------------------
 
-    def start(self, on_message: MessageHandler, on_close: CloseHandler) -> None:
+    #: Writes block when the server stops reading its stdin: they honour the call's deadline.
+    bounded_send = True
+
+    def start(
+        self,
+        on_message: MessageHandler,
+        on_close: CloseHandler,
+        on_request_error: RequestErrorHandler | None = None,
+        *,
+        deadline: float | None = None,
+    ) -> None:
         """Spawn the server and start the reader and stderr threads.
+
+        (``on_request_error`` is never given: every reply shares stdout.)
 
         :raises ~mcpsync.exceptions.ServerStartError: if the program cannot be run.
         """
@@ -347,8 +364,8 @@ class StdioTransport(StdoutReading, Transport):
 
     # -- sending ------------------------------------------------------------
 
-    def send(self, message: Mapping[str, Any], *, timeout: float | None = None,
-             deadline: float | None = None) -> None:
+    def send(self, message: Mapping[str, Any], *, deadline: float | None = None, detach: bool = False,
+             timeout: float | None = None) -> None:
         """Write one message and its newline, whole, under the write lock.
 
         A server that stops reading its stdin fills the pipe and would block
@@ -357,7 +374,8 @@ class StdioTransport(StdoutReading, Transport):
         transport's ``write_timeout``), whichever comes first.  Either way the
         caller gets :class:`~mcpsync.exceptions.RequestTimeout`: if nothing of
         the message was written the connection stays usable; a message cut in
-        half closes it.
+        half closes it.  (``detach`` is never given: this transport does not
+        declare :attr:`~mcpsync.transports.base.Transport.detached_send`.)
 
         :raises ~mcpsync.exceptions.ForkedClientError: in a forked child.
         :raises ~mcpsync.exceptions.ClientClosed: after :meth:`close`.

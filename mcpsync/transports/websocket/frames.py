@@ -14,8 +14,8 @@ from collections.abc import Callable
 from types import ModuleType
 from typing import Any
 
-from mcpsync.exceptions import HTTPAuthError, HTTPStatusError, excerpt
-from mcpsync.transports.http.common import redact_text
+from mcpsync.exceptions import ConnectionClosed, HTTPAuthError, HTTPStatusError, excerpt
+from mcpsync.transports.redact import redact_text
 
 __all__ = [
     "BINARY",
@@ -25,6 +25,7 @@ __all__ = [
     "TEXT",
     "MessageReader",
     "TooLarge",
+    "WebSocketClosed",
     "auth_headers",
     "check_headers",
     "encode_frame",
@@ -38,6 +39,21 @@ __all__ = [
 
 CONT, TEXT, BINARY, CLOSE, PING, PONG = 0x0, 0x1, 0x2, 0x8, 0x9, 0xA
 _DATA = (CONT, TEXT, BINARY)
+
+
+class WebSocketClosed(ConnectionClosed):
+    """The WebSocket connection ended; the close code and reason say how.
+
+    :ivar code: the close code the server sent (e.g. ``1011`` for an internal
+        error), ``1006`` when the connection dropped without a close frame,
+        ``1005`` when the close frame carried no code.
+    :ivar reason: the server's close reason (untrusted text, truncated in ``str()``).
+    """
+
+    def __init__(self, message: str, *, code: int = 1006, reason: str = "") -> None:
+        super().__init__(message)
+        self.code = code
+        self.reason = reason
 
 
 class TooLarge(Exception):

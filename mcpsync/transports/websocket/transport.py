@@ -47,8 +47,9 @@ from mcpsync.exceptions import (
 )
 from mcpsync.transports.websocket import frames as frames
 from mcpsync.transports.websocket import handshake as _ws_handshake
-from mcpsync.transports.websocket import reader as _ws_reader
-from mcpsync.transports.base import CloseHandler, MessageHandler, Transport, encode_message
+from mcpsync.transports.websocket.frames import WebSocketClosed
+from mcpsync.transports.websocket.reader import FrameReader
+from mcpsync.transports.base import CloseHandler, MessageHandler, RequestErrorHandler, Transport, encode_message
 
 __all__ = ["WebSocketClosed", "WebSocketTransport", "websocket_transport_factory"]
 
@@ -56,21 +57,6 @@ log = logging.getLogger(__name__)
 
 _TICK = 1.0  # socket timeout: how often a blocked reader or writer re-checks for close
 _ids = itertools.count(1)
-
-
-class WebSocketClosed(ConnectionClosed):
-    """The WebSocket connection ended; the close code and reason say how.
-
-    :ivar code: the close code the server sent (e.g. ``1011`` for an internal
-        error), ``1006`` when the connection dropped without a close frame,
-        ``1005`` when the close frame carried no code.
-    :ivar reason: the server's close reason (untrusted text, truncated in ``str()``).
-    """
-
-    def __init__(self, message: str, *, code: int = 1006, reason: str = "") -> None:
-        super().__init__(message)
-        self.code = code
-        self.reason = reason
 
 
 class WebSocketTransport(Transport):
@@ -156,8 +142,7 @@ class WebSocketTransport(Transport):
         self._reader: threading.Thread | None = None
         self._on_message: MessageHandler | None = None
         self._on_close: CloseHandler | None = None
-        #: Frames skipped because they were binary or not JSON (each logged, rate-limited).
-        self.skipped_frames = 0
+        self._frame_reader: FrameReader | None = None
         #: The subprotocol the server selected, once connected.
         self.subprotocol: str | None = None
 
@@ -172,10 +157,28 @@ class WebSocketTransport(Transport):
         """``websocket:<url without query or fragment>`` (a query may carry secrets)."""
         return self._describe
 
+    @property
+    def skipped_frames(self) -> int:
+        """Frames skipped because they were binary or not JSON (each logged, rate-limited)."""
+        reader = self._frame_reader
+        return 0 if reader is None else reader.skipped_frames
+
     # -- lifecycle ----------------------------------------------------------
 
-    def start(self, on_message: MessageHandler, on_close: CloseHandler) -> None:
+    #: Writes block when the server stops reading: they honour the call's deadline.
+    bounded_send = True
+
+    def start(
+        self,
+        on_message: MessageHandler,
+        on_close: CloseHandler,
+        on_request_error: RequestErrorHandler | None = None,
+        *,
+        deadline: float | None = None,
+    ) -> None:
         """Connect, run the upgrade handshake and start the reader thread.
+
+        (``on_request_error`` is never given: every reply shares the socket.)
 
         :raises ~mcpsync.exceptions.ServerStartError: if the server cannot be
             reached, TLS fails, or the server does not speak the subprotocol.
@@ -199,8 +202,13 @@ class WebSocketTransport(Transport):
         if self._closing.is_set():  # close() ran while we were connecting
             self._teardown()
             raise ClientClosed("the transport was closed while starting")
+        self._frame_reader = FrameReader(
+            self._ws, max_bytes=self._max, describe=self._describe, closing=self._closing,
+            on_message=self._on_message, fail=self._fail, answer_close=self._answer_close,
+            pong=self._pong, teardown=self._teardown,
+        )
         self._reader = threading.Thread(
-            target=_ws_reader.read_loop, args=(self,), name=f"mcpsync-ws-reader-{self._n}", daemon=True
+            target=self._frame_reader.run, name=f"mcpsync-ws-reader-{self._n}", daemon=True
         )
         try:
             self._reader.start()
@@ -302,7 +310,7 @@ class WebSocketTransport(Transport):
 
     # -- sending ------------------------------------------------------------
 
-    def send(self, message: Mapping[str, Any], *, deadline: float | None = None) -> None:
+    def send(self, message: Mapping[str, Any], *, deadline: float | None = None, detach: bool = False) -> None:
         """Send one message as one text frame, whole, under the write lock.
 
         Bounded by ``write_timeout`` and by the call's *deadline* (a
@@ -390,6 +398,13 @@ class WebSocketTransport(Transport):
             self._write(frames.CLOSE, payload, time.monotonic() + timeout)
         except OSError:
             pass  # the peer is gone already; nothing left to tell it
+
+    def _answer_close(self, code: int) -> None:
+        if not self._close_sent:
+            self._send_close(code, "", timeout=1.0)
+
+    def _pong(self, payload: bytes) -> None:
+        self._write(frames.PONG, payload, time.monotonic() + (self._write_timeout or 60.0))
 
     def _closed_error(self) -> ConnectionClosed:
         exc = self._close_exc

@@ -1,4 +1,4 @@
-"""Sending one HTTP request through the user's ``requests.Session``, cheaply.
+"""A fast path: sending one HTTP request through the user's ``requests.Session``, cheaply.
 
 ``Session.request`` re-reads the environment on every call: proxy variables
 (``merge_environment_settings`` and, again, ``resolve_proxies``), ``~/.netrc``
@@ -22,12 +22,10 @@ import threading
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from mcpsync.transports.base import Transport
-
 if TYPE_CHECKING:  # pragma: no cover
     import requests
 
-__all__ = ["DEADLINE_ATTRIBUTE", "HttpEndpoint", "Sender"]
+__all__ = ["DEADLINE_ATTRIBUTE", "Sender"]
 
 #: URLs whose settings are kept (the endpoint, a legacy message URL, a few redirect targets).
 _MAX_URLS = 16
@@ -132,36 +130,3 @@ class Sender:
         kwargs = dict(target.settings)
         kwargs["stream"] = stream
         return session.send(prepared, timeout=timeout, allow_redirects=False, **kwargs)
-
-
-class HttpEndpoint(Transport):
-    """What both HTTP transports hold: the URL, headers, session, sender and limits."""
-
-    def _init_endpoint(
-        self,
-        url: str,
-        *,
-        auth: Any,
-        headers: Mapping[str, str] | None,
-        session: requests.Session | None,
-        connect_timeout: float,
-        read_timeout: float,
-        max_message_bytes: int,
-        follow_redirects: bool,
-    ) -> None:
-        """Validate *url* and set the shared attributes.
-
-        :raises ValueError: for a URL that is not http(s).
-        """
-        from mcpsync.transports.http import common as common
-
-        if common.origin(url)[0] not in ("http", "https"):
-            raise ValueError(f"not an http(s) URL: {common.redact_url(url)}")
-        self.url = url
-        self._headers = dict(headers or {})
-        self._own_session = session is None
-        self._session = session if session is not None else common.new_session()
-        self._sender = Sender(self._session, auth)
-        self._timeout: tuple[float, float] = (connect_timeout, read_timeout)
-        self._max = max_message_bytes
-        self._follow = follow_redirects

@@ -1,0 +1,110 @@
+"""The ``"auto"`` HTTP transport: Streamable HTTP, falling back to legacy HTTP+SSE.
+
+Streamable HTTP first; if the ``initialize`` POST is answered 400, 404 or 405
+— the signals the spec's backwards-compatibility section lists — the same URL
+is opened as a legacy SSE stream.  No other URL is guessed, and network errors or 401 never fall back.
+
+.. versionadded:: 0.1
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Mapping
+from typing import Any
+
+from mcpsync.exceptions import ClientClosed, RequestTimeout, ServerStartError
+from mcpsync.transports.base import CloseHandler, MessageHandler, RequestErrorHandler, Transport
+from mcpsync.transports.http import common as common
+from mcpsync.transports.http.legacy import LegacySSETransport
+from mcpsync.transports.http.streamable import FallbackToLegacy, StreamableHTTPTransport
+
+__all__ = ["AutoHTTPTransport"]
+
+log = logging.getLogger("mcpsync.transports.http.streamable")
+
+
+class AutoHTTPTransport(Transport):
+    """Streamable HTTP, falling back to legacy HTTP+SSE on the spec's signals.
+
+    Takes the parameters of :class:`StreamableHTTPTransport`; those that
+    :class:`LegacySSETransport` also has are passed on to it.
+    """
+
+    independent_requests = True
+    bounded_send = True
+    detached_send = True
+
+    _LEGACY_KEYS = ("auth", "headers", "session", "connect_timeout", "read_timeout", "max_message_bytes",
+                    "follow_redirects", "endpoint_timeout", "allow_cross_origin_endpoint")
+
+    def __init__(self, url: str, **options: Any) -> None:
+        self.url = url
+        self._options = options
+        streamable = {k: v for k, v in options.items()
+                      if k not in ("endpoint_timeout", "allow_cross_origin_endpoint")}
+        self._active: Transport = StreamableHTTPTransport(url, _fallback=True, **streamable)
+        self._lock = threading.Lock()
+        self._on_message: MessageHandler | None = None
+        self._on_close: CloseHandler | None = None
+        self._on_request_error: RequestErrorHandler | None = None
+
+    @property
+    def active(self) -> Transport:
+        """The transport in use: Streamable HTTP, or legacy SSE after a fallback."""
+        return self._active
+
+    def describe(self) -> str:
+        return self._active.describe()
+
+    def start(
+        self,
+        on_message: MessageHandler,
+        on_close: CloseHandler,
+        on_request_error: RequestErrorHandler | None = None,
+        *,
+        deadline: float | None = None,
+    ) -> None:
+        self._on_message = on_message
+        self._on_close = on_close
+        self._on_request_error = on_request_error
+        inner = self._active
+        assert isinstance(inner, StreamableHTTPTransport)
+        inner.start(on_message, self._forward_close(inner), on_request_error)
+
+    def _forward_close(self, inner: Transport) -> CloseHandler:
+        def forward(exc: BaseException) -> None:
+            if self._active is inner and self._on_close is not None:
+                self._on_close(exc)
+        return forward
+
+    def send(self, message: Mapping[str, Any], *, deadline: float | None = None, detach: bool = False) -> None:
+        """Send through the active transport (see :meth:`StreamableHTTPTransport.send`)."""
+        try:
+            self._active.send(message, deadline=deadline, detach=detach)
+        except FallbackToLegacy as fallback:
+            self._fall_back(fallback, message, deadline)
+
+    def _fall_back(self, fallback: FallbackToLegacy, message: Mapping[str, Any], deadline: float | None) -> None:
+        log.info("Streamable HTTP initialize got %s; trying legacy HTTP+SSE at %s",
+                 fallback.error.status, common.redact_url(self.url))
+        legacy_options = {k: v for k, v in self._options.items() if k in self._LEGACY_KEYS}
+        legacy = LegacySSETransport(self.url, **legacy_options)
+        old = self._active
+        with self._lock:
+            self._active = legacy
+        old.close()  # its on_close is not forwarded: it is no longer active
+        assert self._on_message is not None
+        try:
+            legacy.start(self._on_message, self._forward_close(legacy), self._on_request_error, deadline=deadline)
+        except (RequestTimeout, ClientClosed):
+            raise
+        except Exception as exc:
+            raise ServerStartError(
+                f"{common.redact_url(self.url)}: Streamable HTTP refused initialize ({fallback.error}) and"
+                f" legacy HTTP+SSE failed too ({exc})") from exc
+        legacy.send(message, deadline=deadline)
+
+    def close(self) -> None:
+        self._active.close()

@@ -1,0 +1,52 @@
+"""What both HTTP transports (Streamable HTTP and legacy HTTP+SSE) hold and declare."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
+
+from mcpsync.transports.base import Transport
+from mcpsync.transports.http import common as common
+from mcpsync.transports.http.fast_send import Sender
+
+if TYPE_CHECKING:  # pragma: no cover
+    import requests
+
+__all__ = ["HttpEndpoint"]
+
+
+class HttpEndpoint(Transport):
+    """What both HTTP transports hold: the URL, headers, session, sender and limits."""
+
+    #: Each POST has its own reply (or its own failure), bounded by the call's deadline,
+    #: and can run on a worker of the transport's own.
+    independent_requests = True
+    bounded_send = True
+    detached_send = True
+
+    def _init_endpoint(
+        self,
+        url: str,
+        *,
+        auth: Any,
+        headers: Mapping[str, str] | None,
+        session: requests.Session | None,
+        connect_timeout: float,
+        read_timeout: float,
+        max_message_bytes: int,
+        follow_redirects: bool,
+    ) -> None:
+        """Validate *url* and set the shared attributes.
+
+        :raises ValueError: for a URL that is not http(s).
+        """
+        if common.origin(url)[0] not in ("http", "https"):
+            raise ValueError(f"not an http(s) URL: {common.redact_url(url)}")
+        self.url = url
+        self._headers = dict(headers or {})
+        self._own_session = session is None
+        self._session = session if session is not None else common.new_session()
+        self._sender = Sender(self._session, auth)
+        self._timeout: tuple[float, float] = (connect_timeout, read_timeout)
+        self._max = max_message_bytes
+        self._follow = follow_redirects
