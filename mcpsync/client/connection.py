@@ -56,7 +56,7 @@ _LOG_LEVELS = {
 }
 _ACKNOWLEDGED = "notifications/subscriptions/acknowledged"
 _EARLY_LIMIT = 64
-_SEND_OPTIONS = frozenset({"deadline", "detach"})
+_SEND_OPTIONS = frozenset({"deadline", "detach", "on_write_error"})
 
 
 class Listeners:
