@@ -68,24 +68,33 @@ class Policies:
         start = time.monotonic()
 
         def send(params: dict[str, Any] | None) -> dict[str, Any]:
+            # The first try keeps the caller's timeout semantics (reset on progress),
+            # less what the interceptors already spent of it.
+            spent = time.monotonic() - start
+            try:
+                return self._attempt(conn, method, params, progress, _less(timeout, spent),
+                                     reset_on_progress, _less(max_total, spent))
+            except Exception as exc:
+                policy = self.retry if retry is not True else (self.retry or RetryPolicy())
+                if policy is None:
+                    raise
+                first = exc  # only a failure pays for the retry machinery
+
             def attempt(remaining: float | None) -> dict[str, Any]:
-                if remaining is None:
-                    # The first try keeps the caller's timeout semantics (reset on progress),
-                    # less what the interceptors already spent of it.
-                    spent = time.monotonic() - start
-                    return self._attempt(conn, method, params, progress, _less(timeout, spent),
-                                         reset_on_progress, _less(max_total, spent))
                 return self._attempt(conn, method, params, progress, remaining, False, remaining)
 
             return run_with_retries(
                 attempt,
-                policy=self.retry if retry is not True else (self.retry or RetryPolicy()),
+                policy=policy,
                 repeatable=self._repeatable(method, params, retry),
                 deadline=_deadline(start, timeout, max_total),
                 connection_open=lambda: conn.session.closed is None,
                 method=method,
+                first_error=first,
             )
 
+        if not self.interceptors:
+            return send(params)
         return self.intercept(conn, method, params, send)
 
     def intercept(

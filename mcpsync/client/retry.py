@@ -148,6 +148,7 @@ def run_with_retries(
     method: str,
     clock: Callable[[], float] = time.monotonic,
     sleep: Callable[[float], Any] = time.sleep,
+    first_error: Exception | None = None,
 ) -> dict[str, Any]:
     """Run ``attempt(remaining)`` until it succeeds or may not be retried.
 
@@ -157,12 +158,17 @@ def run_with_retries(
     :param repeatable: the call may run twice without harm.
     :param deadline: the call's monotonic deadline, or ``None``.
     :param connection_open: whether the connection can still carry a retry.
+    :param first_error: the first try already ran (the caller's fast path) and
+        failed with this; the loop starts by deciding whether to retry it.
     """
     tries = 0
     remaining: float | None = None
     while True:
         tries += 1
         try:
+            if first_error is not None:
+                failed, first_error = first_error, None
+                raise failed
             return attempt(remaining)
         except Exception as exc:
             if policy is None or tries >= policy.attempts:
