@@ -1,8 +1,9 @@
 """The stdio transport: an MCP server run as a child process.
 
 Messages are newline-delimited JSON on the child's stdin/stdout (spec,
-*Transports → stdio*).  One daemon thread reads stdout, another drains stderr;
-callers write under a lock.  Death of the server is noticed by EOF *or* by the
+*Transports → stdio*).  One daemon thread reads stdout; stderr is drained by one
+thread shared by every connection of the process (:mod:`.stderr`); callers
+write whole frames, concurrent ones together (:mod:`.writer`).  Death of the server is noticed by EOF *or* by the
 process exiting (a grandchild may hold stdout open after the server died), and
 the whole process group is stopped on every way out.
 
@@ -36,7 +37,8 @@ from mcpsync.exceptions import (
     RequestTimeout,
     ServerStartError,
 )
-from mcpsync.transports.stdio.pipes import JsonLineFramer, ReadBaton, StderrDrain, StderrOption, readable_waiter
+from mcpsync.transports.stdio.pipes import JsonLineFramer, ReadBaton, readable_waiter
+from mcpsync.transports.stdio.stderr import StderrDrain, StderrOption
 from mcpsync.transports.stdio.reader import _POLL, StdoutReading
 from mcpsync.transports.stdio.writer import CLOSING, CUT, UNSENT, WRITTEN, Frame, FrameWriter
 from mcpsync.transports.base import CloseHandler, MessageHandler, Transport, encode_message
@@ -59,8 +61,9 @@ class StdioTransport(StdoutReading, Transport):
     :param cwd: the child's working directory.
     :param stderr: where the server's stderr goes; it is always drained.
         ``None`` logs each line at INFO on ``mcpsync.server``; a callable gets
-        each decoded line; an fd or file object gets the raw bytes.  Keep a
-        callable quick: it runs on the drain thread.
+        each decoded line; an fd or file object gets the raw bytes.  With
+        ``None`` the process-wide ``mcpsync-stderr`` thread drains it; any
+        other choice gets a drain thread of its own (keep a callable quick).
     :param max_message_bytes: longest accepted stdout line; a longer one
         closes the connection with :class:`~mcpsync.exceptions.MessageTooLarge`.
     :param close_grace: seconds to wait for the server to exit after its
@@ -160,7 +163,7 @@ class StdioTransport(StdoutReading, Transport):
     # -- lifecycle ----------------------------------------------------------
 
     def start(self, on_message: MessageHandler, on_close: CloseHandler) -> None:
-        """Spawn the server and start the reader and stderr threads.
+        """Spawn the server, start the reader thread and drain its stderr.
 
         :raises ~mcpsync.exceptions.ServerStartError: if the program cannot be run.
         """
