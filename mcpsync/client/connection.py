@@ -23,7 +23,6 @@ from mcpsync.rpc.dispatcher import Dispatcher
 from mcpsync.client.server_requests import answer_server_request
 from mcpsync.client.options import ClientOptions
 from mcpsync.client.subscriptions import LIST_CHANGED, Subscription, subscription_id, wanted_by
-from mcpsync.client.task_store import ClientTaskStore
 from mcpsync.exceptions import (
     ClientClosed,
     ConnectionClosed,
@@ -38,6 +37,7 @@ from mcpsync.transports.base import Transport
 
 if TYPE_CHECKING:
     from mcpsync.client.policies import Policies
+    from mcpsync.client.task_store import ClientTaskStore
 
 __all__ = ["Connection", "Listeners"]
 
@@ -123,9 +123,11 @@ class Connection:
         # A waiting caller reads its own reply when the transport allows it.
         self.session.caller_reader = getattr(transport, "read_for", None)
         #: The tasks this client runs for a handshake-era server (``serve_tasks=True``).
-        self.task_store = (
-            ClientTaskStore(self.handlers.submit, self._answer_request, self.report) if options.serve_tasks else None
-        )
+        self.task_store: ClientTaskStore | None = None
+        if options.serve_tasks:  # imported only then: it costs a cold start ~10 ms (secrets, datetime)
+            from mcpsync.client.task_store import ClientTaskStore
+
+            self.task_store = ClientTaskStore(self.handlers.submit, self._answer_request, self.report)
         self._cancelled_requests: set[int | str] = set()
         # Server requests a handler is still answering: only these can be cancelled,
         # so a server cancelling ids it never sent cannot grow _cancelled_requests.
