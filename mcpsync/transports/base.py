@@ -37,8 +37,19 @@ from typing import Any, Callable, Mapping
 
 __all__ = ["Transport", "MessageHandler", "CloseHandler", "encode_message"]
 
-# One encoder for every message: json.dumps with non-default options builds a
-# new JSONEncoder per call. encode() keeps no state, so sharing it is thread-safe.
+def _not_json(value: object) -> Any:
+    raise TypeError(f"Object of type {type(value).__name__} is not JSON serializable")
+
+
+# The C encoder itself, made once: JSONEncoder.encode builds a new one per call (and a
+# dict to find cycles; without it a cycle ends in RecursionError, turned into ValueError
+# below).  It keeps no state between calls, so sharing it between threads is safe.
+_make_encoder = getattr(json.encoder, "c_make_encoder", None)
+_C_ENCODER = (
+    _make_encoder(None, _not_json, json.encoder.encode_basestring, None, ":", ",", False, False, False)
+    if _make_encoder is not None
+    else None
+)
 _ENCODER = json.JSONEncoder(allow_nan=False, separators=(",", ":"), ensure_ascii=False)
 
 #: Called with each parsed JSON value received from the peer.
@@ -57,7 +68,13 @@ def encode_message(message: Mapping[str, Any]) -> bytes:
     :raises ValueError: for NaN/Infinity or text that is not valid Unicode.
     :raises TypeError: for values JSON cannot represent.
     """
-    text = _ENCODER.encode(message)
+    if _C_ENCODER is not None:
+        try:
+            text = "".join(_C_ENCODER(message, 0))
+        except RecursionError:
+            raise ValueError("message is circular or nested too deeply") from None
+    else:  # an interpreter without the C accelerator
+        text = _ENCODER.encode(message)
     try:
         return text.encode("utf-8")
     except UnicodeEncodeError as exc:

@@ -7,6 +7,7 @@
 from __future__ import annotations
 
 import json
+import json.scanner
 import logging
 import os
 import select
@@ -14,7 +15,7 @@ import sys
 import threading
 import time
 from collections.abc import Callable
-from typing import Any
+from typing import Any, cast
 
 from mcpsync.exceptions import excerpt
 
@@ -31,6 +32,9 @@ __all__ = [
 _log = logging.getLogger("mcpsync.transports.stdio.transport")
 
 _WINDOWS = sys.platform == "win32"
+#: One JSON value at an index; the C scanner when there is one.  It keeps no state
+#: between calls (its key cache is cleared after each), and one thread reads at a time.
+_scan: Callable[[str, int], tuple[Any, int]] = json.scanner.make_scanner(cast(Any, json.JSONDecoder()))
 _WARN_BURST = 5  # skipped-line warnings per window; the rest are only counted
 _WARN_WINDOW = 60.0
 
@@ -253,7 +257,17 @@ class JsonLineFramer:
         if not text or text.isspace():
             return
         try:
-            message = json.loads(text)
+            # The C scanner straight away (json.loads adds two regex matches and
+            # three calls); anything but one whole value goes the long way.
+            message, end = _scan(text, 0)
+            if end != len(text):
+                message = json.loads(text)
+        except StopIteration:  # not a value at position 0 (leading space, junk)
+            try:
+                message = json.loads(text)
+            except Exception as exc:  # noqa: BLE001 - incl. RecursionError, not a ValueError
+                self._skip(text, exc)
+                return
         except Exception as exc:  # noqa: BLE001 - incl. RecursionError, not a ValueError
             self._skip(text, exc)
             return
