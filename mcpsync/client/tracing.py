@@ -51,6 +51,8 @@ class Tracing:
         self._lock = threading.Lock()
         self._api: tuple[Any, Any] | None = None  # (opentelemetry.trace, opentelemetry.propagate)
         self._looked = not enabled
+        #: Switched off, or opentelemetry is not installed: nothing to do, ever.
+        self._off = not enabled
         # A provider named in the environment is loaded by opentelemetry on first use.
         self._from_environment = enabled and "OTEL_PYTHON_TRACER_PROVIDER" in os.environ
 
@@ -63,6 +65,7 @@ class Tracing:
                     from opentelemetry import propagate, trace
                 except ImportError:
                     self._api = None
+                    self._off = True
                 else:
                     self._api = (trace, propagate)
                 self._looked = True
@@ -70,6 +73,8 @@ class Tracing:
 
     def span(self, conn: Connection, method: str, params: dict[str, Any] | None) -> RequestSpan | None:
         """A span for one request about to be sent, or ``None`` when tracing is off."""
+        if self._off:
+            return None
         if not self._looked and "opentelemetry.trace" not in sys.modules and not self._from_environment:
             # Configuring a tracer provider imports opentelemetry.trace; until someone
             # did, spans would be no-ops: skip importing it (~25 ms of a cold start).
