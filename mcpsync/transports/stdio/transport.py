@@ -398,7 +398,7 @@ class StdioTransport(StdoutReading, Transport):
         lock = writer.lock
         if lock.acquire(False):
             pass
-        elif on_write_error is not None:
+        elif on_write_error is not None and not writer.refusing:
             if writer.offer(frame):
                 return  # the thread writing now writes it too
         else:  # contended: wait, bounded and interruptible by close

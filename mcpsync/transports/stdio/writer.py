@@ -12,6 +12,9 @@ Rules kept (docs/threading.rst):
 * a frame is written whole, never interleaved with another (one writer at a time);
 * no frame is left behind: whoever releases the lock looks at the queue again
   (:meth:`FrameWriter.release`), and an offer made while the lock is free takes it;
+* nobody writes for the others for long: after :attr:`FrameWriter.ROUNDS`
+  writes the holder refuses new frames (callers then wait for the lock as
+  they used to) and writes only what was already handed over;
 * every frame keeps its own deadline: a frame nothing of which was written by
   then is dropped and reported ``UNSENT`` (the connection stays usable); one
   cut in half is reported ``CUT`` (the connection must close);
@@ -83,6 +86,12 @@ class FrameWriter:
         self._name = name
         self._queue: deque[Frame] = deque()  # append/popleft are atomic under the GIL
         self._helper: threading.Thread | None = None
+        #: Set by a writer that has written for others long enough: callers then
+        #: take the lock in turn instead of handing their frame over (see ROUNDS).
+        self.refusing = False
+
+    #: Writes a holder makes (its own and others' frames) before it stops taking more.
+    ROUNDS = 4
 
     def offer(self, frame: Frame) -> bool:
         """Hand *frame* to the thread writing now; ``True`` if that worked.
@@ -105,7 +114,14 @@ class FrameWriter:
         """
         result = WRITTEN
         queue = self._queue
+        rounds = 0
         while True:
+            rounds += 1
+            if rounds == self.ROUNDS:
+                # Every os.write gives up the GIL and a busy process may keep it from
+                # us for a while: our caller is not everyone's writer for long.  From
+                # now on callers wait their turn; what is queued already is still ours.
+                self.refusing = True
             frames: list[Frame] = []
             if own is not None:
                 frames.append(own)
@@ -134,6 +150,7 @@ class FrameWriter:
         """Let go of :attr:`lock`; write what was queued meanwhile if nobody else will."""
         lock, queue = self.lock, self._queue
         while True:
+            self.refusing = False  # before the release: an offer made now is seen below
             lock.release()
             if not queue or not lock.acquire(False):
                 return  # empty, or the new holder writes it
