@@ -40,6 +40,17 @@ IMPLS = {
 }
 STDIO = ["inline", "threaded", "mcpsync", "sdk", "sdk-thread"]
 HTTP = ["requests", "httpclient", "mcpsync", "sdk", "sdk-thread"]
+#: Another checkout of mcpsync (``--baseline``), measured as one more column by the
+#: same client scripts, interleaved: "before" and "after" in one run.
+BASELINE: str | None = None
+
+
+def columns(impls: list[str], sdk: bool) -> list[str]:
+    """*impls* without the SDK when it is off, with the baseline after mcpsync when set."""
+    out = [i for i in impls if sdk or not i.startswith("sdk")]
+    if BASELINE and "mcpsync" in out:
+        out.insert(out.index("mcpsync") + 1, "baseline")
+    return out
 
 
 def ensure_sdk() -> None:
@@ -56,7 +67,8 @@ def run_client(impl: str, workload: str, args: dict, timeout: float = 300.0) -> 
     python = SDK_PYTHON if impl.startswith("sdk") else sys.executable
     env = dict(os.environ, BENCH_SERVER_PYTHON=sys.executable)
     if not impl.startswith("sdk"):
-        env["PYTHONPATH"] = ROOT + os.pathsep + env.get("PYTHONPATH", "")
+        root = BASELINE if impl == "baseline" and BASELINE else ROOT
+        env["PYTHONPATH"] = root + os.pathsep + env.get("PYTHONPATH", "")
     argv = [python, os.path.join(CLIENTS, script), sub, workload, json.dumps(args)]
     t0 = time.perf_counter()
     proc = subprocess.run(argv, capture_output=True, text=True, env=env, timeout=timeout)
@@ -87,21 +99,21 @@ def plan(smoke: bool, sdk: bool) -> list[tuple[str, str, dict]]:
     """(case, impl, args) for one round."""
     duration = 0.05 if smoke else 1.0
     sizes = [64 * 1024] if smoke else [MIB, 10 * MIB, 20 * MIB]
-    stdio = [i for i in STDIO if sdk or not i.startswith("sdk")]
-    http = [i for i in HTTP if sdk or not i.startswith("sdk")]
+    stdio, http = columns(STDIO, sdk), columns(HTTP, sdk)
+    ours = columns(["mcpsync"], sdk)
     cases: list[tuple[str, str, dict]] = []
     cases += [("cold", i, {}) for i in stdio if i != "sdk-thread"]
     cases += [("seq", i, {"duration": duration}) for i in stdio]
     cases += [("threads", i, {"duration": duration, "threads": 8}) for i in stdio if i != "inline"]
     # Short per-call timeouts: the deadline bookkeeping must stay cheap (the floor: a timed wait).
-    cases += [("deadline", i, {"duration": duration, "threads": 8, "timeout": 0.25}) for i in ("threaded", "mcpsync")]
-    cases += [("group", "mcpsync", {"n": 2 if smoke else 10})]
+    cases += [("deadline", i, {"duration": duration, "threads": 8, "timeout": 0.25}) for i in ("threaded", *ours)]
+    cases += [("group", i, {"n": 2 if smoke else 10}) for i in ours]
     cases += [("echo", i, {"sizes": sizes, "reps": 1 if smoke else 3}) for i in stdio]
-    cases += [("rss", i, {"n": 2 if smoke else 50}) for i in stdio if i in ("threaded", "mcpsync", "sdk")]
+    cases += [("rss", i, {"n": 2 if smoke else 50}) for i in stdio if i in ("threaded", "sdk", *ours)]
     for mode in ("json", "sse", "legacy"):
         cases += [(f"http-{mode}", i, {"mode": mode, "duration": duration}) for i in http]
     # 8 threads: one shared mcpsync client vs a requests.Session per thread.
-    cases += [("http-threads", i, {"mode": "json", "duration": duration, "threads": 8}) for i in ("requests", "mcpsync")]
+    cases += [("http-threads", i, {"mode": "json", "duration": duration, "threads": 8}) for i in ("requests", *ours)]
     return cases
 
 
@@ -151,8 +163,7 @@ def ratio(a: float | None, b: float | None) -> float | None:
 
 
 def table(results: dict, sdk: bool) -> tuple[str, list[tuple[str, float | None, str, bool | None]]]:
-    stdio = [i for i in STDIO if sdk or not i.startswith("sdk")]
-    http = [i for i in HTTP if sdk or not i.startswith("sdk")]
+    stdio, http = columns(STDIO, sdk), columns(HTTP, sdk)
     sizes = sorted({int(s) for runs in results.get("echo", {}).values() for run in runs for s in run})
     rows = [
         ("sequential tools/call, calls/s", "seq", "rate", 0),
@@ -258,10 +269,16 @@ def main() -> int:
     parser.add_argument("--no-sdk", action="store_true", help="skip the official SDK (no virtualenv needed)")
     parser.add_argument("--out", default=None, help="write the Markdown table here too")
     parser.add_argument("--json", default=None, help="write the raw per-round results here")
+    parser.add_argument("--baseline", default=None, metavar="DIR",
+                        help="another mcpsync checkout, measured as one more column (before/after)")
     parser.add_argument("--only", default="", help="comma-separated cases: cold,seq,threads,deadline,echo,rss,group,"
                         "http-json,http-sse,http-legacy,http-threads")
     opts = parser.parse_args()
     sdk = not opts.no_sdk
+    if opts.baseline:
+        global BASELINE
+        BASELINE = os.path.abspath(opts.baseline)
+        IMPLS["baseline"] = ("mcpsync @ baseline", "mcpsync_bench.py", "x")
     if sdk:
         ensure_sdk()
     rounds = 1 if opts.smoke and opts.rounds == 3 else opts.rounds
