@@ -484,7 +484,9 @@ class Client(TaskFeatures, Skills):
             deadline = cap if deadline is None else min(deadline, cap)
         conn = self._connection(deadline)
         spent = time.monotonic() - started
-        return conn.request(
+        # Straight to the policies (Connection.request is this call for other callers).
+        return conn.policies.request(
+            conn,
             method,
             dict(params) if params is not None else None,
             timeout=None if seconds is None else max(0.0, seconds - spent),

@@ -39,6 +39,9 @@ from mcpsync.transports.stdio.pipes import write_until
 
 __all__ = ["CLOSING", "CUT", "Frame", "FrameWriter", "UNSENT", "WRITTEN"]
 
+#: Frames are joined into one write up to this many bytes (a pipe holds 64 KiB on Linux).
+_JOIN_LIMIT = 65536
+
 #: Outcomes of one frame.
 WRITTEN, UNSENT, CUT, CLOSING = "written", "unsent", "cut", "closing"
 
@@ -53,7 +56,8 @@ class Frame:
 
     def __init__(self, data: bytes, deadline: float | None, limit: float | None, message: Any,
                  on_error: Callable[[BaseException], None] | None) -> None:
-        self.data = data
+        #: What is left to write (a view into the encoded message once started).
+        self.data: bytes | memoryview = data
         #: ``time.monotonic()`` by which the write must be done; ``None``: until close.
         self.deadline = deadline
         #: The seconds that deadline stands for (for the error message).
@@ -185,7 +189,16 @@ class FrameWriter:
         if len(frames) == 1:
             data = frames[0].data
         else:
-            data = b"".join([frame.data for frame in frames])
+            # Join small frames only: a big one is written from its own buffer (no copy),
+            # and what does not fit in this write goes back to the front of the queue.
+            size = 0
+            for index, frame in enumerate(frames):
+                size += len(frame.data)
+                if size > _JOIN_LIMIT and index:
+                    self._queue.extendleft(reversed(frames[index:]))
+                    del frames[index:]
+                    break
+            data = frames[0].data if len(frames) == 1 else b"".join([frame.data for frame in frames])
         try:
             written = os.write(self.fd, data)
         except BlockingIOError:
@@ -199,8 +212,8 @@ class FrameWriter:
             if written >= size:
                 written -= size
                 continue
-            if written:
-                frame.sent, frame.data, written = written, frame.data[written:], 0
+            if written:  # a view, not a copy: the frame may be many MiB
+                frame.sent, frame.data, written = written, memoryview(frame.data)[written:], 0
             left.append(frame)
         if own is None or left[0] is not own:
             return WRITTEN, left
