@@ -13,6 +13,7 @@ A :class:`Client` can be shared between threads; create it once per process.
 from __future__ import annotations
 
 import logging
+import typing as _typing
 
 from mcpsync._version import __version__  # noqa: E402
 
@@ -23,8 +24,10 @@ from mcpsync.client.retry import RetryPolicy  # noqa: E402
 from mcpsync.client.subscriptions import Notification, Subscription  # noqa: E402
 from mcpsync.client.client import Client, Handle, PendingCall, TaskHandle  # noqa: E402
 from mcpsync.exceptions import *  # noqa: E402,F401,F403
-from mcpsync.group import ClientGroup  # noqa: E402
 from mcpsync.exceptions import __all__ as _exc_all  # noqa: E402
+
+if _typing.TYPE_CHECKING:
+    from mcpsync.group import ClientGroup
 
 __all__ = [
     "__version__",
@@ -43,3 +46,16 @@ __all__ = [
 ]
 
 logging.getLogger(__name__).addHandler(logging.NullHandler())
+
+
+def __getattr__(name: str) -> object:
+    # ClientGroup is imported on first use: a process with one server should not pay for it.
+    if name == "ClientGroup":
+        from mcpsync.group import ClientGroup
+
+        return ClientGroup
+    raise AttributeError(f"module 'mcpsync' has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), "ClientGroup"})

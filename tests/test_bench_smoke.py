@@ -29,12 +29,17 @@ def test_bench_smoke_writes_a_full_table(tmp_path: Path) -> None:
     for row in (
         "sequential tools/call, calls/s",
         "8 threads, one client, calls/s",
+        "8 threads, p99, µs",
+        "8 threads, timeout=0.25 each, calls/s",
         "echo 0.0625 MiB, ms",
         "RSS holding N clients, MB",
+        "threads per idle connection",
         "cold start (whole process), ms",
+        "N servers as a ClientGroup: connect + tools/list, ms",
         "JSON reply, calls/s",
         "SSE reply, p50 µs",
         "legacy HTTP+SSE, calls/s",
+        "8 threads, JSON reply, calls/s (floor: a Session per thread)",
     ):
         line = next(line for line in table.splitlines() if line.startswith(f"| {row} |"))
         cells = [cell.strip() for cell in line.strip("|").split("|")][1:]

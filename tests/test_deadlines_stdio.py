@@ -38,6 +38,38 @@ def test_b7_write_to_a_server_that_stopped_reading_ends_at_the_call_deadline() -
         assert time.monotonic() - start < 2.0  # not the 60 s write_timeout
 
 
+@pytest.mark.parametrize("size", [20 * 1024, 256 * 1024])  # fits the pipe a few times / cut in the pipe
+def test_b7_frames_handed_to_a_wedged_writer_end_at_their_own_deadlines(size: int) -> None:
+    # Callers that find another thread writing hand their frame over (issue 18) and wait
+    # for the reply; with the server not reading, each still ends by its own deadline.
+    with mcpsync.Client.stdio([*DEADLINE_SERVER, "stop-reading"], timeout=20,
+                              close_grace=0.5, terminate_grace=0.5) as client:
+        client.connect()
+        ended: list[tuple[float, float, BaseException | None]] = []
+
+        def call(timeout: float) -> None:
+            start = time.monotonic()
+            try:
+                client.call_tool("echo", {"blob": "b" * size}, timeout=timeout)
+            except mcpsync.McpError as exc:
+                ended.append((timeout, time.monotonic() - start, exc))
+            else:
+                ended.append((timeout, time.monotonic() - start, None))
+
+        threads = [threading.Thread(target=call, args=(0.5 + 0.25 * (i % 3),)) for i in range(8)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join(10)
+        assert not any(thread.is_alive() for thread in threads)
+        assert len(ended) == 8
+        for timeout, took, exc in ended:
+            # A timeout, or the connection closed because a frame was cut at a deadline.
+            assert isinstance(exc, (mcpsync.RequestTimeout, mcpsync.ConnectionClosed)), exc
+            assert took < timeout + 1.5
+        assert any(isinstance(exc, mcpsync.RequestTimeout) for _, _, exc in ended)
+
+
 def test_b7_request_async_returns_at_once_and_close_releases_its_waiter() -> None:
     client = mcpsync.Client.stdio([*DEADLINE_SERVER, "stop-reading"], timeout=20,
                                   close_grace=0.5, terminate_grace=0.5)

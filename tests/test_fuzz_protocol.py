@@ -177,13 +177,13 @@ def test_session_feed_never_raises_and_settles_once(batch: list[Any]) -> None:
     pendings = [session.send_request("tools/call", {"n": n}, on_progress=lambda *a: None) for n in range(6)]
     for message in batch:
         session.feed(message)
-    settled = [p for p in pendings if p.future.done()]
+    settled = [p for p in pendings if p.reply.done()]
     assert session.pending_count() + len(settled) == len(pendings)
     for pending in settled:
-        exc = pending.future.exception()
+        exc = pending.reply.exception()
         assert exc is None or isinstance(exc, (mcpsync.ProtocolError, mcpsync.ServerError)), repr(exc)
     session.fail_all(mcpsync.ConnectionClosed("fuzz over"))
-    assert all(p.future.done() for p in pendings) and session.pending_count() == 0
+    assert all(p.reply.done() for p in pendings) and session.pending_count() == 0
 
 
 def test_session_feed_survives_deep_nesting() -> None:

@@ -10,7 +10,7 @@ from mcpsync import exceptions
 
 
 def test_all_is_exactly_the_public_namespace() -> None:
-    public = {name for name in vars(mcpsync) if not name.startswith("_")} - {"annotations"}
+    public = {name for name in dir(mcpsync) if not name.startswith("_")} - {"annotations"}
     # Submodules become attributes when imported; only ``types`` is part of __all__.
     modules = {name for name in public if type(getattr(mcpsync, name)).__name__ == "module"}
     assert set(mcpsync.__all__) - {"__version__"} == (public - modules) | {"types"}

@@ -163,7 +163,7 @@ def test_bool_null_float_unknown_and_duplicate_ids_are_dropped(session: Session)
     assert pending.id == 1
     for bad_id in (True, None, 1.0, 999, "zzz"):
         session.feed(reply(bad_id, {"wrong": True}))
-    assert not pending.future.done()
+    assert not pending.reply.done()
     session.feed(reply(1, {"right": True}))
     session.feed(reply(1, {"duplicate": True}))
     assert session.wait(pending, timeout=0) == {"right": True}

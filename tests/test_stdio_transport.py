@@ -155,6 +155,76 @@ def test_stderr_flood_is_drained(nonl: bool, leaks: None) -> None:
         assert tail and len(tail) <= 8192
 
 
+def _stderr_threads() -> list[str]:
+    return sorted(t.name for t in threading.enumerate() if "stderr" in t.name and t.is_alive())
+
+
+def _wait_for(check: Any, timeout: float = 5.0) -> bool:
+    deadline = time.monotonic() + timeout
+    while not check():
+        if time.monotonic() >= deadline:
+            return False
+        time.sleep(0.02)
+    return True
+
+
+@pytest.mark.timeout(60)
+def test_connections_share_one_stderr_thread_that_ends_with_the_last(leaks: None) -> None:
+    # Issue 18: an idle connection costs its reader thread only.
+    peers = [Peer().start() for _ in range(5)]
+    try:
+        for i, p in enumerate(peers):
+            assert p.call({"stderr": 300, "i": i}) == json.dumps({"i": i, "stderr": 300}, sort_keys=True)
+        assert _stderr_threads() == ["mcpsync-stderr"]
+        for p in peers:  # each connection keeps its own head and tail
+            assert _wait_for(lambda p=p: "x" * 99 in p.t.stderr_tail)
+    finally:
+        for p in peers:
+            p.t.close()
+    assert _wait_for(lambda: _stderr_threads() == [])
+
+
+@pytest.mark.timeout(60)
+def test_a_server_flooding_stderr_does_not_stall_another_connections_drain(leaks: None) -> None:
+    with Peer() as flood, Peer() as quiet:
+        errors: list[BaseException] = []
+
+        def flooding() -> None:
+            try:
+                for i in range(20):
+                    flood.call({"stderr": 256 * 1024, "nonl": True, "i": i}, timeout=20)
+            except BaseException as exc:  # reported below
+                errors.append(exc)
+
+        thread = threading.Thread(target=flooding)
+        thread.start()
+        for i in range(20):  # 200 KiB of stderr each: more than a pipe holds, so it must be drained
+            assert quiet.call({"stderr": 200 * 1024, "i": i}, timeout=20)
+        thread.join(30)
+        assert not thread.is_alive() and not errors
+        assert len(quiet.t.stderr_tail) <= 8192
+
+
+@pytest.mark.timeout(30)
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="needs fork()")
+def test_forked_child_drains_stderr_on_its_own_thread() -> None:
+    with Peer() as p:
+        assert p.call({"stderr": 300}) and _stderr_threads() == ["mcpsync-stderr"]
+        pid = os.fork()
+        if pid == 0:  # child: never returns into pytest
+            code = 1
+            try:
+                with Peer() as q:  # the parent's shared thread does not exist here
+                    for i in range(5):
+                        q.call({"stderr": 200 * 1024, "i": i}, timeout=10)
+                    code = 0 if _stderr_threads() == ["mcpsync-stderr"] and "x" * 99 in q.t.stderr_tail else 3
+            finally:
+                os._exit(code)
+        _, status = os.waitpid(pid, 0)
+        assert os.waitstatus_to_exitcode(status) == 0
+        assert p.call({"after": 1}) == '{"after": 1}'
+
+
 def test_stderr_to_callable_and_file(leaks: None) -> None:
     lines: list[str] = []
     with Peer(stderr=lines.append) as p:

@@ -220,8 +220,10 @@ HIDDEN = textwrap.dedent(
         ("sys.modules['opentelemetry'] = None", "True", "|False"),
         # Installed but switched off: not even imported.
         ("", "False", "|False"),
-        # Installed, on, no SDK configured: the API's no-op tracer sends no context.
-        ("", "True", "|True"),
+        # Installed, on, but nothing imported it (so no provider is configured): not imported.
+        ("", "True", "|False"),
+        # Imported, on, no SDK configured: the API's no-op tracer sends no context.
+        ("import opentelemetry.trace", "True", "|True"),
     ],
 )
 def test_nothing_is_imported_or_sent_without_opentelemetry(hide: str, tracing: str, expected: str) -> None:

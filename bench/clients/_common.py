@@ -46,21 +46,30 @@ def sequential(call, duration, warmup=200):
     return {"rate": len(lat) / elapsed, "p50_us": pct(lat, 0.5) * 1e6, "p99_us": pct(lat, 0.99) * 1e6}
 
 
-def threaded(call, duration, threads=8, warmup=50):
-    """``threads`` threads calling ``call()`` for ``duration`` s: total calls/s."""
+def threaded(call, duration, threads=8, warmup=50, per_thread=None):
+    """``threads`` threads calling ``call()`` for ``duration`` s: total calls/s, p50 and p99 in µs.
+
+    ``per_thread(i)``, if given, returns thread *i*'s own ``call`` (e.g. its own connection).
+    """
     counts = [0] * threads
+    lats = [[] for _ in range(threads)]
     go = threading.Barrier(threads + 1)
     stop = threading.Event()
     errors = []
 
     def work(i):
         try:
+            fn = per_thread(i) if per_thread is not None else call
             for _ in range(warmup):
-                call()
+                fn()
             go.wait()
             n = 0
+            lat = lats[i]
+            clock = time.perf_counter
             while not stop.is_set():
-                call()
+                t0 = clock()
+                fn()
+                lat.append(clock() - t0)
                 n += 1
             counts[i] = n
         except BaseException as exc:  # reported, never silently lost
@@ -79,7 +88,8 @@ def threaded(call, duration, threads=8, warmup=50):
     elapsed = time.perf_counter() - start
     if errors:
         raise RuntimeError(errors[0])
-    return {"rate": sum(counts) / elapsed}
+    lat = sorted(x for per in lats for x in per)
+    return {"rate": sum(counts) / elapsed, "p50_us": pct(lat, 0.5) * 1e6, "p99_us": pct(lat, 0.99) * 1e6}
 
 
 def timed(call, reps):
@@ -100,6 +110,18 @@ def echo_sizes(echo, sizes, reps):
     for size in sizes:
         text = "x" * size
         out[str(size)] = timed(lambda: echo(text), reps)
+    return out
+
+
+def thread_counts(n, out):
+    """Add to ``out``: threads per connection (besides this one) and process-wide threads.
+
+    A process-wide thread (mcpsync's shared stderr drain) is counted apart: it
+    is one for the process whatever the number of connections.
+    """
+    shared = sum(1 for t in threading.enumerate() if t.name == "mcpsync-stderr")
+    out["shared"] = shared
+    out["threads"] = (threading.active_count() - 1 - shared) / n
     return out
 
 

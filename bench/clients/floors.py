@@ -69,7 +69,7 @@ class Threaded(Inline):
             self.proc.stdin.write(data)
             self.proc.stdin.flush()
 
-    def call(self, method, params=None):
+    def call(self, method, params=None, timeout=None):
         rid = next(self.ids)
         done = threading.Lock()
         done.acquire()
@@ -77,7 +77,12 @@ class Threaded(Inline):
         with self.lock:
             self.pending[rid] = slot
         self.write({"jsonrpc": "2.0", "id": rid, "method": method, "params": params or {}})
-        done.acquire()
+        if timeout is None:
+            done.acquire()
+        elif not done.acquire(timeout=timeout):  # the least a deadline costs: a timed wait
+            with self.lock:
+                self.pending.pop(rid, None)
+            raise TimeoutError(method)
         return slot[1]["result"]
 
     def close(self):
@@ -148,6 +153,20 @@ class Http:
 
 def main():
     impl, workload, a = c.args()
+    if workload == "http-threads":
+        # The floor for one shared client: every thread with a connection of its own.
+        add = {"name": "add", "arguments": {"a": 1, "b": 2}}
+        clients = []
+
+        def own(i):
+            client = Http(a["port"], a["mode"], impl)
+            clients.append(client)
+            return lambda: client.call("tools/call", add)
+
+        c.emit(c.threaded(None, a["duration"], a["threads"], per_thread=own))
+        for client in clients:
+            client.close()
+        return
     if workload == "http":
         client = Http(a["port"], a["mode"], impl)
         client.call("tools/list")
@@ -163,7 +182,7 @@ def main():
         clients = [cls() for _ in range(a["n"])]
         for client in clients:
             client.call("tools/list")
-        c.emit({"mb": c.rss_mb()})
+        c.emit(c.thread_counts(a["n"], dict(mb=c.rss_mb())))
         for client in clients:
             client.close()
     else:
@@ -173,6 +192,9 @@ def main():
             c.emit(c.sequential(lambda: client.call("tools/call", add), a["duration"]))
         elif workload == "threads":
             c.emit(c.threaded(lambda: client.call("tools/call", add), a["duration"], a["threads"]))
+        elif workload == "deadline":
+            t = a["timeout"]
+            c.emit(c.threaded(lambda: client.call("tools/call", add, timeout=t), a["duration"], a["threads"]))
         elif workload == "echo":
 
             def echo(text):

@@ -135,7 +135,9 @@ class Client(TaskFeatures, Skills):
         self._state_lock = threading.Lock()
         self._conn: Connection | None = None
         self._connecting: Connection | None = None
-        self._connect_owner: int | None = None  # the thread running the handshake
+        #: (pid, thread ident) of the thread running the handshake: thread idents are
+        #: reused, and a forked child may get the ident of a parent thread that was connecting.
+        self._connect_owner: tuple[int, int] | None = None
         self._closed = False
         self._tools: dict[str, types.Tool] = {}
         self._cache = ResultCache()
@@ -295,7 +297,7 @@ class Client(TaskFeatures, Skills):
         conn = self._conn
         if conn is not None and conn.pid == os.getpid():
             return conn
-        if self._connect_owner == threading.get_ident():
+        if self._connect_owner == (os.getpid(), threading.get_ident()):
             # An interceptor of the handshake asked for the connection it is making.
             raise McpError("the client is still connecting: an interceptor of the handshake called it")
         # One thread connects; the others wait here.  close() never takes this
@@ -315,7 +317,7 @@ class Client(TaskFeatures, Skills):
                 # A lazy connect is part of the call that triggered it.
                 left = max(0.0, deadline - time.monotonic())
                 timeout = left if timeout is None else min(timeout, left)
-            self._connect_owner = threading.get_ident()
+            self._connect_owner = (os.getpid(), threading.get_ident())
             try:
                 conn.open(timeout)
             finally:
@@ -487,7 +489,9 @@ class Client(TaskFeatures, Skills):
             deadline = cap if deadline is None else min(deadline, cap)
         conn = self._connection(deadline)
         spent = time.monotonic() - started
-        return conn.request(
+        # Straight to the policies (Connection.request is this call for other callers).
+        return conn.policies.request(
+            conn,
             method,
             dict(params) if params is not None else None,
             timeout=None if seconds is None else max(0.0, seconds - spent),

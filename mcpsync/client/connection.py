@@ -15,7 +15,7 @@ import threading
 import time
 from collections import deque
 from concurrent.futures import Future
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
 from mcpsync import types
 from mcpsync.client.negotiate import Negotiated, modern_meta, negotiate, rejection, reprobe
@@ -23,7 +23,6 @@ from mcpsync.client.options import ClientOptions
 from mcpsync.client.policies import Policies
 from mcpsync.client.server_requests import answer_server_request
 from mcpsync.client.subscriptions import LIST_CHANGED, Subscription, subscription_id, wanted_by
-from mcpsync.client.task_store import ClientTaskStore
 from mcpsync.client.tracing import RequestSpan
 from mcpsync.exceptions import (
     ClientClosed,
@@ -39,6 +38,9 @@ from mcpsync.exceptions import (
 from mcpsync.rpc.dispatcher import Dispatcher
 from mcpsync.rpc.session import PendingRequest, Session, normalize_id
 from mcpsync.transports.base import Transport
+
+if TYPE_CHECKING:
+    from mcpsync.client.task_store import ClientTaskStore
 
 __all__ = ["Connection", "Listeners"]
 
@@ -121,14 +123,20 @@ class Connection:
         # What the transport declares (mcpsync.transports.base): the send keywords it honours,
         # and whether a waiting caller may read its own reply.
         self.session.send_options = frozenset(
-            name for name, honoured in (("deadline", transport.bounded_send), ("detach", transport.detached_send))
+            name for name, honoured in (
+                ("deadline", transport.bounded_send),
+                ("detach", transport.detached_send),
+                ("on_write_error", transport.handoff_send),
+            )
             if honoured
         )
         self.session.caller_reader = transport.caller_reader()
         #: The tasks this client runs for a handshake-era server (``serve_tasks=True``).
-        self.task_store = (
-            ClientTaskStore(self.handlers.submit, self._answer_request, self.report) if options.serve_tasks else None
-        )
+        self.task_store: ClientTaskStore | None = None
+        if options.serve_tasks:  # imported only then: it costs a cold start ~10 ms (secrets, datetime)
+            from mcpsync.client.task_store import ClientTaskStore
+
+            self.task_store = ClientTaskStore(self.handlers.submit, self._answer_request, self.report)
         self._cancelled_requests: set[int | str] = set()
         # Server requests a handler is still answering: only these can be cancelled,
         # so a server cancelling ids it never sent cannot grow _cancelled_requests.

@@ -50,7 +50,7 @@ class PendingCall:
 
     def done(self) -> bool:
         """Whether the request has settled (reply, error, timeout or cancel)."""
-        return self._pending.future.done()
+        return self._pending.reply.done()
 
     def result(
         self,

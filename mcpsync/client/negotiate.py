@@ -307,8 +307,8 @@ def _ask(conn: Link, deadline: float | None, bound: float | None,
     or, after *bound* seconds without an answer, a :class:`_Race` with an ``initialize``."""
     session = conn.session
     probe = session.send_request("server/discover", params, deadline=deadline, detach=True)
-    if probe.future.wait(_left(deadline, bound)):
-        return probe.future.result()
+    if probe.reply.wait(_left(deadline, bound)):
+        return probe.reply.result()
     if bound is not None and session.closed is None:
         meta, session.default_meta = session.default_meta, None
         try:
@@ -317,7 +317,7 @@ def _ask(conn: Link, deadline: float | None, bound: float | None,
             pass  # could not even be written: the probe still has the deadline
         finally:
             session.default_meta = meta
-        probe.future.wait(_left(deadline))
+        probe.reply.wait(_left(deadline))
     return _give_up(conn, probe)
 
 
@@ -325,7 +325,7 @@ def _give_up(conn: Link, probe: PendingRequest) -> object:
     """Settle *probe* locally (a late answer is dropped); its answer if it won the race."""
     if conn.session.settle(probe, RequestTimeout("server/discover got no answer", method="server/discover")):
         return _SILENT
-    return probe.future.result()
+    return probe.reply.result()
 
 
 def _first_answer(conn: Link, deadline: float | None, race: _Race) -> object:
@@ -333,13 +333,13 @@ def _first_answer(conn: Link, deadline: float | None, race: _Race) -> object:
     answered ``initialize``, or :data:`_SILENT`.  A probe answer wins ties."""
     probe, initialize = race.probe, race.initialize
     either = threading.Event()
-    probe.future.add_done_callback(lambda _reply: either.set())
-    initialize.future.add_done_callback(lambda _reply: either.set())
+    probe.reply.add_done_callback(lambda _reply: either.set())
+    initialize.reply.add_done_callback(lambda _reply: either.set())
     while True:
         either.clear()
-        if probe.future.done():
-            return probe.future.result()
-        if initialize.future.done() and initialize.future.exception() is None:
+        if probe.reply.done():
+            return probe.reply.result()
+        if initialize.reply.done() and initialize.reply.exception() is None:
             _give_up(conn, probe)
             return initialize
         # An initialize refused while the probe is pending: a modern server that has not

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import enum
 import os
-from pathlib import Path
 from typing import Any, Callable, Iterable, Sequence, Union
 
 import attrs
@@ -61,6 +60,8 @@ def _as_uri(value: str | os.PathLike[str]) -> str:
     text = os.fspath(value)
     if "://" in text:
         return text
+    from pathlib import Path  # only for roots given as paths: kept off the import path
+
     return Path(text).expanduser().resolve().as_uri()
 
 

@@ -92,27 +92,52 @@ class Policies:
     ) -> dict[str, Any]:
         """Send *method* through the chain and return its raw result."""
         start = time.monotonic()
+        if not self.interceptors:
+            return self._with_retries(conn, method, params, start, timeout, progress, reset_on_progress,
+                                      max_total, retry)
 
         def send(params: dict[str, Any] | None) -> dict[str, Any]:
-            def attempt(remaining: float | None) -> dict[str, Any]:
-                if remaining is None:
-                    # The first try keeps the caller's timeout semantics (reset on progress),
-                    # less what the interceptors already spent of it.
-                    spent = time.monotonic() - start
-                    return self._attempt(conn, method, params, progress, _less(timeout, spent),
-                                         reset_on_progress, _less(max_total, spent))
-                return self._attempt(conn, method, params, progress, remaining, False, remaining)
-
-            return run_with_retries(
-                attempt,
-                policy=self.retry if retry is not True else (self.retry or RetryPolicy()),
-                repeatable=self._repeatable(method, params, retry),
-                deadline=_deadline(start, timeout, max_total),
-                connection_open=lambda: conn.session.closed is None,
-                method=method,
-            )
+            return self._with_retries(conn, method, params, start, timeout, progress, reset_on_progress,
+                                      max_total, retry)
 
         return self.intercept(method, params, send)
+
+    def _with_retries(
+        self,
+        conn: Channel,
+        method: str,
+        params: dict[str, Any] | None,
+        start: float,
+        timeout: float | None,
+        progress: ProgressCallback | None,
+        reset_on_progress: bool,
+        max_total: float | None,
+        retry: bool | None,
+    ) -> dict[str, Any]:
+        # The first try keeps the caller's timeout semantics (reset on progress),
+        # less what the interceptors already spent of it.
+        spent = time.monotonic() - start
+        try:
+            return self._attempt(conn, method, params, progress, _less(timeout, spent),
+                                 reset_on_progress, _less(max_total, spent))
+        except Exception as exc:
+            policy = self.retry if retry is not True else (self.retry or RetryPolicy())
+            if policy is None:
+                raise
+            first = exc  # only a failure pays for the retry machinery
+
+        def attempt(remaining: float | None) -> dict[str, Any]:
+            return self._attempt(conn, method, params, progress, remaining, False, remaining)
+
+        return run_with_retries(
+            attempt,
+            policy=policy,
+            repeatable=self._repeatable(method, params, retry),
+            deadline=_deadline(start, timeout, max_total),
+            connection_open=lambda: conn.session.closed is None,
+            method=method,
+            first_error=first,
+        )
 
     def intercept(
         self,

@@ -24,11 +24,10 @@ raised as it is (a 503 stays an :class:`~mcpsync.exceptions.HTTPStatusError`).
 from __future__ import annotations
 
 import logging
-import random
 import threading
 import time
 from collections.abc import Callable
-from typing import Any, Union
+from typing import TYPE_CHECKING, Any, Union
 
 import attrs
 
@@ -134,8 +133,21 @@ def transient(exc: BaseException, connection_open: bool) -> bool:
     return never_sent(exc, connection_open)
 
 
-_rng = random.Random()
+if TYPE_CHECKING:
+    import random
+
+_rng: random.Random | None = None  # made at the first retry: importing random costs a cold start
 _rng_lock = threading.Lock()
+
+
+def _random() -> random.Random:
+    """The jitter's generator (call under ``_rng_lock``)."""
+    global _rng
+    if _rng is None:
+        import random
+
+        _rng = random.Random()
+    return _rng
 
 
 def run_with_retries(
@@ -148,6 +160,7 @@ def run_with_retries(
     method: str,
     clock: Callable[[], float] = time.monotonic,
     sleep: Callable[[float], Any] = time.sleep,
+    first_error: Exception | None = None,
 ) -> dict[str, Any]:
     """Run ``attempt(remaining)`` until it succeeds or may not be retried.
 
@@ -157,12 +170,17 @@ def run_with_retries(
     :param repeatable: the call may run twice without harm.
     :param deadline: the call's monotonic deadline, or ``None``.
     :param connection_open: whether the connection can still carry a retry.
+    :param first_error: the first try already ran (the caller's fast path) and
+        failed with this; the loop starts by deciding whether to retry it.
     """
     tries = 0
     remaining: float | None = None
     while True:
         tries += 1
         try:
+            if first_error is not None:
+                failed, first_error = first_error, None
+                raise failed
             return attempt(remaining)
         except Exception as exc:
             if policy is None or tries >= policy.attempts:
@@ -171,7 +189,7 @@ def run_with_retries(
             if not (never_sent(exc, is_open) or (repeatable and transient(exc, is_open))):
                 raise
             with _rng_lock:
-                delay = policy.delay(tries, exc, _rng)
+                delay = policy.delay(tries, exc, _random())
             if delay is None:
                 raise
             if deadline is not None and deadline - clock() - delay <= 0:

@@ -18,9 +18,6 @@ unverified byte reaches the caller.  The spec is ext-skills
 
 from __future__ import annotations
 
-import base64
-import binascii
-import hashlib
 import logging
 import posixpath
 import re
@@ -230,6 +227,11 @@ def _check_entry(skill: Skill, allow_dynamic: bool) -> None:
 
 def _verified(uri: str, entry: SkillResource | None, result: types.ReadResourceResult) -> SkillFile:
     """The file's bytes from *result*, if they match *entry* (``None``: a dynamic skill)."""
+    # Imported here only: hashlib alone costs a cold start several ms.
+    import base64
+    import binascii
+    import hashlib
+
     parts = [part for part in result.contents if part.uri == uri]
     if len(parts) != 1:
         raise SkillVerificationError(uri, "content", detail=f"the read returned {len(parts)} contents for it")

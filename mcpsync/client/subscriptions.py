@@ -121,7 +121,7 @@ class Subscription:
 
     def _bind(self, pending: PendingRequest) -> None:
         self._pending = pending
-        pending.future.add_done_callback(lambda fut: self._ended(fut.exception()))
+        pending.reply.add_done_callback(lambda fut: self._ended(fut.exception()))
 
     def _acknowledge(self, agreed: dict[str, Any]) -> None:
         self.acknowledged = agreed

@@ -16,12 +16,16 @@ The span's context goes into the request's ``params._meta`` as W3C
 globally configured propagator, so a server that extracts them continues the
 trace.  An entry already there (set by an interceptor) is kept.
 
-Nothing is imported until the first request, and nothing is done when the
-package is missing or ``Client(..., tracing=False)``.
+Nothing is imported until a request is sent while ``opentelemetry.trace`` is
+already imported (configuring a tracer provider imports it) or
+``OTEL_PYTHON_TRACER_PROVIDER`` is set, and nothing is done when the package is
+missing or ``Client(..., tracing=False)``.
 """
 
 from __future__ import annotations
 
+import os
+import sys
 import threading
 from types import TracebackType
 from typing import Any
@@ -43,6 +47,10 @@ class Tracing:
         self._lock = threading.Lock()
         self._api: tuple[Any, Any] | None = None  # (opentelemetry.trace, opentelemetry.propagate)
         self._looked = not enabled
+        #: Switched off, or opentelemetry is not installed: nothing to do, ever.
+        self._off = not enabled
+        # A provider named in the environment is loaded by opentelemetry on first use.
+        self._from_environment = enabled and "OTEL_PYTHON_TRACER_PROVIDER" in os.environ
 
     def _load(self) -> tuple[Any, Any] | None:
         if self._looked:
@@ -53,6 +61,7 @@ class Tracing:
                     from opentelemetry import propagate, trace
                 except ImportError:
                     self._api = None
+                    self._off = True
                 else:
                     self._api = (trace, propagate)
                 self._looked = True
@@ -66,6 +75,12 @@ class Tracing:
         :param version: the protocol version the request goes out with (``None``: not known yet).
         :param transport: the connection's transport (its URL, session id and kind are recorded).
         """
+        if self._off:
+            return None
+        if not self._looked and "opentelemetry.trace" not in sys.modules and not self._from_environment:
+            # Configuring a tracer provider imports opentelemetry.trace; until someone
+            # did, spans would be no-ops: skip importing it (~25 ms of a cold start).
+            return None
         api = self._load()
         if api is None:
             return None
@@ -162,6 +177,8 @@ def _attributes(method: str, params: dict[str, Any] | None, version: str | None,
         attributes["mcp.session.id"] = session_id
     url = getattr(transport, "url", None)
     if isinstance(url, str):
+        from urllib.parse import urlsplit  # HTTP transports import it anyway; stdio never needs it
+
         parts = urlsplit(url)
         attributes["network.transport"] = "tcp"
         attributes["network.protocol.name"] = "websocket" if parts.scheme in ("ws", "wss") else "http"

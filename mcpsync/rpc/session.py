@@ -1,13 +1,13 @@
-"""The JSON-RPC engine: ids, pending futures and demultiplexing, with no I/O.
+"""The JSON-RPC engine: ids, pending replies and demultiplexing, with no I/O.
 
 :class:`Session` knows nothing about pipes, sockets or threads.  It sends
 through a ``send`` callable and receives through :meth:`Session.feed`, which a
 transport's reader thread calls with every parsed message.  The rules it keeps
 (see docs/threading.rst):
 
-* a request's future is registered under :attr:`Session._lock` *before* the
+* a request's :class:`Reply` is registered under :attr:`Session._lock` *before* the
   message is written, so a reply can never beat its registration;
-* a future is settled only by whoever pops its id from the pending map under
+* a reply is settled only by whoever pops its id from the pending map under
   that lock (the reader on a reply, the caller on timeout or cancel,
   :meth:`Session.fail_all` on close), so nothing is settled twice and a reply
   for a popped id is dropped;
@@ -20,6 +20,7 @@ import itertools
 import logging
 import threading
 import time
+from functools import partial
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -60,20 +61,20 @@ class PendingRequest:
 
     __slots__ = (
         "cancel_sent",
-        "future",
         "id",
         "last_activity",
         "method",
         "on_progress",
         "progress_token",
+        "reply",
         "started",
     )
 
     def __init__(self, request_id: int, method: str, started: float) -> None:
         self.id = request_id
         self.method = method
-        #: The outcome; named like the ``Future`` it replaced.
-        self.future = Reply()
+        #: The outcome, settled once (see :class:`~mcpsync.rpc.reply.Reply`).
+        self.reply = Reply()
         self.started = started
         #: Moves forward on every progress notification (reset-on-progress).
         self.last_activity = started
@@ -112,7 +113,7 @@ class Session:
         self._pending: dict[int, PendingRequest] = {}
         self._by_token: dict[int | str, PendingRequest] = {}
         self._closed: BaseException | None = None
-        #: The keywords of ``send`` the transport takes (``deadline``, ``detach``;
+        #: The keywords of ``send`` the transport takes (``deadline``, ``detach``, ``on_write_error``;
         #: see :class:`~mcpsync.transports.base.Transport`); set by the owner.
         self.send_options: frozenset[str] = frozenset()
         #: Set by a transport that lets a caller waiting for the only pending
@@ -191,12 +192,16 @@ class Session:
             self._send_detached(pending, message)
             return pending
         try:
-            if options and (deadline is not None or detach):
+            if options:
                 kwargs: dict[str, Any] = {}
                 if deadline is not None and "deadline" in options:
                     kwargs["deadline"] = deadline
                 if detach and "detach" in options:
                     kwargs["detach"] = True
+                if "on_write_error" in options:
+                    # The transport may hand the message to the thread writing now and
+                    # return; a failed write then settles the reply this caller waits on.
+                    kwargs["on_write_error"] = partial(self._write_failed, pending)
                 self._send(message, **kwargs)
             else:
                 self._send(message)
@@ -204,16 +209,20 @@ class Session:
             # The transport could not finish by the deadline (and, where the server got
             # the request, cancelled it): the caller's timeout, whoever settled first.
             if self._pop(request_id) is not None:
-                pending.future.set_exception(exc)
+                pending.reply.set_exception(exc)
             raise
         except BaseException as exc:
             if self._pop(request_id) is not None:
-                pending.future.set_exception(exc)
+                pending.reply.set_exception(exc)
                 raise
-            if pending.future._done:
+            if pending.reply._done:
                 return pending  # settled meanwhile (cancelled, closed): its outcome is the answer
             raise
         return pending
+
+    def _write_failed(self, pending: PendingRequest, exc: BaseException) -> None:
+        if self._pop(pending.id) is not None:
+            pending.reply.set_exception(exc)
 
     def _send_detached(self, pending: PendingRequest, message: dict[str, Any]) -> None:
         def write() -> None:
@@ -221,7 +230,7 @@ class Session:
                 self._send(message)
             except BaseException as exc:  # the request's caller gets it from its reply
                 if self._pop(pending.id) is not None:
-                    pending.future.set_exception(exc)
+                    pending.reply.set_exception(exc)
 
         try:
             threading.Thread(target=write, name=f"mcpsync-send-{pending.id}", daemon=True).start()
@@ -279,7 +288,7 @@ class Session:
             enforced whether or not progress arrives.
         :raises RequestTimeout: after sending ``notifications/cancelled``.
         """
-        reply = pending.future
+        reply = pending.reply
         reader = self.caller_reader
         while True:
             if reply._done:
@@ -316,7 +325,7 @@ class Session:
             if self._settle_locally(pending, exc, "timeout"):
                 raise exc
             # The reply won the race: it is the answer.
-            return pending.future.result()
+            return pending.reply.result()
 
     def cancel(self, pending: PendingRequest, reason: str | None = None) -> bool:
         """Cancel *pending*: its caller gets :class:`RequestCancelled`.
@@ -331,7 +340,7 @@ class Session:
         key = normalize_id(request_id)
         pending = self._pop(key) if isinstance(key, int) else None
         if pending is not None:
-            pending.future.set_exception(exc)
+            pending.reply.set_exception(exc)
 
     def settle(self, pending: PendingRequest, exc: BaseException) -> bool:
         """Fail *pending* locally without telling the server (it ended the request).
@@ -340,13 +349,13 @@ class Session:
         """
         if self._pop(pending.id) is None:
             return False
-        pending.future.set_exception(exc)
+        pending.reply.set_exception(exc)
         return True
 
     def _settle_locally(self, pending: PendingRequest, exc: BaseException, reason: str) -> bool:
         if self._pop(pending.id) is None:
             return False
-        pending.future.set_exception(exc)
+        pending.reply.set_exception(exc)
         if pending.method not in _NEVER_CANCEL and self._closed is None:
             pending.cancel_sent = True
             params = {"requestId": pending.id, "reason": reason}
@@ -380,7 +389,7 @@ class Session:
             self._pending.clear()
             self._by_token.clear()
         for item in pending:
-            item.future.set_exception(clone_exception(exc))
+            item.reply.set_exception(clone_exception(exc))
 
     # -- receiving -----------------------------------------------------------
 
@@ -430,16 +439,16 @@ class Session:
         try:
             outcome = outcome_of(message)
         except ProtocolError as exc:
-            pending.future.set_exception(exc)
+            pending.reply.set_exception(exc)
             return
         except Exception as exc:  # a bug of ours must fail this call, not the reader
             log.exception("could not interpret the reply to %s", pending.method)
-            pending.future.set_exception(ProtocolError(f"could not interpret reply: {exc!r}"))
+            pending.reply.set_exception(ProtocolError(f"could not interpret reply: {exc!r}"))
             return
         if isinstance(outcome, BaseException):
-            pending.future.set_exception(outcome)
+            pending.reply.set_exception(outcome)
         else:
-            pending.future.set_result(outcome)
+            pending.reply.set_result(outcome)
 
     def _feed_notification(self, message: dict[str, Any], method: str) -> None:
         params = message.get("params")

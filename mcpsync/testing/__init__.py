@@ -49,7 +49,7 @@ from mcpsync.testing.server.registry import (
 from mcpsync.testing.server.modern import ERAS
 from mcpsync.testing.server.stdio import serve_stdio
 from mcpsync.testing.server.tasks import TASK_MODES
-from mcpsync.transports.base import CloseHandler, MessageHandler, RequestErrorHandler, Transport
+from mcpsync.transports.base import CloseHandler, MessageHandler, RequestErrorHandler, Transport, WriteErrorHandler
 from mcpsync.transports.memory import MemoryTransport, create_pair
 
 if TYPE_CHECKING:
@@ -408,7 +408,14 @@ class _ServedTransport(Transport):
         self._server_end.start(conn.feed, conn.connection_lost)
         self._client_end.start(on_message, on_close)
 
-    def send(self, message: Mapping[str, Any], *, deadline: float | None = None, detach: bool = False) -> None:
+    def send(
+        self,
+        message: Mapping[str, Any],
+        *,
+        deadline: float | None = None,
+        detach: bool = False,
+        on_write_error: WriteErrorHandler | None = None,
+    ) -> None:
         self._client_end.send(message)
 
     def close(self) -> None:

@@ -46,10 +46,29 @@ from typing import Any, Callable, ClassVar, Mapping
 
 from mcpsync.rpc.session import CallerReader
 
-__all__ = ["CallerReader", "CloseHandler", "MessageHandler", "RequestErrorHandler", "Transport", "encode_message"]
+__all__ = [
+    "CallerReader",
+    "CloseHandler",
+    "MessageHandler",
+    "RequestErrorHandler",
+    "Transport",
+    "WriteErrorHandler",
+    "encode_message",
+]
 
-# One encoder for every message: json.dumps with non-default options builds a
-# new JSONEncoder per call. encode() keeps no state, so sharing it is thread-safe.
+def _not_json(value: object) -> Any:
+    raise TypeError(f"Object of type {type(value).__name__} is not JSON serializable")
+
+
+# The C encoder itself, made once: JSONEncoder.encode builds a new one per call (and a
+# dict to find cycles; without it a cycle ends in RecursionError, turned into ValueError
+# below).  It keeps no state between calls, so sharing it between threads is safe.
+_make_encoder = getattr(json.encoder, "c_make_encoder", None)
+_C_ENCODER = (
+    _make_encoder(None, _not_json, json.encoder.encode_basestring, None, ":", ",", False, False, False)
+    if _make_encoder is not None
+    else None
+)
 _ENCODER = json.JSONEncoder(allow_nan=False, separators=(",", ":"), ensure_ascii=False)
 
 #: Called with each parsed JSON value received from the peer.
@@ -58,6 +77,9 @@ MessageHandler = Callable[[Any], None]
 CloseHandler = Callable[[BaseException], None]
 #: ``(request_id, exc)``: fails one pending request (transports with independent requests).
 RequestErrorHandler = Callable[["int | str", BaseException], None]
+#: ``on_write_error(exc)``: the write of a frame :meth:`Transport.send` handed to another
+#: thread failed later (it never went out, or went out cut in half).
+WriteErrorHandler = Callable[[BaseException], None]
 
 
 def encode_message(message: Mapping[str, Any]) -> bytes:
@@ -70,7 +92,13 @@ def encode_message(message: Mapping[str, Any]) -> bytes:
     :raises ValueError: for NaN/Infinity or text that is not valid Unicode.
     :raises TypeError: for values JSON cannot represent.
     """
-    text = _ENCODER.encode(message)
+    if _C_ENCODER is not None:
+        try:
+            text = "".join(_C_ENCODER(message, 0))
+        except RecursionError:
+            raise ValueError("message is circular or nested too deeply") from None
+    else:  # an interpreter without the C accelerator
+        text = _ENCODER.encode(message)
     try:
         return text.encode("utf-8")
     except UnicodeEncodeError as exc:
@@ -88,6 +116,9 @@ class Transport(abc.ABC):
     bounded_send: ClassVar[bool] = False
     #: Whether :meth:`send` honours ``detach=True`` (it can hand the exchange to a worker).
     detached_send: ClassVar[bool] = False
+    #: Whether :meth:`send` may hand the frame to a write in progress on another thread and
+    #: report its failure later through ``on_write_error=`` (stdio: one write for many frames).
+    handoff_send: ClassVar[bool] = False
 
     @abc.abstractmethod
     def start(
@@ -109,13 +140,22 @@ class Transport(abc.ABC):
         """
 
     @abc.abstractmethod
-    def send(self, message: Mapping[str, Any], *, deadline: float | None = None, detach: bool = False) -> None:
+    def send(
+        self,
+        message: Mapping[str, Any],
+        *,
+        deadline: float | None = None,
+        detach: bool = False,
+        on_write_error: WriteErrorHandler | None = None,
+    ) -> None:
         """Send one message, whole, thread-safely.
 
         :param deadline: ``time.monotonic()`` value to give up by (given only
             when :attr:`bounded_send` is set).
         :param detach: do not wait for the exchange in this thread (given only
             when :attr:`detached_send` is set).
+        :param on_write_error: called if a frame handed to another thread's write fails
+            after this returned (given only when :attr:`handoff_send` is set).
         :raises ~mcpsync.exceptions.ConnectionClosed: when the connection is gone.
         :raises ~mcpsync.exceptions.RequestTimeout: when *deadline* passed first.
         """

@@ -37,7 +37,7 @@ import threading
 from typing import Any, Mapping
 
 from ..exceptions import ClientClosed, ConnectionClosed
-from .base import CloseHandler, MessageHandler, RequestErrorHandler, Transport, encode_message
+from .base import CloseHandler, MessageHandler, RequestErrorHandler, Transport, WriteErrorHandler, encode_message
 
 __all__ = ["MemoryTransport", "create_pair"]
 
@@ -114,7 +114,14 @@ class MemoryTransport(Transport):
             thread.start()
             self._thread = thread
 
-    def send(self, message: Mapping[str, Any], *, deadline: float | None = None, detach: bool = False) -> None:
+    def send(
+        self,
+        message: Mapping[str, Any],
+        *,
+        deadline: float | None = None,
+        detach: bool = False,
+        on_write_error: WriteErrorHandler | None = None,
+    ) -> None:
         """Encode *message* and queue it for the peer (never blocks: no deadline to honour).
 
         :raises ValueError: for NaN/Infinity or invalid Unicode (nothing is sent).

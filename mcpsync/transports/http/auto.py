@@ -15,7 +15,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from mcpsync.exceptions import ClientClosed, RequestTimeout, ServerStartError
-from mcpsync.transports.base import CloseHandler, MessageHandler, RequestErrorHandler, Transport
+from mcpsync.transports.base import CloseHandler, MessageHandler, RequestErrorHandler, Transport, WriteErrorHandler
 from mcpsync.transports.http import common as common
 from mcpsync.transports.http.legacy import LegacySSETransport
 from mcpsync.transports.http.streamable import FallbackToLegacy, StreamableHTTPTransport
@@ -79,7 +79,14 @@ class AutoHTTPTransport(Transport):
                 self._on_close(exc)
         return forward
 
-    def send(self, message: Mapping[str, Any], *, deadline: float | None = None, detach: bool = False) -> None:
+    def send(
+        self,
+        message: Mapping[str, Any],
+        *,
+        deadline: float | None = None,
+        detach: bool = False,
+        on_write_error: WriteErrorHandler | None = None,
+    ) -> None:
         """Send through the active transport (see :meth:`StreamableHTTPTransport.send`)."""
         try:
             self._active.send(message, deadline=deadline, detach=detach)

@@ -34,7 +34,7 @@ from mcpsync.transports.http import track as track
 from mcpsync.transports.http.endpoint import HttpEndpoint
 from mcpsync.transports.http.sse_messages import event_messages
 from mcpsync.transports.http.sse_parser import SSEParser
-from mcpsync.transports.base import CloseHandler, MessageHandler, RequestErrorHandler, encode_message
+from mcpsync.transports.base import CloseHandler, MessageHandler, RequestErrorHandler, WriteErrorHandler, encode_message
 
 if TYPE_CHECKING:  # pragma: no cover
     import requests
@@ -225,7 +225,14 @@ class LegacySSETransport(HttpEndpoint):
             reason = ClientClosed("transport closed")
         self._report_close(reason)
 
-    def send(self, message: Mapping[str, Any], *, deadline: float | None = None, detach: bool = False) -> None:
+    def send(
+        self,
+        message: Mapping[str, Any],
+        *,
+        deadline: float | None = None,
+        detach: bool = False,
+        on_write_error: WriteErrorHandler | None = None,
+    ) -> None:
         """POST one message to the endpoint; replies come on the stream.
 
         The POST (answered ``202`` at once by a well-behaved server) is bounded

@@ -76,7 +76,7 @@ from mcpsync.exceptions import (
     RequestTimeout,
     SessionExpired,
 )
-from mcpsync.transports.base import CloseHandler, MessageHandler, RequestErrorHandler, encode_message
+from mcpsync.transports.base import CloseHandler, MessageHandler, RequestErrorHandler, WriteErrorHandler, encode_message
 from mcpsync.transports.http import common as common
 from mcpsync.transports.http import mcp_rules as rules
 from mcpsync.transports.http import track as track
@@ -233,7 +233,14 @@ class StreamableHTTPTransport(HttpEndpoint):
         self._on_close = on_close
         self._on_request_error = on_request_error
 
-    def send(self, message: Mapping[str, Any], *, deadline: float | None = None, detach: bool = False) -> None:
+    def send(
+        self,
+        message: Mapping[str, Any],
+        *,
+        deadline: float | None = None,
+        detach: bool = False,
+        on_write_error: WriteErrorHandler | None = None,
+    ) -> None:
         """POST one message; see the module docstring for what each reply means.
 
         :param deadline: ``time.monotonic()`` value by which the request must

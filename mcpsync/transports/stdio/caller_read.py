@@ -89,7 +89,9 @@ class ReadBaton:
         with self._mutex:
             self._kicks += 1
             self._resume_at = 0.0
-            if self._parked:
+            if self._parked and not self._claims:
+                # While a caller reads, waking the reader is a wasted thread switch: it
+                # could not read, and the caller resumes it when it lets go (release).
                 self._cond.notify_all()
 
     def claim(self) -> bool:

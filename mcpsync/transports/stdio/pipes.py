@@ -1,12 +1,13 @@
-"""Pipe helpers for the stdio transport: stdout framing and stderr draining.
+"""Pipe helpers for the stdio transport: stdout framing, the read baton, pipe waits.
 
-:class:`JsonLineFramer` turns stdout bytes into JSON values; :class:`StderrDrain`
-keeps stderr flowing on its own thread.  Nothing here starts a thread at import.
+:class:`JsonLineFramer` turns stdout bytes into JSON values (stderr is drained by
+:mod:`mcpsync.transports.stdio.stderr`).  Nothing here starts a thread at import.
 """
 
 from __future__ import annotations
 
 import json
+import json.scanner
 import logging
 import os
 import select
@@ -14,15 +15,13 @@ import sys
 import threading
 import time
 from collections.abc import Callable
-from typing import IO, Any, Union
+from typing import Any, cast
 
 from mcpsync.exceptions import excerpt
 
 __all__ = [
     "JsonLineFramer",
     "LineTooLong",
-    "StderrDrain",
-    "StderrOption",
     "readable_waiter",
     "wait_readable",
     "wait_writable",
@@ -32,12 +31,11 @@ __all__ = [
 _log = logging.getLogger("mcpsync.transports.stdio.transport")
 
 _WINDOWS = sys.platform == "win32"
+#: One JSON value at an index; the C scanner when there is one.  It keeps no state
+#: between calls (its key cache is cleared after each), and one thread reads at a time.
+_scan: Callable[[str, int], tuple[Any, int]] = json.scanner.make_scanner(cast(Any, json.JSONDecoder()))
 _WARN_BURST = 5  # skipped-line warnings per window; the rest are only counted
 _WARN_WINDOW = 60.0
-
-#: What ``stderr=`` accepts: ``None`` (log lines to ``mcpsync.server``), a
-#: callable taking one decoded line, an OS file descriptor, or a file object.
-StderrOption = Union[None, int, IO[Any], Callable[[str], None]]  # noqa: UP007 - runtime alias on 3.10
 
 
 def wait_readable(fd: int, timeout: float) -> bool:
@@ -165,7 +163,17 @@ class JsonLineFramer:
         if not text or text.isspace():
             return
         try:
-            message = json.loads(text)
+            # The C scanner straight away (json.loads adds two regex matches and
+            # three calls); anything but one whole value goes the long way.
+            message, end = _scan(text, 0)
+            if end != len(text):
+                message = json.loads(text)
+        except StopIteration:  # not a value at position 0 (leading space, junk)
+            try:
+                message = json.loads(text)
+            except Exception as exc:  # noqa: BLE001 - incl. RecursionError, not a ValueError
+                self._skip(text, exc)
+                return
         except Exception as exc:  # noqa: BLE001 - incl. RecursionError, not a ValueError
             self._skip(text, exc)
             return
@@ -191,215 +199,3 @@ class JsonLineFramer:
                 self._label,
                 int(_WARN_WINDOW),
             )
-
-
-class StderrDrain:
-    """Drain a child's stderr on a named daemon thread; keep its head and tail.
-
-    Reads chunks with ``os.read`` (a server that writes progress bars without
-    newlines must not make us buffer forever), keeps the first ``head_lines``
-    lines (at most ``head_bytes``) and the last ``tail_lines`` lines (at most
-    ``tail_bytes``) for error reports, and forwards output to ``sink``.
-    """
-
-    _LINE_LIMIT = 8192
-
-    def __init__(
-        self,
-        stream: IO[bytes],
-        sink: StderrOption,
-        *,
-        label: str,
-        tail_bytes: int = 6000,
-        tail_lines: int = 20,
-        head_bytes: int = 2000,
-        head_lines: int = 10,
-    ) -> None:
-        self._stream = stream
-        self._sink = sink
-        self._label = label
-        self._tail_bytes = tail_bytes
-        self._tail_lines = tail_lines
-        self._head_bytes = head_bytes
-        self._head_lines = head_lines
-        # The first lines usually say what went wrong; the last lines say how it ended
-        # (a server may print its error and then 40 lines of usage).
-        self._head = bytearray()
-        self._head_full = False
-        self._tail = bytearray()
-        self._gap = 0  # lines dropped between head and tail
-        self._gap_bytes = 0
-        self._tail_lock = threading.Lock()
-        self._partial = bytearray()
-        self._stop = threading.Event()
-        self._eof = threading.Event()
-        self._thread: threading.Thread | None = None
-        self._server_log = logging.getLogger("mcpsync.server")
-
-    def start(self, name: str) -> None:
-        """Start the drain thread, named ``name``."""
-        self._thread = threading.Thread(target=self._run, name=name, daemon=True)
-        self._thread.start()
-
-    @property
-    def running(self) -> bool:
-        """Whether the drain thread is alive."""
-        return self._thread is not None and self._thread.is_alive()
-
-    def stop(self) -> None:
-        """Ask the thread to finish even if a stray process keeps stderr open."""
-        self._stop.set()
-
-    def join(self, timeout: float) -> None:
-        """Wait up to ``timeout`` seconds for the thread to end."""
-        if self._thread is not None and self._thread is not threading.current_thread():
-            self._thread.join(timeout)
-
-    def wait_eof(self, timeout: float) -> bool:
-        """Wait until the child's stderr reached EOF (so the tail is complete)."""
-        return self._eof.wait(timeout)
-
-    def tail(self) -> str:
-        """The first and last lines of stderr, decoded leniently (untrusted text).
-
-        When output was left out between the two, a line ``[... N lines
-        skipped ...]`` stands in for it.  At most ``head_bytes + tail_bytes``
-        bytes of output are shown.
-        """
-        with self._tail_lock:
-            head, tail, gap, dropped = bytes(self._head), bytes(self._tail), self._gap, self._gap_bytes
-        if len(tail) > self._tail_bytes:
-            dropped += len(tail) - self._tail_bytes
-            gap += tail.count(b"\n", 0, len(tail) - self._tail_bytes)
-            tail = tail[-self._tail_bytes :]
-        tail_lines = tail.decode("utf-8", errors="replace").splitlines()
-        if dropped and len(tail_lines) > 1:  # the first line kept was (probably) cut
-            gap += 1
-            tail_lines = tail_lines[1:]
-        if len(tail_lines) > self._tail_lines:
-            gap += len(tail_lines) - self._tail_lines
-            dropped += 1
-            tail_lines = tail_lines[-self._tail_lines :]
-        lines = head.decode("utf-8", errors="replace").splitlines()
-        if dropped:
-            lines.append(f"[... {gap} line{'s' if gap != 1 else ''} skipped ...]" if gap else "[...]")
-        return "\n".join(lines + tail_lines).strip()
-
-    def _run(self) -> None:
-        fd = self._stream.fileno()
-        try:
-            while True:
-                if not wait_readable(fd, 0.1):
-                    if self._stop.is_set():
-                        break
-                    continue
-                chunk = os.read(fd, 65536)
-                if not chunk:
-                    break
-                self._keep(chunk)
-                self._forward(chunk)
-        except BaseException:  # noqa: BLE001 - the drain must never die silently
-            _log.exception("stderr drain of %s failed", self._label)
-        finally:
-            self._eof.set()
-            if self._partial:
-                self._emit(bytes(self._partial))
-                self._partial.clear()
-            self._stream.close()
-
-    def _keep(self, chunk: bytes) -> None:
-        with self._tail_lock:
-            if not self._head_full:
-                chunk = self._fill_head(chunk)
-            self._tail += chunk
-            if len(self._tail) > 2 * self._tail_bytes:
-                cut = len(self._tail) - self._tail_bytes
-                self._gap += self._tail.count(b"\n", 0, cut)
-                self._gap_bytes += cut
-                del self._tail[:cut]
-
-    def _fill_head(self, chunk: bytes) -> bytes:
-        """Move the start of *chunk* into the head until it is full; return the rest."""
-        room = self._head_bytes - len(self._head)
-        self._head += chunk[:room]
-        rest = chunk[room:]
-        end, newlines = -1, 0
-        while newlines < self._head_lines:
-            end = self._head.find(b"\n", end + 1)
-            if end < 0:
-                break
-            newlines += 1
-        if newlines == self._head_lines:  # enough lines: the head ends after the last one
-            rest = bytes(self._head[end + 1 :]) + rest
-            del self._head[end + 1 :]
-            self._head_full = True
-        elif len(self._head) >= self._head_bytes:
-            self._head_full = True
-        return rest
-
-    def _forward(self, chunk: bytes) -> None:
-        sink = self._sink
-        if sink is None or callable(sink):
-            if sink is None and not self._server_log.isEnabledFor(logging.INFO):
-                return  # nobody listens: skip the line splitting entirely
-            self._split(chunk)
-        elif isinstance(sink, int):
-            if sink >= 0:
-                self._write_fd(sink, chunk)
-        else:
-            self._write_file(sink, chunk)
-
-    def _split(self, chunk: bytes) -> None:
-        start = 0
-        while True:
-            nl = chunk.find(b"\n", start)
-            if nl < 0:
-                break
-            if self._partial:
-                self._partial += chunk[start:nl]
-                self._emit(bytes(self._partial))
-                self._partial.clear()
-            else:
-                self._emit(chunk[start:nl])
-            start = nl + 1
-        self._partial += chunk[start:]
-        # A newline-free flood is forwarded in pieces to keep memory bounded.
-        while len(self._partial) >= self._LINE_LIMIT:
-            self._emit(bytes(self._partial[: self._LINE_LIMIT]))
-            del self._partial[: self._LINE_LIMIT]
-
-    def _emit(self, raw: bytes) -> None:
-        line = raw.decode("utf-8", errors="replace").rstrip("\r")
-        sink = self._sink
-        if callable(sink):
-            try:
-                sink(line)
-            except Exception:  # noqa: BLE001 - user code must not stop the drain
-                _log.exception("stderr callback for %s raised", self._label)
-        elif sink is None:
-            self._server_log.info("[%s] %s", self._label, line)
-
-    def _write_fd(self, fd: int, chunk: bytes) -> None:
-        try:
-            view = memoryview(chunk)
-            while view:
-                view = view[os.write(fd, view) :]
-        except OSError:
-            _log.warning("cannot forward stderr of %s; dropping it from now on", self._label)
-            self._sink = -1
-
-    def _write_file(self, sink: IO[Any], chunk: bytes) -> None:
-        try:
-            raw = getattr(sink, "buffer", None)
-            if raw is not None:
-                raw.write(chunk)
-                raw.flush()
-            else:
-                try:
-                    sink.write(chunk)
-                except TypeError:
-                    sink.write(chunk.decode("utf-8", errors="replace"))
-                sink.flush()
-        except (OSError, ValueError):
-            _log.warning("cannot forward stderr of %s; dropping it from now on", self._label)
-            self._sink = -1

@@ -1,8 +1,9 @@
 """The stdio transport: an MCP server run as a child process.
 
 Messages are newline-delimited JSON on the child's stdin/stdout (spec,
-*Transports → stdio*).  One daemon thread reads stdout, another drains stderr;
-callers write under a lock.  Death of the server is noticed by EOF *or* by the
+*Transports → stdio*).  One daemon thread reads stdout; stderr is drained by one
+thread shared by every connection of the process (:mod:`.stderr`); callers
+write whole frames, concurrent ones together (:mod:`.writer`).  Death of the server is noticed by EOF *or* by the
 process exiting (a grandchild may hold stdout open after the server died), and
 the whole process group is stopped on every way out.
 
@@ -37,9 +38,19 @@ from mcpsync.exceptions import (
     ServerStartError,
 )
 from mcpsync.transports.stdio.caller_read import ReadBaton
-from mcpsync.transports.stdio.pipes import JsonLineFramer, StderrDrain, StderrOption, readable_waiter, write_until
+from mcpsync.transports.stdio.pipes import JsonLineFramer, readable_waiter
+from mcpsync.transports.stdio.stderr import StderrDrain, StderrOption
 from mcpsync.transports.stdio.reader import _POLL, StdoutReading
-from mcpsync.transports.base import CallerReader, CloseHandler, MessageHandler, RequestErrorHandler, Transport, encode_message
+from mcpsync.transports.stdio.writer import CLOSING, CUT, UNSENT, WRITTEN, Frame, FrameWriter
+from mcpsync.transports.base import (
+    CallerReader,
+    CloseHandler,
+    MessageHandler,
+    RequestErrorHandler,
+    Transport,
+    WriteErrorHandler,
+    encode_message,
+)
 
 __all__ = ["StdioTransport"]
 
@@ -59,8 +70,9 @@ class StdioTransport(StdoutReading, Transport):
     :param cwd: the child's working directory.
     :param stderr: where the server's stderr goes; it is always drained.
         ``None`` logs each line at INFO on ``mcpsync.server``; a callable gets
-        each decoded line; an fd or file object gets the raw bytes.  Keep a
-        callable quick: it runs on the drain thread.
+        each decoded line; an fd or file object gets the raw bytes.  With
+        ``None`` the process-wide ``mcpsync-stderr`` thread drains it; any
+        other choice gets a drain thread of its own (keep a callable quick).
     :param max_message_bytes: longest accepted stdout line; a longer one
         closes the connection with :class:`~mcpsync.exceptions.MessageTooLarge`.
     :param close_grace: seconds to wait for the server to exit after its
@@ -101,7 +113,7 @@ class StdioTransport(StdoutReading, Transport):
         #: Signals sent by this transport, in order (for diagnostics and tests).
         self.signals_sent: list[str] = []
         self._state_lock = threading.Lock()
-        self._write_lock = threading.Lock()
+        self._writer: FrameWriter | None = None
         self._closing = threading.Event()  # set once, by whoever reports on_close
         self._done = threading.Event()  # the shutdown sequence has finished
         self._stop_reader = threading.Event()
@@ -109,7 +121,6 @@ class StdioTransport(StdoutReading, Transport):
         self._forked_closed = False
         self._close_exc: ConnectionClosed | None = None
         self._proc: subprocess.Popen[bytes] | None = None
-        self._stdin_fd = -1  # valid while not closing, under the write lock
         self._owner_pid: int | None = None
         self._reader: threading.Thread | None = None
         self._baton: ReadBaton | None = None
@@ -166,6 +177,8 @@ class StdioTransport(StdoutReading, Transport):
 
     #: Writes block when the server stops reading its stdin: they honour the call's deadline.
     bounded_send = True
+    #: A caller that finds another thread writing hands its frame over (one write for all).
+    handoff_send = True
 
     def start(
         self,
@@ -175,7 +188,7 @@ class StdioTransport(StdoutReading, Transport):
         *,
         deadline: float | None = None,
     ) -> None:
-        """Spawn the server and start the reader and stderr threads.
+        """Spawn the server, start the reader thread and drain its stderr.
 
         (``on_request_error`` is never given: every reply shares stdout.)
 
@@ -196,7 +209,9 @@ class StdioTransport(StdoutReading, Transport):
             self._done.set()
             raise
         self._proc, self._owner_pid = proc, os.getpid()
-        self._stdin_fd = proc.stdin.fileno() if proc.stdin is not None else -1
+        writer = FrameWriter(self._closing.is_set, self._frame_failed, f"mcpsync-stdio-writer-{self._n}")
+        writer.fd = proc.stdin.fileno() if proc.stdin is not None else -1
+        self._writer = writer
         _procutil.close_at_exit(self)
         assert proc.stdin is not None and proc.stdout is not None and proc.stderr is not None
         if self._closing.is_set():  # close() ran while we were spawning
@@ -345,28 +360,32 @@ class StdioTransport(StdoutReading, Transport):
             if self._drain is not None:
                 self._drain.stop()
                 self._drain.join(2.0)
+            if self._writer is not None:
+                self._writer.join(2.0)
             self._done.set()
             if proc is not None:
                 log.info("MCP server %s stopped (exit code %s)", self.describe(), proc.returncode)
 
     def _close_stdin(self) -> None:
-        proc = self._proc
-        if proc is None or proc.stdin is None:
+        proc, writer = self._proc, self._writer
+        if proc is None or proc.stdin is None or writer is None:
             return
         # Writers notice _closing within _POLL and release the lock.
-        if self._write_lock.acquire(timeout=2.0):
+        if writer.lock.acquire(timeout=2.0):
             try:
+                for frame in writer.drop():  # their callers fail with the connection too
+                    self._frame_failed(frame, CLOSING, None)
                 proc.stdin.close()
             except OSError:
                 pass
             finally:
-                self._write_lock.release()
+                writer.lock.release()
 
     # -- sending ------------------------------------------------------------
 
     def send(self, message: Mapping[str, Any], *, deadline: float | None = None, detach: bool = False,
-             timeout: float | None = None) -> None:
-        """Write one message and its newline, whole, under the write lock.
+             on_write_error: WriteErrorHandler | None = None, timeout: float | None = None) -> None:
+        """Write one message and its newline, whole, never interleaved with another.
 
         A server that stops reading its stdin fills the pipe and would block
         the writer forever, so writing is bounded by the call's *deadline* (a
@@ -376,6 +395,11 @@ class StdioTransport(StdoutReading, Transport):
         the message was written the connection stays usable; a message cut in
         half closes it.  (``detach`` is never given: this transport does not
         declare :attr:`~mcpsync.transports.base.Transport.detached_send`.)
+
+        :param on_write_error: given by a caller that will wait for a reply:
+            when another thread is writing, the message is handed to it and
+            this returns at once (see :mod:`~.writer`); a write that then
+            fails is reported here instead of raised.
 
         :raises ~mcpsync.exceptions.ForkedClientError: in a forked child.
         :raises ~mcpsync.exceptions.ClientClosed: after :meth:`close`.
@@ -390,55 +414,50 @@ class StdioTransport(StdoutReading, Transport):
                 "a forked child must open its own client"
             )
         data = encode_message(message) + b"\n"
-        if self._proc is None:
+        writer = self._writer
+        if writer is None:
             raise ConnectionClosed("the stdio transport has not been started")
         limit = self._write_timeout if timeout is None else timeout
-        call_deadline = deadline
-        if call_deadline is not None:
-            left = max(0.0, call_deadline - time.monotonic())
+        if deadline is not None:
+            left = max(0.0, deadline - time.monotonic())
             limit = left if limit is None else min(limit, left)
-        deadline = None
-        lock = self._write_lock
-        if not lock.acquire(False):  # contended: wait, bounded and interruptible by close
-            deadline = None if limit is None else time.monotonic() + limit
+        frame = Frame(data, None if limit is None else time.monotonic() + limit, limit, message, on_write_error)
+        lock = writer.lock
+        if lock.acquire(False):
+            pass
+        elif on_write_error is not None and not writer.refusing:
+            if writer.offer(frame):
+                return  # the thread writing now writes it too
+        else:  # contended: wait, bounded and interruptible by close
             while not lock.acquire(timeout=_POLL):
                 if self._closing.is_set():
                     raise self._closed_error()
-                if deadline is not None and time.monotonic() >= deadline:
+                if frame.deadline is not None and time.monotonic() >= frame.deadline:
                     raise self._write_timed_out(limit, message)
         failure: OSError | None = None
-        written = 0
+        release = True
         try:
-            if self._closing.is_set():  # stdin is closed (or closing) under this lock
-                raise self._closed_error()
-            fd = self._stdin_fd
-            try:
-                # Most frames fit in the pipe: one syscall and nothing else
-                # while holding the lock (other writers queue behind it).
-                written = os.write(fd, data)
-            except BlockingIOError:
-                written = 0
-            if written < len(data):
-                if deadline is None and limit is not None:
-                    deadline = time.monotonic() + limit
-                rest = memoryview(data)[written:]
-                written += write_until(fd, rest, deadline, self._closing.is_set)
-                if written < len(data) and self._closing.is_set():
-                    raise self._closed_error()
+            outcome, release = writer.write_holding(frame)
         except OSError as exc:
-            failure = exc
+            failure, outcome = exc, CLOSING
         finally:
-            lock.release()
+            if release:
+                writer.release()
+        if outcome == WRITTEN:
+            return
         if failure is not None:
             # The pipe broke: the server is dying.  Report it with its exit code.
             self._fail(self._death_error(f"cannot write to MCP server {self.describe()}", failure))
             raise self._closed_error() from failure
-        if written == len(data):
-            return
-        if written == 0:
-            raise self._write_timed_out(limit, message)
-        if self._closing.is_set():
+        if outcome == CLOSING:
             raise self._closed_error()  # close() interrupted the write
+        if outcome == UNSENT:
+            raise self._write_timed_out(limit, message)
+        self._cut_short()
+        # The caller's deadline passed: that is its story; the closed connection is the cost.
+        raise self._write_timed_out(limit, message, cut=True)
+
+    def _cut_short(self) -> None:
         self._fail(
             ConnectionClosed(
                 f"MCP server {self.describe()} stopped reading its stdin; a message was "
@@ -447,8 +466,26 @@ class StdioTransport(StdoutReading, Transport):
                 stderr_tail=self.stderr_tail,
             )
         )
-        # The caller's deadline passed: that is its story; the closed connection is the cost.
-        raise self._write_timed_out(limit, message, cut=True)
+
+    def _frame_failed(self, frame: Frame, outcome: str, error: OSError | None) -> None:
+        """A handed-over frame was not written (see :class:`~.writer.FrameWriter`)."""
+        if outcome == UNSENT:
+            exc: BaseException = self._write_timed_out(frame.limit, frame.message)
+        elif outcome == CUT:
+            exc = self._write_timed_out(frame.limit, frame.message, cut=True)
+        elif error is not None:
+            exc = ConnectionClosed(f"cannot write to MCP server {self.describe()}: {error}",
+                                   stderr_tail=self.stderr_tail)
+            exc.__cause__ = error
+        else:
+            exc = self._closed_error()
+        if frame.on_error is not None:
+            try:
+                frame.on_error(exc)
+            except Exception:
+                log.exception("on_write_error callback of %s raised", self.describe())
+        if outcome == CUT:
+            self._cut_short()
 
     def _write_timed_out(self, limit: float | None, message: Mapping[str, Any], *,
                          cut: bool = False) -> RequestTimeout:

@@ -49,7 +49,14 @@ from mcpsync.transports.websocket import frames as frames
 from mcpsync.transports.websocket import handshake as _ws_handshake
 from mcpsync.transports.websocket.frames import WebSocketClosed
 from mcpsync.transports.websocket.reader import FrameReader
-from mcpsync.transports.base import CloseHandler, MessageHandler, RequestErrorHandler, Transport, encode_message
+from mcpsync.transports.base import (
+    CloseHandler,
+    MessageHandler,
+    RequestErrorHandler,
+    Transport,
+    WriteErrorHandler,
+    encode_message,
+)
 
 __all__ = ["WebSocketClosed", "WebSocketTransport", "websocket_transport_factory"]
 
@@ -310,7 +317,14 @@ class WebSocketTransport(Transport):
 
     # -- sending ------------------------------------------------------------
 
-    def send(self, message: Mapping[str, Any], *, deadline: float | None = None, detach: bool = False) -> None:
+    def send(
+        self,
+        message: Mapping[str, Any],
+        *,
+        deadline: float | None = None,
+        detach: bool = False,
+        on_write_error: WriteErrorHandler | None = None,
+    ) -> None:
         """Send one message as one text frame, whole, under the write lock.
 
         Bounded by ``write_timeout`` and by the call's *deadline* (a
