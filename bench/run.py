@@ -61,6 +61,17 @@ def ensure_sdk() -> None:
     subprocess.run([SDK_PYTHON, "-m", "pip", "install", "-q", SDK_REQUIREMENT], check=True)
 
 
+def compile_bytecode() -> None:
+    """Write the .pyc files of every mcpsync tree measured, as installing a wheel does.
+
+    The SDK and attrs/cattrs come from site-packages, which pip compiled at install time;
+    a source checkout run with PYTHONDONTWRITEBYTECODE set (as some CI machines and
+    sandboxes do) would otherwise compile mcpsync on every cold start and be timed for it.
+    """
+    for root in filter(None, (ROOT, BASELINE)):
+        subprocess.run([sys.executable, "-m", "compileall", "-q", os.path.join(root, "mcpsync")], check=True)
+
+
 def run_client(impl: str, workload: str, args: dict, timeout: float = 300.0) -> tuple[dict | None, float]:
     """Run one client process; return its JSON result and its wall time."""
     _, script, sub = IMPLS[impl]
@@ -281,6 +292,7 @@ def main() -> int:
         IMPLS["baseline"] = ("mcpsync @ baseline", "mcpsync_bench.py", "x")
     if sdk:
         ensure_sdk()
+    compile_bytecode()
     rounds = 1 if opts.smoke and opts.rounds == 3 else opts.rounds
     started = time.time()
     results = measure(rounds, opts.smoke, sdk, set(filter(None, opts.only.split(","))))

@@ -197,6 +197,19 @@ def test_missing_capability_raises_before_sending() -> None:
         assert len(transport.sent) == before
 
 
+def test_call_tool_without_the_tools_capability_raises_before_sending() -> None:
+    # Both paths: the lazy connect (general path), then an open connection (the direct one).
+    bare = FakeServer("bare", capabilities={"resources": {}})
+    transport = Recording(bare.transport())
+    with mcpsync.Client(transport) as client:
+        with pytest.raises(mcpsync.CapabilityNotSupported):
+            client.call_tool("echo", {"text": "x"})
+        before = len(transport.sent)
+        with pytest.raises(mcpsync.CapabilityNotSupported):
+            client.call_tool("echo", {"text": "x"})
+        assert len(transport.sent) == before
+
+
 def test_logging_and_notification_callbacks_may_call_client(server: FakeServer) -> None:
     logs: list[types.LoggingMessageNotificationParams] = []
     got: list[str] = []

@@ -419,3 +419,69 @@ def test_base_annotations_evaluate_even_when_type_checking_is_set() -> None:
     namespace: dict[str, Any] = {"__name__": "mcpsync.types._base_checked"}
     exec(compile(source, "_base_checked", "exec"), namespace)
     assert "__attrs_attrs__" in typing.get_type_hints(namespace["WireObject"], globalns=namespace)
+
+
+# -- call_tool's direct build of a CallToolResult ------------------------------------
+
+
+FAST_SHAPES = [
+    {},
+    {"content": []},
+    {"content": [{"type": "text", "text": "hi"}]},
+    {"content": [{"type": "text", "text": "a"}, {"type": "text", "text": "b", "_meta": {"k": 1}}]},
+    {"content": [{"type": "text", "text": "x"}], "isError": True, "_meta": {"m": 2}},
+    {"content": [{"type": "text", "text": "x"}], "structuredContent": {"sum": 3}, "isError": False},
+    {"content": [{"type": "text", "text": "x"}], "structuredContent": [1, 2]},
+]
+
+SLOW_SHAPES = [
+    # Converter territory: other blocks, annotations, unknown keys (kept in extra).
+    {"content": [{"type": "image", "data": "AA==", "mimeType": "image/png"}]},
+    {"content": [{"type": "text", "text": "x", "annotations": {"priority": 0.5}}]},
+    {"content": [{"type": "text", "text": "x", "future": 1}]},
+    {"content": [{"type": "text", "text": "x"}], "future": {"a": 1}},
+    {"content": [{"type": "text", "text": "x"}, {"type": "resource_link", "uri": "u", "name": "n"}]},
+    {"content": [{"type": "text", "text": "x"}], "isError": None},
+    {"content": [{"type": "text", "text": "x"}], "structuredContent": None},
+]
+
+BAD_SHAPES = [
+    [],
+    "text",
+    {"content": "hi"},
+    {"content": None},
+    {"content": [{"type": "text", "text": 5}]},
+    {"content": [{"type": "text"}]},
+    {"content": [{"text": "x"}]},
+    {"content": ["x"]},
+    {"content": [{"type": "text", "text": "x", "_meta": "m"}]},
+    {"content": [], "isError": "yes"},
+    {"content": [], "isError": 1},
+    {"content": [], "_meta": []},
+    {"content": [], "_meta": None},
+    {"content": [{"type": "text", "text": "x", "_meta": None}]},
+]
+
+
+@pytest.mark.parametrize("raw", FAST_SHAPES + SLOW_SHAPES, ids=repr)
+def test_call_tool_result_direct_build_equals_the_converter(raw: dict[str, Any]) -> None:
+    from mcpsync.types.tools import call_tool_result_from_wire
+
+    direct = call_tool_result_from_wire(raw)
+    assert direct == types.from_wire(types.CallToolResult, raw)
+    assert type(direct) is types.CallToolResult
+    assert types.to_wire(direct) == types.to_wire(types.from_wire(types.CallToolResult, raw))
+    # Unknown keys survive the round trip either way.
+    for key in raw:
+        assert key in types.to_wire(direct) or raw[key] is None
+
+
+@pytest.mark.parametrize("raw", BAD_SHAPES, ids=repr)
+def test_call_tool_result_direct_build_rejects_what_the_converter_rejects(raw: Any) -> None:
+    from mcpsync.types.tools import call_tool_result_from_wire
+
+    with pytest.raises(ProtocolError) as direct:
+        call_tool_result_from_wire(raw)
+    with pytest.raises(ProtocolError) as converter:
+        types.from_wire(types.CallToolResult, raw)
+    assert str(direct.value) == str(converter.value)

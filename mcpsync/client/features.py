@@ -7,6 +7,7 @@ attributes documented at its top.
 
 from __future__ import annotations
 
+import os
 import time
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, cast
@@ -40,6 +41,7 @@ class Features:
     if TYPE_CHECKING:
         # Provided by Client; declared for the type checker only.
         request: Callable[..., dict[str, Any]]
+        _conn: Connection | None
 
         def _connection(self, deadline: float | None = None) -> Connection: ...
 
@@ -71,6 +73,8 @@ class Features:
         max_total_timeout: float | None = None,
         retry: bool | None = None,
         accept: tuple[str, ...] = (),
+        first: dict[str, Any] | None = None,
+        started: float | None = None,
     ) -> dict[str, Any]:
         """Send a request and return its complete result, answering ``input_required`` rounds
         (see :func:`mcpsync.client.input_required.request_until_complete`)."""
@@ -86,6 +90,8 @@ class Features:
             max_total_timeout=max_total_timeout,
             retry=retry,
             accept=accept,
+            first=first,
+            started=started,
         )
 
     def _paginate(
@@ -151,24 +157,48 @@ class Features:
             ``readOnlyHint``; ``False`` never retries it (docs/policies.rst).
         """
         started = time.monotonic()
-        self._require("tools", "tools/call", timeout)
         params: dict[str, Any] = {"name": name, "arguments": dict(arguments or {})}
         if meta:
             params["_meta"] = dict(meta)
-        raw = self._request_until_complete(
-            "tools/call",
-            params,
-            timeout=timeout,
-            progress=progress,
-            reset_timeout_on_progress=reset_timeout_on_progress,
-            max_total_timeout=max_total_timeout,
-            retry=retry,
-            accept=("task",),
-        )
+        conn = self._conn
+        first: dict[str, Any] | None = None
+        if (
+            conn is not None
+            and progress is None
+            and max_total_timeout is None
+            and not conn.policies.interceptors
+            and conn.pid == os.getpid()
+        ):
+            # The hot path (an open connection, no progress, no interceptors): what
+            # request() does, one frame deep.  Threads sharing a client pay for every
+            # Python frame of a call with the GIL.
+            if conn.capabilities.tools is None:
+                raise CapabilityNotSupported("tools", "tools/call")
+            first = conn.policies.request_direct(
+                conn, "tools/call", params, start=started, timeout=self._timeout(timeout), retry=retry
+            )
+            kind = first.get("resultType")
+            raw = first if kind is None or kind == "complete" else None
+        else:
+            self._require("tools", "tools/call", timeout)
+            raw = None
+        if raw is None:
+            raw = self._request_until_complete(
+                "tools/call",
+                params,
+                timeout=timeout,
+                progress=progress,
+                reset_timeout_on_progress=reset_timeout_on_progress,
+                max_total_timeout=max_total_timeout,
+                retry=retry,
+                accept=("task",),
+                first=first,
+                started=started,
+            )
         if raw.get("resultType") == "task":
             # Only with the tasks extension turned on for every request: wait for it here.
             return follow_task(cast("TaskClient", self), raw, self._timeout(timeout), started)
-        result = types.from_wire(types.CallToolResult, raw)
+        result = types.tools.call_tool_result_from_wire(raw)
         tool = self._tools.get(name)
         if tool is not None and tool.output_schema is not None and not result.is_error:
             check_structured_content(name, tool.output_schema, result.structured_content)

@@ -40,6 +40,8 @@ def request_until_complete(
     max_total_timeout: float | None = None,
     retry: bool | None = None,
     accept: tuple[str, ...] = (),
+    first: dict[str, Any] | None = None,
+    started: float | None = None,
 ) -> dict[str, Any]:
     """Send *method* with :meth:`mcpsync.Client.request` and return its complete raw result,
     answering up to *max_rounds* ``input_required`` rounds on the way.
@@ -48,26 +50,33 @@ def request_until_complete(
 
     :param request: sends one round (the client's ``request``: policies, lazy connect).
     :param connection: the client's open connection (its handler workers answer the inputs).
+    :param first: the first round's result, when the caller already sent it.
+    :param started: when the call began (default: now); *max_total_timeout* counts from there.
     :raises ProtocolError: for an unknown ``resultType``, or still ``input_required`` after
         *max_rounds* rounds.
     """
     attempt = dict(params)
-    started = time.monotonic()
+    if started is None:
+        started = time.monotonic()
     for _ in range(max_rounds + 1):
-        # max_total_timeout is one hard cap across all rounds, not one per round.
-        left = None if max_total_timeout is None else max_total_timeout - (time.monotonic() - started)
-        if left is not None and left <= 0:
-            raise RequestTimeout(f"{method}: max_total_timeout ({max_total_timeout}s) spent across"
-                                 " input_required rounds", method=method, elapsed=time.monotonic() - started)
-        raw = request(
-            method,
-            attempt,
-            timeout=timeout,
-            progress=progress,
-            reset_timeout_on_progress=reset_timeout_on_progress,
-            max_total_timeout=left,
-            retry=retry,
-        )
+        if first is not None:
+            raw, first = first, None
+        else:
+            # max_total_timeout is one hard cap across all rounds, not one per round.
+            left = None if max_total_timeout is None else max_total_timeout - (time.monotonic() - started)
+            if left is not None and left <= 0:
+                raise RequestTimeout(f"{method}: max_total_timeout ({max_total_timeout}s) spent across"
+                                     " input_required rounds", method=method,
+                                     elapsed=time.monotonic() - started)
+            raw = request(
+                method,
+                attempt,
+                timeout=timeout,
+                progress=progress,
+                reset_timeout_on_progress=reset_timeout_on_progress,
+                max_total_timeout=left,
+                retry=retry,
+            )
         kind = raw.get("resultType")
         if kind is None or kind == "complete" or kind in accept:
             return raw

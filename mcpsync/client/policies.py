@@ -102,6 +102,18 @@ class Policies:
 
         return self.intercept(method, params, send)
 
+    def request_direct(
+        self, conn: Channel, method: str, params: dict[str, Any] | None, *, start: float,
+        timeout: float | None, retry: bool | None,
+    ) -> dict[str, Any]:
+        """:meth:`request` for a caller without progress or a total cap, when there are no
+        interceptors (check :attr:`interceptors` first): the same retries and span, with the
+        frames and copies of the general path left out (``call_tool``'s hot path).
+
+        :param start: when the call began; *timeout* counts from there.
+        """
+        return self._with_retries(conn, method, params, start, timeout, None, True, None, retry)
+
     def _with_retries(
         self,
         conn: Channel,
