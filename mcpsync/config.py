@@ -47,6 +47,7 @@ from mcpsync.exceptions import McpError
 __all__ = [
     "ConfigError",
     "ConfigWarning",
+    "unknown_keys",
     "ServerConfig",
     "UnsetVariableError",
     "expand",
@@ -222,15 +223,29 @@ def _filters(raw: dict[str, Any], where: str) -> dict[str, Any]:
     return found
 
 
-def _settings(raw: dict[str, Any], where: str, stdio: bool) -> dict[str, float | None]:
-    """The entry's client options; unknown keys warn, with the known key they resemble."""
-    for key in raw:
+def unknown_keys(entry: Mapping[str, Any]) -> list[tuple[str, str | None]]:
+    """The keys of an ``mcpServers`` entry that neither mcpsync nor other MCP clients use,
+    each with the known key it resembles (``None``: none).
+
+    :func:`load_config` warns about these (:class:`ConfigWarning`); an integration that
+    reports them its own way (Django's system checks) passes ``warn_unknown=False``.
+    """
+    found: list[tuple[str, str | None]] = []
+    for key in entry:
         if key in _OURS or key in _FOREIGN:
             continue
-        close = difflib.get_close_matches(key, sorted(_OURS), n=1, cutoff=0.6)
+        name = str(key)
+        close = difflib.get_close_matches(name, sorted(_OURS), n=1, cutoff=0.6)
         if not close:
-            close = [k for k in _OURS if k.lower() == key.replace("_", "").lower()]
-        hint = f" (did you mean {close[0]!r}?)" if close else ""
+            close = [k for k in _OURS if k.lower() == name.replace("_", "").lower()]
+        found.append((name, close[0] if close else None))
+    return found
+
+
+def _settings(raw: dict[str, Any], where: str, stdio: bool, warn: bool = True) -> dict[str, float | None]:
+    """The entry's client options; unknown keys warn, with the known key they resemble."""
+    for key, close in unknown_keys(raw) if warn else ():
+        hint = f" (did you mean {close!r}?)" if close else ""
         warnings.warn(f"{where}: unknown key {key!r} ignored{hint}", ConfigWarning, stacklevel=5)
     options: dict[str, float | None] = {}
     for key, option in _SETTINGS.items():
@@ -248,12 +263,12 @@ def _settings(raw: dict[str, Any], where: str, stdio: bool) -> dict[str, float |
     return options
 
 
-def _entry(name: str, raw: Any, environ: Mapping[str, str] | None) -> ServerConfig:
+def _entry(name: str, raw: Any, environ: Mapping[str, str] | None, warn: bool = True) -> ServerConfig:
     where = f"server {name!r}"
     if not isinstance(raw, dict):
         raise ConfigError(f"{where}: an entry must be a JSON object")
     filters = _filters(raw, where)
-    options = _settings(raw, where, stdio="command" in raw)
+    options = _settings(raw, where, stdio="command" in raw, warn=warn)
     kind = raw.get("transport", raw.get("type"))
     if kind is not None and not isinstance(kind, str):
         raise ConfigError(f"{where}: 'type' must be a string")
@@ -325,6 +340,7 @@ def load_config(
     *,
     environ: Mapping[str, str] | None = None,
     expand_variables: bool = True,
+    warn_unknown: bool = True,
 ) -> dict[str, ServerConfig]:
     """Parse a configuration file (or an already loaded dict).
 
@@ -336,6 +352,8 @@ def load_config(
     :param name: parse (and expand variables in) only this entry.
     :param environ: the variables to expand (default ``os.environ``).
     :param expand_variables: ``False`` keeps ``${...}`` as written (for listings).
+    :param warn_unknown: ``False``: no :class:`ConfigWarning` for unknown keys (a caller
+        that reports :func:`unknown_keys` itself).
     :raises ConfigError: unreadable file, bad JSON, bad entry or unknown *name*.
     """
     if not expand_variables:
@@ -345,5 +363,5 @@ def load_config(
         if name not in servers:
             known = ", ".join(sorted(servers)) or "none"
             raise ConfigError(f"no server {name!r} in {origin} (servers: {known})")
-        return {name: _entry(name, servers[name], environ)}
-    return {key: _entry(key, entry, environ) for key, entry in servers.items()}
+        return {name: _entry(name, servers[name], environ, warn_unknown)}
+    return {key: _entry(key, entry, environ, warn_unknown) for key, entry in servers.items()}

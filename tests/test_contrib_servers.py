@@ -9,7 +9,7 @@ import pytest
 
 from mcpsync import ClientClosed
 from mcpsync.auth import MemoryTokenStore, TokenStoreError
-from mcpsync.config import ConfigError
+from mcpsync.config import ConfigError, ConfigWarning
 from mcpsync.contrib._cipher import RecordCipher, generate_key
 from mcpsync.contrib._cli import argv_for
 from mcpsync.contrib._servers import ServerSet, ServerSetError, validate
@@ -52,6 +52,19 @@ def test_each_kind_of_mistake_has_its_id_and_a_clear_message(monkeypatch: pytest
     assert "timeot" in by_id["mcpsync.E004"].message
     messages = " ".join(p.message for p in problems if p.id == "mcpsync.E001")
     assert "'oauth' needs a remote server" in messages and "'bad'" in messages
+
+
+def test_a_typo_is_reported_once_and_known_keys_are_not_reported(recwarn: pytest.WarningsRecorder) -> None:
+    # One check per unknown key, no ConfigWarning besides it; an entry-level setting
+    # (timeout) and keys other clients write (disabled) are known, as in a mcpServers file.
+    import warnings
+
+    warnings.simplefilter("always")
+    _, problems = validate({"typo": {**DEMO, "comand": "x", "timeout": 5, "disabled": False}})
+    assert [(p.id, p.message) for p in problems] == [
+        ("mcpsync.W001", "MCP_SERVERS['typo']: unknown key 'comand' (ignored)")
+    ]
+    assert [w for w in recwarn if issubclass(w.category, ConfigWarning)] == []
 
 
 def test_oauth_servers_need_a_valid_token_key() -> None:

@@ -104,6 +104,30 @@ def test_429_is_retried_only_with_retry_after(serve: Callable[..., FaultServer])
     assert len(server.rpc("tools/list")) == 2
 
 
+def test_retry_after_as_an_http_date_is_honoured(serve: Callable[..., FaultServer]) -> None:
+    # RFC 9110 allows a date as well as seconds; proxies in front of servers send dates.
+    from email.utils import formatdate
+
+    soon = formatdate(time.time() + 1, usegmt=True)
+    server = serve(Script("tools/list", [(429, {"Retry-After": soon})]))
+    with _client(server, retry=FAST) as client:
+        assert [t.name for t in client.list_tools()] == ["plain", "reader", "setter"]
+    assert len(server.rpc("tools/list")) == 2
+
+
+def test_a_retry_after_date_beyond_the_deadline_fails_at_once(serve: Callable[..., FaultServer]) -> None:
+    from email.utils import formatdate
+
+    later = formatdate(time.time() + 60, usegmt=True)
+    server = serve(Script("tools/list", [(503, {"Retry-After": later})]))
+    with _client(server, retry=RetryPolicy(attempts=3, max_retry_after=120)) as client:
+        client.connect()
+        with pytest.raises(HTTPStatusError) as info:
+            client.list_tools(timeout=5)
+        assert info.value.retry_after is not None and 50 < info.value.retry_after <= 60
+    assert len(server.rpc("tools/list")) == 1
+
+
 def test_a_tool_without_hints_is_never_retried_after_it_may_have_run(
     serve: Callable[..., FaultServer],
 ) -> None:

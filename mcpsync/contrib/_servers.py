@@ -39,7 +39,7 @@ from typing import Any
 import attrs
 
 from ..client.client import Client
-from ..config import ConfigError, ServerConfig, UnsetVariableError, load_config
+from ..config import ConfigError, ServerConfig, UnsetVariableError, load_config, unknown_keys
 from ..exceptions import ClientClosed
 from ..group import ClientGroup
 from ..shared import SharedClient
@@ -183,11 +183,18 @@ def _check_entry(
     where = f"MCP_SERVERS[{name!r}]"
     if not isinstance(raw, Mapping):
         return None, [Problem("error", "mcpsync.E001", f"{where}: an entry must be a mapping")]
-    problems = _unknown(raw, CONFIG_KEYS | EXTRA_KEYS, where)
+    # The keys load_config knows (its settings, and other clients' keys it ignores quietly),
+    # reported once, as a check: load_config's own warning is turned off below.
+    problems = [
+        Problem("warning", "mcpsync.W001", f"{where}: unknown key {key!r} (ignored)",
+                f"did you mean {close!r}?" if close else f"known keys: {', '.join(sorted(CONFIG_KEYS | EXTRA_KEYS))}")
+        for key, close in unknown_keys(raw)
+        if key not in EXTRA_KEYS
+    ]
     try:
         # Without this module's own keys (checked here), which no mcpServers file has.
         plain = {key: value for key, value in raw.items() if key not in ("options", "oauth")}
-        entry = load_config({"mcpServers": {name: plain}}, name, environ=environ)[name]
+        entry = load_config({"mcpServers": {name: plain}}, name, environ=environ, warn_unknown=False)[name]
     except UnsetVariableError as exc:
         return None, [*problems, Problem("error", "mcpsync.E002", f"{where}: {exc}")]
     except ConfigError as exc:

@@ -26,6 +26,7 @@ from urllib.parse import urljoin, urlsplit
 
 from mcpsync.exceptions import ConnectionClosed, HTTPAuthError, HTTPStatusError, excerpt
 from mcpsync.transports.redact import redact_text, redact_url
+from mcpsync.transports.retry_after import parse_retry_after
 
 if TYPE_CHECKING:  # pragma: no cover - typing only
     import requests
@@ -152,10 +153,7 @@ def status_error(response: requests.Response, what: str, cls: type[HTTPStatusErr
     if isinstance(parsed, dict) and isinstance(parsed.get("error"), dict):
         err = parsed["error"]
         message += f"; server said: [{err.get('code')}] {excerpt(err.get('message'), 150)}"
-    retry_after: float | None = None
-    header = response.headers.get("Retry-After", "")
-    if header.strip().isdigit():
-        retry_after = float(header.strip())
+    retry_after = parse_retry_after(response.headers.get("Retry-After"))
     if cls is None:
         cls = HTTPAuthError if response.status_code in (401, 403) else HTTPStatusError
     return cls(response.status_code, message, body_excerpt=body, retry_after=retry_after)

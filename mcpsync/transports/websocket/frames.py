@@ -16,6 +16,7 @@ from typing import Any
 
 from mcpsync.exceptions import ConnectionClosed, HTTPAuthError, HTTPStatusError, excerpt
 from mcpsync.transports.redact import redact_text
+from mcpsync.transports.retry_after import parse_retry_after
 
 __all__ = [
     "BINARY",
@@ -226,11 +227,7 @@ def status_error(exc: Any, where: str) -> HTTPStatusError:
     status = int(getattr(exc, "status_code", 0) or 0)
     headers = getattr(exc, "resp_headers", None) or {}
     body = getattr(exc, "resp_body", None) or b""
-    retry: float | None = None
-    try:
-        retry = float(headers.get("retry-after", ""))
-    except (TypeError, ValueError):
-        pass
+    retry = parse_retry_after(headers.get("retry-after"))
     # A 401/403 here was resolved by nothing: no auth handler sees a WebSocket upgrade.
     cls = HTTPAuthError if status in (401, 403) else HTTPStatusError
     return cls(
