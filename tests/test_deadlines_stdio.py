@@ -10,6 +10,7 @@ from __future__ import annotations
 import sys
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -170,3 +171,51 @@ for line in sys.stdin:
             "protocolVersion": msg["params"]["protocolVersion"], "capabilities": {},
             "serverInfo": {"name": "ignores-probe", "version": "1"}}}), flush=True)
 """
+
+
+def _slow_demo(seconds: int) -> list[str]:
+    # A server that takes *seconds* to start: another thread's connect is still running.
+    return ["sh", "-c", f"sleep {seconds}; exec {sys.executable} -m mcpsync.demo"]
+
+
+def test_a_call_waiting_for_another_threads_connect_ends_by_its_own_deadline() -> None:
+    client = mcpsync.Client.stdio(_slow_demo(5), timeout=20)
+    first: list[BaseException | None] = []
+    connecting = threading.Thread(target=lambda: _outcome(client.connect, first))
+    try:
+        connecting.start()
+        while client._connecting is None and connecting.is_alive():
+            time.sleep(0.01)
+        started = time.monotonic()
+        with pytest.raises(mcpsync.RequestTimeout, match="another thread is still connecting"):
+            client.list_tools(timeout=0.5)
+        assert time.monotonic() - started < 2.0
+        # close() ends the connect in progress and releases whoever waits for it at once;
+        # stopping the server (it ignores stdin while it sleeps) goes on in close() alone.
+        waiting: list[BaseException | None] = []
+        waiter = threading.Thread(target=lambda: _outcome(lambda: client.list_tools(timeout=None), waiting))
+        waiter.start()
+        time.sleep(0.2)
+        closer = threading.Thread(target=client.close)
+        closed_at = time.monotonic()
+        closer.start()
+        waiter.join(5)
+        connecting.join(5)
+        released = time.monotonic() - closed_at
+        assert not waiter.is_alive() and not connecting.is_alive()
+        assert released < 1.5, released
+        assert isinstance(waiting[0], mcpsync.ClientClosed), waiting
+        assert isinstance(first[0], mcpsync.ClientClosed), first
+        closer.join(15)
+        assert not closer.is_alive()
+    finally:
+        client.close()
+        connecting.join(10)
+
+
+def _outcome(fn: Callable[[], object], into: list[BaseException | None]) -> None:
+    try:
+        fn()
+        into.append(None)
+    except BaseException as exc:  # noqa: BLE001 - the test asserts on it
+        into.append(exc)

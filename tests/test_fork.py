@@ -8,6 +8,7 @@ before the fork starts nothing in the parent.
 from __future__ import annotations
 
 import os
+import signal
 import sys
 import threading
 
@@ -130,3 +131,23 @@ def test_closed_shared_client_raises_client_closed() -> None:
     shared.close()
     with pytest.raises(mcpsync.ClientClosed):
         shared.list_tools()
+
+
+def test_a_client_whose_connect_lock_a_parent_thread_held_at_fork_connects_in_the_child() -> None:
+    """The lock a connecting parent thread holds is never released in the child: it gets fresh ones."""
+    client = demo()
+    try:
+        client._connect_lock.acquire()  # as if another thread were connecting right now
+        try:
+
+            def child() -> str:
+                signal.alarm(30)  # a child stuck on the parent's lock must not outlive the test
+                return client.call_tool("echo", {"text": "ok"}, timeout=10).text
+
+            outcome = _in_child(child)
+        finally:
+            client._connect_lock.release()
+        assert outcome == "ok"
+        assert client._conn is None  # the parent never connected
+    finally:
+        client.close()

@@ -6,6 +6,7 @@ import logging
 import os
 import threading
 import time
+import weakref
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -26,6 +27,7 @@ from mcpsync.exceptions import (
     ClientClosed,
     ForkedClientError,
     McpError,
+    RequestTimeout,
 )
 from mcpsync.rpc.session import ProgressCallback
 from mcpsync.transports.base import Transport
@@ -36,6 +38,23 @@ if TYPE_CHECKING:
 __all__ = ["Client", "Handle", "PendingCall", "TaskHandle"]
 
 log = logging.getLogger(__name__)
+
+#: How often a thread waiting for another thread's connect looks at close() and its deadline.
+_CONNECT_POLL = 0.1
+
+#: Every Client alive, for the fork handler below.
+_LIVE: weakref.WeakSet[Client] = weakref.WeakSet()
+
+
+def _after_fork_in_child() -> None:
+    # A parent thread may have held a client's locks at fork(), in the middle of a
+    # connect: no thread of the child will ever release them.
+    for client in list(_LIVE):
+        client._fresh_locks()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_after_fork_in_child)
 
 
 
@@ -145,6 +164,14 @@ class Client(TaskFeatures, Skills):
         self._background_lock = threading.Lock()
         self._listeners.on_change = self._sync_background
         self._task_waiters = TaskWaiters()
+        _LIVE.add(self)
+
+    def _fresh_locks(self) -> None:
+        """In a forked child: new locks, and no connect in progress (it was the parent's)."""
+        self._connect_lock = threading.Lock()
+        self._state_lock = threading.Lock()
+        self._background_lock = threading.Lock()
+        self._connecting = None
 
     @classmethod
     def stdio(
@@ -300,43 +327,69 @@ class Client(TaskFeatures, Skills):
         if self._connect_owner == (os.getpid(), threading.get_ident()):
             # An interceptor of the handshake asked for the connection it is making.
             raise McpError("the client is still connecting: an interceptor of the handshake called it")
-        # One thread connects; the others wait here.  close() never takes this
-        # lock, so it can interrupt a slow handshake from any thread.
-        with self._connect_lock:
+        # One thread connects; the others wait here, each within its own deadline.
+        # close() never takes this lock, so it can interrupt a slow handshake from
+        # any thread, and it releases the waiters too.
+        self._wait_for_connect_lock(deadline)
+        try:
+            return self._connect_holding(deadline)
+        finally:
+            self._connect_lock.release()
+
+    def _wait_for_connect_lock(self, deadline: float | None) -> None:
+        lock = self._connect_lock
+        if lock.acquire(False):
+            return
+        started = time.monotonic()
+        while True:
+            if self._closed:
+                raise ClientClosed("client is closed")
+            wait = _CONNECT_POLL if deadline is None else min(_CONNECT_POLL, deadline - time.monotonic())
+            if wait <= 0:
+                elapsed = time.monotonic() - started
+                raise RequestTimeout(
+                    f"no connection within the call's timeout: another thread is still connecting"
+                    f" (waited {elapsed:.3g}s)",
+                    elapsed=elapsed,
+                )
+            if lock.acquire(True, wait):
+                return
+
+    def _connect_holding(self, deadline: float | None) -> Connection:
+        with self._state_lock:
+            if self._closed:
+                raise ClientClosed("client is closed")
+            conn = self._conn
+            if conn is not None and conn.pid == os.getpid():
+                return conn
+            transport = self._next_transport(conn)
+            conn = Connection(transport, self._options, self._listeners, self._policies)
+            self._connecting = conn
+        timeout = self._options.timeout
+        if deadline is not None:
+            # A lazy connect is part of the call that triggered it.
+            left = max(0.0, deadline - time.monotonic())
+            timeout = left if timeout is None else min(timeout, left)
+        self._connect_owner = (os.getpid(), threading.get_ident())
+        try:
+            conn.open(timeout)
+        finally:
+            self._connect_owner = None
             with self._state_lock:
-                if self._closed:
-                    raise ClientClosed("client is closed")
-                conn = self._conn
-                if conn is not None and conn.pid == os.getpid():
-                    return conn
-                transport = self._next_transport(conn)
-                conn = Connection(transport, self._options, self._listeners, self._policies)
-                self._connecting = conn
-            timeout = self._options.timeout
-            if deadline is not None:
-                # A lazy connect is part of the call that triggered it.
-                left = max(0.0, deadline - time.monotonic())
-                timeout = left if timeout is None else min(timeout, left)
-            self._connect_owner = (os.getpid(), threading.get_ident())
+                self._connecting = None
+        with self._state_lock:
+            if self._closed:
+                conn.close()
+                raise ClientClosed("client was closed while connecting")
+            self._cache.clear()
+            conn.on_invalidate = self._cache.invalidate
+            self._conn = conn
+        if conn.era == "modern" and (self._listeners.methods() or self._resource_subscriptions):
             try:
-                conn.open(timeout)
-            finally:
-                self._connect_owner = None
-                with self._state_lock:
-                    self._connecting = None
-            with self._state_lock:
-                if self._closed:
-                    conn.close()
-                    raise ClientClosed("client was closed while connecting")
-                self._cache.clear()
-                conn.on_invalidate = self._cache.invalidate
-                self._conn = conn
-            if conn.era == "modern" and (self._listeners.methods() or self._resource_subscriptions):
-                try:
-                    self._sync_background()
-                except McpError as exc:  # notifications are best effort; calls must still work
-                    log.warning("could not open the notification stream: %s", exc)
-            return conn
+                self._sync_background()
+            except McpError as exc:  # notifications are best effort; calls must still work
+                log.warning("could not open the notification stream: %s", exc)
+        return conn
 
     def _next_transport(self, old: Connection | None) -> Transport:
         if old is not None:

@@ -193,9 +193,12 @@ class Connection:
         try:
             self._apply(negotiate(self, timeout))
         except ConnectionClosed as exc:
-            self.close()
             if isinstance(exc, ClientClosed):
+                # close() was called, and whoever called it waits for the shutdown: the
+                # connecting caller is released now, not when the server has stopped.
+                self.close_soon()
                 raise
+            self.close()
             raise ServerStartError(
                 f"could not connect: {exc.message}",
                 exit_code=exc.exit_code,
