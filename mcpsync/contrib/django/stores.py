@@ -55,7 +55,8 @@ class DatabaseTokenStore(TokenStore):
 
     def load(self, key: str) -> dict[str, Any] | None:
         sealed = self._rows(key).values_list("sealed", flat=True).first()
-        return None if sealed is None else self._cipher.decrypt(sealed)
+        # "": the empty row lock() made to have something to lock; no record yet.
+        return None if not sealed else self._cipher.decrypt(sealed)
 
     def save(self, key: str, record: dict[str, Any]) -> None:
         from .models import McpToken
@@ -93,8 +94,24 @@ class DatabaseTokenStore(TokenStore):
                 yield
                 return
             with transaction.atomic(using=alias):
-                list(self._rows(key).select_for_update())
+                self._lock_row(key, alias)
                 yield
+
+    def _lock_row(self, key: str, alias: str) -> None:
+        """``SELECT ... FOR UPDATE`` the user's row, made first (empty) if there is none.
+
+        Locking no row locks nothing: two processes would both go on.  The empty row is
+        inserted in a savepoint, so a concurrent insert's conflict leaves this transaction
+        usable; the losing process then waits on the row the other one locked.
+        """
+        from .models import McpToken
+
+        for _ in range(3):
+            if list(self._rows(key).select_for_update().values_list("pk", flat=True)):
+                return
+            with contextlib.suppress(IntegrityError), transaction.atomic(using=alias):
+                McpToken.objects.using(alias).create(user_key=self.user_key, key_hash=_hash(key), sealed="")
+        raise TokenStoreError("cannot lock the token record (it was deleted while locking, 3 times)")
 
     def __repr__(self) -> str:
         return "<DatabaseTokenStore>"
