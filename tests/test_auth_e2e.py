@@ -38,6 +38,7 @@ from tests.auth_server.conftest_auth import (  # noqa: F401
     auth_server,
     browse,
     follow_to_callback,
+    protected_server,
     resource_server,
     ts_sdk_server,
 )
@@ -203,3 +204,28 @@ def test_web_app_flow(peer: tuple[str, str]) -> None:
     with _client(resource_server, web_auth()) as client:
         assert client.call_tool("whoami").text == "alice"
     assert json.dumps(store.load(resource_server))  # the record is plain JSON
+
+
+def test_refresh_over_legacy_http_sse(auth_server: str) -> None:  # noqa: F811
+    """The 2024-11-05 transport behind the same token check: login, then a refresh mid-session
+    (the event stream stays open; the POSTs carry the new token)."""
+    with protected_server(auth_server, "--legacy") as url:
+        store = MemoryTokenStore()
+        auth = OAuth(store=store, login=LoopbackLogin(open_browser=browse, timeout=30), client_name="e2e-legacy")
+        stats_url = auth_server + "/test/stats"
+        with mcpsync.Client.http(url, auth=auth, transport="sse", timeout=20) as client:
+            assert client.call_tool("whoami").text == "alice"
+            record = store.load(url)
+            assert record is not None
+            first = record["tokens"]
+            before = _stats(stats_url)["refresh"]
+            record["tokens"]["expires_at"] = 0
+            store.save(url, record)
+            auth._tokens = None  # as a fresh process would: read the store
+            assert client.call_tool("whoami").text == "alice"
+            second = store.load(url)["tokens"]  # type: ignore[index]
+            assert second["access_token"] != first["access_token"]
+            assert second["refresh_token"] != first["refresh_token"]
+            assert _stats(stats_url)["refresh"] - before == 1
+            # Step-up works on this transport too: a 403 on the POST, a new login, the call again.
+            assert client.call_tool("write", {"text": "x"}).text == "wrote x"

@@ -19,6 +19,8 @@ Run as ``python tests/auth_server/resource_server.py --issuer URL``; it binds
   five requests and is announced in ``DPoP-Nonce`` on the 200 answers.
   ``--dpop-nonce-loop``: every proof is answered with a new nonce (a broken server).
 * ``--json``: plain JSON replies (the SDK's ``json_response=True``) instead of SSE streams.
+* ``--legacy``: the HTTP+SSE transport of 2024-11-05 instead (stream ``GET /mcp``, POSTs to
+  ``/messages/``), every request behind the same token check.
 * ``GET /test/stats`` counts 401 and 403 answers, DPoP requests and nonce challenges.
 """
 
@@ -97,7 +99,7 @@ class DPoPCheck:
         return None
 
 
-def build(issuer: str, base: str, dpop: DPoPCheck, json_response: bool = False) -> Any:
+def build(issuer: str, base: str, dpop: DPoPCheck, json_response: bool = False, legacy: bool = False) -> Any:
     server = MCPServer("protected-test-server")
 
     @server.tool()
@@ -110,7 +112,11 @@ def build(issuer: str, base: str, dpop: DPoPCheck, json_response: bool = False) 
         """Needs the mcp:write scope."""
         return f"wrote {text}"
 
-    app = server.streamable_http_app(json_response=json_response)
+    if legacy:
+        # The 2024-11-05 transport: the event stream at /mcp, the POSTs at the endpoint it names.
+        app = server.sse_app(sse_path="/mcp", message_path="/messages/")
+    else:
+        app = server.streamable_http_app(json_response=json_response)
     jwks = jwt.PyJWKClient(issuer + "/jwks")
     resource = base + "/mcp"
     metadata_url = base + "/.well-known/oauth-protected-resource/mcp"
@@ -190,7 +196,8 @@ def build(issuer: str, base: str, dpop: DPoPCheck, json_response: bool = False) 
             claims = None  # RFC 9449 §7.1: a bound token never as Bearer, a bearer one never as DPoP
         if claims is not None and jkt:
             stats["dpop"] += 1
-            error = dpop.verify(headers.get("dpop"), scope["method"], resource, token, jkt)
+            # htu is the URL requested (RFC 9449 §4.2): /mcp, or the legacy POST endpoint.
+            error = dpop.verify(headers.get("dpop"), scope["method"], base + path, token, jkt)
             if error == "use_dpop_nonce":
                 stats["nonce_challenges"] += 1
                 await respond(send, 401, {"error": error}, nonce_challenge())
@@ -256,6 +263,7 @@ def main() -> None:
     parser.add_argument("--dpop-nonce-loop", action="store_true")
     parser.add_argument("--port", type=int, default=0, help="0: an ephemeral port")
     parser.add_argument("--json", action="store_true", help="JSON replies instead of SSE streams")
+    parser.add_argument("--legacy", action="store_true", help="the HTTP+SSE transport of 2024-11-05")
     args = parser.parse_args()
     sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
@@ -267,6 +275,7 @@ def main() -> None:
         f"http://127.0.0.1:{port}",
         DPoPCheck(args.dpop_nonce, args.dpop_nonce_loop),
         args.json,
+        args.legacy,
     )
     print(f"PORT={port}", flush=True)
     uvicorn.Server(uvicorn.Config(app, log_level="warning", lifespan="on")).run(
