@@ -20,6 +20,7 @@ from __future__ import annotations
 import json
 import threading
 from pathlib import Path
+from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
 import pytest
@@ -52,6 +53,20 @@ def _client(url: str, auth: OAuth) -> mcpsync.Client:
 
 def _stats(url: str) -> dict[str, int]:
     return dict(requests.get(url, timeout=5).json())
+
+
+def _refreshes_and_rotates(client: mcpsync.Client, store: Any, key: str, auth: OAuth) -> None:
+    """Expire the stored access token; the next call must refresh, and both tokens rotate."""
+    record = store.load(key)
+    assert record is not None
+    first = dict(record["tokens"])
+    record["tokens"]["expires_at"] = 0
+    store.save(key, record)
+    auth._tokens = None  # as a fresh process would: read the store
+    assert client.call_tool("whoami").text == "alice"
+    second = store.load(key)["tokens"]
+    assert second["access_token"] != first["access_token"]
+    assert second["refresh_token"] != first["refresh_token"]
 
 
 @pytest.fixture(params=["oidc-provider", "ts-sdk"])
@@ -98,13 +113,7 @@ def test_full_flow_then_refresh_with_rotation_then_step_up(
         )
 
         # Force expiry: the next call refreshes; the rotated refresh token is stored.
-        record["tokens"]["expires_at"] = 0
-        store.save(key, record)
-        auth._tokens = None  # as a fresh process would: read the store
-        assert client.call_tool("whoami").text == "alice"
-        second = store.load(key)["tokens"]  # type: ignore[index]
-        assert second["access_token"] != first["access_token"]
-        assert second["refresh_token"] != first["refresh_token"]
+        _refreshes_and_rotates(client, store, key, auth)
         assert _stats(stats_url)["refresh"] == 1
 
         # Step-up: "write" needs mcp:write -> 403 insufficient_scope -> new login with the union.
@@ -215,17 +224,8 @@ def test_refresh_over_legacy_http_sse(auth_server: str) -> None:  # noqa: F811
         stats_url = auth_server + "/test/stats"
         with mcpsync.Client.http(url, auth=auth, transport="sse", timeout=20) as client:
             assert client.call_tool("whoami").text == "alice"
-            record = store.load(url)
-            assert record is not None
-            first = record["tokens"]
             before = _stats(stats_url)["refresh"]
-            record["tokens"]["expires_at"] = 0
-            store.save(url, record)
-            auth._tokens = None  # as a fresh process would: read the store
-            assert client.call_tool("whoami").text == "alice"
-            second = store.load(url)["tokens"]  # type: ignore[index]
-            assert second["access_token"] != first["access_token"]
-            assert second["refresh_token"] != first["refresh_token"]
+            _refreshes_and_rotates(client, store, url, auth)
             assert _stats(stats_url)["refresh"] - before == 1
             # Step-up works on this transport too: a 403 on the POST, a new login, the call again.
             assert client.call_tool("write", {"text": "x"}).text == "wrote x"
