@@ -598,3 +598,63 @@ def test_no_secret_in_logs_errors_or_reprs(
     assert any(
         "mcpsync.auth" == r.name for r in caplog.records
     )  # the flow did log something
+
+
+# -- web-app flow: logins in progress ------------------------------------------------------
+
+
+def test_abandoned_logins_do_not_pile_up_in_the_store(monkeypatch: pytest.MonkeyPatch) -> None:
+    from mcpsync.auth import _login
+
+    store = MemoryTokenStore()
+    clock = [1_000.0]
+    monkeypatch.setattr(_login.time, "time", lambda: clock[0])
+    for i in range(20):  # twenty tabs opened, none finished
+        _login.save_pending(store, "srv", {"state": f"s{i}", "verifier": f"v{i}"})
+        clock[0] += 1
+    record = store.load("srv#logins")
+    assert record is not None and len(record["logins"]) == _login.MAX_PENDING
+    # The newest still finish, once; the oldest were pushed out.
+    pending, params = _login.take_pending(store, "srv", "https://app.example/cb?state=s19&code=c")
+    assert (pending["state"], pending["verifier"], params["code"]) == ("s19", "v19", "c")
+    for state in ("s19", "s0"):
+        with pytest.raises(StateMismatchError):
+            _login.take_pending(store, "srv", f"https://app.example/cb?state={state}&code=c")
+    # Past the TTL the rest go at the next save; the last one taken removes the record.
+    clock[0] += _login.PENDING_TTL + 1
+    _login.save_pending(store, "srv", {"state": "late", "verifier": "v"})
+    assert list(store.load("srv#logins")["logins"]) == [_login._state_name("late")]  # type: ignore[index]
+    _login.take_pending(store, "srv", "https://app.example/cb?state=late&code=c")
+    assert store.load("srv#logins") is None
+
+
+def test_logins_started_at_once_are_all_kept() -> None:
+    from mcpsync.auth import _login
+
+    store = MemoryTokenStore()
+    go = threading.Barrier(8)
+
+    def start(i: int) -> None:
+        go.wait(5)
+        _login.save_pending(store, "srv", {"state": f"tab{i}"})
+
+    threads = [threading.Thread(target=start, args=(i,)) for i in range(8)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(10)
+    for i in range(8):
+        pending, _ = _login.take_pending(store, "srv", f"https://app.example/cb?state=tab{i}")
+        assert pending["state"] == f"tab{i}"
+
+
+def test_a_login_begun_before_the_upgrade_still_finishes() -> None:
+    from mcpsync.auth import _login
+
+    store = MemoryTokenStore()
+    store.save(_login._legacy_pending_key("srv", "old"), {"state": "old", "created": time.time()})
+    pending, _ = _login.take_pending(store, "srv", "https://app.example/cb?state=old&code=c")
+    assert pending["state"] == "old"
+    assert store.load(_login._legacy_pending_key("srv", "old")) is None
+    with pytest.raises(StateMismatchError):
+        _login.take_pending(store, "srv", "https://app.example/cb?state=old&code=c")

@@ -110,13 +110,52 @@ def code_grant(code: str, redirect_uri: str, verifier: str, resource: str) -> di
 # -- web-app flow: logins in progress, kept in the token store ---------------------------------
 
 
-def _pending_key(key: str, state: str) -> str:
-    return f"{key}#login#{hashlib.sha256(state.encode()).hexdigest()[:32]}"
+#: Logins in progress kept per user and server; starting one more drops the oldest.
+MAX_PENDING = 8
+
+
+def _state_name(state: str) -> str:
+    return hashlib.sha256(state.encode()).hexdigest()[:32]
+
+
+def _pending_key(key: str) -> str:
+    # One record per user and server holds every login in progress: a login the user
+    # abandons (closed tab) is dropped when it expires or when newer ones push it out,
+    # instead of staying in the store, verifier and all, for good.
+    return f"{key}#logins"
+
+
+def _legacy_pending_key(key: str, state: str) -> str:
+    # Where earlier builds kept each login, one record apiece: still read, so a login
+    # begun before an upgrade finishes after it.
+    return f"{key}#login#{_state_name(state)}"
+
+
+def _current(logins: Any, now: float) -> dict[str, Any]:
+    """The logins in progress that have not expired (malformed entries dropped)."""
+    if not isinstance(logins, dict):
+        return {}
+    return {
+        name: entry
+        for name, entry in logins.items()
+        if isinstance(entry, dict) and now - float(entry.get("created", 0)) <= PENDING_TTL
+    }
 
 
 def save_pending(store: TokenStore, key: str, pending: dict[str, Any]) -> None:
-    """Remember a login in progress (``pending["state"]`` names it) for :func:`take_pending`."""
-    store.save(_pending_key(key, pending["state"]), {**pending, "created": time.time()})
+    """Remember a login in progress (``pending["state"]`` names it) for :func:`take_pending`.
+
+    At most :data:`MAX_PENDING` per user and server are kept, none older than :data:`PENDING_TTL`.
+    """
+    now = time.time()
+    record_key = _pending_key(key)
+    with store.lock(record_key):  # two tabs starting a login at once must both be kept
+        logins = _current((store.load(record_key) or {}).get("logins"), now)
+        logins[_state_name(pending["state"])] = {**pending, "created": now}
+        if len(logins) > MAX_PENDING:
+            newest = sorted(logins.items(), key=lambda item: float(item[1]["created"]))[-MAX_PENDING:]
+            logins = dict(newest)
+        store.save(record_key, {"logins": logins})
 
 
 def take_pending(
@@ -132,11 +171,27 @@ def take_pending(
     state = params.get("state")
     if not state:
         raise StateMismatchError("the callback URL has no state")
-    pending_key = _pending_key(key, state)
-    pending = store.load(pending_key)
-    if pending is None or not same_secret(pending.get("state"), state):
+    now = time.time()
+    record_key = _pending_key(key)
+    with store.lock(record_key):
+        record = store.load(record_key) or {}
+        logins = record.get("logins")
+        if not isinstance(logins, dict):
+            logins = {}
+        pending = logins.pop(_state_name(state), None)
+        if pending is not None:  # one-shot: a replayed callback finds nothing
+            left = _current(logins, now)
+            if left:
+                store.save(record_key, {"logins": left})
+            else:
+                store.delete(record_key)
+    if pending is None:
+        legacy = _legacy_pending_key(key, state)
+        pending = store.load(legacy)
+        if pending is not None:
+            store.delete(legacy)
+    if not isinstance(pending, dict) or not same_secret(pending.get("state"), state):
         raise StateMismatchError("no login in progress matches this callback (state); start again")
-    store.delete(pending_key)  # one-shot: a replayed callback finds nothing
-    if time.time() - float(pending.get("created", 0)) > PENDING_TTL:
+    if now - float(pending.get("created", 0)) > PENDING_TTL:
         raise StateMismatchError("the login took too long; start again")
     return pending, params
