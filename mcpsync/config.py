@@ -109,6 +109,12 @@ class UnsetVariableError(ConfigError):
         self.where = where
 
 
+def _names_only(values: Mapping[str, str] | None) -> str:
+    # env and headers carry API keys and tokens once variables are expanded: a repr (a log
+    # line, a debugger, Django's error page) shows which names are set, never the values.
+    return "None" if values is None else repr({name: "***" for name in values})
+
+
 @attrs.frozen
 class ServerConfig:
     """One server entry, with environment variables already expanded."""
@@ -120,10 +126,10 @@ class ServerConfig:
     transport: str
     command: str | None = None
     args: list[str] = attrs.field(factory=list)
-    env: dict[str, str] | None = None
+    env: dict[str, str] | None = attrs.field(default=None, repr=_names_only)
     cwd: str | None = None
     url: str | None = None
-    headers: dict[str, str] | None = None
+    headers: dict[str, str] | None = attrs.field(default=None, repr=_names_only)
     #: Tool filters for :class:`mcpsync.ClientGroup`: name globs and required annotations.
     allow: list[str] | None = None
     deny: list[str] | None = None

@@ -248,3 +248,13 @@ def test_servers_target_is_the_url_or_command_line() -> None:
     servers = load_config({"mcpServers": {"r": {"url": "https://x/mcp"}, "l": DEMO}})
     assert servers["r"].target == "https://x/mcp"
     assert servers["l"].target == f"{sys.executable} -m mcpsync.demo"
+
+
+def test_repr_shows_which_env_and_headers_are_set_never_their_values() -> None:
+    servers = load_config({"mcpServers": {
+        "local": {"command": "x", "env": {"API_KEY": "canary-env-value"}},
+        "remote": {"url": "https://mcp.example/mcp", "headers": {"Authorization": "Bearer canary-header"}},
+    }})
+    text = repr(servers)
+    assert "API_KEY" in text and "Authorization" in text
+    assert "canary" not in text

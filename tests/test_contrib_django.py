@@ -168,6 +168,45 @@ class TestDatabaseTokenStore(TokenStoreContract):
         assert other.load("https://mcp.example/mcp") is None
 
 
+@pytest.mark.parametrize("kind", ["database", "cache"])
+def test_a_users_lock_holds_across_store_objects_and_ends_by_the_callers_deadline(kind: str) -> None:
+    # token_store_for() makes a store object per request: two requests of one user must
+    # still exclude each other, and a waiter gives up at its own deadline.
+    import threading
+    import time
+
+    from mcpsync import RequestTimeout
+    from mcpsync.auth import _deadline
+    from mcpsync.contrib._cipher import RecordCipher
+    from mcpsync.contrib.django.stores import CacheTokenStore, DatabaseTokenStore
+
+    def store() -> Any:
+        cls = DatabaseTokenStore if kind == "database" else CacheTokenStore
+        return cls("lock-user", RecordCipher(TEST_KEY))
+
+    held, release = threading.Event(), threading.Event()
+
+    def holder() -> None:
+        with store().lock("k"):
+            held.set()
+            release.wait(30)
+
+    thread = threading.Thread(target=holder, name="store-lock-holder")
+    thread.start()
+    try:
+        assert held.wait(30)
+        started = time.monotonic()
+        with pytest.raises(RequestTimeout), _deadline.within(time.monotonic() + 0.3):
+            with store().lock("k"):
+                pass
+        assert time.monotonic() - started < 2.0
+    finally:
+        release.set()
+        thread.join(30)
+    with store().lock("k"):  # free again once the holder let go
+        pass
+
+
 class TestCacheTokenStore(TokenStoreContract):
     @pytest.fixture
     def store(self) -> Any:

@@ -67,6 +67,17 @@ def test_a_typo_is_reported_once_and_known_keys_are_not_reported(recwarn: pytest
     assert [w for w in recwarn if issubclass(w.category, ConfigWarning)] == []
 
 
+def test_a_server_specs_repr_holds_no_secret() -> None:
+    specs, problems = validate(
+        {"web": {"url": "https://mcp.example/mcp", "headers": {"Authorization": "Bearer canary-h"},
+                 "oauth": {"client_id": "cid", "client_secret": "canary-secret"},
+                 "options": {"headers": {"X-Key": "canary-option"}}}},
+        token_key=TEST_KEY,
+    )
+    assert problems == []
+    assert "canary" not in repr(specs["web"]) and "web" in repr(specs["web"])
+
+
 def test_oauth_servers_need_a_valid_token_key() -> None:
     servers = {"web": {"url": "http://127.0.0.1:1/mcp", "oauth": {"client_name": "x"}}}
     assert _ids(servers, token_key=None) == ["mcpsync.E005"]

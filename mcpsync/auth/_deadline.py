@@ -28,7 +28,7 @@ from typing import Any
 
 from ..exceptions import RequestTimeout
 
-__all__ = ["ATTRIBUTE", "acquire", "bounded", "expired", "of", "remaining", "suspended", "within"]
+__all__ = ["ATTRIBUTE", "acquire", "bounded", "capped", "expired", "of", "remaining", "suspended", "within"]
 
 #: The ``PreparedRequest`` attribute a transport sets to the request's deadline.
 ATTRIBUTE = "mcpsync_deadline"
@@ -90,6 +90,13 @@ def bounded(timeout: tuple[float, float], what: str) -> tuple[float, float]:
     if left <= 0:
         raise expired(what)
     return min(timeout[0], left), min(timeout[1], left)
+
+
+def capped(seconds: float) -> float:
+    """*seconds*, cut to what is left of the budget (never below zero): how long a wait
+    with a limit of its own (a lock's time to live) may last for this call."""
+    left = remaining()
+    return seconds if left is None else max(0.0, min(seconds, left))
 
 
 def passed() -> bool:

@@ -36,7 +36,6 @@ from ._errors import (
     RegistrationError,
     TokenRequestError,
 )
-from ._login import PENDING_TTL
 from ._pkce import new_state, new_verifier
 from ._registration import choose_auth_method, register_client, token_request
 from ._scopes import join_scopes as _join
@@ -48,7 +47,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from ._loopback import LoopbackLogin
     from ._stores import TokenStore
 
-__all__ = ["PENDING_TTL", "Authorizer"]
+__all__ = ["Authorizer"]
 
 log = logging.getLogger("mcpsync.auth")
 

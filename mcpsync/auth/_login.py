@@ -185,11 +185,11 @@ def take_pending(
                 store.save(record_key, {"logins": left})
             else:
                 store.delete(record_key)
-    if pending is None:
-        legacy = _legacy_pending_key(key, state)
-        pending = store.load(legacy)
-        if pending is not None:
-            store.delete(legacy)
+        else:  # under the same lock: two copies of one callback get one verifier
+            legacy = _legacy_pending_key(key, state)
+            pending = store.load(legacy)
+            if pending is not None:
+                store.delete(legacy)
     if not isinstance(pending, dict) or not same_secret(pending.get("state"), state):
         raise StateMismatchError("no login in progress matches this callback (state); start again")
     if now - float(pending.get("created", 0)) > PENDING_TTL:

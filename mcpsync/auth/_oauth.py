@@ -174,7 +174,11 @@ class OAuth(AuthBase):
     # -- wiring ----------------------------------------------------------------------------
 
     def _bind(self, url: str) -> Authorizer:
-        with self._lock:
+        flow = self._flow
+        if flow is not None:
+            # Bound once, read without the lock: a refresh or a login holds it for long.
+            return flow
+        with self._locked():
             if self._flow is not None:
                 return self._flow
             import requests

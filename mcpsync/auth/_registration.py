@@ -224,7 +224,6 @@ def token_request(
     """
     endpoint = policy.check(meta["token_endpoint"], "token_endpoint")
     nonces = nonces if nonces is not None else NonceCache()
-    started = time.time()
     for attempt in range(2):
         form, headers = _client_auth(client, meta, data, private_key, signing_algorithm)
         used = nonces.get(endpoint)

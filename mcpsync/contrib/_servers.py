@@ -102,13 +102,15 @@ class ServerSpec:
 
     name: str
     config: ServerConfig
+    # The rest stays out of repr(): client options and OAuth settings may hold secrets
+    # (client_secret, headers), and so may the entry as written.
     #: Keyword arguments for the client constructor (defaults, then the entry's ``options``).
-    options: dict[str, Any]
+    options: dict[str, Any] = attrs.field(repr=False)
     #: ``None``: the app's own client (:meth:`ServerSet.get_client`); else the
     #: :class:`mcpsync.auth.OAuth` arguments for per-user clients.
-    oauth: dict[str, Any] | None
+    oauth: dict[str, Any] | None = attrs.field(repr=False)
     #: The entry as written (``${VAR}`` not expanded), for the CLI bridge.
-    raw: dict[str, Any]
+    raw: dict[str, Any] = attrs.field(repr=False)
 
 
 def read_servers(source: Any) -> tuple[dict[str, Any], str]:

@@ -10,6 +10,8 @@ threads of a process.  Across processes the database store locks the user's
 row with ``SELECT ... FOR UPDATE`` where the database has it (PostgreSQL,
 MySQL, Oracle; SQLite serialises writers anyway) and the cache store uses
 ``cache.add`` as a lock with an expiry (shared caches: Redis, Memcached).
+Every wait for a lock ends by the deadline of the call that needs the token
+(:class:`~mcpsync.RequestTimeout`), and never lasts longer than :data:`LOCK_TTL`.
 """
 
 from __future__ import annotations
@@ -17,13 +19,15 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import secrets
+import threading
 import time
 from collections.abc import Iterator
 from typing import Any
 
-from django.db import IntegrityError, connections, router, transaction
+from django.db import IntegrityError, OperationalError, connections, router, transaction
 
-from ...auth import TokenStore, TokenStoreError
+from ...auth import TokenStore, TokenStoreError, _deadline
+from ...auth._stores import _held
 from .._cipher import RecordCipher
 
 __all__ = ["CacheTokenStore", "DatabaseTokenStore"]
@@ -34,6 +38,24 @@ LOCK_TTL = 60.0
 
 def _hash(key: str) -> str:
     return hashlib.sha256(key.encode("utf-8")).hexdigest()
+
+
+_thread_locks: dict[tuple[str, str, str], threading.RLock] = {}
+_thread_locks_guard = threading.Lock()
+
+
+def _shared_thread_lock(where: str, user_key: str, key: str) -> threading.RLock:
+    # A store object is made per request (token_store_for), so its own locks would never
+    # meet another request's: the threads of a process share one lock per user and key.
+    with _thread_locks_guard:
+        return _thread_locks.setdefault((where, user_key, key), threading.RLock())
+
+
+def _gave_up(what: str) -> Exception:
+    """The call's deadline passed (RequestTimeout), or the lock's own time to live did."""
+    if _deadline.passed():
+        return _deadline.expired(what)
+    return TokenStoreError(f"timed out {what}")
 
 
 class DatabaseTokenStore(TokenStore):
@@ -84,12 +106,15 @@ class DatabaseTokenStore(TokenStore):
         deleted, _ = McpToken.objects.filter(user_key=str(user_key)).delete()
         return int(deleted)
 
+    def _thread_lock(self, key: str) -> threading.RLock:
+        return _shared_thread_lock("database", self.user_key, key)
+
     @contextlib.contextmanager
     def lock(self, key: str) -> Iterator[None]:
         from .models import McpToken
 
         alias = router.db_for_write(McpToken)
-        with self._thread_lock(key):
+        with _held(self._thread_lock(key)):
             if not connections[alias].features.has_select_for_update:
                 yield
                 return
@@ -106,9 +131,18 @@ class DatabaseTokenStore(TokenStore):
         """
         from .models import McpToken
 
+        if connections[alias].vendor == "postgresql":
+            # Another process's refresh is waited for within the call's deadline (and never
+            # longer than LOCK_TTL); 0 would mean no limit at all.
+            wait_ms = max(1, int(_deadline.capped(LOCK_TTL) * 1000))
+            with connections[alias].cursor() as cursor:
+                cursor.execute(f"SET LOCAL lock_timeout = '{wait_ms}ms'")
         for _ in range(3):
-            if list(self._rows(key).select_for_update().values_list("pk", flat=True)):
-                return
+            try:
+                if list(self._rows(key).select_for_update().values_list("pk", flat=True)):
+                    return
+            except OperationalError:
+                raise _gave_up("waiting for another process's token refresh") from None
             with contextlib.suppress(IntegrityError), transaction.atomic(using=alias):
                 McpToken.objects.using(alias).create(user_key=self.user_key, key_hash=_hash(key), sealed="")
         raise TokenStoreError("cannot lock the token record (it was deleted while locking, 3 times)")
@@ -154,16 +188,21 @@ class CacheTokenStore(TokenStore):
     def delete(self, key: str) -> None:
         self._cache.delete(self._key(key))
 
+    def _thread_lock(self, key: str) -> threading.RLock:
+        return _shared_thread_lock(f"cache:{self.alias}", self.user_key, key)
+
     @contextlib.contextmanager
     def lock(self, key: str) -> Iterator[None]:
         name, token = self._key(key, "lock"), secrets.token_hex(8)
-        with self._thread_lock(key):
-            deadline = time.monotonic() + LOCK_TTL
-            # No cache offers a wait-for-release event, so this polls, bounded by LOCK_TTL.
+        with _held(self._thread_lock(key)):
+            deadline = time.monotonic() + _deadline.capped(LOCK_TTL)
+            # No cache offers a wait-for-release event, so this polls, bounded by LOCK_TTL
+            # and by the call's deadline.
             while not self._cache.add(name, token, timeout=LOCK_TTL):
-                if time.monotonic() > deadline:
-                    raise TokenStoreError("timed out waiting for the token lock in the cache")
-                time.sleep(self._poll)
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    raise _gave_up("waiting for the token lock in the cache")
+                time.sleep(min(self._poll, left))
             try:
                 yield
             finally:

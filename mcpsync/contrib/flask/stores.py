@@ -14,11 +14,12 @@ of a process and between processes:
 
 - PostgreSQL, MySQL/MariaDB, Oracle: ``SELECT ... FOR UPDATE`` on the user's
   row, in a transaction held for as long as the lock (on PostgreSQL with a
-  ``lock_timeout`` of :data:`LOCK_TTL`, so a waiter never waits forever).
+  ``lock_timeout`` of :data:`LOCK_TTL`, or what is left of the call's deadline when
+  that is shorter, so a waiter never waits forever).
 - SQLite, which has no row locks: ``BEGIN IMMEDIATE``, the database's write
   lock.  Other processes' readers go on, their writers (of any table) wait
   until the lock is released, within their busy timeout; this store retries
-  its own writes and locks until :data:`LOCK_TTL`.
+  its own writes and locks until :data:`LOCK_TTL` (or the call's deadline).
 
 Imports SQLAlchemy, which only the apps that use this module need.
 """
@@ -36,7 +37,8 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import sqlalchemy as sa
 from sqlalchemy import exc as sa_exc
 
-from ...auth import TokenStore, TokenStoreError
+from ...auth import TokenStore, TokenStoreError, _deadline
+from ...auth._stores import _held
 
 if TYPE_CHECKING:
     from .._cipher import RecordCipher
@@ -168,13 +170,15 @@ class SQLAlchemyTokens:
         try:
             if held.conn is not None and held.engine is engine:
                 return work(held.conn)
-            deadline = time.monotonic() + LOCK_TTL
+            deadline = time.monotonic() + _deadline.capped(LOCK_TTL)
             while True:
                 try:
                     with engine.begin() as conn:
                         return work(conn)
                 except sa_exc.OperationalError as exc:
                     if not (_is_busy(exc) and time.monotonic() < deadline):
+                        if _is_busy(exc) and _deadline.passed():
+                            raise _deadline.expired("waiting for the token database") from None
                         raise
                 time.sleep(0.05)  # SQLite offers no "lock released" event to wait on
         except sa_exc.IntegrityError as exc:
@@ -193,7 +197,7 @@ class SQLAlchemyTokens:
         """
         with self._guard:
             thread_lock = self._thread_locks.setdefault((user_key, key), threading.RLock())
-        with thread_lock:
+        with _held(thread_lock):
             held = self._held
             if held.conn is not None and held.engine is engine:
                 # Nested (another key, or the same again): the same transaction.
@@ -214,7 +218,9 @@ class SQLAlchemyTokens:
 
     def _begin(self, engine: sa.Engine, user_key: str, key: str) -> sa.Connection:
         """A connection holding the cross-process lock (see the module's text)."""
-        deadline = time.monotonic() + LOCK_TTL
+        # LOCK_TTL, or less: what is left of the call's deadline.
+        wait = _deadline.capped(LOCK_TTL)
+        deadline = time.monotonic() + wait
         while True:
             conn = engine.connect()
             try:
@@ -225,7 +231,8 @@ class SQLAlchemyTokens:
                 else:
                     conn.begin()
                     if engine.dialect.name == "postgresql":
-                        conn.exec_driver_sql(f"SET LOCAL lock_timeout = '{int(LOCK_TTL * 1000)}ms'")
+                        # At least 1 ms: 0 would mean no limit at all.
+                        conn.exec_driver_sql(f"SET LOCAL lock_timeout = '{max(1, int(wait * 1000))}ms'")
                     self._lock_row(conn, user_key, key)
                 return conn
             except sa_exc.OperationalError as exc:
@@ -233,6 +240,8 @@ class SQLAlchemyTokens:
                 if _is_busy(exc) and engine.dialect.name == "sqlite" and time.monotonic() < deadline:
                     time.sleep(0.05)  # see run()
                     continue
+                if _deadline.passed():
+                    raise _deadline.expired("waiting for another process's token refresh") from None
                 raise TokenStoreError("timed out waiting for the token lock in the database"
                                       if _is_busy(exc) or "timeout" in str(exc).lower()
                                       else str(_failed(exc))) from None
