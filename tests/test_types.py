@@ -432,6 +432,7 @@ FAST_SHAPES = [
     {"content": [{"type": "text", "text": "x"}], "isError": True, "_meta": {"m": 2}},
     {"content": [{"type": "text", "text": "x"}], "structuredContent": {"sum": 3}, "isError": False},
     {"content": [{"type": "text", "text": "x"}], "structuredContent": [1, 2]},
+    {"content": [{"type": "text", "text": "x"}], "resultType": "complete", "_meta": {"m": 1}},
 ]
 
 SLOW_SHAPES = [
@@ -485,3 +486,17 @@ def test_call_tool_result_direct_build_rejects_what_the_converter_rejects(raw: A
     with pytest.raises(ProtocolError) as converter:
         types.from_wire(types.CallToolResult, raw)
     assert str(direct.value) == str(converter.value)
+
+
+@pytest.mark.parametrize("raw", FAST_SHAPES, ids=repr)
+def test_the_usual_shapes_are_built_without_the_converter(raw: dict[str, Any], monkeypatch: pytest.MonkeyPatch) -> None:
+    from mcpsync.types import _converter
+    from mcpsync.types.tools import call_tool_result_from_wire
+
+    expected = types.from_wire(types.CallToolResult, raw)
+
+    def refuse(cls: Any, data: Any) -> Any:
+        raise AssertionError("the converter was used")
+
+    monkeypatch.setattr(_converter, "from_wire", refuse)
+    assert call_tool_result_from_wire(raw) == expected

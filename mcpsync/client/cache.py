@@ -33,6 +33,10 @@ class ResultCache:
         self._lock = threading.Lock()
         self._entries: dict[tuple[str, Hashable], tuple[float, dict[str, Any]]] = {}
 
+    def after_fork(self) -> None:
+        """In a forked child: a fresh lock (a parent thread may have held this one at the fork)."""
+        self._lock = threading.Lock()
+
     def get(self, method: str, key: Hashable) -> dict[str, Any] | None:
         with self._lock:
             entry = self._entries.get((method, key))

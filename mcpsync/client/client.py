@@ -167,10 +167,16 @@ class Client(TaskFeatures, Skills):
         _LIVE.add(self)
 
     def _fresh_locks(self) -> None:
-        """In a forked child: new locks, and no connect in progress (it was the parent's)."""
+        """In a forked child: new locks, and no connect in progress (it was the parent's).
+
+        The first connect in the child also clears the cache and reads the listeners, whose
+        locks the parent's reader and dispatcher threads take all the time.
+        """
         self._connect_lock = threading.Lock()
         self._state_lock = threading.Lock()
         self._background_lock = threading.Lock()
+        self._cache.after_fork()
+        self._listeners.after_fork()
         self._connecting = None
 
     @classmethod
@@ -541,17 +547,18 @@ class Client(TaskFeatures, Skills):
             cap = started + max_total_timeout
             deadline = cap if deadline is None else min(deadline, cap)
         conn = self._connection(deadline)
-        spent = time.monotonic() - started
-        # Straight to the policies (Connection.request is this call for other callers).
+        # Straight to the policies (Connection.request is this call for other callers); the
+        # time the connect took counts, as both limits run from *started*.
         return conn.policies.request(
             conn,
             method,
             dict(params) if params is not None else None,
-            timeout=None if seconds is None else max(0.0, seconds - spent),
+            timeout=seconds,
             progress=progress,
             reset_on_progress=reset_timeout_on_progress,
-            max_total=None if max_total_timeout is None else max(0.0, max_total_timeout - spent),
+            max_total=max_total_timeout,
             retry=retry,
+            start=started,
         )
 
     def notify(self, method: str, params: Mapping[str, Any] | None = None) -> None:

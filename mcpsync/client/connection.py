@@ -14,7 +14,7 @@ import os
 import threading
 import time
 from collections import deque
-from concurrent.futures import Future
+from concurrent.futures import Future, InvalidStateError
 from typing import TYPE_CHECKING, Any, Callable
 
 from mcpsync import types
@@ -70,6 +70,10 @@ class Listeners:
         #: Called (without the lock) whenever the set of methods changes.
         self.on_change: Callable[[], None] | None = None
 
+    def after_fork(self) -> None:
+        """In a forked child: a fresh lock (a parent thread may have held this one at the fork)."""
+        self._lock = threading.Lock()
+
     def add(self, method: str, callback: Callable[[dict[str, Any]], Any]) -> None:
         with self._lock:
             self._by_method.setdefault(method, []).append(callback)
@@ -89,6 +93,17 @@ class Listeners:
     def methods(self) -> set[str]:
         with self._lock:
             return {method for method, callbacks in self._by_method.items() if callbacks}
+
+
+def _settle(future: Future[dict[str, Any]], result: dict[str, Any] | None, exc: BaseException | None) -> None:
+    """Settle *future* unless close() already did (the handler may finish after it)."""
+    try:
+        if exc is not None:
+            future.set_exception(exc)
+        else:
+            future.set_result(result)  # type: ignore[arg-type]
+    except InvalidStateError:
+        pass
 
 
 class Connection:
@@ -142,6 +157,8 @@ class Connection:
         # so a server cancelling ids it never sent cannot grow _cancelled_requests.
         self._handling: set[int | str] = set()
         self._lock = threading.Lock()
+        #: MRTR and task input handlers running or queued (close() fails them).
+        self._handler_futures: set[Future[dict[str, Any]]] = set()
         self._subscriptions: list[Subscription] = []
         #: Tagged notifications whose stream is not registered yet (or any more).
         self._early: deque[tuple[object, str, dict[str, Any]]] = deque(maxlen=_EARLY_LIMIT)
@@ -219,6 +236,10 @@ class Connection:
         """Fail pending calls, close the transport, stop the workers; bounded."""
         self.session.fail_all(ClientClosed("client closed"))
         with self._lock:
+            handler_futures = list(self._handler_futures)
+        for future in handler_futures:
+            _settle(future, None, ClientClosed("client closed"))
+        with self._lock:
             subscriptions, self._subscriptions = self._subscriptions, []
         for sub in subscriptions:
             sub._ended(None)
@@ -238,6 +259,7 @@ class Connection:
 
     def abandon(self) -> None:
         """Forget this connection in a forked child without touching the parent's resources."""
+        self.session.after_fork()  # the parent's reader may have held its lock at the fork
         self.session.fail_all(ClientClosed("connection belongs to the parent process"))
         self.transport.forget()
 
@@ -461,17 +483,26 @@ class Connection:
         )
 
     def run_handler(self, method: str, params: dict[str, Any]) -> Future[dict[str, Any]]:
-        """Answer an MRTR input request on a handler worker, like a legacy server request."""
+        """Answer an MRTR input request on a handler worker, like a legacy server request.
+
+        :meth:`close` fails the futures not settled yet (a queued job is dropped by the
+        workers' stop), so a caller waiting for one is released.
+        """
         future: Future[dict[str, Any]] = Future()
 
         def run() -> None:
             try:
-                future.set_result(answer_server_request(self.options, method, params))
+                outcome = answer_server_request(self.options, method, params)
             except BaseException as exc:  # handed to the waiting caller
-                future.set_exception(exc)
+                _settle(future, None, exc)
+            else:
+                _settle(future, outcome, None)
 
+        with self._lock:
+            self._handler_futures.add(future)
+        future.add_done_callback(self._handler_futures.discard)
         if not self.handlers.submit(run):
-            future.set_exception(ClientClosed("client is shutting down"))
+            _settle(future, None, ClientClosed("client is shutting down"))
         return future
 
     def _on_request(self, request_id: int | str, method: str, params: dict[str, Any]) -> None:

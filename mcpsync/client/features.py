@@ -51,16 +51,31 @@ class Features:
 
     # -- plumbing shared by the feature methods ------------------------------
 
-    def _require(self, capability: str, method: str, timeout: TimeoutArg = DEFAULT) -> None:
-        # A lazy connect here is part of the call, inside its deadline.
+    def _deadline(self, timeout: TimeoutArg) -> float | None:
+        """When a call that starts now must end (``None``: never)."""
         seconds = self._timeout(timeout)
-        caps = self._connection(None if seconds is None else time.monotonic() + seconds).capabilities
+        return None if seconds is None else time.monotonic() + seconds
+
+    @staticmethod
+    def _left(deadline: float | None) -> float | None:
+        """The seconds left until *deadline*, as the ``timeout=`` of the call's next request."""
+        return None if deadline is None else max(0.0, deadline - time.monotonic())
+
+    def _require(self, capability: str, method: str, timeout: TimeoutArg = DEFAULT) -> float | None:
+        """Raise :class:`CapabilityNotSupported` unless the server declared *capability*.
+
+        A lazy connect here is part of the call, inside its deadline: what is left of
+        *timeout* for the request is returned (``None``: no limit).
+        """
+        deadline = self._deadline(timeout)
+        caps = self._connection(deadline).capabilities
         head, _, sub = capability.partition(".")
         value = getattr(caps, head, None)
         if value is not None and sub:
             value = getattr(value, sub, None) if not isinstance(value, dict) else value.get(sub)
         if value is None or value is False:
             raise CapabilityNotSupported(capability, method)
+        return self._left(deadline)
 
     def _request_until_complete(
         self,
@@ -84,7 +99,7 @@ class Features:
             method,
             params,
             max_rounds=self._options.max_input_rounds,
-            timeout=timeout,
+            timeout=self._timeout(timeout),
             progress=progress,
             reset_timeout_on_progress=reset_timeout_on_progress,
             max_total_timeout=max_total_timeout,
@@ -97,14 +112,17 @@ class Features:
     def _paginate(
         self, method: str, key: str, cls: type[Any], capability: str, timeout: TimeoutArg, cache: bool
     ) -> list[Any]:
-        self._require(capability, method, timeout)
+        # One deadline for every page: a list of many pages ends by the caller's timeout too.
+        left = self._require(capability, method, timeout)
+        deadline = None if left is None else time.monotonic() + left
         items: list[Any] = []
         cursor: str | None = None
         seen: set[str] = set()
         for _ in range(_MAX_PAGES):
             raw = self._cache.get(method, cursor) if cache else None
             if raw is None:
-                raw = self.request(method, {"cursor": cursor} if cursor is not None else None, timeout=timeout)
+                raw = self.request(method, {"cursor": cursor} if cursor is not None else None,
+                                   timeout=self._left(deadline))
                 self._cache.put(method, cursor, raw)
             page = types.from_wire(cls, raw)
             items.extend(getattr(page, key))
@@ -169,24 +187,29 @@ class Features:
             and not conn.policies.interceptors
             and conn.pid == os.getpid()
         ):
-            # The hot path (an open connection, no progress, no interceptors): what
-            # request() does, one frame deep.  Threads sharing a client pay for every
-            # Python frame of a call with the GIL.
+            # The hot path (an open connection, no progress, no interceptors): straight to
+            # the policies, without Client.request and the input-required loop.  Threads
+            # sharing a client pay for every Python frame of a call with the GIL.
             if conn.capabilities.tools is None:
                 raise CapabilityNotSupported("tools", "tools/call")
-            first = conn.policies.request_direct(
-                conn, "tools/call", params, start=started, timeout=self._timeout(timeout), retry=retry
+            first = conn.policies.request(
+                conn, "tools/call", params, timeout=self._timeout(timeout), retry=retry, start=started
             )
             kind = first.get("resultType")
             raw = first if kind is None or kind == "complete" else None
         else:
-            self._require("tools", "tools/call", timeout)
             raw = None
+        if first is None:
+            left = self._require("tools", "tools/call", timeout)
+        else:
+            # input_required or a task: the rest of the call shares the deadline fixed at its start.
+            seconds = self._timeout(timeout)
+            left = self._left(None if seconds is None else started + seconds)
         if raw is None:
             raw = self._request_until_complete(
                 "tools/call",
                 params,
-                timeout=timeout,
+                timeout=left,
                 progress=progress,
                 reset_timeout_on_progress=reset_timeout_on_progress,
                 max_total_timeout=max_total_timeout,
@@ -229,10 +252,10 @@ class Features:
         self, uri: str, *, timeout: TimeoutArg = DEFAULT, cache: bool = True
     ) -> types.ReadResourceResult:
         """Read a resource; ``.contents`` holds text and blob contents."""
-        self._require("resources", "resources/read", timeout)
+        left = self._require("resources", "resources/read", timeout)
         raw = self._cache.get("resources/read", uri) if cache else None
         if raw is None:
-            raw = self._request_until_complete("resources/read", {"uri": uri}, timeout=timeout)
+            raw = self._request_until_complete("resources/read", {"uri": uri}, timeout=left)
             self._cache.put("resources/read", uri, raw)
         return types.from_wire(types.ReadResourceResult, raw)
 
@@ -242,22 +265,23 @@ class Features:
         On a modern server this joins the client's background
         ``subscriptions/listen`` stream.
         """
-        conn = self._connection()
         # A modern server declares resources.subscribe when it serves resourceSubscriptions.
-        self._require("resources.subscribe", "resources/subscribe", timeout)
+        left = self._require("resources.subscribe", "resources/subscribe", timeout)
+        conn = self._connection()  # open now (the check above connected within the deadline)
         if conn.era == "legacy":
-            self.request("resources/subscribe", {"uri": uri}, timeout=timeout)
+            self.request("resources/subscribe", {"uri": uri}, timeout=left)
         self._resource_subscriptions.add(uri)
         if conn.era == "modern":
             self._sync_background()
 
     def unsubscribe_resource(self, uri: str, *, timeout: TimeoutArg = DEFAULT) -> None:
         """Stop updates about *uri*."""
-        conn = self._connection()
+        deadline = self._deadline(timeout)
+        conn = self._connection(deadline)
         self._resource_subscriptions.discard(uri)
         if conn.era == "legacy":
             self._require("resources.subscribe", "resources/unsubscribe", timeout)
-            self.request("resources/unsubscribe", {"uri": uri}, timeout=timeout)
+            self.request("resources/unsubscribe", {"uri": uri}, timeout=self._left(deadline))
         else:
             self._sync_background()
 
@@ -275,11 +299,11 @@ class Features:
         timeout: TimeoutArg = DEFAULT,
     ) -> types.GetPromptResult:
         """Render a prompt; ``.messages`` holds the conversation."""
-        self._require("prompts", "prompts/get", timeout)
+        left = self._require("prompts", "prompts/get", timeout)
         params: dict[str, Any] = {"name": name}
         if arguments:
             params["arguments"] = {key: str(value) for key, value in arguments.items()}
-        return types.from_wire(types.GetPromptResult, self._request_until_complete("prompts/get", params, timeout=timeout))
+        return types.from_wire(types.GetPromptResult, self._request_until_complete("prompts/get", params, timeout=left))
 
     # -- the rest ------------------------------------------------------------
 
@@ -293,14 +317,14 @@ class Features:
         timeout: TimeoutArg = DEFAULT,
     ) -> types.Completion:
         """Ask the server to complete an argument of a prompt or resource template."""
-        self._require("completions", "completion/complete", timeout)
+        left = self._require("completions", "completion/complete", timeout)
         params: dict[str, Any] = {
             "ref": types.to_wire(ref),
             "argument": {"name": argument_name, "value": argument_value},
         }
         if context:
             params["context"] = {"arguments": dict(context)}
-        raw = self.request("completion/complete", params, timeout=timeout)
+        raw = self.request("completion/complete", params, timeout=left)
         return types.from_wire(types.CompleteResult, raw).completion
 
     def set_logging_level(self, level: types.LoggingLevel, *, timeout: TimeoutArg = DEFAULT) -> None:
@@ -309,18 +333,19 @@ class Features:
         Modern servers take the level with every request; this sets it for
         all requests from now on.
         """
-        conn = self._connection()
-        self._require("logging", "logging/setLevel", timeout)
+        left = self._require("logging", "logging/setLevel", timeout)
+        conn = self._connection()  # open now (the check above connected within the deadline)
         if conn.era == "modern":
             conn.log_level = level
             conn.set_modern_meta()
             return
-        self.request("logging/setLevel", {"level": level}, timeout=timeout)
+        self.request("logging/setLevel", {"level": level}, timeout=left)
 
     def ping(self, *, timeout: TimeoutArg = DEFAULT) -> None:
         """Check that the server answers (``server/discover`` on a modern server)."""
-        conn = self._connection()
-        self.request("ping" if conn.era == "legacy" else "server/discover", None, timeout=timeout)
+        deadline = self._deadline(timeout)
+        conn = self._connection(deadline)
+        self.request("ping" if conn.era == "legacy" else "server/discover", None, timeout=self._left(deadline))
 
     def notify_roots_changed(self) -> None:
         """Tell the server the roots changed (modern servers ask for them each time)."""
@@ -346,7 +371,8 @@ class Features:
         URIs are subscribed with ``resources/subscribe``).  Close it, or use
         it as a context manager.
         """
-        conn = self._connection()
+        deadline = self._deadline(timeout)
+        conn = self._connection(deadline)
         filt = types.SubscriptionFilter(
             tools_list_changed=tools or None,
             prompts_list_changed=prompts or None,
@@ -356,8 +382,8 @@ class Features:
         sub = Subscription(filt, maxsize=maxsize, on_close=conn.remove_subscription)
         if conn.era == "legacy":
             for uri in resource_uris:
-                self.subscribe_resource(uri, timeout=timeout)
+                self.subscribe_resource(uri, timeout=self._left(deadline))
             conn.add_subscription(sub, None)
             sub._acknowledge(types.to_wire(filt))
             return sub
-        return conn.listen(sub, self._timeout(timeout))
+        return conn.listen(sub, self._left(deadline))

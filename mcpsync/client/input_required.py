@@ -11,8 +11,9 @@ turns one handler's outcome into the answer (tasks use it for ``tasks/update`` t
 
 from __future__ import annotations
 
+import concurrent.futures
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from concurrent.futures import Future
 from typing import TYPE_CHECKING, Any
 
@@ -24,7 +25,7 @@ from mcpsync.rpc.session import ProgressCallback
 if TYPE_CHECKING:
     from mcpsync.client.connection import Connection
 
-__all__ = ["request_until_complete", "input_response"]
+__all__ = ["answer_inputs", "request_until_complete", "input_response"]
 
 
 def request_until_complete(
@@ -34,7 +35,7 @@ def request_until_complete(
     params: dict[str, Any],
     *,
     max_rounds: int,
-    timeout: TimeoutArg,
+    timeout: float | None,
     progress: ProgressCallback | None = None,
     reset_timeout_on_progress: bool = True,
     max_total_timeout: float | None = None,
@@ -48,6 +49,8 @@ def request_until_complete(
 
     A result whose ``resultType`` is in *accept* (e.g. ``"task"``) is returned as it is.
 
+    :param timeout: seconds left for the whole call, every round and every input handler
+        included (``None``: no limit).
     :param request: sends one round (the client's ``request``: policies, lazy connect).
     :param connection: the client's open connection (its handler workers answer the inputs).
     :param first: the first round's result, when the caller already sent it.
@@ -56,8 +59,10 @@ def request_until_complete(
         *max_rounds* rounds.
     """
     attempt = dict(params)
+    now = time.monotonic()
     if started is None:
-        started = time.monotonic()
+        started = now
+    deadline = None if timeout is None else now + timeout
     for _ in range(max_rounds + 1):
         if first is not None:
             raw, first = first, None
@@ -71,7 +76,7 @@ def request_until_complete(
             raw = request(
                 method,
                 attempt,
-                timeout=timeout,
+                timeout=_left(deadline),
                 progress=progress,
                 reset_timeout_on_progress=reset_timeout_on_progress,
                 max_total_timeout=left,
@@ -85,19 +90,31 @@ def request_until_complete(
         needed = types.from_wire(types.InputRequiredResult, raw)
         attempt = dict(params)
         if needed.input_requests:
-            # Answered concurrently on the handler workers, as legacy server requests are.
-            conn = connection()
-            futures = {
-                key: conn.run_handler(input_request.method, input_request.params or {})
-                for key, input_request in needed.input_requests.items()
-            }
-            attempt["inputResponses"] = {
-                key: input_response(conn, method, needed.input_requests[key], future)
-                for key, future in futures.items()
-            }
+            attempt["inputResponses"] = answer_inputs(connection(), method, needed.input_requests, _left(deadline))
         if needed.request_state is not None:
             attempt["requestState"] = needed.request_state
     raise ProtocolError(f"{method}: still input_required after {max_rounds} rounds")
+
+
+def _left(deadline: float | None) -> float | None:
+    return None if deadline is None else max(0.0, deadline - time.monotonic())
+
+
+def answer_inputs(
+    conn: Connection, method: str, requests: Mapping[str, types.InputRequest], timeout: float | None
+) -> dict[str, dict[str, Any]]:
+    """Run the handlers of *requests* concurrently on the handler workers (as legacy server
+    requests are) and return their answers by key, within *timeout* seconds.
+
+    :raises RequestTimeout: a handler did not finish in time (its answer is not sent).
+    :raises ClientClosed: the client was closed meanwhile.
+    """
+    futures = {key: conn.run_handler(request.method, request.params or {}) for key, request in requests.items()}
+    _, late = concurrent.futures.wait(futures.values(), timeout=timeout)
+    if late:
+        raise RequestTimeout(f"{method}: the client's input handlers did not answer by the call's deadline",
+                             method=method)
+    return {key: input_response(conn, method, requests[key], future) for key, future in futures.items()}
 
 
 def input_response(

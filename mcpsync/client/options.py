@@ -38,9 +38,6 @@ DEFAULT = Default.token
 
 TimeoutArg = Union[float, None, Default]
 
-#: Handshake-era revisions we speak, newest first.
-#: Stateless-era revisions we speak, newest first.
-
 _RootItem = Union["types.Root", tuple[str, str], tuple[str], str, "os.PathLike[str]"]
 #: What ``roots=`` accepts: a list of roots, or a callable returning one.
 RootsArg = Union[Sequence[_RootItem], Callable[[], Iterable[_RootItem]], None]

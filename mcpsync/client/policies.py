@@ -89,9 +89,15 @@ class Policies:
         reset_on_progress: bool = True,
         max_total: float | None = None,
         retry: bool | None = None,
+        start: float | None = None,
     ) -> dict[str, Any]:
-        """Send *method* through the chain and return its raw result."""
-        start = time.monotonic()
+        """Send *method* through the chain and return its raw result.
+
+        :param start: when the call began (default: now); *timeout* and *max_total* count
+            from there.
+        """
+        if start is None:
+            start = time.monotonic()
         if not self.interceptors:
             return self._with_retries(conn, method, params, start, timeout, progress, reset_on_progress,
                                       max_total, retry)
@@ -101,18 +107,6 @@ class Policies:
                                       max_total, retry)
 
         return self.intercept(method, params, send)
-
-    def request_direct(
-        self, conn: Channel, method: str, params: dict[str, Any] | None, *, start: float,
-        timeout: float | None, retry: bool | None,
-    ) -> dict[str, Any]:
-        """:meth:`request` for a caller without progress or a total cap, when there are no
-        interceptors (check :attr:`interceptors` first): the same retries and span, with the
-        frames and copies of the general path left out (``call_tool``'s hot path).
-
-        :param start: when the call began; *timeout* counts from there.
-        """
-        return self._with_retries(conn, method, params, start, timeout, None, True, None, retry)
 
     def _with_retries(
         self,
@@ -223,9 +217,7 @@ class Policies:
         session = conn.session
         # The write (a stdio pipe, an HTTP POST) is bounded by this attempt's deadline too.
         started = time.monotonic()
-        deadline = None if timeout is None else started + timeout
-        if max_total is not None:
-            deadline = started + max_total if deadline is None else min(deadline, started + max_total)
+        deadline = _deadline(started, timeout, max_total)
         span = self.span(conn, method, params)
         if span is None:
             pending = session.send_request(method, params, on_progress=progress, started=started, deadline=deadline)
@@ -265,8 +257,10 @@ class Policies:
 
 def _deadline(start: float, timeout: float | None, max_total: float | None) -> float | None:
     """The monotonic time the whole call must end by (retries and backoff included)."""
-    ends = [start + t for t in (timeout, max_total) if t is not None]
-    return min(ends) if ends else None
+    if timeout is None:
+        return None if max_total is None else start + max_total
+    end = start + timeout
+    return end if max_total is None else min(end, start + max_total)
 
 
 def _less(limit: float | None, spent: float) -> float | None:

@@ -26,7 +26,6 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from mcpsync import types
-from mcpsync.client import frontmatter as _frontmatter
 from mcpsync.client.options import DEFAULT, TimeoutArg
 from mcpsync.exceptions import CapabilityNotSupported, ProtocolError, SkillVerificationError, excerpt
 
@@ -55,14 +54,22 @@ class Skills:
         _paginate: Callable[..., list[Any]]
         _cache: ResultCache
 
-        def _connection(self) -> Connection: ...
+        def _connection(self, deadline: float | None = None) -> Connection: ...
+
+        def _deadline(self, timeout: TimeoutArg) -> float | None: ...
+
+        @staticmethod
+        def _left(deadline: float | None) -> float | None: ...
 
         def _timeout(self, timeout: TimeoutArg) -> float | None: ...
 
-    def _require_skills(self, method: str) -> None:
-        extensions = self._connection().capabilities.extensions or {}
+    def _require_skills(self, method: str, timeout: TimeoutArg) -> float | None:
+        """As ``_require`` for the skills extension: what is left of *timeout* after a lazy connect."""
+        deadline = self._deadline(timeout)
+        extensions = self._connection(deadline).capabilities.extensions or {}
         if not isinstance(extensions.get(types.SKILLS_EXTENSION), dict):
             raise CapabilityNotSupported(f"extensions.{types.SKILLS_EXTENSION}", method)
+        return self._left(deadline)
 
     def list_skills(self, *, timeout: TimeoutArg = DEFAULT, cache: bool = True) -> list[Skill]:
         """Every skill entry the server lists (all pages); reads no file.
@@ -74,10 +81,10 @@ class Skills:
 
         :raises CapabilityNotSupported: the server does not declare the extension.
         """
-        self._require_skills("skills/list")
+        left = self._require_skills("skills/list", timeout)
         skills: list[Skill] = []
         pages = types.skills.RawSkillsPage  # entries left raw: each is checked on its own
-        for raw in self._paginate("skills/list", "skills", pages, "resources", timeout, cache):
+        for raw in self._paginate("skills/list", "skills", pages, "resources", left, cache):
             try:
                 skills.append(types.from_wire(types.Skill, raw))
             except ProtocolError as exc:
@@ -90,8 +97,8 @@ class Skills:
         :raises ServerError: -32602 when the server serves no such skill.
         :raises ProtocolError: the answer is malformed or describes another URI.
         """
-        self._require_skills("skills/get")
-        raw = self._request_until_complete("skills/get", {"uri": uri}, timeout=timeout)
+        left = self._require_skills("skills/get", timeout)
+        raw = self._request_until_complete("skills/get", {"uri": uri}, timeout=left)
         skill = types.from_wire(types.GetSkillResult, raw).skill
         if skill.uri != uri:
             raise ProtocolError(f"skills/get {excerpt(uri, 120)} answered for {excerpt(skill.uri, 120)}")
@@ -122,6 +129,9 @@ class Skills:
             skill = self.get_skill(skill, timeout=remaining())
         _check_entry(skill, allow_dynamic)
         file = self._fetch(skill, skill.uri, remaining)
+        # Imported here: its YAML subset parser is for load_skill only, not `import mcpsync`.
+        from mcpsync.client import frontmatter as _frontmatter
+
         try:
             text = file.text
             yaml_text, body = _frontmatter.split(text)
@@ -259,6 +269,8 @@ def _verified(uri: str, entry: SkillResource | None, result: types.ReadResourceR
 
 def _compare_frontmatter(skill: Skill, parsed: dict[str, Any]) -> None:
     """Field by field; the first difference fails the load."""
+    from mcpsync.client import frontmatter as _frontmatter
+
     expected = skill.frontmatter
     for key in sorted(set(expected) | set(parsed)):
         if key not in parsed or key not in expected or not _frontmatter.same(expected[key], parsed[key]):

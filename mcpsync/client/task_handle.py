@@ -9,7 +9,6 @@ Both wire forms: the 2026-07-28 extension, and the 2025-11-25 core form
 
 from __future__ import annotations
 
-import concurrent.futures
 import logging
 import threading
 import time
@@ -19,7 +18,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 from mcpsync import types
 from mcpsync.client.extensions import request_meta
 from mcpsync.client.handles import Handle
-from mcpsync.client.input_required import input_response
+from mcpsync.client.input_required import answer_inputs
 from mcpsync.client.options import DEFAULT, TimeoutArg
 from mcpsync.client.subscriptions import Subscription
 from mcpsync.exceptions import (
@@ -189,8 +188,10 @@ class TaskHandle:
         """
         if self._id is None:
             return
-        conn = self._client._connection()
-        raw = self._call(conn, "tasks/cancel", {}, self._client._timeout(timeout))
+        seconds = self._client._timeout(timeout)
+        deadline = None if seconds is None else time.monotonic() + seconds
+        conn = self._client._connection(deadline)
+        raw = self._call(conn, "tasks/cancel", {}, remaining(deadline, "tasks/cancel"))
         if conn.era == "legacy" and "taskId" in raw:
             self._observe(legacy_task(types.from_wire(types.Task, raw)))
         self._wake()
@@ -219,7 +220,7 @@ class TaskHandle:
         if self._id is None:
             assert state is not None
             return self._outcome(state)
-        conn = self._client._connection()
+        conn = self._client._connection(deadline)
         wake = threading.Event()
         with self._lock:
             self._waiting.add(wake)
@@ -358,16 +359,7 @@ class TaskHandle:
             return False
         try:
             # The same handlers and workers as MRTR and legacy server requests.
-            futures = {key: conn.run_handler(request.method, request.params or {}) for key, request in fresh.items()}
-            _, pending = concurrent.futures.wait(futures.values(), timeout=remaining(deadline, "tasks/update"))
-            if pending:
-                raise RequestTimeout(
-                    f"task {short_id(self._id)}: input handlers did not answer in time", method="tasks/update"
-                )
-            responses = {
-                key: input_response(conn, "tasks/update", fresh[key], future)
-                for key, future in futures.items()
-            }
+            responses = answer_inputs(conn, "tasks/update", fresh, remaining(deadline, "tasks/update"))
             self._call(conn, "tasks/update", {"inputResponses": responses}, remaining(deadline, "tasks/update"))
         except BaseException:
             with self._lock:

@@ -77,20 +77,19 @@ class TaskFeatures(Features):
         :param on_status: ``fn(task)`` for each status change a :meth:`~TaskHandle.wait`
             on this handle sees, run on the dispatcher thread.
         """
-        self._require("tools", "tools/call", timeout)
-        conn = self._connection()
+        left = self._require("tools", "tools/call", timeout)
+        conn = self._connection()  # open now (the check above connected within the deadline)
         params: dict[str, Any] = {"name": name, "arguments": dict(arguments or {})}
         if meta:
             params["_meta"] = dict(meta)
         if conn.era == "modern":
             params["_meta"] = {**params.get("_meta", {}), **request_meta(conn, {TASKS_EXTENSION_ID: {}})}
-            raw = self._request_until_complete("tools/call", params, timeout=timeout, accept=("task",))
+            raw = self._request_until_complete("tools/call", params, timeout=left, accept=("task",))
             if raw.get("resultType") != "task":
                 return TaskHandle(self._as_client(), None, state=completed(raw), on_status=on_status)
             state = types.from_wire(DetailedTask, raw)
         else:
-            seconds = self._timeout(timeout)
-            deadline = None if seconds is None else time.monotonic() + seconds
+            deadline = None if left is None else time.monotonic() + left
             # One deadline for both: a tools/list to learn the tool's task support, then the call.
             if self._legacy_task_support(name, remaining(deadline, "tools/list")):
                 params["task"] = {} if ttl_ms is None else {"ttl": ttl_ms}

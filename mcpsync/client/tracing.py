@@ -29,7 +29,6 @@ import sys
 import threading
 from types import TracebackType
 from typing import Any
-from urllib.parse import urlsplit
 
 from mcpsync.exceptions import ServerError
 

@@ -139,6 +139,10 @@ class Session:
         with self._lock:
             return len(self._pending)
 
+    def after_fork(self) -> None:
+        """In a forked child: a fresh lock (a parent thread may have held this one at the fork)."""
+        self._lock = threading.Lock()
+
     def send_request(
         self,
         method: str,
@@ -201,36 +205,29 @@ class Session:
                 if "on_write_error" in options:
                     # The transport may hand the message to the thread writing now and
                     # return; a failed write then settles the reply this caller waits on.
-                    kwargs["on_write_error"] = partial(self._write_failed, pending)
+                    kwargs["on_write_error"] = partial(self.settle, pending)
                 self._send(message, **kwargs)
             else:
                 self._send(message)
         except RequestTimeout as exc:
             # The transport could not finish by the deadline (and, where the server got
             # the request, cancelled it): the caller's timeout, whoever settled first.
-            if self._pop(request_id) is not None:
-                pending.reply.set_exception(exc)
+            self.settle(pending, exc)
             raise
         except BaseException as exc:
-            if self._pop(request_id) is not None:
-                pending.reply.set_exception(exc)
+            if self.settle(pending, exc):
                 raise
             if pending.reply._done:
                 return pending  # settled meanwhile (cancelled, closed): its outcome is the answer
             raise
         return pending
 
-    def _write_failed(self, pending: PendingRequest, exc: BaseException) -> None:
-        if self._pop(pending.id) is not None:
-            pending.reply.set_exception(exc)
-
     def _send_detached(self, pending: PendingRequest, message: dict[str, Any]) -> None:
         def write() -> None:
             try:
                 self._send(message)
             except BaseException as exc:  # the request's caller gets it from its reply
-                if self._pop(pending.id) is not None:
-                    pending.reply.set_exception(exc)
+                self.settle(pending, exc)
 
         try:
             threading.Thread(target=write, name=f"mcpsync-send-{pending.id}", daemon=True).start()
@@ -353,9 +350,8 @@ class Session:
         return True
 
     def _settle_locally(self, pending: PendingRequest, exc: BaseException, reason: str) -> bool:
-        if self._pop(pending.id) is None:
+        if not self.settle(pending, exc):
             return False
-        pending.reply.set_exception(exc)
         if pending.method not in _NEVER_CANCEL and self._closed is None:
             pending.cancel_sent = True
             params = {"requestId": pending.id, "reason": reason}
@@ -440,9 +436,7 @@ class Session:
                 if pending is not None:
                     pending.reply._settle(result, None)
                     return
-                self.dropped_responses += 1
-                log.debug("dropping reply for unknown or settled id %s", raw_id)
-                return
+                # Unknown or settled id: the general path below counts and logs it.
         request_id = normalize_id(raw_id)
         pending = self._pop(request_id) if isinstance(request_id, int) else None
         if pending is None:

@@ -141,7 +141,8 @@ class ToolChoice(WireObject):
 
 
 
-_RESULT_KEYS = frozenset(("content", "structuredContent", "isError", "_meta"))
+# resultType: every 2026-07-28 result carries "complete"; the converter keeps it in extra.
+_RESULT_KEYS = frozenset(("content", "structuredContent", "isError", "_meta", "resultType"))
 _TEXT_KEYS = frozenset(("type", "text", "_meta"))
 _ABSENT: Any = object()
 
@@ -159,7 +160,9 @@ def call_tool_result_from_wire(raw: Any) -> CallToolResult:
         # A key present with null goes to the converter, which decides (``_meta: null`` is refused).
         meta = raw.get("_meta", _ABSENT)
         is_error = raw.get("isError", _ABSENT)
-        content = raw.get("content", ())
+        content = raw.get("content", _ABSENT)
+        if content is _ABSENT:
+            content = []  # the field's default: no blocks
         if (
             (meta is _ABSENT or type(meta) is dict)
             and (is_error is _ABSENT or type(is_error) is bool)
@@ -182,11 +185,13 @@ def call_tool_result_from_wire(raw: Any) -> CallToolResult:
                 else:
                     break
             else:
+                kind = raw.get("resultType", _ABSENT)
                 return CallToolResult(
                     blocks,
                     raw.get("structuredContent"),
                     None if is_error is _ABSENT else is_error,
                     None if meta is _ABSENT else meta,
+                    extra={} if kind is _ABSENT else {"resultType": kind},
                 )
     from ._converter import from_wire
 
