@@ -46,6 +46,8 @@ class AutoHTTPTransport(Transport):
                       if k not in ("endpoint_timeout", "allow_cross_origin_endpoint")}
         self._active: Transport = StreamableHTTPTransport(url, _fallback=True, **streamable)
         self._lock = threading.Lock()
+        #: Set by :meth:`close` under the lock: no fallback transport is swapped in after it.
+        self._closed = False
         self._on_message: MessageHandler | None = None
         self._on_close: CloseHandler | None = None
         self._on_request_error: RequestErrorHandler | None = None
@@ -98,9 +100,15 @@ class AutoHTTPTransport(Transport):
                  fallback.error.status, common.redact_url(self.url))
         legacy_options = {k: v for k, v in self._options.items() if k in self._LEGACY_KEYS}
         legacy = LegacySSETransport(self.url, **legacy_options)
-        old = self._active
         with self._lock:
-            self._active = legacy
+            # close() may have run since the Streamable transport raised: it closed that one
+            # and would never see the legacy one, whose stream would then open anyway.
+            closed = self._closed
+            if not closed:
+                old, self._active = self._active, legacy
+        if closed:
+            legacy.close()  # never started: this only frees its session
+            raise ClientClosed("transport is closed")
         old.close()  # its on_close is not forwarded: it is no longer active
         assert self._on_message is not None
         try:
@@ -114,4 +122,7 @@ class AutoHTTPTransport(Transport):
         legacy.send(message, deadline=deadline)
 
     def close(self) -> None:
-        self._active.close()
+        with self._lock:
+            self._closed = True
+            active = self._active
+        active.close()

@@ -233,7 +233,7 @@ def new_session(pool_size: int = 32) -> requests.Session:
     """A ``requests.Session`` whose pools fit many threads plus long-lived streams.
 
     Its connections let another thread interrupt a request still waiting for
-    its headers (:mod:`._http_track`).
+    its headers (:mod:`.track`).
     """
     from mcpsync.transports.http.track import tracking_session
 

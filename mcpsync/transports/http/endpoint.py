@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import time
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
+from mcpsync.exceptions import RequestTimeout
 from mcpsync.transports.base import Transport
 from mcpsync.transports.http import common as common
 from mcpsync.transports.http.fast_send import Sender
@@ -50,3 +52,15 @@ class HttpEndpoint(Transport):
         self._timeout: tuple[float, float] = (connect_timeout, read_timeout)
         self._max = max_message_bytes
         self._follow = follow_redirects
+
+    def _bounded(self, deadline: float | None, what: str) -> tuple[float, float]:
+        """The (connect, read) timeouts, cut to what is left before *deadline*.
+
+        :raises RequestTimeout: when *deadline* has passed (nothing is sent then).
+        """
+        if deadline is None:
+            return self._timeout
+        left = deadline - time.monotonic()
+        if left <= 0:
+            raise RequestTimeout(f"{what}: the deadline passed before it was sent")
+        return min(self._timeout[0], left), min(self._timeout[1], left)

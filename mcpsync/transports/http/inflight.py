@@ -16,6 +16,7 @@ from __future__ import annotations
 import threading
 from typing import TYPE_CHECKING, Any
 
+from mcpsync.exceptions import ClientClosed
 from mcpsync.transports.http import common as common
 from mcpsync.transports.http import track as track
 
@@ -26,9 +27,13 @@ __all__ = ["InFlight"]
 
 
 class InFlight:
-    """Tracking of POSTs and 2026-07-28 requests by request id; thread-safe."""
+    """Tracking of POSTs and 2026-07-28 requests by request id; thread-safe.
 
-    def __init__(self) -> None:
+    :param closed: the transport's, set before :meth:`close_all`.
+    """
+
+    def __init__(self, closed: threading.Event) -> None:
+        self._closed = closed
         self._lock = threading.Lock()
         #: Methods of the 2026-07-28 requests awaiting their reply, by id.
         self._modern: dict[Any, str] = {}
@@ -42,15 +47,22 @@ class InFlight:
     # -- POSTs ---------------------------------------------------------------------------
 
     def begin(self, request_id: Any) -> track.Exchange:
-        """Register the POST of *request_id*, made by the current thread."""
+        """Register the request of *request_id* (any key), made by the current thread.
+
+        :raises ClientClosed: once the transport is closed.  Checked under the
+            lock :meth:`close_all` takes: an exchange registered after it ran
+            would never be aborted, and its request would go out after close().
+        """
         exchange = track.Exchange()
         with self._lock:
+            if self._closed.is_set():
+                raise ClientClosed("transport is closed")
             self._exchanges[request_id] = exchange
         track.begin(exchange)
         return exchange
 
     def end(self, request_id: Any) -> None:
-        """The POST of *request_id* (by the current thread) is over."""
+        """The request of *request_id* (by the current thread) is over."""
         track.end()
         with self._lock:
             self._exchanges.pop(request_id, None)

@@ -34,6 +34,7 @@ from mcpsync.transports.http import track as track
 from mcpsync.transports.http.endpoint import HttpEndpoint
 from mcpsync.transports.http.sse_messages import event_messages
 from mcpsync.transports.http.sse_parser import SSEParser
+from mcpsync.transports.http.workers import Workers
 from mcpsync.transports.base import CloseHandler, MessageHandler, RequestErrorHandler, WriteErrorHandler, encode_message
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -91,9 +92,8 @@ class LegacySSETransport(HttpEndpoint):
         self._on_request_error: RequestErrorHandler | None = None
         #: Requests waiting for their response headers, abortable by :meth:`close`.
         self._exchanges: set[track.Exchange] = set()
-        #: ``request_async`` POSTs in flight (joined, bounded, by :meth:`close`).
-        self._posts: set[threading.Thread] = set()
-        self._post_ids = itertools.count(1)
+        #: The threads of ``request_async`` POSTs (joined, bounded, by :meth:`close`).
+        self._workers = Workers(self._n)
 
     def describe(self) -> str:
         return f"HTTP+SSE {common.redact_url(self.url)}"
@@ -113,15 +113,6 @@ class LegacySSETransport(HttpEndpoint):
             track.end()
             with self._lock:
                 self._exchanges.discard(exchange)
-
-    def _bounded(self, deadline: float | None, what: str) -> tuple[float, float]:
-        """The (connect, read) timeouts, cut to what is left before *deadline*."""
-        if deadline is None:
-            return self._timeout
-        left = deadline - time.monotonic()
-        if left <= 0:
-            raise RequestTimeout(f"{what}: the deadline passed before it was sent")
-        return min(self._timeout[0], left), min(self._timeout[1], left)
 
     def start(self, on_message: MessageHandler, on_close: CloseHandler,
               on_request_error: RequestErrorHandler | None = None, *, deadline: float | None = None) -> None:
@@ -256,17 +247,11 @@ class LegacySSETransport(HttpEndpoint):
                 except BaseException as exc:  # handed to the request's caller
                     if not self._closed.is_set():
                         fail(request_id, exc)
-                finally:
-                    with self._lock:
-                        self._posts.discard(threading.current_thread())
 
-            thread = threading.Thread(target=post, daemon=True,
-                                      name=f"mcpsync-http-post-{self._n}.{next(self._post_ids)}")
-            with self._lock:  # started under the lock: close() never joins an unstarted thread
+            with self._lock:  # spawned under the check: close() joins every POST thread
                 if self._closed.is_set():
                     raise ClientClosed("transport is closed")
-                self._posts.add(thread)
-                thread.start()
+                self._workers.spawn(post, name="post")  # mcpsync-http-post-N.M
             return
         self._post_message(message, body, deadline)
 
@@ -303,18 +288,17 @@ class LegacySSETransport(HttpEndpoint):
             first = not self._closed.is_set()
             self._closed.set()
             exchanges = list(self._exchanges)
-            threads = [self._reader, *self._posts]
+            reader = self._reader
         for exchange in exchanges:
             exchange.abort()
         if self._stream is not None:
             common.shutdown_response(self._stream)
         if first:
-            current = threading.current_thread()
             until = time.monotonic() + 2.0  # one budget for all: close() stays bounded
-            for thread in threads:
-                # ident is None: created but not started yet (a connect close() interrupted).
-                if thread is not None and thread is not current and thread.ident is not None:
-                    thread.join(timeout=max(0.0, until - time.monotonic()))
+            # ident is None: created but not started yet (a connect close() interrupted).
+            if reader is not None and reader is not threading.current_thread() and reader.ident is not None:
+                reader.join(timeout=max(0.0, until - time.monotonic()))
+            self._workers.join(max(0.0, until - time.monotonic()))
             if self._own_session:
                 self._session.close()
         self._report_close(ClientClosed("transport closed"))

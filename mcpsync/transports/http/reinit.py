@@ -29,7 +29,7 @@ import time
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any, Protocol
 
-from mcpsync.exceptions import ConnectionClosed, RequestTimeout, SessionExpired
+from mcpsync.exceptions import ClientClosed, ConnectionClosed, RequestTimeout, SessionExpired
 from mcpsync.transports.base import encode_message
 from mcpsync.transports.http import common as common
 from mcpsync.transports.http.mcp_rules import McpState, routing_headers, tools_list_page
@@ -65,10 +65,12 @@ class Reinitializer:
     :param max_bytes: cap on one SSE event.
     :param pass_up: hands a message that is not the awaited reply to the session.
     :param url: the endpoint (for logs, redacted).
+    :param closed: the transport's, set when it closes.
     """
 
     def __init__(self, *, n: int, state: McpState, post: Post, headers: Callable[[], dict[str, str]],
-                 streams: StreamReader, max_bytes: int, pass_up: Callable[[Any], None], url: str) -> None:
+                 streams: StreamReader, max_bytes: int, pass_up: Callable[[Any], None], url: str,
+                 closed: threading.Event) -> None:
         self._n = n
         self._state = state
         self._post = post
@@ -77,6 +79,7 @@ class Reinitializer:
         self._max = max_bytes
         self._pass_up = pass_up
         self._url = url
+        self._closed = closed
         self._ids = itertools.count(1)
         self._lock = threading.Lock()
         #: Re-initializations performed after the session expired.
@@ -95,12 +98,18 @@ class Reinitializer:
         :returns: whether this thread re-initialized (``False``: another one did).
         :raises SessionExpired: when there is no handshake to replay or it fails.
         :raises RequestTimeout: when the re-initialize did not finish by *deadline*.
+        :raises ClientClosed: when the transport is closed (a session made now would never be deleted).
         """
         state = self._state
         wait = -1.0 if deadline is None else max(0.0, deadline - time.monotonic())
         if not self._lock.acquire(timeout=wait):
             raise RequestTimeout("the session expired and the re-initialize did not finish by the deadline")
         try:
+            if self._closed.is_set():
+                # close() may have sent its DELETE already: a new session would outlive it.
+                # (With our own session, closing after this check aborts the caller's exchange,
+                # and with it the POST below: track refuses to write an aborted request.)
+                raise ClientClosed("transport is closed")
             if state.session_id != stale:
                 return False  # another thread already did it
             internal = self._internal_id("reinit")

@@ -171,7 +171,7 @@ class StreamableHTTPTransport(HttpEndpoint):
         self._on_request_error: RequestErrorHandler | None = None
         #: What the transport learned of the MCP session (see :mod:`.mcp_rules`).
         self._state = rules.McpState()
-        self._inflight = InFlight()
+        self._inflight = InFlight(self._closed)
         self._workers = Workers(self._n)
         self._streams = StreamReader(
             max_bytes=max_message_bytes, attempts=reconnect_attempts, retry_delay=retry_delay,
@@ -181,7 +181,7 @@ class StreamableHTTPTransport(HttpEndpoint):
         )
         self._reinit = Reinitializer(
             n=self._n, state=self._state, post=self._post, headers=self._headers_for, streams=self._streams,
-            max_bytes=max_message_bytes, pass_up=self._pass_up, url=url,
+            max_bytes=max_message_bytes, pass_up=self._pass_up, url=url, closed=self._closed,
         )
         #: Whether the caller's own thread may POST (its sockets are reachable).
         self._inline: bool | None = None
@@ -284,7 +284,7 @@ class StreamableHTTPTransport(HttpEndpoint):
             return
         self._send_now(message, body, modern, request_id, deadline)
         if method == rules.INITIALIZED and self._listen:
-            self._streams.ensure_listener()
+            self._streams.ensure_listener(deadline)
 
     def _may_inline(self) -> bool:
         inline = self._inline
@@ -369,12 +369,7 @@ class StreamableHTTPTransport(HttpEndpoint):
         import requests
 
         deadline: float | None = getattr(self._call, "deadline", None)
-        timeout: tuple[float, float] = self._timeout
-        if deadline is not None:
-            left = deadline - time.monotonic()
-            if left <= 0:
-                raise RequestTimeout(f"{what}: the deadline passed before it was sent")
-            timeout = (min(timeout[0], left), min(timeout[1], left))
+        timeout = self._bounded(deadline, what)
         try:
             return common.http_request(self._sender, "POST", self.url, headers=headers or self._headers_for(),
                                        timeout=timeout, data=body, follow_redirects=self._follow,
@@ -429,8 +424,9 @@ class StreamableHTTPTransport(HttpEndpoint):
         response = self._post(body, what=what, headers=headers())
         if response.status_code == 404 and sent_session is not None and method != "initialize":
             response.close()
-            if self._reinit.reinitialize(sent_session, getattr(self._call, "deadline", None)) and self._listen:
-                self._streams.ensure_listener()
+            deadline: float | None = getattr(self._call, "deadline", None)
+            if self._reinit.reinitialize(sent_session, deadline) and self._listen:
+                self._streams.ensure_listener(deadline)
             if not rules.may_resend(message, self._session_retry):
                 raise SessionExpired(404, "session expired; the server re-initialized but"
                                      f" {method or 'this message'} was not resent (session_retry)")
@@ -543,17 +539,30 @@ class StreamableHTTPTransport(HttpEndpoint):
     # -- GET --------------------------------------------------------------------------------
 
     def _get(self, last_event_id: str | None) -> requests.Response:
-        """Open a GET stream (resuming from *last_event_id* when given one)."""
+        """Open a GET stream (resuming from *last_event_id* when given one).
+
+        Registered in :class:`~.inflight.InFlight` like a POST, so that :meth:`close`
+        aborts it while it waits for the headers (an open stream is shut down by
+        :meth:`~.streams.StreamReader.shutdown_all`).
+
+        :raises ConnectionClosed: when it failed (:class:`ClientClosed` once closed).
+        """
         import requests
 
         headers = self._headers_for(accept="text/event-stream", json_body=False)
         if last_event_id:
             headers["Last-Event-ID"] = last_event_id
+        key = object()  # a GET has no request id: a key of its own
+        self._inflight.begin(key)
         try:
             return common.http_request(self._sender, "GET", self.url, headers=headers,
                                        timeout=self._timeout, follow_redirects=self._follow)
         except requests.RequestException as exc:
+            if self._closed.is_set():
+                raise ClientClosed("transport is closed") from common.sanitized(exc)
             raise common.connection_error(exc, "GET stream failed") from common.sanitized(exc)
+        finally:
+            self._inflight.end(key)
 
     # -- closing --------------------------------------------------------------------------
 

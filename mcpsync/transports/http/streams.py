@@ -21,6 +21,7 @@ from __future__ import annotations
 import logging
 import random
 import threading
+import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
@@ -120,6 +121,8 @@ class StreamReader:
         self._lock = threading.Lock()
         self._streams: set[requests.Response] = set()
         self._listener: threading.Thread | None = None
+        #: Set once the GET of :meth:`ensure_listener` was answered (or failed, or we closed).
+        self._answered: threading.Event | None = None
         #: Reconnections of SSE streams (resumptions and listening stream).
         self.reconnects = 0
 
@@ -142,6 +145,9 @@ class StreamReader:
         """Unblock every reader (the transport is closing: :attr:`closed` is set)."""
         with self._lock:
             streams = list(self._streams)
+            answered = self._answered
+        if answered is not None:  # the caller waiting for the GET returns at once
+            answered.set()
         for response in streams:
             common.shutdown_response(response)
 
@@ -301,21 +307,29 @@ class StreamReader:
 
     # -- the GET listening stream (handshake era) ------------------------------------------
 
-    def ensure_listener(self) -> None:
+    def ensure_listener(self, deadline: float | None = None) -> None:
         """Start the GET stream and wait (bounded) until the server answered the GET.
 
         Waiting means the stream is open before the handshake returns: a
         notification the server sends right after it is not missed, and the
         GET never races the first requests (a server may take a GET that
         arrives mid-call for the reconnection of that call's stream).
+
+        :param deadline: the current call's: the wait ends by it (the GET goes on
+            in its thread), and at once when the transport closes.
         """
+        answered = threading.Event()
         with self._lock:
             if self._closed.is_set() or (self._listener is not None and self._listener.is_alive()):
                 return
             self._listener = None
-        answered = threading.Event()
+            # Published before the GET starts: shutdown_all() (close) sets it from now on.
+            self._answered = answered
         self._listener = self._workers.spawn(self._listen_loop, answered, name="get")
-        answered.wait(min(self._connect_timeout, 5.0))
+        wait = min(self._connect_timeout, 5.0)
+        if deadline is not None:
+            wait = min(wait, max(0.0, deadline - time.monotonic()))
+        answered.wait(wait)
 
     def _listen_loop(self, answered: threading.Event) -> None:
         parser = SSEParser(self._max)

@@ -7,15 +7,18 @@ request only when its tool is done therefore used to pin the caller until
 then, whatever ``cancel()`` or ``close()`` did.
 
 The sessions mcpsync makes itself (:func:`tracking_session`) use connection
-classes that, just before they wait for the response, publish their socket on
-the :class:`Exchange` the current thread registered with :func:`begin`.
+classes that, before they write the request and again before they wait for the
+response, publish their socket on the :class:`Exchange` the current thread
+registered with :func:`begin`.
 Whoever holds the exchange can then :meth:`Exchange.abort` it from any thread:
 the socket is shut down and the blocked read returns at once.  A *new*
 connection publishes its socket before it connects, so an abort also ends a
 connect to an address that drops SYNs (which would otherwise wait out the
-whole connect timeout).  A
+whole connect timeout).  An exchange aborted before its request is written
+(on a new or a reused keep-alive connection alike) never sends it: the server
+must not get a request its caller has already given up.  A
 ``requests.Session`` passed by the user is not changed; with it, a transport
-runs each POST on a worker thread instead (see ``http.py``), so the caller
+runs each POST on a worker thread instead (see ``streamable.py``), so the caller
 still waits only on its reply.
 
 Nothing here imports ``requests``/``urllib3`` at import time.
@@ -119,6 +122,20 @@ def _pool_classes() -> dict[str, Any]:
         from urllib3.connectionpool import HTTPConnectionPool, HTTPSConnectionPool
         from urllib3.exceptions import ConnectTimeoutError, NameResolutionError, NewConnectionError
 
+        def request(base: Any) -> Any:
+            # A reused keep-alive connection never reaches _new_conn: without this, a request
+            # aborted before it was written would still be sent (its socket attached only in
+            # getresponse).  Attaching here also lets abort() end a write that blocks.
+            def wrapped(self: Any, *args: Any, **kwargs: Any) -> Any:
+                exchange = getattr(_local, "exchange", None)
+                if exchange is not None:
+                    if self.sock is not None:
+                        exchange.attach(self.sock)
+                    if exchange.aborted:  # urllib3 makes it a ProtocolError, requests a ConnectionError
+                        raise ConnectionAbortedError("the request was aborted before it was sent")
+                return base.request(self, *args, **kwargs)
+            return wrapped
+
         def getresponse(base: Any) -> Any:
             def wrapped(self: Any, *args: Any, **kwargs: Any) -> Any:
                 exchange = getattr(_local, "exchange", None)
@@ -144,10 +161,12 @@ def _pool_classes() -> dict[str, Any]:
                     raise NewConnectionError(self, f"Failed to establish a new connection: {exc}") from exc
             return wrapped
 
-        tracked_http = type("HTTPConnection", (HTTPConnection,),
-                            {"getresponse": getresponse(HTTPConnection), "_new_conn": new_conn(HTTPConnection)})
-        tracked_https = type("HTTPSConnection", (HTTPSConnection,),
-                             {"getresponse": getresponse(HTTPSConnection), "_new_conn": new_conn(HTTPSConnection)})
+        def tracked(base: Any) -> Any:
+            return type(base.__name__, (base,), {"request": request(base), "getresponse": getresponse(base),
+                                                 "_new_conn": new_conn(base)})
+
+        tracked_http = tracked(HTTPConnection)
+        tracked_https = tracked(HTTPSConnection)
         _classes["http"] = type("TrackedHTTPConnectionPool", (HTTPConnectionPool,),
                                 {"ConnectionCls": tracked_http})
         _classes["https"] = type("TrackedHTTPSConnectionPool", (HTTPSConnectionPool,),
