@@ -1,4 +1,7 @@
-"""Shared set-up for the contrib tests: the demo entry, the Django example site, a restartable MCP server."""
+"""Shared set-up for the contrib tests: the demo entry, the Django example site, a restartable MCP server.
+
+Also for any test: :func:`free_port` and :func:`require` (a peer the test cannot run without).
+"""
 
 from __future__ import annotations
 
@@ -6,11 +9,14 @@ import json
 import os
 import re
 import selectors
+import socket
 import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
+
+import pytest
 
 from tests.auth_server.conftest_auth import HERE as AUTH_DIR
 from tests.auth_server.conftest_auth import start_peer, stop_peer
@@ -31,6 +37,24 @@ def stubborn_config(directory: Path, **more: Any) -> str:
     path = directory / "mcp.json"
     path.write_text(json.dumps({"mcpServers": {"demo": STUBBORN, **more}}))
     return str(path)
+
+
+def free_port() -> int:
+    """A 127.0.0.1 port that was free a moment ago (nothing listens there now)."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def require(reason: str | None) -> None:
+    """Go on when there is no *reason* not to; else fail under CI (``CI=true``: the machine image
+    has what the test needs, so CI must run it) and skip elsewhere, saying *reason*."""
+    __tracebackhide__ = True  # report the caller's line, as when it skipped or failed itself
+    if not reason:
+        return
+    if os.environ.get("CI", "").lower() == "true":
+        pytest.fail(reason)
+    pytest.skip(reason)
 
 
 #: A fixed key for the tests' encrypted stores (never a real secret).

@@ -7,7 +7,6 @@ from __future__ import annotations
 import http.client
 import json
 import logging
-import socket
 import threading
 import time
 from typing import Any
@@ -38,6 +37,7 @@ from mcpsync.auth._discovery import (
     resource_matches,
 )
 from mcpsync.auth._pkce import new_verifier, s256_challenge
+from tests.contrib_support import free_port
 
 pytestmark = pytest.mark.timeout(30)
 
@@ -381,14 +381,8 @@ def test_callback_error_is_reported(rsps: responses.RequestsMock) -> None:
 # -- refresh -------------------------------------------------------------------------------------
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
 def _stored(store: MemoryTokenStore, *, expires_at: float) -> None:
-    redirect = f"http://127.0.0.1:{_free_port()}/callback"
+    redirect = f"http://127.0.0.1:{free_port()}/callback"
     store.save(
         canonical_resource(MCP),
         {

@@ -31,6 +31,7 @@ from mcpsync.auth import (
     TokenRequestError,
     WorkloadIdentityAssertion,
 )
+from tests.contrib_support import require
 from tests.test_auth_unit import AS, MCP, SECRET, _as_meta, _mount_metadata, rsps  # noqa: F401
 
 pytestmark = pytest.mark.timeout(60)
@@ -262,10 +263,7 @@ def test_identity_provider_refusals_are_typed_and_secret_free(
     ],
 )
 def test_conformance_auth_extension_scenario(scenario: str, tmp_path: Path) -> None:
-    if not SUITE.exists():
-        if os.environ.get("CI", "").lower() == "true":
-            pytest.fail(f"conformance runner not found at {SUITE}")
-        pytest.skip(f"conformance runner not found at {SUITE}")
+    require(None if SUITE.exists() else f"conformance runner not found at {SUITE}")
     argv = [str(SUITE), "-q", "-o", str(tmp_path), "-s", scenario]
     argv.append(f"exec {sys.executable} tests/conformance/client.py")
     proc = subprocess.run(argv, cwd=REPO, capture_output=True, text=True, timeout=300, check=False)

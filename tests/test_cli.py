@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 
 from mcpsync.cli.main import EXIT_CODES, build_parser
+from tests.contrib_support import free_port
 
 ROOT = Path(__file__).resolve().parent.parent
 DEMO = f"{shlex.quote(sys.executable)} -m mcpsync.demo"
@@ -359,11 +360,7 @@ def test_unknown_config_keys_warn_on_stderr(tmp_path: Path) -> None:
 
 
 def test_refused_connection_says_so_with_the_whole_url() -> None:
-    import socket
-
-    with socket.socket() as sock:  # a port that was just free: nothing listens there
-        sock.bind(("127.0.0.1", 0))
-        port = sock.getsockname()[1]
+    port = free_port()  # a port that was just free: nothing listens there
     proc = mcpsync("--url", f"http://127.0.0.1:{port}/mcp/with/a/long/path", "tools")
     assert proc.returncode == 3
     assert proc.stderr.splitlines() == [

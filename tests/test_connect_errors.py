@@ -2,26 +2,19 @@
 
 from __future__ import annotations
 
-import socket
-
 import pytest
 import requests
 
 import mcpsync
 from mcpsync.exceptions import ServerStartError
 from mcpsync.transports.http.common import connection_error
+from tests.contrib_support import free_port
 
 pytestmark = pytest.mark.timeout(60)
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:  # free a moment ago: nothing listens there now
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
 def test_a_refused_connection_is_called_refused_not_closed() -> None:
-    url = f"http://127.0.0.1:{_free_port()}/mcp"
+    url = f"http://127.0.0.1:{free_port()}/mcp"
     with pytest.raises(ServerStartError) as info:
         with mcpsync.Client.http(url, timeout=10) as client:
             client.list_tools()
@@ -34,7 +27,7 @@ def test_a_refused_connection_is_called_refused_not_closed() -> None:
 
 def test_real_requests_errors_get_their_reason() -> None:
     try:
-        requests.get(f"http://127.0.0.1:{_free_port()}/", timeout=5)
+        requests.get(f"http://127.0.0.1:{free_port()}/", timeout=5)
     except requests.RequestException as exc:
         refused = connection_error(exc, "POST x failed", outcome_unknown=True)
     assert refused.message == ("POST x failed: connection refused (is the server running, and is"

@@ -7,7 +7,6 @@ lock, the other must wait for it, including when the user has no record yet
 
 from __future__ import annotations
 
-import os
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -17,7 +16,7 @@ from urllib.parse import parse_qs, urlsplit
 import pytest
 
 from tests import helpers_postgres
-from tests.contrib_support import TEST_KEY, LineWaiter
+from tests.contrib_support import TEST_KEY, LineWaiter, require
 
 pytestmark = pytest.mark.timeout(120)
 ROOT = Path(__file__).resolve().parent.parent
@@ -60,11 +59,7 @@ else:
 
 @pytest.fixture(scope="module")
 def sockets() -> Iterator[str]:
-    reason = helpers_postgres.available()
-    if reason:
-        if os.environ.get("CI", "").lower() == "true":
-            pytest.fail(reason)  # the machine image has PostgreSQL: CI must run these
-        pytest.skip(reason)
+    require(helpers_postgres.available())  # the machine image has PostgreSQL: CI must run these
     with helpers_postgres.postgres_server() as url:
         directory = parse_qs(urlsplit(url).query)["host"][0]
         done = _run("migrate", directory)

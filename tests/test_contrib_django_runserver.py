@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import os
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -13,16 +12,10 @@ from pathlib import Path
 import pytest
 import requests
 
-from tests.contrib_support import EXAMPLES, SERVER_MARKERS, LineWaiter, stubborn_config
+from tests.contrib_support import EXAMPLES, SERVER_MARKERS, LineWaiter, free_port, stubborn_config
 from tests.test_contrib_gunicorn import _alive, _descendants
 
 pytestmark = pytest.mark.timeout(120)
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 def _demo_servers(root: int) -> set[int]:
@@ -52,7 +45,7 @@ def test_reload_and_stop_leave_no_server_process(server: str, tmp_path: Path) ->
     env.pop("MCP_CONFIG", None)
     if server == "stubborn":
         env["MCP_CONFIG"] = stubborn_config(tmp_path)
-    port = _free_port()
+    port = free_port()
     proc = subprocess.Popen([sys.executable, str(root / "manage.py"), "runserver", f"127.0.0.1:{port}"],
                             cwd=root, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                             start_new_session=True)

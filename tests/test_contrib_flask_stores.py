@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import os
-
 import subprocess
 import sys
 import threading
@@ -12,15 +10,14 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import sqlalchemy as sa
 
-sa = pytest.importorskip("sqlalchemy", reason="the test extra installs SQLAlchemy")
-
-from mcpsync.auth import TokenStore, TokenStoreError  # noqa: E402
-from mcpsync.contrib._cipher import RecordCipher  # noqa: E402
-from mcpsync.contrib.flask.stores import SQLAlchemyTokens, token_table  # noqa: E402
-from mcpsync.testing.token_store import TokenStoreContract  # noqa: E402
-from tests import helpers_postgres  # noqa: E402
-from tests.contrib_support import TEST_KEY, LineWaiter  # noqa: E402
+from mcpsync.auth import TokenStore, TokenStoreError
+from mcpsync.contrib._cipher import RecordCipher
+from mcpsync.contrib.flask.stores import SQLAlchemyTokens, token_table
+from mcpsync.testing.token_store import TokenStoreContract
+from tests import helpers_postgres
+from tests.contrib_support import TEST_KEY, LineWaiter, require
 
 pytestmark = pytest.mark.timeout(120)
 NO_POSTGRES = helpers_postgres.available()
@@ -32,10 +29,7 @@ def database_url(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPa
     if request.param == "sqlite":
         yield f"sqlite:///{tmp_path_factory.mktemp('sqlite') / 'app.db'}"
         return
-    if NO_POSTGRES:
-        if os.environ.get("CI", "").lower() == "true":
-            pytest.fail(NO_POSTGRES)  # the machine image has PostgreSQL: CI must run these
-        pytest.skip(NO_POSTGRES)
+    require(NO_POSTGRES)  # the machine image has PostgreSQL: CI must run these
     with helpers_postgres.postgres_server() as url:
         yield url
 

@@ -73,7 +73,11 @@ class Gunicorn:
     def __init__(self, argv: list[str], cwd: Path, env: dict[str, str]) -> None:
         self.proc = subprocess.Popen(argv, cwd=cwd, env=env, stdout=subprocess.DEVNULL,
                                      stderr=subprocess.PIPE)
-        self.url = self._wait_ready()
+        try:
+            self.url = self._wait_ready()
+        except BaseException:
+            self.stop()  # a failed start must not leave the master, its workers and their servers behind
+            raise
         self.servers_seen: dict[int, str] = {}
 
     def _wait_ready(self) -> str:

@@ -68,8 +68,12 @@ def _logged_in(url: str) -> tuple[mcpsync.Client, OAuth, MemoryTokenStore, _Logi
     logins = _Logins()
     auth = OAuth(store=store, login=LoopbackLogin(open_browser=logins, timeout=30))
     client = mcpsync.Client.http(url, auth=auth, transport="streamable-http", timeout=20)
-    assert client.call_tool("whoami").text == "alice"
-    assert logins.count == 1
+    try:
+        assert client.call_tool("whoami").text == "alice"
+        assert logins.count == 1
+    except BaseException:
+        client.close()  # the caller's try/finally starts only once this returns
+        raise
     return client, auth, store, logins
 
 

@@ -65,15 +65,17 @@ def _released_by_close(client: mcpsync.Client, call: Any, started: threading.Eve
 
     caller = threading.Thread(target=run, name="caller")
     caller.start()
-    if started is not None:
-        assert started.wait(10)
-    else:
-        # Nothing observable tells that a connect is under way (the kernel drops the SYNs):
-        # give the caller time to get there. Closing earlier must release it all the same.
-        caller.join(settle)
-    closing = time.monotonic()
-    client.close()
-    caller.join(10)
+    try:
+        if started is not None:
+            assert started.wait(10)
+        else:
+            # Nothing observable tells that a connect is under way (the kernel drops the SYNs):
+            # give the caller time to get there. Closing earlier must release it all the same.
+            caller.join(settle)
+        closing = time.monotonic()
+    finally:
+        client.close()  # also when the call never got there: the caller must not stay blocked
+        caller.join(10)
     assert not caller.is_alive(), "close() did not release the caller"
     assert outcome, "the call returned although it could not have been answered"
     return outcome[0], returned[0] - closing

@@ -97,10 +97,7 @@ def test_the_server_receives_meta_an_interceptor_adds() -> None:
 
 
 def test_an_interceptor_can_short_circuit() -> None:
-    calls: list[str] = []
-
     def cached(request: OutgoingRequest, call_next: CallNext) -> Any:
-        calls.append(request.method)
         if request.method == "tools/call" and request.params.get("name") == "echo":
             return {"content": [{"type": "text", "text": "from cache"}]}
         return call_next(request)

@@ -9,6 +9,7 @@ official SDK's test server and ``tests/servers/llm_tools_server.py`` (official S
 
 from __future__ import annotations
 
+import contextlib
 import re
 import sys
 import time
@@ -139,7 +140,7 @@ def test_loop_over_a_group_of_real_servers(api: str, scripted: Any, sdk_server: 
 def test_unknown_tools_and_bad_arguments_are_results_the_model_reads(api: str, scripted: Any) -> None:
     bad_json = "{not json" if api != "anthropic" else "[1, 2]"  # Anthropic sends parsed input
     llm = scripted([("!no_such_tool", {}), ("add", bad_json), ("echo", {"text": "still fine"})])
-    with mcpsync.Client.stdio(DEMO) as client, pytest.warns() if api == "anthropic" else _nothing():
+    with mcpsync.Client.stdio(DEMO) as client, pytest.warns() if api == "anthropic" else contextlib.nullcontext():
         answer, _ = LOOPS[api](llm, client)
     results = answer.removeprefix("Final answer: ").split(" | ")
     assert results[0] == "Error: there is no tool named 'no_such_tool'"
@@ -147,14 +148,6 @@ def test_unknown_tools_and_bad_arguments_are_results_the_model_reads(api: str, s
     assert ("not valid JSON" if api != "anthropic" else "must be a JSON object") in results[1]
     assert results[2] == "still fine"
     assert llm.rejections == []
-
-
-class _nothing:
-    def __enter__(self) -> None:
-        return None
-
-    def __exit__(self, *exc: object) -> None:
-        return None
 
 
 @pytest.mark.parametrize("api", LOOPS)

@@ -21,6 +21,8 @@ from helpers_peervenv import peer_python
 
 import mcpsync
 from mcpsync import types
+from tests.auth_server.conftest_auth import stop_peer
+from tests.contrib_support import free_port
 
 SERVER = Path(__file__).resolve().parent / "servers" / "tasks_server.py"
 
@@ -180,16 +182,10 @@ def test_call_tool_drives_a_task_when_the_extension_is_on_for_every_request(task
 # --------------------------------------------------------------------------- many clients
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 @pytest.fixture(scope="module")
 def tasks_http(tasks_server: list[str]) -> Iterator[str]:
     """The same server over Streamable HTTP on 127.0.0.1: one task store for several clients."""
-    port = _free_port()
+    port = free_port()
     proc = subprocess.Popen(
         [*tasks_server, "--http", str(port)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
     )
@@ -205,12 +201,7 @@ def tasks_http(tasks_server: list[str]) -> Iterator[str]:
                 time.sleep(0.1)
         yield f"http://127.0.0.1:{port}/mcp"
     finally:
-        proc.terminate()
-        try:
-            proc.wait(10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
+        stop_peer(proc)
 
 
 WORKER = textwrap.dedent(

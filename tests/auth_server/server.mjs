@@ -20,7 +20,7 @@ import Provider from 'oidc-provider';
 const ttlArg = process.argv.indexOf('--ttl');
 const accessTokenTTL = ttlArg > 0 ? Number(process.argv[ttlArg + 1]) : 300;
 const requireNonce = process.argv.includes('--dpop-nonce');
-const stats = { token: 0, refresh: 0, register: 0, authorize: 0, dpop_token: 0, dpop_nonce: 0, token_abandoned: 0 };
+const stats = { token: 0, refresh: 0, register: 0, authorize: 0, dpop_token: 0, dpop_nonce: 0 };
 // Seconds the token endpoint waits before answering (GET /test/token-delay?seconds=N sets it).
 let tokenDelay = 0;
 
@@ -110,7 +110,6 @@ server.listen(0, '127.0.0.1', () => {
           socket.once('close', done);
         });
         if (socket.destroyed) {
-          stats.token_abandoned += 1;
           ctx.respond = false;
           return;
         }

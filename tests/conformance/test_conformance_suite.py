@@ -9,13 +9,14 @@ failures exactly (an expected failure that passes is ``XPASS`` and fails the run
 
 from __future__ import annotations
 
-import os
 import re
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+
+from tests.contrib_support import require
 
 REPO = Path(__file__).resolve().parents[2]
 TOOLS = REPO.parent / "shared" / "tools" / "conformance"
@@ -33,11 +34,7 @@ def _expected_failures() -> set[str]:
 @pytest.mark.node
 @pytest.mark.timeout(900)  # the first run installs Node 22 and the suite into a cache directory
 def test_conformance_every_client_scenario(tmp_path: Path) -> None:
-    if not SUITE.exists():
-        message = f"conformance runner not found at {SUITE}"
-        if os.environ.get("CI", "").lower() == "true":
-            pytest.fail(message)
-        pytest.skip(message)
+    require(None if SUITE.exists() else f"conformance runner not found at {SUITE}")
     argv = [str(SUITE), "-q", "-o", str(tmp_path)]
     if EXPECTED.exists():
         argv += ["-e", str(EXPECTED)]

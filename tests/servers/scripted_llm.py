@@ -15,16 +15,12 @@ A script turn is a list of ``(name, arguments)``; *name* is matched against the 
 tools exactly or as the unique name ending with ``__name`` or ``name``; ``"!name"`` is
 sent verbatim (a tool the model made up); *arguments* given as a ``str`` are sent as they
 are (malformed JSON), as a dict they are JSON.
-
-Run as ``python scripted_llm.py TURNS_JSON`` it serves until killed and prints its base URL
-(for the examples run as scripts).
 """
 
 from __future__ import annotations
 
 import json
 import re
-import sys
 import threading
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -395,17 +391,3 @@ def _final(results: list[str], images: int, question: str) -> str:
     said = " | ".join(results) if results else question
     return f"Final answer: {said}" + (f" (+{images} images)" if images else "")
 
-
-def main() -> None:
-    turns = (
-        [[(name, args) for name, args in turn] for turn in json.loads(sys.argv[1])]
-        if len(sys.argv) > 1
-        else []
-    )
-    with ScriptedLLM(turns) as llm:
-        print(llm.base_url, flush=True)
-        threading.Event().wait()
-
-
-if __name__ == "__main__":
-    main()
