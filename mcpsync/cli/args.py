@@ -214,9 +214,8 @@ def check_arguments(name: str, schema: Any, arguments: dict[str, Any]) -> None:
             if schema.get("additionalProperties") is False:
                 problems.append(f"unknown argument {key!r}")
             continue
-        if not _type_ok(value, spec):
-            problems.append(f"argument {key!r} must be of type {type_name(spec)}, got {json.dumps(value)}")
-        elif isinstance(spec, dict) and isinstance(spec.get("enum"), list) and value not in spec["enum"]:
+        wrong_enum = isinstance(spec, dict) and isinstance(spec.get("enum"), list) and value not in spec["enum"]
+        if not _type_ok(value, spec) or wrong_enum:
             problems.append(f"argument {key!r} must be of type {type_name(spec)}, got {json.dumps(value)}")
     if problems:
         raise UsageError(

@@ -153,9 +153,10 @@ def cmd_prompt(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     arguments = parse_arguments(args.arguments, None, strings=True)
     with open_client(args) as client:
         if client.server_capabilities.prompts is not None:
-            prompt = next((p for p in client.list_prompts() if p.name == args.name), None)
+            known = client.list_prompts()
+            prompt = next((p for p in known if p.name == args.name), None)
             if prompt is None:
-                raise _unknown("prompt", args.name, [p.name for p in client.list_prompts()])
+                raise _unknown("prompt", args.name, [p.name for p in known])
             params = [(a.name, bool(a.required)) for a in prompt.arguments or []]
             check_prompt_arguments(prompt.name, params, arguments)
         result = client.get_prompt(args.name, arguments)

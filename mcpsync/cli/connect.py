@@ -160,9 +160,8 @@ def oauth_for(args: argparse.Namespace, url: str, *, interactive: bool) -> OAuth
                  client_id=_opt(args, "client_id"), scopes=_opt(args, "scope"), server_url=url)
 
 
-#: Options of the command line and the client option each sets.
-_TIMING = {"timeout": "timeout", "discover_timeout": "discover_timeout",
-           "close_grace": "close_grace", "terminate_grace": "terminate_grace"}
+#: Timing options of the command line; each sets the client option of the same name.
+_TIMING = ("timeout", "discover_timeout", "close_grace", "terminate_grace")
 _STDIO_ONLY = ("close_grace", "terminate_grace")
 
 
@@ -178,13 +177,13 @@ def open_client(args: argparse.Namespace, *, interactive_login: bool | None = No
     options: dict[str, Any] = {"timeout": 60.0, "client_info": ("mcpsync-cli", _version())}
     options.update(entry.options)
     options.update(era_options(entry))  # remembered era: no probe for a server met before
-    for flag, option in _TIMING.items():
-        value = _opt(args, flag)
+    for name in _TIMING:
+        value = _opt(args, name)
         if value is None:
             continue
-        if flag in _STDIO_ONLY and entry.transport != "stdio":
-            raise UsageError(f"--{flag.replace('_', '-')} applies to stdio servers only")
-        options[option] = value
+        if name in _STDIO_ONLY and entry.transport != "stdio":
+            raise UsageError(f"--{name.replace('_', '-')} applies to stdio servers only")
+        options[name] = value
     if entry.transport == "stdio":
         # The server's stderr goes to the mcpsync.server logger (shown with --debug); a
         # server that dies has its first and last stderr lines in the error anyway.

@@ -20,10 +20,10 @@ import threading
 import time
 from concurrent.futures import Future
 from concurrent.futures import TimeoutError as FutureTimeout
-from datetime import datetime, timezone
 from typing import Any, Callable
 
 from mcpsync.exceptions import McpError, ServerError
+from mcpsync.types.tasks import iso_now, task_fields
 
 __all__ = ["ClientTaskStore", "TASK_METHODS", "iso_now", "task_capabilities", "task_fields"]
 
@@ -47,19 +47,6 @@ def task_capabilities(sampling: bool, elicitation: bool) -> dict[str, Any]:
     if elicitation:
         requests["elicitation"] = {"create": {}}
     return {"list": {}, "cancel": {}, "requests": requests}
-
-
-def task_fields(task_id: str, status: str, created: str, updated: str, message: str | None) -> dict[str, Any]:
-    """The members every task carries on the wire, in both forms (timestamps from :func:`iso_now`)."""
-    fields: dict[str, Any] = {"taskId": task_id, "status": status, "createdAt": created, "lastUpdatedAt": updated}
-    if message:
-        fields["statusMessage"] = message
-    return fields
-
-
-def iso_now() -> str:
-    """Now, as tasks carry their timestamps (ISO 8601, UTC, milliseconds)."""
-    return datetime.now(timezone.utc).isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
 class _Task:

@@ -14,6 +14,7 @@
 
 from __future__ import annotations
 
+from datetime import datetime, timezone
 from typing import Any
 
 import attrs
@@ -42,6 +43,23 @@ TASKS_EXTENSION_ID = "io.modelcontextprotocol/tasks"
 TASK_STATUSES = frozenset({"working", "input_required", "completed", "failed", "cancelled"})
 #: Statuses a task never leaves.
 TERMINAL_STATUSES = frozenset({"completed", "failed", "cancelled"})
+
+
+# Wire helpers shared by the client's task store and the test server's tasks (not re-exported
+# by :mod:`mcpsync.types`: they build plain dicts, not types).
+
+
+def task_fields(task_id: str, status: str, created: str, updated: str, message: str | None) -> dict[str, Any]:
+    """The members every task carries on the wire, in both forms (timestamps from :func:`iso_now`)."""
+    fields: dict[str, Any] = {"taskId": task_id, "status": status, "createdAt": created, "lastUpdatedAt": updated}
+    if message:
+        fields["statusMessage"] = message
+    return fields
+
+
+def iso_now() -> str:
+    """Now, as tasks carry their timestamps (ISO 8601, UTC, milliseconds)."""
+    return datetime.now(timezone.utc).isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
 @attrs.define(repr=False, eq=False)

@@ -73,9 +73,9 @@ class Peer(Protocol):
     """What the engine's parts (the method table, the stateless era, the tool threads and
     :class:`ToolContext`) use of the connection they serve.
 
-    :class:`~mcpsync.testing.server.connection.Peer` is the one implementation; the
-    parts depend on this description instead of on it, so the connection can import them all
-    without a cycle.  The underscored members are the engine's own, never the user's.
+    :class:`~mcpsync.testing.server.connection.ServerConnection` is the one implementation;
+    the parts depend on this description instead of on it, so the connection can import them
+    all without a cycle.  The underscored members are the engine's own, never the user's.
     """
 
     app: ServerApp

@@ -1,4 +1,7 @@
-"""The MCP methods a :class:`~mcpsync.testing.server.connection.Peer` answers, as a table.
+"""The MCP methods a connection answers, as a table.
+
+The connection is a :class:`~mcpsync.testing.server.connection.ServerConnection`, seen
+here through the :class:`~mcpsync.testing.server.context.Peer` protocol.
 
 Each handler takes the connection and the request's ``params`` and returns the
 ``result`` dict, or raises :class:`~mcpsync.testing.server.context.RpcError`.  The

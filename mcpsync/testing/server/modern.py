@@ -2,7 +2,9 @@
 
 A modern request carries its protocol version, client capabilities and
 client info in ``params._meta``; there is no ``initialize``.  This module
-answers such requests for a :class:`~mcpsync.testing.server.connection.Peer`:
+answers such requests for a connection (a
+:class:`~mcpsync.testing.server.connection.ServerConnection`, seen through
+:class:`~mcpsync.testing.server.context.Peer`):
 ``server/discover``, the -32022 version check, ``resultType`` and cache hints
 on results, ``subscriptions/listen`` streams, and Multi Round-Trip Requests.
 
@@ -26,6 +28,7 @@ from mcpsync.testing.server.errors import RpcError
 from mcpsync.testing.server.results import stamp
 from mcpsync.testing.server.tasks import route
 from mcpsync.types.modern import SUBSCRIPTION_ID_KEY
+from mcpsync.types.protocol import MODERN_VERSIONS  # the stateless revisions spoken, newest first
 
 __all__ = [
     "ERAS",
@@ -40,8 +43,6 @@ __all__ = [
 
 #: What ``FakeServer(era=...)`` accepts.
 ERAS = ("legacy", "modern", "dual")
-#: Stateless revisions the engine speaks, newest first.
-MODERN_VERSIONS = ("2026-07-28",)
 
 _METHOD_NOT_FOUND, _INVALID_PARAMS, _UNSUPPORTED_VERSION = -32601, -32602, -32022
 #: Handshake-era methods that 2026-07-28 removed.

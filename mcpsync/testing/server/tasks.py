@@ -25,8 +25,7 @@ from typing import Any
 from mcpsync.testing.server.context import Peer, RpcError, ToolContext
 from mcpsync.testing.server.call import InputRequired, ModernCall
 from mcpsync.testing.server.results import stamp
-from mcpsync.client.task_store import iso_now, task_fields
-from mcpsync.types.tasks import TASKS_EXTENSION_ID, TERMINAL_STATUSES
+from mcpsync.types.tasks import TASKS_EXTENSION_ID, TERMINAL_STATUSES, iso_now, task_fields
 
 
 __all__ = ["ServerTasks", "TASK_MODES", "declares_tasks", "route"]

@@ -2,8 +2,10 @@
 
 A tool may block, wait for :attr:`~mcpsync.testing.server.context.ToolContext.cancelled`
 or make a server→client request while the reader thread goes on.  The
-thread is registered with its :class:`~mcpsync.testing.server.connection.Peer`
-before it starts, so a cancel or a lost connection arriving at once finds it.
+thread is registered with its connection (a
+:class:`~mcpsync.testing.server.connection.ServerConnection`, seen through
+:class:`~mcpsync.testing.server.context.Peer`) before it starts, so a cancel or a lost
+connection arriving at once finds it.
 """
 
 from __future__ import annotations
