@@ -133,7 +133,8 @@ def resolve(args: argparse.Namespace) -> ServerConfig:
     if config:
         name = _opt(args, "server") or os.environ.get("MCPSYNC_SERVER")
         if name is None:
-            servers = load_config(config, expand_variables=False)
+            # Only counting: the entry's own parse below warns about its keys.
+            servers = load_config(config, expand_variables=False, warn_unknown=False)
             if len(servers) != 1:
                 raise UsageError(f"--server NAME is needed: {config} has "
                                  f"{', '.join(servers) or 'no servers'}")
