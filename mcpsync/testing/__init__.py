@@ -38,7 +38,7 @@ from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any, TypeVar, overload
 
 from mcpsync.testing.server import convert
-from mcpsync.testing.server.connection import ServerConnection
+from mcpsync.testing.server.connection import Send, ServerConnection
 from mcpsync.testing.server.context import ToolContext
 from mcpsync.testing.server.errors import ClientRequestError, RpcError
 from mcpsync.testing.server.methods import dispatch
@@ -172,7 +172,12 @@ class FakeServer(Registry):
             del self._features["tools"][name]
 
     def resource(
-        self, uri: str, name: str | None = None, mime_type: str | None = "text/plain", *, description: str | None = None
+        self,
+        uri: str,
+        name: str | None = None,
+        mime_type: str | None = "text/plain",
+        *,
+        description: str | None = None,
     ) -> Callable[[F], F]:
         """Register a resource (decorator); the function takes no arguments.
 
@@ -218,7 +223,8 @@ class FakeServer(Registry):
                 for p in inspect.signature(fn).parameters.values()
                 if p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD)
             ]
-            self._add("prompts", Feature(fn, _wire(fn, description, name=name or fn.__name__, arguments=arguments)))
+            wire = _wire(fn, description, name=name or fn.__name__, arguments=arguments)
+            self._add("prompts", Feature(fn, wire))
             return fn
 
         return register
@@ -293,10 +299,8 @@ class FakeServer(Registry):
 
     # -- running ---------------------------------------------------------------
 
-    def _connect(
-        self, send: Callable[[Mapping[str, Any]], None], disconnect: Callable[[], None] | None = None
-    ) -> ServerConnection:
-        conn = ServerConnection(send, functools.partial(dispatch, self), disconnect=disconnect, on_lost=self._lost)
+    def _connect(self, send: Send, disconnect: Callable[[], None] | None = None) -> ServerConnection:
+        conn = ServerConnection(send, functools.partial(dispatch, self), disconnect, self._lost)
         with self._lock:
             self._connections.add(conn)
         return conn

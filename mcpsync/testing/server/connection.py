@@ -32,7 +32,7 @@ from mcpsync.testing.server.errors import (
 from mcpsync.types.modern import SUBSCRIPTION_ID_KEY
 from mcpsync.types.protocol import LOGGING_LEVELS
 
-__all__ = ["Dispatch", "ServerConnection", "ThreadSet"]
+__all__ = ["Dispatch", "Send", "ServerConnection", "ThreadSet"]
 
 _log = logging.getLogger(__name__)
 
@@ -47,6 +47,8 @@ _LIST_CHANGED_FLAGS = {
     "notifications/resources/list_changed": "resourcesListChanged",
 }
 
+#: Writes one message to the client.
+Send = Callable[[Mapping[str, Any]], None]
 #: ``(connection, request_id, method, params)``: answers one request.
 Dispatch = Callable[["ServerConnection", Any, str, "dict[str, Any]"], None]
 _thread_numbers = itertools.count(1)
@@ -81,7 +83,8 @@ class ThreadSet:
                 with self._lock:
                     self._threads.discard(thread)
 
-        thread = threading.Thread(target=run, name=f"mcpsync-fakeserver-{self._kind}-{next(_thread_numbers)}", daemon=True)
+        name = f"mcpsync-fakeserver-{self._kind}-{next(_thread_numbers)}"
+        thread = threading.Thread(target=run, name=name, daemon=True)
         with self._lock:
             self._threads.add(thread)
         thread.start()
@@ -109,9 +112,8 @@ class ServerConnection:
 
     def __init__(
         self,
-        send: Callable[[Mapping[str, Any]], None],
+        send: Send,
         dispatch: Dispatch,
-        *,
         disconnect: Callable[[], None] | None = None,
         on_lost: Callable[[ServerConnection], None] | None = None,
     ) -> None:
@@ -156,10 +158,10 @@ class ServerConnection:
 
     def respond(self, request_id: Any, outcome: Mapping[str, Any] | RpcError) -> None:
         """Answer a request with a result or an error; dropped once the client is gone."""
-        member = ("error", outcome.to_wire()) if isinstance(outcome, RpcError) else ("result", dict(outcome))
+        member = {"error": outcome.to_wire()} if isinstance(outcome, RpcError) else {"result": dict(outcome)}
         try:
             try:
-                self._send({"jsonrpc": "2.0", "id": request_id, member[0]: member[1]})
+                self._send({"jsonrpc": "2.0", "id": request_id, **member})
             except (ValueError, TypeError) as exc:  # the app produced something JSON cannot carry
                 error = RpcError(INTERNAL_ERROR, f"result is not valid JSON: {exc}")
                 self._send({"jsonrpc": "2.0", "id": request_id, "error": error.to_wire()})
@@ -205,24 +207,26 @@ class ServerConnection:
         try:
             self._send(_message(method, params, id=request_id))
             reply = box.get(timeout=timeout)
-        except BaseException as exc:
+        except queue.Empty:
             with self._lock:
                 mine = self._waiters.pop(request_id, None) is box
-            if not isinstance(exc, queue.Empty):
-                raise
             if mine:
                 self.notify("notifications/cancelled", {"requestId": request_id, "reason": "timeout"})
                 elapsed = time.monotonic() - started
-                raise RequestTimeout(f"client did not answer {method} in time", method=method, elapsed=elapsed) from None
+                message = f"client did not answer {method} in time"
+                raise RequestTimeout(message, method=method, elapsed=elapsed) from None
             reply = box.get()  # popped by the reader or by connection_lost: settled imminently
+        except BaseException:
+            with self._lock:
+                self._waiters.pop(request_id, None)
+            raise
         if isinstance(reply, BaseException):
             raise reply
         if "error" in reply:
             error = reply["error"] if isinstance(reply["error"], dict) else {}
             code = error.get("code")
-            raise ClientRequestError(
-                code if isinstance(code, int) else INTERNAL_ERROR, str(error.get("message", "")), error.get("data")
-            )
+            code = code if isinstance(code, int) else INTERNAL_ERROR
+            raise ClientRequestError(code, str(error.get("message", "")), error.get("data"))
         result = reply.get("result")
         return result if isinstance(result, dict) else {}
 
@@ -231,7 +235,7 @@ class ServerConnection:
     def feed(self, message: Any) -> None:
         """Handle one parsed message from the client (called on the reader thread)."""
         if not isinstance(message, dict):
-            self.respond(None, RpcError(INVALID_REQUEST, "expected a JSON-RPC object (batches are not supported)"))
+            self.respond(None, RpcError(INVALID_REQUEST, "expected a JSON-RPC object (no batches)"))
             return
         method, request_id, params = message.get("method"), message.get("id"), message.get("params", {})
         if method is None and "id" in message and ("result" in message or "error" in message):
@@ -245,8 +249,9 @@ class ServerConnection:
             if _valid_id(request_id):
                 self.respond(request_id, RpcError(INVALID_REQUEST, "not a JSON-RPC 2.0 request"))
         elif "id" not in message:
-            if method == "notifications/cancelled" and isinstance(params, dict) and _valid_id(params.get("requestId")):
-                self._cancel(params["requestId"])
+            cancelled = params.get("requestId") if isinstance(params, dict) else None
+            if method == "notifications/cancelled" and _valid_id(cancelled):
+                self._cancel(cancelled)
             # Anything else (initialized, roots/list_changed, progress, unknown) needs no action here.
         elif not _valid_id(request_id):
             self.respond(None, RpcError(INVALID_REQUEST, "request id must be a string or an integer"))
@@ -288,7 +293,9 @@ class ServerConnection:
         if outcome is not None:
             self.respond(request_id, outcome)
 
-    def start_call(self, request_id: Any, cancelled: threading.Event, work: Callable[[], Mapping[str, Any]]) -> None:
+    def start_call(
+        self, request_id: Any, cancelled: threading.Event, work: Callable[[], Mapping[str, Any]]
+    ) -> None:
         """Answer *request_id* on a thread of its own (nothing once the connection is lost).
 
         *cancelled* is set when the client cancels the call or disconnects.

@@ -61,7 +61,9 @@ class ToolContext:
         """The capabilities the client declared (in ``initialize``, or in this request's ``_meta``)."""
         return self.modern.client_capabilities if self.modern is not None else self._conn.client_capabilities
 
-    def report_progress(self, progress: float, total: float | None = None, message: str | None = None) -> None:
+    def report_progress(
+        self, progress: float, total: float | None = None, message: str | None = None
+    ) -> None:
         """Send ``notifications/progress`` if the client asked for progress (else do nothing)."""
         token = self.meta.get("progressToken")
         if token is None:

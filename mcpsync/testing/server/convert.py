@@ -195,7 +195,8 @@ def tool_result(value: Any, output_schema: Mapping[str, Any] | None) -> dict[str
         return {"content": [_text(json.dumps(structured))], "structuredContent": structured}
     if value is None or isinstance(value, str):
         return {"content": [] if value is None else [_text(value)]}
-    blocks = [_content_block(item) for item in (value if isinstance(value, (list, tuple)) and value else [value])]
+    items = value if isinstance(value, (list, tuple)) and value else [value]
+    blocks = [_content_block(item) for item in items]
     if all(block is not None for block in blocks):
         return {"content": blocks}
     return {"content": [_text(json.dumps(wire, default=str))]}
@@ -228,7 +229,8 @@ def prompt_messages(value: Any) -> list[dict[str, Any]]:
     for item in [value] if isinstance(value, str) else value:
         if isinstance(item, str):
             item = ("user", item)
-        wire = {"role": item[0], "content": item[1]} if isinstance(item, tuple) and len(item) == 2 else _wire(item)
+        pair = isinstance(item, tuple) and len(item) == 2
+        wire = {"role": item[0], "content": item[1]} if pair else _wire(item)
         if not isinstance(wire, dict) or "role" not in wire:
             raise TypeError("a prompt message must be a str, a (role, text) pair or a message dict")
         messages.append({**wire, "content": _text(wire.get("content"))})

@@ -14,7 +14,6 @@ elsewhere: ``tools/call`` on its own thread, a listen stream when it ends) or ra
 
 from __future__ import annotations
 
-import logging
 from collections.abc import Callable
 from typing import Any
 
@@ -37,13 +36,12 @@ from mcpsync.types.protocol import HANDSHAKE_VERSIONS, LOGGING_LEVELS, MODERN_VE
 
 __all__ = ["HANDLERS", "Request", "dispatch"]
 
-_log = logging.getLogger(__name__)
-
 #: Methods of one era only: 2026-07-28 removed the first ones and added the second.
-_HANDSHAKE_ONLY = frozenset({"initialize", "ping", "logging/setLevel", "resources/subscribe", "resources/unsubscribe"})
-_MODERN_ONLY = frozenset({"server/discover", "subscriptions/listen", "tasks/get", "tasks/update", "tasks/cancel"})
+_HANDSHAKE_ONLY = {"initialize", "ping", "logging/setLevel", "resources/subscribe", "resources/unsubscribe"}
+_MODERN_ONLY = {"server/discover", "subscriptions/listen", "tasks/get", "tasks/update", "tasks/cancel"}
+_KINDS: dict[type, str] = {str: "a string", dict: "an object"}
 #: Results that must carry ``ttlMs``/``cacheScope`` (2026-07-28 ``CacheableResult``).
-_CACHEABLE = frozenset({"tools/list", "prompts/list", "resources/list", "resources/templates/list", "resources/read"})
+_CACHEABLE = {"tools/list", "prompts/list", "resources/list", "resources/templates/list", "resources/read"}
 
 
 @attrs.frozen
@@ -58,11 +56,15 @@ class Request:
     #: The 2026-07-28 side of the request (``None``: handshake era).
     modern: ModernCall | None
 
-    def string(self, key: str) -> str:
-        """The string param *key* (-32602 if it is not one)."""
+    def param(self, key: str, kind: type = str, default: Any = None) -> Any:
+        """Param *key*, of type *kind* (``str`` or ``dict``); -32602 if it is not one.
+
+        :param default: the value when *key* is missing or ``null``; ``None``: it is required.
+        """
         value = self.params.get(key)
-        if not isinstance(value, str):
-            raise RpcError(INVALID_PARAMS, f"{key} must be a string")
+        value = default if value is None else value
+        if not isinstance(value, kind):
+            raise RpcError(INVALID_PARAMS, f"{self.method}: {key} must be {_KINDS[kind]}")
         return value
 
     def stamp(self, result: dict[str, Any]) -> dict[str, Any]:
@@ -80,7 +82,9 @@ class Request:
 Handler = Callable[[Request], "dict[str, Any] | None"]
 
 
-def dispatch(app: Registry, conn: ServerConnection, request_id: Any, method: str, params: dict[str, Any]) -> None:
+def dispatch(
+    app: Registry, conn: ServerConnection, request_id: Any, method: str, params: dict[str, Any]
+) -> None:
     """Answer one request (on the reader thread; ``tools/call`` goes on to a thread of its own)."""
 
     def work() -> dict[str, Any] | None:
@@ -91,8 +95,8 @@ def dispatch(app: Registry, conn: ServerConnection, request_id: Any, method: str
                 raise RpcError(UNSUPPORTED_VERSION, "Unsupported protocol version", data)
             conn.era = "modern"
         handler = HANDLERS.get(method)
-        refused = _HANDSHAKE_ONLY if modern else _MODERN_ONLY | ({"initialize"} if app.era == "modern" else set())
-        if handler is None or method in refused:
+        refused = _HANDSHAKE_ONLY if modern else _MODERN_ONLY
+        if handler is None or method in refused or (method == "initialize" and app.era == "modern"):
             raise RpcError(METHOD_NOT_FOUND, f"Method not found: {method}")
         if modern is None and conn.protocol_version is None and method not in ("initialize", "ping"):
             raise RpcError(INVALID_REQUEST, "the session is not initialized")
@@ -109,11 +113,10 @@ def _about(app: Registry, version: str) -> dict[str, Any]:
 
 
 def _initialize(r: Request) -> dict[str, Any]:
-    requested, caps, info = (r.params.get(k) for k in ("protocolVersion", "capabilities", "clientInfo"))
-    if not isinstance(requested, str):
-        raise RpcError(INVALID_PARAMS, "initialize needs a protocolVersion string")
+    requested = r.param("protocolVersion")
     if r.conn.protocol_version is not None:
         raise RpcError(INVALID_REQUEST, "already initialized")
+    caps, info = r.params.get("capabilities"), r.params.get("clientInfo")
     version = requested if requested in HANDSHAKE_VERSIONS else HANDSHAKE_VERSIONS[0]
     r.conn.client_capabilities = caps if isinstance(caps, dict) else {}
     r.conn.client_info = info if isinstance(info, dict) else {}
@@ -123,12 +126,8 @@ def _initialize(r: Request) -> dict[str, Any]:
 
 def _discover(r: Request) -> dict[str, Any]:
     assert r.modern is not None
-    return {
-        "supportedVersions": list(MODERN_VERSIONS),
-        **_about(r.app, r.modern.version),
-        "ttlMs": 0,
-        "cacheScope": "private",
-    }
+    about = _about(r.app, r.modern.version)
+    return {"supportedVersions": list(MODERN_VERSIONS), **about, "ttlMs": 0, "cacheScope": "private"}
 
 
 def _list(kind: str) -> Handler:
@@ -152,9 +151,7 @@ def _list(kind: str) -> Handler:
 
 
 def _call_tool(r: Request) -> dict[str, Any] | None:
-    name, arguments, meta = r.params.get("name"), r.params.get("arguments", {}), r.params.get("_meta")
-    if not isinstance(name, str) or not isinstance(arguments, dict):
-        raise RpcError(INVALID_PARAMS, "tools/call needs a string name and object arguments")
+    name, arguments, meta = r.param("name"), r.param("arguments", dict, {}), r.params.get("_meta")
     meta = meta if isinstance(meta, dict) else {}
     mode = r.app.task_mode(name) if r.modern is not None else None
     if r.modern is not None and mode is not None:
@@ -176,24 +173,16 @@ def _call_tool(r: Request) -> dict[str, Any] | None:
 
 def _subscribe(subscribed: bool) -> Handler:
     def handle(r: Request) -> dict[str, Any]:
-        uri = r.string("uri")
-        (r.conn.subscriptions.add if subscribed else r.conn.subscriptions.discard)(uri)
+        (r.conn.subscriptions.add if subscribed else r.conn.subscriptions.discard)(r.param("uri"))
         return {}
 
     return handle
 
 
-def _get_prompt(r: Request) -> dict[str, Any]:
-    arguments = r.params.get("arguments") or {}
-    if not isinstance(arguments, dict):
-        raise RpcError(INVALID_PARAMS, "arguments must be an object")
-    return r.app.get_prompt(r.string("name"), arguments)
-
-
 def _complete(r: Request) -> dict[str, Any]:
-    ref, argument, context = (r.params.get(k) for k in ("ref", "argument", "context"))
-    if not (isinstance(ref, dict) and isinstance(argument, dict) and isinstance(argument.get("name"), str)):
-        raise RpcError(INVALID_PARAMS, "completion/complete needs a ref and an argument name")
+    ref, argument, context = r.param("ref", dict), r.param("argument", dict), r.params.get("context")
+    if not isinstance(argument.get("name"), str):
+        raise RpcError(INVALID_PARAMS, "completion/complete: argument needs a name")
     return r.app.complete(ref, argument, context if isinstance(context, dict) else None)
 
 
@@ -219,15 +208,15 @@ HANDLERS: dict[str, Handler] = {
     "initialize": _initialize,
     "ping": lambda r: {},
     "server/discover": _discover,
-    **{f"{kind}/list": _list(key) for kind, key in (
-        ("tools", "tools"), ("resources", "resources"), ("resources/templates", "resourceTemplates"),
-        ("prompts", "prompts"),
-    )},
+    "tools/list": _list("tools"),
+    "resources/list": _list("resources"),
+    "resources/templates/list": _list("resourceTemplates"),
+    "prompts/list": _list("prompts"),
     "tools/call": _call_tool,
-    "resources/read": lambda r: r.app.read_resource(r.string("uri")),
+    "resources/read": lambda r: r.app.read_resource(r.param("uri")),
     "resources/subscribe": _subscribe(True),
     "resources/unsubscribe": _subscribe(False),
-    "prompts/get": _get_prompt,
+    "prompts/get": lambda r: r.app.get_prompt(r.param("name"), r.param("arguments", dict, {})),
     "completion/complete": _complete,
     "logging/setLevel": _set_level,
     "subscriptions/listen": _listen,

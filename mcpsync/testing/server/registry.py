@@ -175,13 +175,16 @@ class Registry:
         missing = [a["name"] for a in declared if a["required"] and a["name"] not in arguments]
         unknown = sorted(set(arguments) - {a["name"] for a in declared})
         if missing or unknown:
-            raise RpcError(INVALID_PARAMS, f"Invalid arguments for prompt {name}: missing {missing}, unknown {unknown}")
+            problem = f"missing {missing}, unknown {unknown}"
+            raise RpcError(INVALID_PARAMS, f"Invalid arguments for prompt {name}: {problem}")
         result: dict[str, Any] = {"messages": convert.prompt_messages(prompt.fn(**arguments))}
         if "description" in prompt.wire:
             result["description"] = prompt.wire["description"]
         return result
 
-    def complete(self, ref: dict[str, Any], argument: dict[str, Any], context: dict[str, Any] | None) -> dict[str, Any]:
+    def complete(
+        self, ref: dict[str, Any], argument: dict[str, Any], context: dict[str, Any] | None
+    ) -> dict[str, Any]:
         """Answer ``completion/complete`` with the registered handler (no handler: no values)."""
         values: Any = self._completion(ref, argument, context) if self._completion is not None else []
         if isinstance(values, dict):

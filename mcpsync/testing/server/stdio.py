@@ -10,7 +10,7 @@ from collections.abc import Callable, Mapping
 from typing import Any, BinaryIO
 
 from mcpsync.exceptions import ConnectionClosed
-from mcpsync.testing.server.connection import ServerConnection
+from mcpsync.testing.server.connection import Send, ServerConnection
 from mcpsync.testing.server.errors import PARSE_ERROR, RpcError
 from mcpsync.transports.base import encode_message
 
@@ -19,9 +19,7 @@ __all__ = ["serve_stdio"]
 _log = logging.getLogger(__name__)
 
 
-def serve_stdio(
-    connect: Callable[[Callable[[Mapping[str, Any]], None]], ServerConnection], stdin: BinaryIO, stdout: BinaryIO
-) -> None:
+def serve_stdio(connect: Callable[[Send], ServerConnection], stdin: BinaryIO, stdout: BinaryIO) -> None:
     """Serve one client on *stdin*/*stdout* until EOF; the calling thread is the reader thread.
 
     :param connect: makes the connection, given the function that writes a message.

@@ -24,7 +24,13 @@ from typing import Any
 
 from mcpsync.testing.server.connection import ServerConnection, ThreadSet
 from mcpsync.testing.server.context import ToolContext
-from mcpsync.testing.server.errors import INTERNAL_ERROR, INVALID_PARAMS, MISSING_CAPABILITY, RpcError, internal_error
+from mcpsync.testing.server.errors import (
+    INTERNAL_ERROR,
+    INVALID_PARAMS,
+    MISSING_CAPABILITY,
+    RpcError,
+    internal_error,
+)
 from mcpsync.testing.server.modern import InputRequired, ModernCall
 from mcpsync.types.tasks import TASKS_EXTENSION_ID, TERMINAL_STATUSES, iso_now, task_fields
 
@@ -66,8 +72,8 @@ class _Task:
         self.cancelled = threading.Event()
 
     def settle(self, status: str, message: str | None = None) -> None:
-        if self.status not in TERMINAL_STATUSES:
-            self.status, self.message, self.updated = status, message, iso_now()
+        # Only the task's own thread settles it, and only once in a terminal status.
+        self.status, self.message, self.updated = status, message, iso_now()
 
     def wire(self) -> dict[str, Any]:
         task = task_fields(self.id, self.status, self.created, self.updated, self.message)
@@ -93,7 +99,9 @@ class ServerTasks:
         self._tasks: dict[str, _Task] = {}
         self._threads = ThreadSet("task")
 
-    def start(self, conn: ServerConnection, name: str, arguments: dict[str, Any], meta: dict[str, Any]) -> dict[str, Any]:
+    def start(
+        self, conn: ServerConnection, name: str, arguments: dict[str, Any], meta: dict[str, Any]
+    ) -> dict[str, Any]:
         """Start tool *name* as a task; the ``tools/call`` result that announces it."""
         task = _Task(name, arguments, meta)
         with self._cond:
@@ -130,8 +138,9 @@ class ServerTasks:
         while True:
             with self._cond:
                 call = ModernCall(task.meta, {"inputResponses": dict(task.answers)})
+            ctx = ToolContext(conn, None, task.meta, call, task.cancelled)
             try:
-                result = self._run_tool(task.name, task.arguments, ToolContext(conn, None, task.meta, call, task.cancelled))
+                result = self._run_tool(task.name, task.arguments, ctx)
             except InputRequired as needed:
                 if self._ask(task, needed):
                     continue
@@ -160,13 +169,13 @@ class ServerTasks:
         if task.cancelled.is_set():
             self._end(task, "cancelled")
         else:
-            self._end(task, "failed", error={"code": INTERNAL_ERROR, "message": "no answer within the task's lifetime"})
+            error = {"code": INTERNAL_ERROR, "message": "no answer within the task's lifetime"}
+            self._end(task, "failed", error=error)
         return False
 
     def _end(self, task: _Task, status: str, **fields: Any) -> None:
         with self._cond:
-            if task.status not in TERMINAL_STATUSES:
-                task.result, task.error = fields.get("result"), fields.get("error")
+            task.result, task.error = fields.get("result"), fields.get("error")
             # Cooperative: a tool that finished after a cancel stays cancelled.
             task.settle("cancelled" if task.cancelled.is_set() else status, fields.get("message"))
 
