@@ -95,7 +95,7 @@ def dispatch(
                 raise RpcError(UNSUPPORTED_VERSION, "Unsupported protocol version", data)
             conn.era = "modern"
         handler = HANDLERS.get(method)
-        refused = _HANDSHAKE_ONLY if modern else _MODERN_ONLY
+        refused = _HANDSHAKE_ONLY if modern is not None else _MODERN_ONLY
         if handler is None or method in refused or (method == "initialize" and app.era == "modern"):
             raise RpcError(METHOD_NOT_FOUND, f"Method not found: {method}")
         if modern is None and conn.protocol_version is None and method not in ("initialize", "ping"):

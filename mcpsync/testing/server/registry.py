@@ -141,12 +141,10 @@ class Registry:
         kwargs = {**arguments, tool.ctx_param: ctx} if tool.ctx_param is not None else arguments
         try:
             value = tool.fn(**kwargs)
-        except InputRequired:
-            raise  # not a failure: the engine asks the client and runs the tool again
         except ClientRequestError as exc:
             return _error_result(f"request to the client failed: {exc}")
-        except RpcError:
-            raise  # deliberate: the tool asked for a JSON-RPC error response
+        except (InputRequired, RpcError):
+            raise  # not failures: a question for a 2026-07-28 client, or a deliberate JSON-RPC error
         except Exception as exc:
             return _error_result(str(exc) if isinstance(exc, ToolFailure) else f"{type(exc).__name__}: {exc}")
         return convert.tool_result(value, tool.wire.get("outputSchema"))
