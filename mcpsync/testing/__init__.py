@@ -172,11 +172,7 @@ class FakeServer(Registry):
             del self._features["tools"][name]
 
     def resource(
-        self,
-        uri: str,
-        name: str | None = None,
-        mime_type: str | None = "text/plain",
-        *,
+        self, uri: str, name: str | None = None, mime_type: str | None = "text/plain", *,
         description: str | None = None,
     ) -> Callable[[F], F]:
         """Register a resource (decorator); the function takes no arguments.
@@ -186,11 +182,7 @@ class FakeServer(Registry):
         return self._resource("resources", uri, name, mime_type, description)
 
     def resource_template(
-        self,
-        uri_template: str,
-        name: str | None = None,
-        mime_type: str | None = "text/plain",
-        *,
+        self, uri_template: str, name: str | None = None, mime_type: str | None = "text/plain", *,
         description: str | None = None,
     ) -> Callable[[F], F]:
         """Register a resource template (decorator), e.g. ``"demo://greeting/{name}"``.

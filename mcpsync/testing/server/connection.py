@@ -21,14 +21,8 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from mcpsync.exceptions import ConnectionClosed, McpError, RequestTimeout
-from mcpsync.testing.server.errors import (
-    INTERNAL_ERROR,
-    INVALID_PARAMS,
-    INVALID_REQUEST,
-    ClientRequestError,
-    RpcError,
-    internal_error,
-)
+from mcpsync.testing.server.errors import INTERNAL_ERROR, INVALID_PARAMS, INVALID_REQUEST
+from mcpsync.testing.server.errors import ClientRequestError, RpcError, internal_error
 from mcpsync.types.modern import SUBSCRIPTION_ID_KEY
 from mcpsync.types.protocol import LOGGING_LEVELS
 
