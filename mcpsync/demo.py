@@ -34,15 +34,20 @@ Resources: demo://readme, demo://greeting/{name}. Prompt: greet.
 """
 
 _STYLES = ("friendly", "formal", "pirate")
+#: The weather tool's structured output.
+_WEATHER = {
+    "type": "object",
+    "properties": {
+        "city": {"type": "string"}, "temperature_c": {"type": "number"}, "conditions": {"type": "string"}
+    },
+    "required": ["city", "temperature_c", "conditions"],
+}
 
 
 def build_server() -> FakeServer:
     """Build the demo server (a new :class:`~mcpsync.testing.FakeServer` each call)."""
-    server = FakeServer(
-        "mcpsync-demo",
-        __version__,
-        instructions="A demo server: try the countdown tool to see progress.",
-    )
+    instructions = "A demo server: try the countdown tool to see progress."
+    server = FakeServer("mcpsync-demo", __version__, instructions=instructions)
 
     @server.tool()
     def echo(text: str) -> str:
@@ -63,35 +68,21 @@ def build_server() -> FakeServer:
             ctx.report_progress(step, n, f"T-minus {n - step}")
         return "Liftoff!"
 
-    @server.tool(
-        output_schema={
-            "type": "object",
-            "properties": {
-                "city": {"type": "string"},
-                "temperature_c": {"type": "number"},
-                "conditions": {"type": "string"},
-            },
-            "required": ["city", "temperature_c", "conditions"],
-        }
-    )
+    @server.tool(output_schema=_WEATHER)
     def weather(city: str) -> dict[str, Any]:
         """A (made-up, deterministic) weather report for a city, as structured output."""
         seed = hashlib.sha256(city.lower().encode("utf-8")).digest()
         conditions = ("sunny", "cloudy", "rainy", "windy", "snowy")[seed[0] % 5]
-        return {
-            "city": city,
-            "temperature_c": round(seed[1] / 255 * 35 - 5, 1),
-            "conditions": conditions,
-        }
+        return {"city": city, "temperature_c": round(seed[1] / 255 * 35 - 5, 1), "conditions": conditions}
 
-    @server.resource("demo://readme", name="README", description="About this demo server.")
+    @server.resource("demo://readme", name="README")
     def readme() -> str:
+        """About this demo server."""
         return _README
 
-    @server.resource_template(
-        "demo://greeting/{name}", name="greeting", description="A greeting for someone."
-    )
+    @server.resource_template("demo://greeting/{name}", name="greeting")
     def greeting(name: str) -> str:
+        """A greeting for someone."""
         return f"Hello, {name}!"
 
     @server.prompt()
@@ -100,9 +91,7 @@ def build_server() -> FakeServer:
         return f"Write a short {style} greeting for {name}."
 
     @server.completion
-    def complete(
-        ref: dict[str, Any], argument: dict[str, Any], context: dict[str, Any] | None
-    ) -> list[str]:
+    def complete(ref: dict[str, Any], argument: dict[str, Any], context: dict[str, Any] | None) -> list[str]:
         if ref.get("name") == "greet" and argument.get("name") == "style":
             prefix = str(argument.get("value", "")).lower()
             return [s for s in _STYLES if s.startswith(prefix)]

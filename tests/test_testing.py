@@ -384,6 +384,30 @@ def test_tool_errors() -> None:
         client.close()
 
 
+def test_an_answer_json_cannot_carry_becomes_an_internal_error() -> None:
+    """A result or an error whose data JSON cannot carry is answered with -32603, never left
+    unanswered (the client would wait until its timeout)."""
+    srv = FakeServer("unencodable")
+
+    @srv.tool()
+    def odd_error() -> str:
+        raise RpcError(-32000, "odd", {"when": object()})
+
+    @srv.resource("test://odd")
+    def odd_resource() -> dict[str, Any]:
+        return {"text": "x", "_meta": {"when": object()}}
+
+    client = Raw(srv)
+    try:
+        client.initialize()
+        error = client.error("tools/call", {"name": "odd_error"})
+        assert error["code"] == -32603 and "not valid JSON" in error["message"]
+        assert client.error("resources/read", {"uri": "test://odd"})["code"] == -32603
+        assert client.result("ping") == {}
+    finally:
+        client.close()
+
+
 def test_each_tool_call_runs_on_its_own_thread() -> None:
     srv = FakeServer("threads")
     second_started = threading.Event()

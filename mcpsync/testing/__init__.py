@@ -31,25 +31,21 @@ transport, its own server engine (:mod:`mcpsync.testing.server`), rpc, types, ex
 
 from __future__ import annotations
 
+import functools
 import inspect
 import sys
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any, TypeVar, overload
 
-from mcpsync.testing.server import convert as convert
-from mcpsync.testing.server.connection import ServerConnection
-from mcpsync.testing.server.context import ClientRequestError, Peer, RpcError, ToolContext
-from mcpsync.testing.server.registry import (
-    Registry,
-    ResourceEntry,
-    ToolEntry,
-    ToolFailure,
-    doc_summary,
-)
-from mcpsync.testing.server.modern import ERAS
+from mcpsync.testing.server import convert
+from mcpsync.testing.server.connection import Send, ServerConnection
+from mcpsync.testing.server.context import ToolContext
+from mcpsync.testing.server.errors import ClientRequestError, RpcError
+from mcpsync.testing.server.methods import dispatch
+from mcpsync.testing.server.registry import KEYS, Feature, Registry, ToolFailure
 from mcpsync.testing.server.stdio import serve_stdio
 from mcpsync.testing.server.tasks import TASK_MODES
-from mcpsync.transports.base import CloseHandler, MessageHandler, RequestErrorHandler, Transport, WriteErrorHandler
+from mcpsync.transports.base import CloseHandler, MessageHandler, Transport
 from mcpsync.transports.memory import MemoryTransport, create_pair
 
 if TYPE_CHECKING:
@@ -81,6 +77,14 @@ def __getattr__(name: str) -> Any:
 F = TypeVar("F", bound=Callable[..., Any])
 
 
+def _wire(fn: Callable[..., Any], description: str | None, **fields: Any) -> dict[str, Any]:
+    """A feature's wire description: *fields* less the empty ones; the description defaults to
+    the first paragraph of *fn*'s docstring."""
+    doc = inspect.getdoc(fn)
+    fields["description"] = description or (doc.split("\n\n")[0].strip() if doc else None)
+    return {k: dict(v) if isinstance(v, Mapping) else v for k, v in fields.items() if v not in (None, "")}
+
+
 class FakeServer(Registry):
     """An in-process MCP server for tests, demos and ``python -m`` servers.
 
@@ -109,25 +113,6 @@ class FakeServer(Registry):
     :meth:`notify_tools_changed` and friends afterwards), and any number of
     clients may be connected at once.
     """
-
-    def __init__(
-        self,
-        name: str,
-        version: str = "0.1.0",
-        *,
-        instructions: str | None = None,
-        page_size: int | None = None,
-        capabilities: Mapping[str, Any] | None = None,
-        era: str = "dual",
-        cache_ttl_ms: int = 0,
-    ) -> None:
-        if era not in ERAS:
-            raise ValueError(f"era must be one of {', '.join(ERAS)}; got {era!r}")
-        super().__init__(
-            name, version, instructions=instructions, page_size=page_size, capabilities=capabilities
-        )
-        self.era = era
-        self.cache_ttl_ms = cache_ttl_ms
 
     # -- declaring features ------------------------------------------------
 
@@ -171,17 +156,12 @@ class FakeServer(Registry):
             raise ValueError(f"task must be None, 'optional' or 'required'; got {task!r}")
 
         def register(fn: F) -> F:
-            tool = ToolEntry(
-                fn,
-                name or fn.__name__,
-                description or doc_summary(fn),
-                output_schema,
-                title,
-                annotations,
-                task,
+            schema, ctx_param = convert.signature_schema(fn)
+            wire = _wire(
+                fn, description, name=name or fn.__name__, inputSchema=schema, title=title,
+                outputSchema=output_schema, annotations=annotations or None,
             )
-            with self._lock:
-                self._tools[tool.wire["name"]] = tool
+            self._add("tools", Feature(fn, wire, ctx_param, task))
             return fn
 
         return register
@@ -189,70 +169,38 @@ class FakeServer(Registry):
     def remove_tool(self, name: str) -> None:
         """Forget a tool (then call :meth:`notify_tools_changed` to tell clients)."""
         with self._lock:
-            del self._tools[name]
+            del self._features["tools"][name]
 
     def resource(
-        self,
-        uri: str,
-        name: str | None = None,
-        mime_type: str | None = "text/plain",
-        *,
+        self, uri: str, name: str | None = None, mime_type: str | None = "text/plain", *,
         description: str | None = None,
     ) -> Callable[[F], F]:
         """Register a resource (decorator); the function takes no arguments.
 
         It returns ``str`` (text), ``bytes`` (blob), a contents dict, or a list of them.
         """
-
-        def register(fn: F) -> F:
-            wire = self._resource_wire(
-                "uri", uri, name or fn.__name__, mime_type, description or doc_summary(fn)
-            )
-            with self._lock:
-                self._resources[uri] = ResourceEntry(fn, wire, mime_type)
-            return fn
-
-        return register
+        return self._resource("resources", uri, name, mime_type, description)
 
     def resource_template(
-        self,
-        uri_template: str,
-        name: str | None = None,
-        mime_type: str | None = "text/plain",
-        *,
+        self, uri_template: str, name: str | None = None, mime_type: str | None = "text/plain", *,
         description: str | None = None,
     ) -> Callable[[F], F]:
         """Register a resource template (decorator), e.g. ``"demo://greeting/{name}"``.
 
         The function receives the template's variables as keyword arguments.
         """
+        return self._resource("resourceTemplates", uri_template, name, mime_type, description)
 
+    def _resource(
+        self, kind: str, uri: str, name: str | None, mime_type: str | None, description: str | None
+    ) -> Callable[[F], F]:
         def register(fn: F) -> F:
-            wire = self._resource_wire(
-                "uriTemplate",
-                uri_template,
-                name or fn.__name__,
-                mime_type,
-                description or doc_summary(fn),
-            )
-            with self._lock:
-                self._templates[uri_template] = ResourceEntry(
-                    fn, wire, mime_type, convert.UriTemplate(uri_template)
-                )
+            wire = _wire(fn, description, **{KEYS[kind]: uri}, name=name or fn.__name__, mimeType=mime_type)
+            template = convert.UriTemplate(uri) if kind == "resourceTemplates" else None
+            self._add(kind, Feature(fn, wire, template=template))
             return fn
 
         return register
-
-    @staticmethod
-    def _resource_wire(
-        key: str, uri: str, name: str, mime_type: str | None, description: str | None
-    ) -> dict[str, Any]:
-        wire: dict[str, Any] = {key: uri, "name": name}
-        if mime_type:
-            wire["mimeType"] = mime_type
-        if description:
-            wire["description"] = description
-        return wire
 
     def prompt(self, name: str | None = None, description: str | None = None) -> Callable[[F], F]:
         """Register a prompt (decorator); its parameters are the prompt's arguments.
@@ -267,12 +215,8 @@ class FakeServer(Registry):
                 for p in inspect.signature(fn).parameters.values()
                 if p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD)
             ]
-            wire: dict[str, Any] = {"name": name or fn.__name__, "arguments": arguments}
-            text = description or doc_summary(fn)
-            if text:
-                wire["description"] = text
-            with self._lock:
-                self._prompts[wire["name"]] = (fn, wire)
+            wire = _wire(fn, description, name=name or fn.__name__, arguments=arguments)
+            self._add("prompts", Feature(fn, wire))
             return fn
 
         return register
@@ -291,15 +235,15 @@ class FakeServer(Registry):
     # -- talking to connected clients ----------------------------------------
 
     @property
-    def connections(self) -> list[Peer]:
+    def connections(self) -> list[ServerConnection]:
         """The live connections (one per connected client)."""
         with self._lock:
             return list(self._connections)
 
-    def _broadcast(self, method: str, params: Mapping[str, Any] | None = None) -> None:
+    def _broadcast(self, method: str, **params: Any) -> None:
         # A 2026-07-28 client hears of changes only on the listen streams it opened.
         for conn in self.connections:
-            conn.publish(method, dict(params or {}))
+            conn.publish(method, params)
 
     def notify_tools_changed(self) -> None:
         """Send ``notifications/tools/list_changed`` to every connected client."""
@@ -315,12 +259,12 @@ class FakeServer(Registry):
 
     def notify_resource_updated(self, uri: str) -> None:
         """Send ``notifications/resources/updated`` to the clients subscribed to *uri*."""
-        self._broadcast("notifications/resources/updated", {"uri": uri})
+        self._broadcast("notifications/resources/updated", uri=uri)
 
     def end_subscriptions(self) -> None:
         """End every open ``subscriptions/listen`` stream gracefully (2026-07-28)."""
         for conn in self.connections:
-            conn.listens.end_all(conn)
+            conn.end_listens()
 
     def cancel_tasks(self, timeout: float = 5.0) -> None:
         """Cancel every task (``task=`` tools) and wait up to *timeout* s for their threads.
@@ -346,6 +290,16 @@ class FakeServer(Registry):
             conn.log(level, data, logger)
 
     # -- running ---------------------------------------------------------------
+
+    def _connect(self, send: Send, disconnect: Callable[[], None] | None = None) -> ServerConnection:
+        conn = ServerConnection(send, functools.partial(dispatch, self), disconnect, self._lost)
+        with self._lock:
+            self._connections.add(conn)
+        return conn
+
+    def _lost(self, conn: ServerConnection) -> None:
+        with self._lock:
+            self._connections.discard(conn)
 
     def transport(self) -> Transport:
         """A fresh client-side transport connected to this server in-process.
@@ -374,7 +328,7 @@ class FakeServer(Registry):
         stdin, stdout = sys.stdin.buffer, sys.stdout.buffer
         saved, sys.stdout = sys.stdout, sys.stderr
         try:
-            serve_stdio(self, stdin, stdout, page_size=self.page_size, era=self.era)
+            serve_stdio(self._connect, stdin, stdout)
         finally:
             sys.stdout = saved
 
@@ -383,40 +337,19 @@ class FakeServer(Registry):
 
 
 class _ServedTransport(Transport):
-    """The client end of a memory pair whose server end runs a :class:`FakeServer`."""
+    """The client end of a memory pair whose server end serves a :class:`FakeServer` once started."""
 
     def __init__(self, server: FakeServer) -> None:
         self._server = server
         self._client_end, self._server_end = create_pair()
 
-    def start(
-        self,
-        on_message: MessageHandler,
-        on_close: CloseHandler,
-        on_request_error: RequestErrorHandler | None = None,
-        *,
-        deadline: float | None = None,
-    ) -> None:
-        conn = ServerConnection(
-            self._server,
-            self._server_end.send,
-            page_size=self._server.page_size,
-            disconnect=self._server_end.close,
-            era=self._server.era,
-        )
-        self._server.connection_opened(conn)
+    def start(self, on_message: MessageHandler, on_close: CloseHandler, *args: Any, **kwargs: Any) -> None:
+        conn = self._server._connect(self._server_end.send, self._server_end.close)
         self._server_end.start(conn.feed, conn.connection_lost)
         self._client_end.start(on_message, on_close)
 
-    def send(
-        self,
-        message: Mapping[str, Any],
-        *,
-        deadline: float | None = None,
-        detach: bool = False,
-        on_write_error: WriteErrorHandler | None = None,
-    ) -> None:
-        self._client_end.send(message)
+    def send(self, message: Mapping[str, Any], *args: Any, **kwargs: Any) -> None:
+        self._client_end.send(message, *args, **kwargs)
 
     def close(self) -> None:
         self._client_end.close()

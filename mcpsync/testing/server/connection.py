@@ -1,59 +1,32 @@
-"""A small synchronous MCP *server* engine, for :mod:`mcpsync.testing` and the demo.
+"""The server side of one connection: JSON-RPC in and out, server→client requests, the threads
+of running calls, change notifications and the end of the connection.
 
-It speaks the handshake era (2024-11-05 … 2025-11-25, preferring the newest)
-and, unless told not to, the stateless era 2026-07-28 (:mod:`mcpsync.testing.server.modern`)
-over one connection: a memory transport end or this process's stdin/stdout.
-It works on plain wire-format dicts and knows nothing of tools' Python
-functions: the features live in a :class:`ServerApp` (the
-:class:`~mcpsync.testing.FakeServer`), the engine does JSON-RPC, the
-lifecycle, pagination, cancellation, logging levels, subscriptions and
-server→client requests.
-
-Threads: messages are fed from one reader thread (the memory transport's
-delivery thread, or the caller of :func:`serve_stdio`).  Cheap methods are
-answered on it; every ``tools/call`` runs on its own named daemon thread, so a
-tool may block, wait for :attr:`ToolContext.cancelled` or make a server→client
-request (whose reply arrives on the reader thread) while others proceed.
+It works on plain wire dicts and knows no MCP method: each request goes to the *dispatch*
+function it was given (:func:`mcpsync.testing.server.methods.dispatch`).  Messages are fed
+from one reader thread (the memory transport's delivery thread, or the stdio loop); cheap
+methods are answered on it, and every ``tools/call`` runs on its own named daemon thread
+(:meth:`ServerConnection.start_call`), so a tool may block, wait for
+:attr:`~mcpsync.testing.ToolContext.cancelled` or make a server→client request (whose reply
+arrives on the reader thread) while others proceed.
 """
 
 from __future__ import annotations
 
 import itertools
 import logging
+import queue
 import threading
 import time
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from mcpsync.testing.server import tools as _server_tools
-from mcpsync.testing.server.context import (
-    LATEST_PROTOCOL_VERSION,
-    LOGGING_LEVELS,
-    PROTOCOL_VERSIONS,
-    ClientRequestError,
-    RpcError,
-    ServerApp,
-    ToolContext,
-)
-from mcpsync.testing.server.methods import HANDLERS
-from mcpsync.testing.server.modern import (
-    Listens,
-    ModernCall,
-    handle,
-    modern_info,
-)
 from mcpsync.exceptions import ConnectionClosed, McpError, RequestTimeout
+from mcpsync.testing.server.errors import INTERNAL_ERROR, INVALID_PARAMS, INVALID_REQUEST
+from mcpsync.testing.server.errors import ClientRequestError, RpcError, internal_error
+from mcpsync.types.modern import SUBSCRIPTION_ID_KEY
+from mcpsync.types.protocol import LOGGING_LEVELS
 
-__all__ = [
-    "LATEST_PROTOCOL_VERSION",
-    "LOGGING_LEVELS",
-    "PROTOCOL_VERSIONS",
-    "ClientRequestError",
-    "RpcError",
-    "ServerApp",
-    "ServerConnection",
-    "ToolContext",
-]
+__all__ = ["Dispatch", "Send", "ServerConnection", "ThreadSet"]
 
 _log = logging.getLogger(__name__)
 
@@ -61,90 +34,105 @@ _log = logging.getLogger(__name__)
 TOOL_JOIN_TIMEOUT = 2.0
 #: How long stdin EOF lets running tools finish and answer before they are cancelled.
 DRAIN_TIMEOUT = 5.0
+#: The ``subscriptions/listen`` flag that opts in to each list-changed notification.
+_LIST_CHANGED_FLAGS = {
+    "notifications/tools/list_changed": "toolsListChanged",
+    "notifications/prompts/list_changed": "promptsListChanged",
+    "notifications/resources/list_changed": "resourcesListChanged",
+}
 
-_PARSE_ERROR, _INVALID_REQUEST, _METHOD_NOT_FOUND, _INVALID_PARAMS, _INTERNAL_ERROR = (
-    -32700,
-    -32600,
-    -32601,
-    -32602,
-    -32603,
-)
-
-class _Waiter:
-    """One pending server→client request; settled only by whoever pops it."""
-
-    __slots__ = ("error", "event", "response")
-
-    def __init__(self) -> None:
-        self.event = threading.Event()
-        self.response: dict[str, Any] | None = None
-        self.error: BaseException | None = None
+#: Writes one message to the client.
+Send = Callable[[Mapping[str, Any]], None]
+#: ``(connection, request_id, method, params)``: answers one request.
+Dispatch = Callable[["ServerConnection", Any, str, "dict[str, Any]"], None]
+_thread_numbers = itertools.count(1)
 
 
 def _valid_id(value: Any) -> bool:
     return isinstance(value, (str, int)) and not isinstance(value, bool)
 
 
-class ServerConnection:
-    """The server side of one connection: JSON-RPC, lifecycle and feature methods.
+def _message(method: str, params: Mapping[str, Any] | None, **fields: Any) -> dict[str, Any]:
+    message: dict[str, Any] = {"jsonrpc": "2.0", **fields, "method": method}
+    if params is not None:
+        message["params"] = dict(params)
+    return message
 
-    :param app: the features (normally a :class:`~mcpsync.testing.FakeServer`).
+
+class ThreadSet:
+    """Named daemon threads (``mcpsync-fakeserver-<kind>-<n>``), each forgotten when it ends."""
+
+    def __init__(self, kind: str) -> None:
+        self._kind = kind
+        self._lock = threading.Lock()
+        self._threads: set[threading.Thread] = set()
+
+    def start(self, target: Callable[[], None]) -> None:
+        """Run *target* on a new thread, registered before it starts."""
+
+        def run() -> None:
+            try:
+                target()
+            finally:
+                with self._lock:
+                    self._threads.discard(thread)
+
+        name = f"mcpsync-fakeserver-{self._kind}-{next(_thread_numbers)}"
+        thread = threading.Thread(target=run, name=name, daemon=True)
+        with self._lock:
+            self._threads.add(thread)
+        thread.start()
+
+    def join(self, timeout: float, *, warn: bool = False) -> None:
+        """Wait, in total at most *timeout* seconds, for the running threads."""
+        with self._lock:
+            threads = [t for t in self._threads if t is not threading.current_thread()]
+        deadline = time.monotonic() + timeout
+        for thread in threads:
+            thread.join(max(0.0, deadline - time.monotonic()))
+            if warn and thread.is_alive():
+                _log.warning("tool thread %s still running after the client disconnected", thread.name)
+
+
+class ServerConnection:
+    """The server side of one connection.
+
     :param send: writes one message to the client; thread-safe; raises
         :class:`~mcpsync.exceptions.ConnectionClosed` once the client is gone.
-    :param page_size: items per page of list results; ``None`` = one page.
+    :param dispatch: answers each request.
     :param disconnect: closes the transport from the server's side, where that is possible.
-    :param era: ``"legacy"`` (handshake only), ``"modern"`` (2026-07-28 only) or
-        ``"dual"`` (each request's ``_meta`` decides).
+    :param on_lost: called once the connection is lost and its tools have stopped.
     """
 
     def __init__(
         self,
-        app: ServerApp,
-        send: Callable[[Mapping[str, Any]], None],
-        *,
-        page_size: int | None = None,
+        send: Send,
+        dispatch: Dispatch,
         disconnect: Callable[[], None] | None = None,
-        era: str = "dual",
+        on_lost: Callable[[ServerConnection], None] | None = None,
     ) -> None:
-        #: The features this connection serves.
-        self.app: ServerApp = app
-        self._send = send
-        self._disconnect = disconnect
-        #: Items per page of list results (``None``: no pagination).
-        self.page_size: int | None = page_size
+        self._send, self._dispatch, self._disconnect, self._on_lost = send, dispatch, disconnect, on_lost
         self._lock = threading.Lock()
         self._ids = itertools.count(1)
-        self._waiters: dict[int, _Waiter] = {}
-        self._inflight: dict[Any, ToolContext] = {}
-        self._cancelled: set[Any] = (
-            set()
-        )  # in-flight ids the client sent notifications/cancelled for
-        self._threads: set[threading.Thread] = set()
-        self._closed = False
+        self._waiters: dict[Any, queue.SimpleQueue[Any]] = {}
+        self._running: dict[Any, threading.Event] = {}  # tools/call id -> its ``cancelled``
+        self._listens: dict[Any, dict[str, Any]] = {}  # subscriptions/listen id -> what it honours
+        self.threads = ThreadSet("tool")
+        #: Whether the connection has been lost.
+        self.closed = False
         #: The level set by ``logging/setLevel`` (``None``: send everything).
         self.log_level: str | None = None
         #: The negotiated protocol revision (``None`` before ``initialize``).
         self.protocol_version: str | None = None
-        #: What the client declared in ``initialize``.
+        #: What the client declared in ``initialize``, and its ``clientInfo``.
         self.client_capabilities: dict[str, Any] = {}
-        #: The client's ``clientInfo``.
         self.client_info: dict[str, Any] = {}
-        #: Set once ``notifications/initialized`` arrived.
-        self.initialized = threading.Event()
-        #: Resource URIs the client subscribed to.
+        #: Resource URIs the client subscribed to (handshake era).
         self.subscriptions: set[str] = set()
-        self.era_mode = era
         #: ``"modern"`` once a 2026-07-28 request arrived (it decides where notifications go).
         self.era: str | None = None
-        #: Open ``subscriptions/listen`` streams.
-        self.listens = Listens()
 
     # -- outgoing ----------------------------------------------------------
-
-    @property
-    def closed(self) -> bool:
-        """Whether the connection has been lost."""
-        return self._closed
 
     def disconnect(self) -> None:
         """Drop the connection from the server's side, as a crashing server would.
@@ -157,10 +145,22 @@ class ServerConnection:
 
     def notify(self, method: str, params: Mapping[str, Any] | None = None) -> None:
         """Send a notification; silently dropped once the client is gone."""
-        message: dict[str, Any] = {"jsonrpc": "2.0", "method": method}
-        if params is not None:
-            message["params"] = dict(params)
-        self._write(message)
+        try:
+            self._send(_message(method, params))
+        except McpError:
+            _log.debug("client gone; dropping %s", method)
+
+    def respond(self, request_id: Any, outcome: Mapping[str, Any] | RpcError) -> None:
+        """Answer a request with a result or an error; dropped once the client is gone."""
+        member = {"error": outcome.to_wire()} if isinstance(outcome, RpcError) else {"result": dict(outcome)}
+        try:
+            try:
+                self._send({"jsonrpc": "2.0", "id": request_id, **member})
+            except (ValueError, TypeError) as exc:  # the app produced something JSON cannot carry
+                error = RpcError(INTERNAL_ERROR, f"result is not valid JSON: {exc}")
+                self._send({"jsonrpc": "2.0", "id": request_id, "error": error.to_wire()})
+        except McpError:
+            _log.debug("client gone; dropping the answer to %r", request_id)
 
     def log(self, level: str, data: Any, logger: str | None = None) -> None:
         """Send ``notifications/message`` if *level* passes the client's ``logging/setLevel``.
@@ -174,12 +174,9 @@ class ServerConnection:
         """Send ``notifications/message`` if *level* is at least *threshold* (``None``: any)."""
         if level not in LOGGING_LEVELS:
             raise ValueError(f"unknown logging level {level!r}")
-        if threshold is not None and LOGGING_LEVELS.index(level) < LOGGING_LEVELS.index(threshold):
-            return
-        params: dict[str, Any] = {"level": level, "data": data}
-        if logger is not None:
-            params["logger"] = logger
-        self.notify("notifications/message", params)
+        if threshold is None or LOGGING_LEVELS.index(level) >= LOGGING_LEVELS.index(threshold):
+            extra = {"logger": logger} if logger is not None else {}
+            self.notify("notifications/message", {"level": level, "data": data, **extra})
 
     def request(
         self, method: str, params: Mapping[str, Any] | None = None, *, timeout: float | None = 60.0
@@ -194,101 +191,114 @@ class ServerConnection:
             (``notifications/cancelled`` is sent).
         :raises ~mcpsync.exceptions.ConnectionClosed: when the client disconnects.
         """
-        waiter = _Waiter()
+        box: queue.SimpleQueue[Any] = queue.SimpleQueue()  # settled only by whoever pops it
         with self._lock:
-            if self._closed:
+            if self.closed:
                 raise ConnectionClosed("the client disconnected")
             request_id = next(self._ids)
-            self._waiters[request_id] = waiter
-        message: dict[str, Any] = {"jsonrpc": "2.0", "id": request_id, "method": method}
-        if params is not None:
-            message["params"] = dict(params)
+            self._waiters[request_id] = box
+        started = time.monotonic()
         try:
-            self._send(message)
+            self._send(_message(method, params, id=request_id))
+            reply = box.get(timeout=timeout)
+        except queue.Empty:
+            with self._lock:
+                mine = self._waiters.pop(request_id, None) is box
+            if mine:
+                self.notify("notifications/cancelled", {"requestId": request_id, "reason": "timeout"})
+                elapsed = time.monotonic() - started
+                message = f"client did not answer {method} in time"
+                raise RequestTimeout(message, method=method, elapsed=elapsed) from None
+            reply = box.get()  # popped by the reader or by connection_lost: settled imminently
         except BaseException:
             with self._lock:
                 self._waiters.pop(request_id, None)
             raise
-        started = time.monotonic()
-        if not waiter.event.wait(timeout):
-            with self._lock:
-                mine = self._waiters.pop(request_id, None) is waiter
-            if mine:
-                self.notify(
-                    "notifications/cancelled", {"requestId": request_id, "reason": "timeout"}
-                )
-                raise RequestTimeout(
-                    f"client did not answer {method} in time",
-                    method=method,
-                    elapsed=time.monotonic() - started,
-                )
-            waiter.event.wait()  # popped by the reader or by connection_lost: settled imminently
-        if waiter.error is not None:
-            raise waiter.error
-        response = waiter.response or {}
-        if "error" in response:
-            error = response["error"] if isinstance(response["error"], dict) else {}
+        if isinstance(reply, BaseException):
+            raise reply
+        if "error" in reply:
+            error = reply["error"] if isinstance(reply["error"], dict) else {}
             code = error.get("code")
-            raise ClientRequestError(
-                code if isinstance(code, int) else _INTERNAL_ERROR,
-                str(error.get("message", "")),
-                error.get("data"),
-            )
-        result = response.get("result")
+            code = code if isinstance(code, int) else INTERNAL_ERROR
+            raise ClientRequestError(code, str(error.get("message", "")), error.get("data"))
+        result = reply.get("result")
         return result if isinstance(result, dict) else {}
-
-    def _write(self, message: Mapping[str, Any]) -> None:
-        try:
-            self._send(message)
-        except McpError:
-            _log.debug("client gone; dropping %s", message.get("method", "response"))
-
-    def _respond(self, request_id: Any, result: Mapping[str, Any]) -> None:
-        try:
-            self._send({"jsonrpc": "2.0", "id": request_id, "result": dict(result)})
-        except (ValueError, TypeError) as exc:  # the app produced something JSON cannot carry
-            self._error(request_id, RpcError(_INTERNAL_ERROR, f"result is not valid JSON: {exc}"))
-        except McpError:
-            _log.debug("client gone; dropping response to %r", request_id)
-
-    def _error(self, request_id: Any, error: RpcError) -> None:
-        self._write({"jsonrpc": "2.0", "id": request_id, "error": error.to_wire()})
 
     # -- incoming ----------------------------------------------------------
 
     def feed(self, message: Any) -> None:
         """Handle one parsed message from the client (called on the reader thread)."""
         if not isinstance(message, dict):
-            self._error(
-                None,
-                RpcError(
-                    _INVALID_REQUEST, "expected a JSON-RPC object (batches are not supported)"
-                ),
-            )
+            self.respond(None, RpcError(INVALID_REQUEST, "expected a JSON-RPC object (no batches)"))
             return
-        method = message.get("method")
+        method, request_id, params = message.get("method"), message.get("id"), message.get("params", {})
         if method is None and "id" in message and ("result" in message or "error" in message):
-            self._on_response(message)
-            return
-        if not isinstance(method, str) or message.get("jsonrpc") != "2.0":
-            if _valid_id(message.get("id")):
-                self._error(message["id"], RpcError(_INVALID_REQUEST, "not a JSON-RPC 2.0 request"))
-            return
-        params = message.get("params", {})
-        if "id" not in message:
-            if isinstance(params, dict):
-                self._on_notification(method, params)
-            return
-        request_id = message["id"]
-        if not _valid_id(request_id):
-            self._error(
-                None, RpcError(_INVALID_REQUEST, "request id must be a string or an integer")
-            )
-            return
-        if not isinstance(params, dict):
-            self._error(request_id, RpcError(_INVALID_PARAMS, "params must be an object"))
-            return
-        self._on_request(request_id, method, params)
+            with self._lock:  # a list id is not even hashable
+                box = self._waiters.pop(request_id, None) if _valid_id(request_id) else None
+            if box is None:
+                _log.debug("dropping a response for unknown id %r", request_id)
+            else:
+                box.put(message)
+        elif not isinstance(method, str) or message.get("jsonrpc") != "2.0":
+            if _valid_id(request_id):
+                self.respond(request_id, RpcError(INVALID_REQUEST, "not a JSON-RPC 2.0 request"))
+        elif "id" not in message:
+            cancelled = params.get("requestId") if isinstance(params, dict) else None
+            if method == "notifications/cancelled" and _valid_id(cancelled):
+                self._cancel(cancelled)
+            # Anything else (initialized, roots/list_changed, progress, unknown) needs no action here.
+        elif not _valid_id(request_id):
+            self.respond(None, RpcError(INVALID_REQUEST, "request id must be a string or an integer"))
+        elif not isinstance(params, dict):
+            self.respond(request_id, RpcError(INVALID_PARAMS, "params must be an object"))
+        else:
+            self._dispatch(self, request_id, method, params)
+
+    def _cancel(self, request_id: Any) -> None:
+        with self._lock:
+            cancelled = self._running.pop(request_id, None)  # popped: the call gets no response
+            if cancelled is None:
+                self._listens.pop(request_id, None)
+        if cancelled is not None:
+            cancelled.set()
+
+    def answer(
+        self,
+        request_id: Any,
+        work: Callable[[], Mapping[str, Any] | None],
+        cancelled: threading.Event | None = None,
+    ) -> None:
+        """Answer *request_id* with what *work* returns (``None``: answered elsewhere) or raises.
+
+        :param cancelled: the call's event while it runs (:meth:`start_call`); a call the
+            client cancelled gets no response, as the spec says.
+        """
+        try:
+            outcome: Mapping[str, Any] | RpcError | None = work()
+        except RpcError as exc:
+            outcome = exc
+        except Exception as exc:
+            _log.debug("request %r failed", request_id, exc_info=True)
+            outcome = internal_error(exc)
+        if cancelled is not None:
+            with self._lock:
+                if self._running.pop(request_id, None) is not cancelled:
+                    return
+        if outcome is not None:
+            self.respond(request_id, outcome)
+
+    def start_call(
+        self, request_id: Any, cancelled: threading.Event, work: Callable[[], Mapping[str, Any]]
+    ) -> None:
+        """Answer *request_id* on a thread of its own (nothing once the connection is lost).
+
+        *cancelled* is set when the client cancels the call or disconnects.
+        """
+        with self._lock:
+            if self.closed:
+                return
+            self._running[request_id] = cancelled  # before the thread starts: a cancel finds it
+            self.threads.start(lambda: self.answer(request_id, work, cancelled))
 
     def connection_lost(self, exc: BaseException | None = None, *, drain: bool = False) -> None:
         """The client is gone: fail pending requests, stop running tools, join them (bounded).
@@ -298,112 +308,58 @@ class ServerConnection:
             answer before they are cancelled.
         """
         with self._lock:
-            if self._closed:
+            if self.closed:
                 return
-            self._closed = True
-            waiters = list(self._waiters.values())
-            self._waiters.clear()
-        for waiter in waiters:  # no reply can arrive any more
-            waiter.error = ConnectionClosed("the client disconnected")
-            waiter.event.set()
+            self.closed = True
+            waiters, self._waiters = list(self._waiters.values()), {}
+        for box in waiters:  # no reply can arrive any more
+            box.put(ConnectionClosed("the client disconnected"))
         if drain:
-            _server_tools.join_tools(self, DRAIN_TIMEOUT, warn=False)
+            self.threads.join(DRAIN_TIMEOUT)
         with self._lock:
-            contexts = list(self._inflight.values())
-        for ctx in contexts:
-            ctx.cancelled.set()
-        _server_tools.join_tools(self, TOOL_JOIN_TIMEOUT, warn=True)
-        try:
-            self.app.connection_closed(self)
-        except Exception:
-            _log.exception("connection_closed hook failed")
+            running = list(self._running.values())
+        for cancelled in running:
+            cancelled.set()
+        self.threads.join(TOOL_JOIN_TIMEOUT, warn=True)
+        if self._on_lost is not None:
+            self._on_lost(self)
 
-    def _on_response(self, message: dict[str, Any]) -> None:
-        if not _valid_id(message["id"]):  # e.g. a list: not even hashable
-            _log.debug("dropping a response with an invalid id")
-            return
+    # -- change notifications ------------------------------------------------
+
+    def listen(self, request_id: Any, params: dict[str, Any]) -> None:
+        """Open a ``subscriptions/listen`` stream (2026-07-28); it stays open until cancelled or ended."""
+        wanted = params.get("notifications")
+        if not isinstance(wanted, dict):
+            raise RpcError(INVALID_PARAMS, "subscriptions/listen needs notifications")
+        # Honour every kind asked for; echo only what is switched on.
+        honoured: dict[str, Any] = {flag: True for flag in _LIST_CHANGED_FLAGS.values() if wanted.get(flag)}
+        uris = wanted.get("resourceSubscriptions")
+        if isinstance(uris, list) and uris:
+            honoured["resourceSubscriptions"] = [str(uri) for uri in uris]
         with self._lock:
-            waiter = self._waiters.pop(message["id"], None)
-        if waiter is None:
-            _log.debug("dropping a response for unknown id %r", message["id"])
-            return
-        waiter.response = message
-        waiter.event.set()
-
-    def _on_notification(self, method: str, params: dict[str, Any]) -> None:
-        if method == "notifications/initialized":
-            self.initialized.set()
-        elif method == "notifications/cancelled" and _valid_id(params.get("requestId")):
-            with self._lock:
-                ctx = self._inflight.get(params["requestId"])
-                if ctx is not None:
-                    self._cancelled.add(ctx.request_id)
-            if ctx is not None:
-                ctx.cancelled.set()
-            else:
-                self.listens.cancelled(params["requestId"])
-        # Anything else (roots/list_changed, progress, unknown) needs no action here.
-
-    def _on_request(self, request_id: Any, method: str, params: dict[str, Any]) -> None:
-        try:
-            call = modern_info(params) if self.era_mode != "legacy" else None
-        except RpcError as exc:  # e.g. a requestState we did not write
-            self._error(request_id, exc)
-            return
-        if call is not None:
-            handle(self, request_id, method, params, call)
-            return
-        handler = HANDLERS.get(method)
-        if handler is None or (self.era_mode == "modern" and method == "initialize"):
-            self._error(request_id, RpcError(_METHOD_NOT_FOUND, f"Method not found: {method}"))
-            return
-        if self.protocol_version is None and method not in ("initialize", "ping"):
-            self._error(request_id, RpcError(_INVALID_REQUEST, "the session is not initialized"))
-            return
-        if method == "tools/call":
-            self._start_tool(request_id, params)
-            return
-        self._answer_inline(request_id, method, params)
-
-    def _answer_inline(
-        self,
-        request_id: Any,
-        method: str,
-        params: dict[str, Any],
-        finish: Callable[[dict[str, Any]], dict[str, Any]] | None = None,
-    ) -> None:
-        handler = HANDLERS.get(method)
-        if handler is None:
-            self._error(request_id, RpcError(_METHOD_NOT_FOUND, f"Method not found: {method}"))
-            return
-        try:
-            result = handler(self, params)
-            if finish is not None:
-                result = finish(result)
-        except RpcError as exc:
-            self._error(request_id, exc)
-        except Exception as exc:
-            _log.debug("%s failed", method, exc_info=True)
-            self._error(request_id, RpcError(_INTERNAL_ERROR, f"{type(exc).__name__}: {exc}"))
-        else:
-            self._respond(request_id, result)
-
-    # -- tools/call on its own thread (in _server_tools) ------------------
-
-    def _start_tool(self, request_id: Any, params: dict[str, Any], call: ModernCall | None = None) -> None:
-        _server_tools.start_tool(self, request_id, params, call)
+            self._listens[request_id] = honoured
+        self.notify(
+            "notifications/subscriptions/acknowledged",
+            {"notifications": honoured, "_meta": {SUBSCRIPTION_ID_KEY: request_id}},
+        )
 
     def publish(self, method: str, params: dict[str, Any]) -> None:
-        """Send a change notification: on listen streams (2026-07-28) or plainly, if subscribed."""
-        if self.era == "modern":
-            self.listens.publish(self, method, params)
-        elif method != "notifications/resources/updated" or params.get("uri") in self.subscriptions:
-            self.notify(method, params or None)
-
-    def set_subscribed(self, uri: str, subscribed: bool) -> None:
-        """Record a ``resources/subscribe`` or ``resources/unsubscribe``."""
+        """Send a change notification: on the listen streams that opted in to it (2026-07-28), or
+        plainly (``resources/updated`` only if the client subscribed to that resource)."""
+        if self.era != "modern":
+            if method != "notifications/resources/updated" or params.get("uri") in self.subscriptions:
+                self.notify(method, params or None)
+            return
+        flag = _LIST_CHANGED_FLAGS.get(method, "")
         with self._lock:
-            if subscribed:
-                self.subscriptions.add(uri)
-            else:
-                self.subscriptions.discard(uri)
+            streams = list(self._listens.items())
+        for stream_id, honoured in streams:
+            if honoured.get(flag) if flag else params.get("uri") in honoured.get("resourceSubscriptions", ()):
+                self.notify(method, {**params, "_meta": {SUBSCRIPTION_ID_KEY: stream_id}})
+
+    def end_listens(self) -> None:
+        """End every listen stream gracefully: its response is the final frame."""
+        with self._lock:
+            streams, self._listens = list(self._listens), {}
+        for stream_id in streams:
+            self.respond(stream_id, {"resultType": "complete", "_meta": {SUBSCRIPTION_ID_KEY: stream_id}})

@@ -1,117 +1,17 @@
-"""The pieces of the server engine that tool code sees: errors and :class:`ToolContext`.
-
-Split from :mod:`mcpsync.testing.server.connection` (the connection engine) so each stays small;
-:mod:`mcpsync.testing` re-exports the public names.
-"""
+"""What tool code sees of the server engine: :class:`ToolContext` (re-exported by
+:mod:`mcpsync.testing`)."""
 
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Mapping
-from typing import Any, Protocol
+from collections.abc import Mapping
+from typing import Any
 
-from mcpsync.types.protocol import HANDSHAKE_VERSIONS, wire_name
-from mcpsync.types.protocol import LOGGING_LEVELS as _LEVELS
+from mcpsync.testing.server.connection import ServerConnection
+from mcpsync.testing.server.modern import ModernCall
+from mcpsync.types.protocol import wire_name
 
-from mcpsync.testing.server.call import ModernCall
-from mcpsync.testing.server.errors import ClientRequestError, RpcError
-
-__all__ = [
-    "LATEST_PROTOCOL_VERSION",
-    "LOGGING_LEVELS",
-    "PROTOCOL_VERSIONS",
-    "ClientRequestError",
-    "ListenStreams",
-    "Peer",
-    "RpcError",
-    "ServerApp",
-    "ToolContext",
-]
-
-#: Protocol revisions this engine negotiates, newest first.
-PROTOCOL_VERSIONS = HANDSHAKE_VERSIONS
-#: The revision offered when the client asks for one we do not speak.
-LATEST_PROTOCOL_VERSION = PROTOCOL_VERSIONS[0]
-#: RFC 5424 severities, least severe first, as MCP names them.
-LOGGING_LEVELS: tuple[str, ...] = _LEVELS
-
-
-class ServerApp(Protocol):
-    """What the engine needs from the server's features (plain wire dicts).
-
-    Methods raise :class:`RpcError` for protocol errors (unknown tool, bad
-    arguments, unknown resource); any other exception becomes -32603.
-    """
-
-    def server_info(self) -> dict[str, Any]: ...
-    def server_capabilities(self, protocol_version: str) -> dict[str, Any]: ...
-    def server_instructions(self) -> str | None: ...
-    def list_tools(self) -> list[dict[str, Any]]: ...
-    def call_tool(
-        self, name: str, arguments: dict[str, Any], ctx: ToolContext
-    ) -> dict[str, Any]: ...
-    def list_resources(self) -> list[dict[str, Any]]: ...
-    def list_resource_templates(self) -> list[dict[str, Any]]: ...
-    def read_resource(self, uri: str) -> dict[str, Any]: ...
-    def list_prompts(self) -> list[dict[str, Any]]: ...
-    def get_prompt(self, name: str, arguments: dict[str, str]) -> dict[str, Any]: ...
-    def complete(
-        self, ref: dict[str, Any], argument: dict[str, Any], context: dict[str, Any] | None
-    ) -> dict[str, Any]: ...
-    def connection_opened(self, conn: Peer) -> None: ...
-    def connection_closed(self, conn: Peer) -> None: ...
-
-
-class ListenStreams(Protocol):
-    """The open ``subscriptions/listen`` streams of a connection (see :class:`.modern.Listens`)."""
-
-    def open(self, conn: Peer, request_id: Any, params: dict[str, Any]) -> None: ...
-    def end_all(self, conn: Peer) -> None: ...
-
-
-class Peer(Protocol):
-    """What the engine's parts (the method table, the stateless era, the tool threads and
-    :class:`ToolContext`) use of the connection they serve.
-
-    :class:`~mcpsync.testing.server.connection.ServerConnection` is the one implementation;
-    the parts depend on this description instead of on it, so the connection can import them
-    all without a cycle.  The underscored members are the engine's own, never the user's.
-    """
-
-    app: ServerApp
-    page_size: int | None
-    log_level: str | None
-    protocol_version: str | None
-    client_capabilities: dict[str, Any]
-    client_info: dict[str, Any]
-    era: str | None
-    _lock: threading.Lock
-    _inflight: dict[Any, ToolContext]
-    _cancelled: set[Any]
-    _threads: set[threading.Thread]
-    _closed: bool
-
-    @property
-    def listens(self) -> ListenStreams: ...
-    def notify(self, method: str, params: Mapping[str, Any] | None = None) -> None: ...
-    def publish(self, method: str, params: dict[str, Any]) -> None: ...
-    def disconnect(self) -> None: ...
-    def log(self, level: str, data: Any, logger: str | None = None) -> None: ...
-    def send_log(self, level: str, data: Any, logger: str | None, threshold: str | None) -> None: ...
-    def request(
-        self, method: str, params: Mapping[str, Any] | None = None, *, timeout: float | None = 60.0
-    ) -> dict[str, Any]: ...
-    def set_subscribed(self, uri: str, subscribed: bool) -> None: ...
-    def _respond(self, request_id: Any, result: Mapping[str, Any]) -> None: ...
-    def _error(self, request_id: Any, error: RpcError) -> None: ...
-    def _start_tool(self, request_id: Any, params: dict[str, Any], call: ModernCall | None = None) -> None: ...
-    def _answer_inline(
-        self,
-        request_id: Any,
-        method: str,
-        params: dict[str, Any],
-        finish: Callable[[dict[str, Any]], dict[str, Any]] | None = None,
-    ) -> None: ...
+__all__ = ["ToolContext"]
 
 
 class ToolContext:
@@ -134,17 +34,18 @@ class ToolContext:
 
     def __init__(
         self,
-        conn: Peer,
+        conn: ServerConnection,
         request_id: Any,
         meta: Mapping[str, Any],
         modern: ModernCall | None = None,
+        cancelled: threading.Event | None = None,
     ) -> None:
-        #: The JSON-RPC id of the ``tools/call`` request.
+        #: The JSON-RPC id of the ``tools/call`` request (``None`` in a task).
         self.request_id = request_id
         #: The request's ``_meta`` (may hold ``progressToken``).
         self.meta: dict[str, Any] = dict(meta)
-        #: Set when the client sends ``notifications/cancelled`` for this call or disconnects.
-        self.cancelled = threading.Event()
+        #: Set when the client cancels this call (or its task) or disconnects.
+        self.cancelled = cancelled or threading.Event()
         #: The 2026-07-28 side of this call (``None`` in the handshake era): requests to the
         #: client become ``input_required`` results, and the tool runs again with the answers.
         self.modern = modern
@@ -198,12 +99,7 @@ class ToolContext:
         return self._conn.request(method, params, timeout=timeout)
 
     def sample(
-        self,
-        messages: list[Any] | str,
-        *,
-        max_tokens: int = 256,
-        timeout: float | None = 60.0,
-        **kwargs: Any,
+        self, messages: list[Any] | str, *, max_tokens: int = 256, timeout: float | None = 60.0, **kwargs: Any
     ) -> dict[str, Any]:
         """Ask the client's LLM (``sampling/createMessage``); returns the raw result dict.
 
@@ -212,14 +108,11 @@ class ToolContext:
         :raises RuntimeError: if the client did not declare the ``sampling`` capability.
         """
         self._require("sampling")
-        if isinstance(messages, str):
-            messages = [messages]
         wire = [
             {"role": "user", "content": {"type": "text", "text": m}} if isinstance(m, str) else m
-            for m in messages
+            for m in ([messages] if isinstance(messages, str) else messages)
         ]
-        params: dict[str, Any] = {"messages": wire, "maxTokens": max_tokens}
-        params.update({wire_name(k): v for k, v in kwargs.items()})
+        params = {"messages": wire, "maxTokens": max_tokens, **{wire_name(k): v for k, v in kwargs.items()}}
         return self.request("sampling/createMessage", params, timeout=timeout)
 
     def elicit(

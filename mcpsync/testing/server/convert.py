@@ -3,7 +3,8 @@
 Type hints become JSON Schema (a tool's ``inputSchema``), arguments are
 checked against that schema, and what a tool, resource or prompt function
 returns becomes the wire result.  Plain dicts throughout; attrs objects from
-:mod:`mcpsync.types` are accepted where a content block or message is.
+:mod:`mcpsync.types` are accepted wherever a content block, contents or a
+message is, and turned into wire dicts by the types' own converter.
 """
 
 from __future__ import annotations
@@ -14,31 +15,21 @@ import inspect
 import json
 import re
 import types
-from typing import (
-    Annotated,
-    Any,
-    Callable,
-    Literal,
-    Mapping,
-    Union,
-    get_args,
-    get_origin,
-    get_type_hints,
-)
+from collections.abc import Callable, Mapping
+from typing import Annotated, Any, Literal, Union, get_args, get_origin, get_type_hints
 
 import attrs
 
-from mcpsync.types.protocol import wire_name
+from mcpsync.testing.server.context import ToolContext
 
 __all__ = [
-    "signature_schema",
-    "schema_for",
-    "check_arguments",
-    "tool_result",
-    "resource_contents",
-    "prompt_messages",
     "UriTemplate",
-    "to_wire",
+    "check_arguments",
+    "prompt_messages",
+    "resource_contents",
+    "schema_for",
+    "signature_schema",
+    "tool_result",
 ]
 
 #: Values of ``type`` that mark a dict as a content block.
@@ -47,17 +38,13 @@ CONTENT_TYPES = frozenset({"text", "image", "audio", "resource_link", "resource"
 _JSON_TYPES: dict[type, str] = {bool: "boolean", int: "integer", float: "number", str: "string"}
 
 
-def to_wire(value: Any) -> Any:
-    """Turn an attrs object from :mod:`mcpsync.types` into its wire dict; other values unchanged."""
-    if not attrs.has(type(value)):
-        return value
-    try:
-        from mcpsync.types import to_wire as types_to_wire  # type: ignore[attr-defined,unused-ignore]
-    except ImportError:  # mcpsync.types not importable: a camelCase asdict is close enough
-        return {wire_name(k): v for k, v in attrs.asdict(value).items() if v is not None}
-    return types_to_wire(value)
+def _wire(value: Any) -> Any:
+    """An attrs object from :mod:`mcpsync.types` as its wire dict; other values unchanged."""
+    if attrs.has(type(value)):
+        from mcpsync.types import to_wire  # lazily: the types load on first use
 
-
+        return to_wire(value)
+    return value
 
 
 # -- type hints → JSON Schema ---------------------------------------------
@@ -71,87 +58,31 @@ def schema_for(hint: Any) -> dict[str, Any]:
         return {"type": "null"}
     origin, args = get_origin(hint), get_args(hint)
     if origin is Annotated:
-        base = schema_for(args[0])
         text = next((a for a in args[1:] if isinstance(a, str)), None)
-        return {**base, "description": text} if text else base
+        return {**schema_for(args[0]), **({"description": text} if text else {})}
     if origin is Union or origin is types.UnionType:
         options = [a for a in args if a is not type(None)]
-        inner = (
-            schema_for(options[0])
-            if len(options) == 1
-            else {"anyOf": [schema_for(a) for a in options]}
-        )
+        inner = schema_for(options[0]) if len(options) == 1 else {"anyOf": [schema_for(a) for a in options]}
         return {"anyOf": [inner, {"type": "null"}]} if len(options) < len(args) else inner
-    if origin is Literal:
-        return _enum_schema(list(args))
-    if isinstance(hint, type) and issubclass(hint, enum.Enum):
-        return _enum_schema([member.value for member in hint])
+    if origin is Literal or (isinstance(hint, type) and issubclass(hint, enum.Enum)):
+        values = list(args) if origin is Literal else [member.value for member in hint]
+        kinds = {_JSON_TYPES.get(type(v)) for v in values}
+        return {"enum": values, **({"type": kinds.pop()} if len(kinds) == 1 and None not in kinds else {})}
     if hint in _JSON_TYPES:
         return {"type": _JSON_TYPES[hint]}
     container = origin or hint
     if container in (list, tuple, set, frozenset):
-        schema: dict[str, Any] = {"type": "array"}
-        if args and not (container is tuple and (len(args) != 2 or args[1] is not Ellipsis)):
-            schema["items"] = schema_for(args[0])
-        return schema
+        homogeneous = container is not tuple or (len(args) == 2 and args[1] is Ellipsis)
+        return {"type": "array", **({"items": schema_for(args[0])} if args and homogeneous else {})}
     if container is dict or (isinstance(container, type) and issubclass(container, Mapping)):
-        mapping: dict[str, Any] = {"type": "object"}
-        if len(args) == 2:
-            mapping["additionalProperties"] = schema_for(args[1])
-        return mapping
+        return {"type": "object", **({"additionalProperties": schema_for(args[1])} if len(args) == 2 else {})}
     return {}
 
 
-def _enum_schema(values: list[Any]) -> dict[str, Any]:
-    schema: dict[str, Any] = {"enum": values}
-    kinds = {_JSON_TYPES.get(type(v)) for v in values}
-    if len(kinds) == 1 and None not in kinds:
-        schema["type"] = kinds.pop()
-    return schema
-
-
-def _hints(fn: Callable[..., Any]) -> dict[str, Any]:
-    try:
-        return get_type_hints(fn, include_extras=True)
-    except Exception:  # e.g. a name imported only under TYPE_CHECKING: fall back to raw strings
-        return dict(getattr(fn, "__annotations__", {}))
-
-
 def _is_context(hint: Any) -> bool:
-    from mcpsync.testing.server.context import ToolContext
-
     if isinstance(hint, str):
         return hint == "ToolContext" or hint.endswith(".ToolContext")
     return hint is ToolContext
-
-
-def signature_schema(fn: Callable[..., Any]) -> tuple[dict[str, Any], str | None]:
-    """Derive an ``inputSchema`` from *fn*'s parameters.
-
-    :returns: the schema and the name of the :class:`~mcpsync.testing.ToolContext`
-        parameter (excluded from the schema), or ``None``.
-    """
-    hints = _hints(fn)
-    properties: dict[str, Any] = {}
-    required: list[str] = []
-    ctx_name = None
-    for param in inspect.signature(fn).parameters.values():
-        if param.kind in (param.VAR_POSITIONAL, param.VAR_KEYWORD):
-            continue
-        hint = hints.get(param.name, param.annotation)
-        if _is_context(hint):
-            ctx_name = param.name
-            continue
-        prop = schema_for(hint)
-        if param.default is param.empty:
-            required.append(param.name)
-        elif _json_safe(param.default):
-            prop = {**prop, "default": param.default}
-        properties[param.name] = prop
-    schema: dict[str, Any] = {"type": "object", "properties": properties}
-    if required:
-        schema["required"] = required
-    return schema, ctx_name
 
 
 def _json_safe(value: Any) -> bool:
@@ -160,6 +91,37 @@ def _json_safe(value: Any) -> bool:
     except (TypeError, ValueError):
         return False
     return True
+
+
+def signature_schema(fn: Callable[..., Any]) -> tuple[dict[str, Any], str | None]:
+    """Derive an ``inputSchema`` from *fn*'s parameters.
+
+    :returns: the schema and the name of the :class:`~mcpsync.testing.ToolContext`
+        parameter (excluded from the schema), or ``None``.
+    """
+    try:
+        hints = get_type_hints(fn, include_extras=True)
+    except Exception:  # e.g. a name imported only under TYPE_CHECKING: fall back to raw strings
+        hints = dict(getattr(fn, "__annotations__", {}))
+    properties: dict[str, Any] = {}
+    required: list[str] = []
+    ctx_name = None
+    for param in inspect.signature(fn).parameters.values():
+        hint = hints.get(param.name, param.annotation)
+        if param.kind in (param.VAR_POSITIONAL, param.VAR_KEYWORD):
+            continue
+        if _is_context(hint):
+            ctx_name = param.name
+            continue
+        properties[param.name] = schema_for(hint)
+        if param.default is param.empty:
+            required.append(param.name)
+        elif _json_safe(param.default):
+            properties[param.name]["default"] = param.default
+    schema: dict[str, Any] = {"type": "object", "properties": properties}
+    if required:
+        schema["required"] = required
+    return schema, ctx_name
 
 
 # -- argument checking ------------------------------------------------------
@@ -185,10 +147,9 @@ def _matches(schema: Mapping[str, Any], value: Any) -> bool:
     if "anyOf" in schema:
         return any(_matches(option, value) for option in schema["anyOf"])
     kind = schema.get("type")
-    if kind is None:
-        return True
     is_number = isinstance(value, (int, float)) and not isinstance(value, bool)
     ok = {
+        None: True,
         "null": value is None,
         "boolean": isinstance(value, bool),
         "integer": is_number and float(value).is_integer(),
@@ -207,15 +168,14 @@ def _matches(schema: Mapping[str, Any], value: Any) -> bool:
 # -- results ----------------------------------------------------------------
 
 
-def _text(text: str) -> dict[str, Any]:
-    return {"type": "text", "text": text}
+def _text(text: Any) -> Any:
+    """A text content block for a string; anything else as its wire form."""
+    return {"type": "text", "text": text} if isinstance(text, str) else _wire(text)
 
 
 def _content_block(value: Any) -> dict[str, Any] | None:
-    wire = to_wire(value)
-    if isinstance(wire, dict) and wire.get("type") in CONTENT_TYPES:
-        return wire
-    return None
+    wire = _wire(value)
+    return wire if isinstance(wire, dict) and wire.get("type") in CONTENT_TYPES else None
 
 
 def tool_result(value: Any, output_schema: Mapping[str, Any] | None) -> dict[str, Any]:
@@ -227,43 +187,31 @@ def tool_result(value: Any, output_schema: Mapping[str, Any] | None) -> dict[str
     ``{"result": value}`` unless it is a dict) → ``structuredContent`` plus the
     same as JSON text; anything else → JSON text.
     """
-    wire = to_wire(value)
+    wire = _wire(value)
     if attrs.has(type(value)) and isinstance(wire, dict) and isinstance(wire.get("content"), list):
-        return dict(wire)
+        return dict(wire)  # a CallToolResult
     if output_schema is not None:
         structured = wire if isinstance(wire, dict) else {"result": wire}
         return {"content": [_text(json.dumps(structured))], "structuredContent": structured}
-    if value is None:
-        return {"content": []}
-    if isinstance(value, str):
-        return {"content": [_text(value)]}
-    block = _content_block(value)
-    if block is not None:
-        return {"content": [block]}
-    if isinstance(value, (list, tuple)) and value:
-        blocks = [_content_block(item) for item in value]
-        if all(b is not None for b in blocks):
-            return {"content": blocks}
+    if value is None or isinstance(value, str):
+        return {"content": [] if value is None else [_text(value)]}
+    items = value if isinstance(value, (list, tuple)) and value else [value]
+    blocks = [_content_block(item) for item in items]
+    if all(block is not None for block in blocks):
+        return {"content": blocks}
     return {"content": [_text(json.dumps(wire, default=str))]}
 
 
 def resource_contents(uri: str, value: Any, mime_type: str | None) -> list[dict[str, Any]]:
     """Turn what a resource function returned into ``ReadResourceResult.contents``."""
-    items = value if isinstance(value, list) else [value]
     contents = []
-    for item in items:
-        entry: dict[str, Any]
-        if isinstance(item, str):
-            entry = {"uri": uri, "text": item}
-        elif isinstance(item, (bytes, bytearray)):
-            entry = {"uri": uri, "blob": base64.b64encode(bytes(item)).decode("ascii")}
-        else:
-            wire = to_wire(item)
-            if not isinstance(wire, dict):
-                raise TypeError(
-                    f"a resource function must return str, bytes or dict, not {type(item).__name__}"
-                )
-            entry = {"uri": uri, **wire}
+    for item in value if isinstance(value, list) else [value]:
+        if isinstance(item, (bytes, bytearray)):
+            item = {"blob": base64.b64encode(bytes(item)).decode("ascii")}
+        wire = {"text": item} if isinstance(item, str) else _wire(item)
+        if not isinstance(wire, dict):
+            raise TypeError(f"a resource function must return str, bytes or dict, not {type(item).__name__}")
+        entry = {"uri": uri, **wire}
         if mime_type is not None:
             entry.setdefault("mimeType", mime_type)
         contents.append(entry)
@@ -277,31 +225,15 @@ def prompt_messages(value: Any) -> list[dict[str, Any]]:
     ``(role, text)`` pairs, message dicts (``content`` may be a plain string)
     or attrs ``PromptMessage`` objects.
     """
-    items = [value] if isinstance(value, str) else list(value)
     messages = []
-    for item in items:
+    for item in [value] if isinstance(value, str) else value:
         if isinstance(item, str):
-            messages.append({"role": "user", "content": _text(item)})
-        elif isinstance(item, tuple) and len(item) == 2:
-            messages.append(
-                {
-                    "role": item[0],
-                    "content": _text(item[1]) if isinstance(item[1], str) else to_wire(item[1]),
-                }
-            )
-        else:
-            wire = to_wire(item)
-            if not isinstance(wire, dict) or "role" not in wire:
-                raise TypeError(
-                    "a prompt message must be a str, a (role, text) pair or a message dict"
-                )
-            content = wire.get("content")
-            messages.append(
-                {
-                    **wire,
-                    "content": _text(content) if isinstance(content, str) else to_wire(content),
-                }
-            )
+            item = ("user", item)
+        pair = isinstance(item, tuple) and len(item) == 2
+        wire = {"role": item[0], "content": item[1]} if pair else _wire(item)
+        if not isinstance(wire, dict) or "role" not in wire:
+            raise TypeError("a prompt message must be a str, a (role, text) pair or a message dict")
+        messages.append({**wire, "content": _text(wire.get("content"))})
     return messages
 
 
@@ -319,12 +251,10 @@ class UriTemplate:
         self.template = template
         pattern, last = [], 0
         for found in self._VAR.finditer(template):
-            pattern.append(re.escape(template[last : found.start()]))
             body = ".+" if found.group(1) else "[^/?#]+"
-            pattern.append(f"(?P<{found.group(2)}>{body})")
+            pattern += [re.escape(template[last : found.start()]), f"(?P<{found.group(2)}>{body})"]
             last = found.end()
-        pattern.append(re.escape(template[last:]))
-        self._regex = re.compile("".join(pattern))
+        self._regex = re.compile("".join(pattern) + re.escape(template[last:]))
         #: The variable names, in order.
         self.variables = [m.group(2) for m in self._VAR.finditer(template)]
 

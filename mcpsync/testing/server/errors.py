@@ -1,15 +1,20 @@
-"""The errors the server engine answers with: :class:`RpcError` (a JSON-RPC error reply) and
-:class:`ClientRequestError` (the client refused a server->client request).
+"""The errors the server engine answers with: the JSON-RPC codes it uses, :class:`RpcError`
+(a JSON-RPC error reply) and :class:`ClientRequestError` (the client refused a server->client
+request).
 
-At the bottom of the engine so every part (the era logic, the tool threads, the tool context)
-can raise them without importing each other.
+At the bottom of the engine so every part can raise them without importing each other.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-__all__ = ["ClientRequestError", "RpcError"]
+__all__ = ["ClientRequestError", "RpcError", "internal_error"]
+
+PARSE_ERROR, INVALID_REQUEST, METHOD_NOT_FOUND, INVALID_PARAMS, INTERNAL_ERROR = (
+    -32700, -32600, -32601, -32602, -32603,
+)
+RESOURCE_NOT_FOUND, MISSING_CAPABILITY, UNSUPPORTED_VERSION = -32002, -32021, -32022
 
 
 class RpcError(Exception):
@@ -45,3 +50,8 @@ class ClientRequestError(RpcError):
     Raised by :meth:`ToolContext.request` and friends; a tool that lets it
     escape returns ``isError: true`` (unlike a plain :class:`RpcError`).
     """
+
+
+def internal_error(exc: BaseException) -> RpcError:
+    """The -32603 answer for an exception that was not meant as a JSON-RPC error."""
+    return RpcError(INTERNAL_ERROR, f"{type(exc).__name__}: {exc}")

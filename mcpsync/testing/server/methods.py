@@ -1,160 +1,226 @@
-"""The MCP methods a connection answers, as a table.
+"""The MCP methods the server engine answers, in both eras, and :func:`dispatch`, which picks one.
 
-The connection is a :class:`~mcpsync.testing.server.connection.ServerConnection`, seen
-here through the :class:`~mcpsync.testing.server.context.Peer` protocol.
+A request whose ``params._meta`` names a protocol version is a 2026-07-28 (stateless) one: its
+version is checked (-32022), it may use ``server/discover``, ``subscriptions/listen`` and the
+tasks methods but not the handshake-era ones (-32601), and its result is stamped with
+``resultType``, cache hints and ``serverInfo`` (:meth:`Request.stamp`).  Any other request
+belongs to the handshake era, where only ``initialize`` and ``ping`` come before the session is
+initialized.  ``FakeServer(era=...)`` can refuse either era.
 
-Each handler takes the connection and the request's ``params`` and returns the
-``result`` dict, or raises :class:`~mcpsync.testing.server.context.RpcError`.  The
-features themselves come from the connection's :class:`ServerApp`; this module
-adds the protocol around them: version negotiation, pagination cursors,
-parameter checks.  ``tools/call`` is listed here but run on its own thread by
-the connection.
+Each handler takes the :class:`Request` and returns its ``result`` (``None``: answered
+elsewhere: ``tools/call`` on its own thread, a listen stream when it ends) or raises
+:class:`~mcpsync.testing.server.errors.RpcError`.
 """
 
 from __future__ import annotations
 
-import base64
-import binascii
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
-from mcpsync.testing.server.context import (
-    LATEST_PROTOCOL_VERSION,
-    LOGGING_LEVELS,
-    PROTOCOL_VERSIONS,
-    Peer,
+import attrs
+
+from mcpsync.testing.server.connection import ServerConnection
+from mcpsync.testing.server.context import ToolContext
+from mcpsync.testing.server.errors import (
+    INVALID_PARAMS,
+    INVALID_REQUEST,
+    METHOD_NOT_FOUND,
+    UNSUPPORTED_VERSION,
     RpcError,
 )
+from mcpsync.testing.server.modern import InputRequired, ModernCall, decode_token, encode_token
+from mcpsync.testing.server.registry import Registry
+from mcpsync.testing.server.tasks import missing_capability
+from mcpsync.types.modern import SERVER_INFO_KEY
+from mcpsync.types.protocol import HANDSHAKE_VERSIONS, LOGGING_LEVELS, MODERN_VERSIONS
 
-__all__ = ["HANDLERS", "Handler"]
+__all__ = ["HANDLERS", "Request", "dispatch"]
 
-_INVALID_REQUEST, _INVALID_PARAMS = -32600, -32602
-
-#: A method implementation: ``(connection, params) -> result``.
-Handler = Callable[[Peer, dict[str, Any]], dict[str, Any]]
-
-
-def _initialize(conn: Peer, params: dict[str, Any]) -> dict[str, Any]:
-    requested = params.get("protocolVersion")
-    if not isinstance(requested, str):
-        raise RpcError(_INVALID_PARAMS, "initialize needs a protocolVersion string")
-    if conn.protocol_version is not None:
-        raise RpcError(_INVALID_REQUEST, "already initialized")
-    version = requested if requested in PROTOCOL_VERSIONS else LATEST_PROTOCOL_VERSION
-    caps = params.get("capabilities")
-    info = params.get("clientInfo")
-    conn.client_capabilities = caps if isinstance(caps, dict) else {}
-    conn.client_info = info if isinstance(info, dict) else {}
-    conn.protocol_version = version
-    result: dict[str, Any] = {
-        "protocolVersion": version,
-        "capabilities": conn.app.server_capabilities(version),
-        "serverInfo": conn.app.server_info(),
-    }
-    instructions = conn.app.server_instructions()
-    if instructions is not None:
-        result["instructions"] = instructions
-    return result
+#: Methods of one era only: 2026-07-28 removed the first ones and added the second.
+_HANDSHAKE_ONLY = {"initialize", "ping", "logging/setLevel", "resources/subscribe", "resources/unsubscribe"}
+_MODERN_ONLY = {"server/discover", "subscriptions/listen", "tasks/get", "tasks/update", "tasks/cancel"}
+_KINDS: dict[type, str] = {str: "a string", dict: "an object"}
+#: Results that must carry ``ttlMs``/``cacheScope`` (2026-07-28 ``CacheableResult``).
+_CACHEABLE = {"tools/list", "prompts/list", "resources/list", "resources/templates/list", "resources/read"}
 
 
-def _page(
-    conn: Peer, items: list[dict[str, Any]], params: dict[str, Any], key: str
-) -> dict[str, Any]:
-    start = 0
-    cursor = params.get("cursor")
-    if cursor is not None:
-        start = _decode_cursor(cursor, key)
-        if start > len(items):
-            raise RpcError(_INVALID_PARAMS, "invalid cursor")
-    if conn.page_size is None:
-        return {key: items[start:]}
-    end = start + conn.page_size
-    result: dict[str, Any] = {key: items[start:end]}
-    if end < len(items):
-        result["nextCursor"] = _encode_cursor(end, key)
-    return result
+@attrs.frozen
+class Request:
+    """One request being answered."""
+
+    app: Registry
+    conn: ServerConnection
+    id: Any
+    method: str
+    params: dict[str, Any]
+    #: The 2026-07-28 side of the request (``None``: handshake era).
+    modern: ModernCall | None
+
+    def param(self, key: str, kind: type = str, default: Any = None) -> Any:
+        """Param *key*, of type *kind* (``str`` or ``dict``); -32602 if it is not one.
+
+        :param default: the value when *key* is missing or ``null``; ``None``: it is required.
+        """
+        value = self.params.get(key)
+        value = default if value is None else value
+        if not isinstance(value, kind):
+            raise RpcError(INVALID_PARAMS, f"{self.method}: {key} must be {_KINDS[kind]}")
+        return value
+
+    def stamp(self, result: dict[str, Any]) -> dict[str, Any]:
+        """*result* with what every 2026-07-28 result carries: ``resultType``, cache hints, ``serverInfo``."""
+        if self.modern is None:
+            return result
+        stamped = {"resultType": "complete", **result}
+        if self.method in _CACHEABLE:
+            stamped.setdefault("ttlMs", self.app.cache_ttl_ms)
+            stamped.setdefault("cacheScope", "private")
+        stamped["_meta"] = {SERVER_INFO_KEY: self.app.server_info(), **(stamped.get("_meta") or {})}
+        return stamped
 
 
-def _encode_cursor(offset: int, key: str) -> str:
-    # Naming the list in the cursor lets a cursor from another list be rejected.
-    return base64.urlsafe_b64encode(f"{key}:{offset}".encode()).decode("ascii")
+Handler = Callable[[Request], "dict[str, Any] | None"]
 
 
-def _decode_cursor(cursor: Any, key: str) -> int:
-    try:
-        raw = base64.urlsafe_b64decode(str(cursor).encode("ascii")).decode()
-        kind, _, number = raw.partition(":")
-        offset = int(number)
-    except (ValueError, binascii.Error, UnicodeError):
-        raise RpcError(_INVALID_PARAMS, "invalid cursor") from None
-    if kind != key or offset < 0:
-        raise RpcError(_INVALID_PARAMS, "invalid cursor")
-    return offset
+def dispatch(
+    app: Registry, conn: ServerConnection, request_id: Any, method: str, params: dict[str, Any]
+) -> None:
+    """Answer one request (on the reader thread; ``tools/call`` goes on to a thread of its own)."""
+
+    def work() -> dict[str, Any] | None:
+        modern = ModernCall.of(params) if app.era != "legacy" else None
+        if modern is not None:
+            if modern.version not in MODERN_VERSIONS:
+                data = {"supported": list(MODERN_VERSIONS), "requested": modern.version}
+                raise RpcError(UNSUPPORTED_VERSION, "Unsupported protocol version", data)
+            conn.era = "modern"
+        handler = HANDLERS.get(method)
+        refused = _HANDSHAKE_ONLY if modern is not None else _MODERN_ONLY
+        if handler is None or method in refused or (method == "initialize" and app.era == "modern"):
+            raise RpcError(METHOD_NOT_FOUND, f"Method not found: {method}")
+        if modern is None and conn.protocol_version is None and method not in ("initialize", "ping"):
+            raise RpcError(INVALID_REQUEST, "the session is not initialized")
+        request = Request(app, conn, request_id, method, params, modern)
+        result = handler(request)
+        return request.stamp(result) if result is not None else None
+
+    conn.answer(request_id, work)
 
 
-def _set_level(conn: Peer, params: dict[str, Any]) -> dict[str, Any]:
-    level = params.get("level")
+def _about(app: Registry, version: str) -> dict[str, Any]:
+    about = {"capabilities": app.server_capabilities(version), "instructions": app.instructions}
+    return {k: v for k, v in about.items() if v is not None}
+
+
+def _initialize(r: Request) -> dict[str, Any]:
+    requested = r.param("protocolVersion")
+    if r.conn.protocol_version is not None:
+        raise RpcError(INVALID_REQUEST, "already initialized")
+    caps, info = r.params.get("capabilities"), r.params.get("clientInfo")
+    version = requested if requested in HANDSHAKE_VERSIONS else HANDSHAKE_VERSIONS[0]
+    r.conn.client_capabilities = caps if isinstance(caps, dict) else {}
+    r.conn.client_info = info if isinstance(info, dict) else {}
+    r.conn.protocol_version = version
+    return {"protocolVersion": version, **_about(r.app, version), "serverInfo": r.app.server_info()}
+
+
+def _discover(r: Request) -> dict[str, Any]:
+    assert r.modern is not None
+    about = _about(r.app, r.modern.version)
+    return {"supportedVersions": list(MODERN_VERSIONS), **about, "ttlMs": 0, "cacheScope": "private"}
+
+
+def _list(kind: str) -> Handler:
+    """``<kind>/list``, in pages of ``page_size`` (a cursor names its list: another list's is refused)."""
+
+    def page(r: Request) -> dict[str, Any]:
+        items, start, cursor = r.app.listed(kind), 0, r.params.get("cursor")
+        if cursor is not None:
+            token = decode_token(cursor, "cursor")
+            ok = isinstance(token, list) and len(token) == 2 and token[0] == kind and type(token[1]) is int
+            start = token[1] if ok else -1
+            if not 0 <= start <= len(items):
+                raise RpcError(INVALID_PARAMS, "invalid cursor")
+        end = len(items) if r.app.page_size is None else start + r.app.page_size
+        result: dict[str, Any] = {kind: items[start:end]}
+        if end < len(items):
+            result["nextCursor"] = encode_token([kind, end])
+        return result
+
+    return page
+
+
+def _call_tool(r: Request) -> dict[str, Any] | None:
+    name, arguments, meta = r.param("name"), r.param("arguments", dict, {}), r.params.get("_meta")
+    meta = meta if isinstance(meta, dict) else {}
+    mode = r.app.task_mode(name) if r.modern is not None else None
+    if r.modern is not None and mode is not None:
+        if r.modern.declares_tasks:
+            return r.app.tasks.start(r.conn, name, arguments, meta)
+        if mode == "required":
+            raise missing_capability(f"tool {name!r}")
+    ctx = ToolContext(r.conn, r.id, meta, r.modern)
+
+    def work() -> dict[str, Any]:
+        try:
+            return r.stamp(r.app.call_tool(name, arguments, ctx))
+        except InputRequired as needed:  # 2026-07-28: ask, and run the tool again on the retry
+            return needed.result()
+
+    r.conn.start_call(r.id, ctx.cancelled, work)
+    return None
+
+
+def _subscribe(subscribed: bool) -> Handler:
+    def handle(r: Request) -> dict[str, Any]:
+        (r.conn.subscriptions.add if subscribed else r.conn.subscriptions.discard)(r.param("uri"))
+        return {}
+
+    return handle
+
+
+def _complete(r: Request) -> dict[str, Any]:
+    ref, argument, context = r.param("ref", dict), r.param("argument", dict), r.params.get("context")
+    if not isinstance(argument.get("name"), str):
+        raise RpcError(INVALID_PARAMS, "completion/complete: argument needs a name")
+    return r.app.complete(ref, argument, context if isinstance(context, dict) else None)
+
+
+def _set_level(r: Request) -> dict[str, Any]:
+    level = r.params.get("level")
     if level not in LOGGING_LEVELS:
-        raise RpcError(_INVALID_PARAMS, f"unknown logging level {level!r}")
-    conn.log_level = str(level)
+        raise RpcError(INVALID_PARAMS, f"unknown logging level {level!r}")
+    r.conn.log_level = str(level)
     return {}
 
 
-def _required_str(params: dict[str, Any], key: str) -> str:
-    value = params.get(key)
-    if not isinstance(value, str):
-        raise RpcError(_INVALID_PARAMS, f"{key} must be a string")
-    return value
+def _listen(r: Request) -> None:
+    r.conn.listen(r.id, r.params)
 
 
-def _subscribe(conn: Peer, params: dict[str, Any]) -> dict[str, Any]:
-    conn.set_subscribed(_required_str(params, "uri"), True)
-    return {}
-
-
-def _unsubscribe(conn: Peer, params: dict[str, Any]) -> dict[str, Any]:
-    conn.set_subscribed(_required_str(params, "uri"), False)
-    return {}
-
-
-def _complete(conn: Peer, params: dict[str, Any]) -> dict[str, Any]:
-    ref, argument, context = params.get("ref"), params.get("argument"), params.get("context")
-    if not (
-        isinstance(ref, dict)
-        and isinstance(argument, dict)
-        and isinstance(argument.get("name"), str)
-    ):
-        raise RpcError(_INVALID_PARAMS, "completion/complete needs a ref and an argument name")
-    return conn.app.complete(ref, argument, context if isinstance(context, dict) else None)
-
-
-def _get_prompt(conn: Peer, params: dict[str, Any]) -> dict[str, Any]:
-    arguments = params.get("arguments") or {}
-    if not isinstance(arguments, dict):
-        raise RpcError(_INVALID_PARAMS, "arguments must be an object")
-    return conn.app.get_prompt(_required_str(params, "name"), arguments)
-
-
-def _not_inline(conn: Peer, params: dict[str, Any]) -> dict[str, Any]:
-    raise AssertionError("tools/call runs on its own thread, never through the table")
+def _task(r: Request) -> dict[str, Any]:
+    assert r.modern is not None
+    return r.app.tasks.handle(r.method, r.params, r.modern)
 
 
 #: Every method the engine answers; anything else is -32601.
 HANDLERS: dict[str, Handler] = {
     "initialize": _initialize,
-    "ping": lambda conn, params: {},
-    "tools/list": lambda conn, params: _page(conn, conn.app.list_tools(), params, "tools"),
-    "tools/call": _not_inline,
-    "resources/list": lambda conn, params: _page(
-        conn, conn.app.list_resources(), params, "resources"
-    ),
-    "resources/templates/list": lambda conn, params: _page(
-        conn, conn.app.list_resource_templates(), params, "resourceTemplates"
-    ),
-    "resources/read": lambda conn, params: conn.app.read_resource(_required_str(params, "uri")),
-    "resources/subscribe": _subscribe,
-    "resources/unsubscribe": _unsubscribe,
-    "prompts/list": lambda conn, params: _page(conn, conn.app.list_prompts(), params, "prompts"),
-    "prompts/get": _get_prompt,
+    "ping": lambda r: {},
+    "server/discover": _discover,
+    "tools/list": _list("tools"),
+    "resources/list": _list("resources"),
+    "resources/templates/list": _list("resourceTemplates"),
+    "prompts/list": _list("prompts"),
+    "tools/call": _call_tool,
+    "resources/read": lambda r: r.app.read_resource(r.param("uri")),
+    "resources/subscribe": _subscribe(True),
+    "resources/unsubscribe": _subscribe(False),
+    "prompts/get": lambda r: r.app.get_prompt(r.param("name"), r.param("arguments", dict, {})),
     "completion/complete": _complete,
     "logging/setLevel": _set_level,
+    "subscriptions/listen": _listen,
+    "tasks/get": _task,
+    "tasks/update": _task,
+    "tasks/cancel": _task,
 }

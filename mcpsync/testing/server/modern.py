@@ -1,143 +1,110 @@
-"""The stateless era (2026-07-28) for the server engine behind :class:`~mcpsync.testing.FakeServer`.
+"""One stateless-era (2026-07-28) request as the server engine sees it: :class:`ModernCall`.
 
-A modern request carries its protocol version, client capabilities and
-client info in ``params._meta``; there is no ``initialize``.  This module
-answers such requests for a connection (a
-:class:`~mcpsync.testing.server.connection.ServerConnection`, seen through
-:class:`~mcpsync.testing.server.context.Peer`):
-``server/discover``, the -32022 version check, ``resultType`` and cache hints
-on results, ``subscriptions/listen`` streams, and Multi Round-Trip Requests.
+A modern request carries its protocol version, client capabilities, client info and log level
+in ``params._meta``; there is no ``initialize``.  Multi Round-Trip Requests are done the simple,
+stateless way: a tool that asks the client something (``ctx.sample``/``ctx.elicit``/
+``ctx.list_roots``) and has no answer yet raises :class:`InputRequired`; the call is answered
+with ``resultType: "input_required"``, and the client's retry runs the tool function again from
+the start with every answer collected so far (carried in ``requestState``).  The n-th question
+of a run always has the same key, so a tool that asks the same questions in the same order sees
+its answers.
 
-MRTR is done the simple, stateless way: a tool that asks the client something
-(``ctx.sample``/``ctx.elicit``/``ctx.list_roots``) and has no answer yet
-raises :class:`InputRequired`; the call is answered with
-``resultType: "input_required"``, and the client's retry runs the tool
-function again from the start with every answer collected so far (carried in
-``requestState``).  The n-th question of a run always has the same key, so a
-tool that asks the same questions in the same order sees its answers.
+Also the opaque tokens the engine hands out (``requestState``, list cursors).
 """
 
 from __future__ import annotations
 
+import base64
+import binascii
+import json
 import threading
 from typing import Any
 
-from mcpsync.testing.server.call import InputRequired, ModernCall, modern_info
-from mcpsync.testing.server.context import Peer
-from mcpsync.testing.server.errors import RpcError
-from mcpsync.testing.server.results import stamp
-from mcpsync.testing.server.tasks import route
-from mcpsync.types.modern import SUBSCRIPTION_ID_KEY
-from mcpsync.types.protocol import MODERN_VERSIONS  # the stateless revisions spoken, newest first
+from mcpsync.testing.server.errors import INVALID_PARAMS, RpcError
+from mcpsync.types.modern import (
+    CLIENT_CAPABILITIES_KEY,
+    CLIENT_INFO_KEY,
+    LOG_LEVEL_KEY,
+    PROTOCOL_VERSION_KEY,
+)
+from mcpsync.types.protocol import LOGGING_LEVELS
+from mcpsync.types.tasks import TASKS_EXTENSION_ID
 
-__all__ = [
-    "ERAS",
-    "MODERN_VERSIONS",
-    "InputRequired",
-    "Listens",
-    "ModernCall",
-    "handle",
-    "modern_info",
-    "stamp",
-]
-
-#: What ``FakeServer(era=...)`` accepts.
-ERAS = ("legacy", "modern", "dual")
-
-_METHOD_NOT_FOUND, _INVALID_PARAMS, _UNSUPPORTED_VERSION = -32601, -32602, -32022
-#: Handshake-era methods that 2026-07-28 removed.
-_REMOVED = {"initialize", "ping", "logging/setLevel", "resources/subscribe", "resources/unsubscribe"}
-_LIST_CHANGED_FLAGS = {
-    "notifications/tools/list_changed": "toolsListChanged",
-    "notifications/prompts/list_changed": "promptsListChanged",
-    "notifications/resources/list_changed": "resourcesListChanged",
-}
+__all__ = ["InputRequired", "ModernCall", "decode_token", "encode_token"]
 
 
-def handle(conn: Peer, request_id: Any, method: str, params: dict[str, Any], call: ModernCall) -> None:
-    """Answer one modern request (``tools/call`` goes to a tool thread)."""
-    if call.version not in MODERN_VERSIONS:
-        conn._error(
-            request_id,
-            RpcError(
-                _UNSUPPORTED_VERSION,
-                "Unsupported protocol version",
-                {"supported": list(MODERN_VERSIONS), "requested": call.version},
-            ),
-        )
-        return
-    conn.era = "modern"
-    if route(conn, request_id, method, params, call):
-        return
-    if method == "tools/call":
-        conn._start_tool(request_id, params, call)
-        return
-    if method == "subscriptions/listen":
-        conn.listens.open(conn, request_id, params)
-        return
-    if method in _REMOVED:
-        conn._error(request_id, RpcError(_METHOD_NOT_FOUND, f"Method not found: {method}"))
-        return
-    if method == "server/discover":
-        result: dict[str, Any] = {
-            "supportedVersions": list(MODERN_VERSIONS),
-            "capabilities": conn.app.server_capabilities(call.version),
-            "ttlMs": 0,
-            "cacheScope": "private",
+def encode_token(value: Any) -> str:
+    """An opaque token carrying *value* (JSON) for the client to hand back."""
+    return base64.urlsafe_b64encode(json.dumps(value, separators=(",", ":")).encode()).decode("ascii")
+
+
+def decode_token(token: Any, what: str) -> Any:
+    """The value of a token made by :func:`encode_token`; -32602 ``invalid <what>`` if it is not one."""
+    try:
+        return json.loads(base64.urlsafe_b64decode(str(token).encode("ascii")))
+    except (ValueError, binascii.Error, UnicodeError):
+        raise RpcError(INVALID_PARAMS, f"invalid {what}") from None
+
+
+class InputRequired(Exception):
+    """Raised inside a tool by :meth:`ModernCall.answer`: the client must answer *request* first."""
+
+    def __init__(self, call: ModernCall, key: str, method: str, params: dict[str, Any] | None) -> None:
+        super().__init__(key, method)
+        self.call = call
+        self.key = key
+        self.request: dict[str, Any] = {"method": method, "params": params or {}}
+
+    def result(self) -> dict[str, Any]:
+        """The ``input_required`` result asking for this, carrying the answers so far."""
+        return {
+            "resultType": "input_required",
+            "inputRequests": {self.key: self.request},
+            "requestState": encode_token(self.call.answers),
         }
-        instructions = conn.app.server_instructions()
-        if instructions is not None:
-            result["instructions"] = instructions
-        conn._respond(request_id, stamp(conn, method, result))
-        return
-    conn._answer_inline(request_id, method, params, lambda result: stamp(conn, method, result))
 
 
-class Listens:
-    """The open ``subscriptions/listen`` streams of one connection, by request id."""
+class ModernCall:
+    """The modern-era side of one request: what its ``_meta`` said, and MRTR answers.
 
-    def __init__(self) -> None:
+    :raises RpcError: -32602 for a ``requestState`` this engine did not write.
+    """
+
+    def __init__(self, meta: dict[str, Any], params: dict[str, Any]) -> None:
+        caps, info, level = (meta.get(k) for k in (CLIENT_CAPABILITIES_KEY, CLIENT_INFO_KEY, LOG_LEVEL_KEY))
+        self.version = str(meta.get(PROTOCOL_VERSION_KEY))
+        self.client_capabilities: dict[str, Any] = caps if isinstance(caps, dict) else {}
+        self.client_info: dict[str, Any] = info if isinstance(info, dict) else {}
+        #: ``None``: the request did not ask for log messages, so none may be sent.
+        self.log_level: str | None = level if level in LOGGING_LEVELS else None
+        state = params.get("requestState")
+        self.answers: dict[str, Any] = {} if state is None else decode_token(state, "requestState")
+        if not isinstance(self.answers, dict):
+            raise RpcError(INVALID_PARAMS, "invalid requestState")
+        responses = params.get("inputResponses")
+        if isinstance(responses, dict):
+            self.answers.update(responses)
+        self._asked = 0
         self._lock = threading.Lock()
-        self._streams: dict[Any, dict[str, Any]] = {}
 
-    def open(self, conn: Peer, request_id: Any, params: dict[str, Any]) -> None:
-        wanted = params.get("notifications")
-        if not isinstance(wanted, dict):
-            conn._error(request_id, RpcError(_INVALID_PARAMS, "subscriptions/listen needs notifications"))
-            return
-        # Honour every kind asked for; echo only what is switched on.
-        honoured: dict[str, Any] = {flag: True for flag in _LIST_CHANGED_FLAGS.values() if wanted.get(flag)}
-        uris = wanted.get("resourceSubscriptions")
-        if isinstance(uris, list) and uris:
-            honoured["resourceSubscriptions"] = [str(uri) for uri in uris]
-        with self._lock:
-            self._streams[request_id] = honoured
-        conn.notify(
-            "notifications/subscriptions/acknowledged",
-            {"notifications": honoured, "_meta": {SUBSCRIPTION_ID_KEY: request_id}},
-        )
+    @classmethod
+    def of(cls, params: dict[str, Any]) -> ModernCall | None:
+        """The modern side of a request with *params*; ``None`` for a handshake-era request."""
+        meta = params.get("_meta")
+        return cls(meta, params) if isinstance(meta, dict) and PROTOCOL_VERSION_KEY in meta else None
 
-    def cancelled(self, request_id: Any) -> bool:
-        """The client cancelled a stream; True when *request_id* was one."""
-        with self._lock:
-            return self._streams.pop(request_id, None) is not None
+    @property
+    def declares_tasks(self) -> bool:
+        """Whether this request declared the tasks extension in its client capabilities."""
+        extensions = self.client_capabilities.get("extensions")
+        return isinstance(extensions, dict) and TASKS_EXTENSION_ID in extensions
 
-    def publish(self, conn: Peer, method: str, params: dict[str, Any]) -> None:
-        """Send a change notification on every stream that opted in to it."""
+    def answer(self, method: str, params: dict[str, Any] | None) -> dict[str, Any]:
+        """The client's answer to this run's next question; raises :class:`InputRequired` if none yet."""
         with self._lock:
-            streams = list(self._streams.items())
-        for stream_id, honoured in streams:
-            flag = _LIST_CHANGED_FLAGS.get(method)
-            if flag is not None:
-                wanted = bool(honoured.get(flag))
-            else:
-                wanted = params.get("uri") in honoured.get("resourceSubscriptions", ())
-            if wanted:
-                conn.notify(method, {**params, "_meta": {SUBSCRIPTION_ID_KEY: stream_id}})
-
-    def end_all(self, conn: Peer) -> None:
-        """End every stream gracefully: its response is the final frame."""
-        with self._lock:
-            streams, self._streams = list(self._streams), {}
-        for stream_id in streams:
-            conn._respond(stream_id, {"resultType": "complete", "_meta": {SUBSCRIPTION_ID_KEY: stream_id}})
+            self._asked += 1
+            key = f"{method.replace('/', '-')}-{self._asked}"
+        found = self.answers.get(key)
+        if isinstance(found, dict):
+            return found
+        raise InputRequired(self, key, method, params)

@@ -1,85 +1,60 @@
 """The feature registry behind :class:`~mcpsync.testing.FakeServer`.
 
-Holds the registered tools, resources, templates, prompts and the completion
-handler, and answers the engine's :class:`~mcpsync.testing.server.context.ServerApp`
-calls with wire dicts.  :class:`~mcpsync.testing.FakeServer` adds the
-decorators that fill it and the ways to run it.
+Holds the registered tools, resources, templates, prompts and the completion handler, and
+runs them for the method table (:mod:`.methods`), turning Python values into wire dicts with
+:mod:`.convert`.  :class:`~mcpsync.testing.FakeServer` adds the decorators that fill it and
+the ways to run it.
 """
 
 from __future__ import annotations
 
-import inspect
 import threading
 from collections.abc import Callable, Mapping
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from mcpsync.testing.server import convert as convert
-from mcpsync.testing.server.context import PROTOCOL_VERSIONS, ClientRequestError, RpcError, ToolContext
-from mcpsync.testing.server.call import InputRequired
+import attrs
+
+from mcpsync.testing.server import convert
+from mcpsync.testing.server.connection import ServerConnection
+from mcpsync.testing.server.context import ToolContext
+from mcpsync.testing.server.errors import INVALID_PARAMS, RESOURCE_NOT_FOUND, ClientRequestError, RpcError
+from mcpsync.testing.server.modern import InputRequired
 from mcpsync.testing.server.tasks import ServerTasks
+from mcpsync.types.protocol import HANDSHAKE_VERSIONS
 from mcpsync.types.tasks import TASKS_EXTENSION_ID
 
-if TYPE_CHECKING:
-    from mcpsync.testing.server.context import Peer
+__all__ = ["ERAS", "KEYS", "Feature", "Registry", "ToolFailure"]
 
-__all__ = ["Registry", "ResourceEntry", "ToolEntry", "ToolFailure", "doc_summary"]
-
-_INVALID_PARAMS = -32602
-_RESOURCE_NOT_FOUND = -32002
+#: What ``FakeServer(era=...)`` accepts.
+ERAS = ("legacy", "modern", "dual")
+#: The kinds of feature, named as their list results name them, and the wire key naming one.
+KEYS = {"tools": "name", "resources": "uri", "resourceTemplates": "uriTemplate", "prompts": "name"}
 
 
 class ToolFailure(Exception):
     """Raise from a tool to return ``isError: true`` with this message as the text."""
 
 
-class ToolEntry:
-    def __init__(
-        self,
-        fn: Callable[..., Any],
-        name: str,
-        description: str | None,
-        output_schema: Mapping[str, Any] | None,
-        title: str | None,
-        annotations: Mapping[str, Any] | None,
-        task: str | None = None,
-    ) -> None:
-        self.fn = fn
-        #: ``"optional"`` or ``"required"``: runs as a task (2026-07-28); ``None``: never.
-        self.task = task
-        self.input_schema, self.ctx_param = convert.signature_schema(fn)
-        self.output_schema = dict(output_schema) if output_schema is not None else None
-        self.wire: dict[str, Any] = {"name": name, "inputSchema": self.input_schema}
-        if title:
-            self.wire["title"] = title
-        if description:
-            self.wire["description"] = description
-        if self.output_schema is not None:
-            self.wire["outputSchema"] = self.output_schema
-        if annotations:
-            self.wire["annotations"] = dict(annotations)
+def _error_result(text: str) -> dict[str, Any]:
+    return {"content": [{"type": "text", "text": text}], "isError": True}
 
 
-class ResourceEntry:
-    def __init__(
-        self,
-        fn: Callable[..., Any],
-        wire: dict[str, Any],
-        mime_type: str | None,
-        template: convert.UriTemplate | None = None,
-    ) -> None:
-        self.fn = fn
-        self.wire = wire
-        self.mime_type = mime_type
-        self.template = template
+@attrs.frozen
+class Feature:
+    """One registered function and its wire description."""
 
-
-def doc_summary(fn: Callable[..., Any]) -> str | None:
-    text = inspect.getdoc(fn)
-    return text.split("\n\n")[0].strip() or None if text else None
+    fn: Callable[..., Any]
+    wire: dict[str, Any]
+    #: A tool's :class:`ToolContext` parameter.
+    ctx_param: str | None = None
+    #: A tool's task mode (``"optional"``, ``"required"``; ``None``: never a task).
+    task: str | None = None
+    #: A resource template's matcher.
+    template: convert.UriTemplate | None = None
 
 
 class Registry:
-    """Registered features plus the :class:`ServerApp` methods over them (thread-safe)."""
+    """Registered features, and running them for the engine (thread-safe)."""
 
     def __init__(
         self,
@@ -89,30 +64,41 @@ class Registry:
         instructions: str | None = None,
         page_size: int | None = None,
         capabilities: Mapping[str, Any] | None = None,
+        era: str = "dual",
+        cache_ttl_ms: int = 0,
     ) -> None:
+        if era not in ERAS:
+            raise ValueError(f"era must be one of {', '.join(ERAS)}; got {era!r}")
         if page_size is not None and page_size < 1:
             raise ValueError("page_size must be at least 1")
         self.name = name
         self.version = version
         self.instructions = instructions
         self.page_size = page_size
+        self.era = era
+        self.cache_ttl_ms = cache_ttl_ms
         self._capabilities = dict(capabilities) if capabilities is not None else None
-        #: ``ttlMs`` of cacheable 2026-07-28 results (0: immediately stale).
-        self.cache_ttl_ms = 0
         self._lock = threading.Lock()
-        self._tools: dict[str, ToolEntry] = {}
-        self._resources: dict[str, ResourceEntry] = {}
-        self._templates: dict[str, ResourceEntry] = {}
-        self._prompts: dict[str, tuple[Callable[..., Any], dict[str, Any]]] = {}
+        self._features: dict[str, dict[str, Feature]] = {kind: {} for kind in KEYS}
         self._completion: Callable[..., Any] | None = None
-        self._connections: set[Peer] = set()
+        self._connections: set[ServerConnection] = set()
         #: Tasks of the tools registered with ``task=`` (all connections share them).
-        self.tasks = ServerTasks()
+        self.tasks = ServerTasks(self.call_tool)
 
-    # -- the ServerApp protocol (called by the engine) --------------------------
+    def _add(self, kind: str, feature: Feature) -> None:
+        with self._lock:
+            self._features[kind][feature.wire[KEYS[kind]]] = feature
+
+    def _get(self, kind: str, key: str) -> Feature | None:
+        with self._lock:
+            return self._features[kind].get(key)
+
+    def _all(self, kind: str) -> list[Feature]:
+        with self._lock:
+            return list(self._features[kind].values())
 
     def server_info(self) -> dict[str, Any]:
-        """``serverInfo`` for ``initialize``."""
+        """``serverInfo``."""
         return {"name": self.name, "version": self.version}
 
     def server_capabilities(self, protocol_version: str) -> dict[str, Any]:
@@ -127,133 +113,79 @@ class Registry:
         }
         if protocol_version != "2024-11-05":  # completions arrived in 2025-03-26
             caps["completions"] = {}
-        if protocol_version not in PROTOCOL_VERSIONS:  # the stateless era: extensions exist
-            with self._lock:
-                if any(t.task is not None for t in self._tools.values()):
-                    caps["extensions"] = {TASKS_EXTENSION_ID: {}}
+        if protocol_version not in HANDSHAKE_VERSIONS and any(t.task for t in self._all("tools")):
+            caps["extensions"] = {TASKS_EXTENSION_ID: {}}  # the stateless era has extensions
         return caps
+
+    def listed(self, kind: str) -> list[dict[str, Any]]:
+        """Every feature of *kind* (``"tools"``, ``"resources"`` ...), as wire dicts."""
+        return [dict(f.wire) for f in self._all(kind)]
 
     def task_mode(self, name: str) -> str | None:
         """How tool *name* runs as a task (``None``: it does not)."""
-        with self._lock:
-            tool = self._tools.get(name)
+        tool = self._get("tools", name)
         return tool.task if tool is not None else None
 
-    def server_instructions(self) -> str | None:
-        """``instructions`` for ``initialize``."""
-        return self.instructions
-
-    def list_tools(self) -> list[dict[str, Any]]:
-        """Every tool, as wire dicts."""
-        with self._lock:
-            return [dict(t.wire) for t in self._tools.values()]
-
     def call_tool(self, name: str, arguments: dict[str, Any], ctx: ToolContext) -> dict[str, Any]:
-        """Run a tool on the calling (per-call) thread and convert its result."""
-        with self._lock:
-            tool = self._tools.get(name)
+        """Run a tool on the calling thread and convert its result (a failure is ``isError``).
+
+        :raises RpcError: for an unknown tool, or raised by the tool itself.
+        :raises ~mcpsync.testing.server.modern.InputRequired: the tool asked a 2026-07-28 client.
+        """
+        tool = self._get("tools", name)
         if tool is None:
-            raise RpcError(_INVALID_PARAMS, f"Unknown tool: {name}")
-        problem = convert.check_arguments(tool.input_schema, arguments)
+            raise RpcError(INVALID_PARAMS, f"Unknown tool: {name}")
+        problem = convert.check_arguments(tool.wire["inputSchema"], arguments)
         if problem is not None:
-            return {"content": [{"type": "text", "text": problem}], "isError": True}
-        kwargs = dict(arguments)
-        if tool.ctx_param is not None:
-            kwargs[tool.ctx_param] = ctx
+            return _error_result(problem)
+        kwargs = {**arguments, tool.ctx_param: ctx} if tool.ctx_param is not None else arguments
         try:
             value = tool.fn(**kwargs)
-        except InputRequired:
-            raise  # not a failure: the engine asks the client and runs the tool again
         except ClientRequestError as exc:
-            return {
-                "content": [{"type": "text", "text": f"request to the client failed: {exc}"}],
-                "isError": True,
-            }
-        except RpcError:
-            raise  # deliberate: the tool asked for a JSON-RPC error response
+            return _error_result(f"request to the client failed: {exc}")
+        except (InputRequired, RpcError):
+            raise  # not failures: a question for a 2026-07-28 client, or a deliberate JSON-RPC error
         except Exception as exc:
-            text = str(exc) if isinstance(exc, ToolFailure) else f"{type(exc).__name__}: {exc}"
-            return {"content": [{"type": "text", "text": text}], "isError": True}
-        return convert.tool_result(value, tool.output_schema)
-
-    def list_resources(self) -> list[dict[str, Any]]:
-        """Every resource, as wire dicts."""
-        with self._lock:
-            return [dict(r.wire) for r in self._resources.values()]
-
-    def list_resource_templates(self) -> list[dict[str, Any]]:
-        """Every resource template, as wire dicts."""
-        with self._lock:
-            return [dict(r.wire) for r in self._templates.values()]
+            return _error_result(str(exc) if isinstance(exc, ToolFailure) else f"{type(exc).__name__}: {exc}")
+        return convert.tool_result(value, tool.wire.get("outputSchema"))
 
     def read_resource(self, uri: str) -> dict[str, Any]:
         """Read a resource, or the first template that matches *uri*."""
-        with self._lock:
-            resource = self._resources.get(uri)
-            templates = list(self._templates.values())
+        resource = self._get("resources", uri)
         if resource is not None:
             value = resource.fn()
         else:
-            for candidate in templates:
-                assert candidate.template is not None
-                variables = candidate.template.match(uri)
+            for candidate in self._all("resourceTemplates"):
+                variables = candidate.template.match(uri) if candidate.template is not None else None
                 if variables is not None:
                     resource, value = candidate, candidate.fn(**variables)
                     break
         if resource is None:
-            raise RpcError(_RESOURCE_NOT_FOUND, f"Resource not found: {uri}", {"uri": uri})
-        return {"contents": convert.resource_contents(uri, value, resource.mime_type)}
-
-    def list_prompts(self) -> list[dict[str, Any]]:
-        """Every prompt, as wire dicts."""
-        with self._lock:
-            return [dict(wire) for _, wire in self._prompts.values()]
+            raise RpcError(RESOURCE_NOT_FOUND, f"Resource not found: {uri}", {"uri": uri})
+        return {"contents": convert.resource_contents(uri, value, resource.wire.get("mimeType"))}
 
     def get_prompt(self, name: str, arguments: dict[str, str]) -> dict[str, Any]:
         """Render a prompt."""
-        with self._lock:
-            entry = self._prompts.get(name)
-        if entry is None:
-            raise RpcError(_INVALID_PARAMS, f"Unknown prompt: {name}")
-        fn, wire = entry
-        known = {a["name"] for a in wire["arguments"]}
-        missing = [
-            a["name"] for a in wire["arguments"] if a["required"] and a["name"] not in arguments
-        ]
-        unknown = sorted(set(arguments) - known)
+        prompt = self._get("prompts", name)
+        if prompt is None:
+            raise RpcError(INVALID_PARAMS, f"Unknown prompt: {name}")
+        declared = prompt.wire["arguments"]
+        missing = [a["name"] for a in declared if a["required"] and a["name"] not in arguments]
+        unknown = sorted(set(arguments) - {a["name"] for a in declared})
         if missing or unknown:
-            raise RpcError(
-                _INVALID_PARAMS,
-                f"Invalid arguments for prompt {name}: missing {missing}, unknown {unknown}",
-            )
-        result: dict[str, Any] = {"messages": convert.prompt_messages(fn(**arguments))}
-        if "description" in wire:
-            result["description"] = wire["description"]
+            problem = f"missing {missing}, unknown {unknown}"
+            raise RpcError(INVALID_PARAMS, f"Invalid arguments for prompt {name}: {problem}")
+        result: dict[str, Any] = {"messages": convert.prompt_messages(prompt.fn(**arguments))}
+        if "description" in prompt.wire:
+            result["description"] = prompt.wire["description"]
         return result
 
     def complete(
         self, ref: dict[str, Any], argument: dict[str, Any], context: dict[str, Any] | None
     ) -> dict[str, Any]:
         """Answer ``completion/complete`` with the registered handler (no handler: no values)."""
-        handler = self._completion
-        values: Any = handler(ref, argument, context) if handler is not None else []
+        values: Any = self._completion(ref, argument, context) if self._completion is not None else []
         if isinstance(values, dict):
             return {"completion": values}
         values = [str(v) for v in values]
-        return {
-            "completion": {
-                "values": values[:100],
-                "total": len(values),
-                "hasMore": len(values) > 100,
-            }
-        }
-
-    def connection_opened(self, conn: Peer) -> None:
-        """Track a new connection (for notifications)."""
-        with self._lock:
-            self._connections.add(conn)
-
-    def connection_closed(self, conn: Peer) -> None:
-        """Forget a connection that was lost."""
-        with self._lock:
-            self._connections.discard(conn)
+        return {"completion": {"values": values[:100], "total": len(values), "hasMore": len(values) > 100}}

@@ -1,37 +1,28 @@
-"""Serving a :class:`~mcpsync.testing.server.connection.ServerConnection` on this process's stdin/stdout."""
+"""Serving one :class:`~mcpsync.testing.server.connection.ServerConnection` on newline-delimited
+JSON over this process's stdin/stdout."""
 
 from __future__ import annotations
 
 import json
 import logging
 import threading
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any, BinaryIO
 
-from mcpsync.testing.server.connection import ServerConnection
-from mcpsync.testing.server.context import RpcError, ServerApp
 from mcpsync.exceptions import ConnectionClosed
+from mcpsync.testing.server.connection import Send, ServerConnection
+from mcpsync.testing.server.errors import PARSE_ERROR, RpcError
 from mcpsync.transports.base import encode_message
 
 __all__ = ["serve_stdio"]
 
-_log = logging.getLogger("mcpsync.testing.server.connection")
-
-_PARSE_ERROR = -32700
+_log = logging.getLogger(__name__)
 
 
-def serve_stdio(
-    app: ServerApp,
-    stdin: BinaryIO,
-    stdout: BinaryIO,
-    *,
-    page_size: int | None = None,
-    era: str = "dual",
-) -> None:
-    """Serve one client on newline-delimited JSON over *stdin*/*stdout* until EOF.
+def serve_stdio(connect: Callable[[Send], ServerConnection], stdin: BinaryIO, stdout: BinaryIO) -> None:
+    """Serve one client on *stdin*/*stdout* until EOF; the calling thread is the reader thread.
 
-    Runs on the calling thread, which becomes the reader thread.
-
+    :param connect: makes the connection, given the function that writes a message.
     :param stdin: binary stream the client writes to.
     :param stdout: binary stream the client reads; nothing else may write to it.
 
@@ -55,17 +46,15 @@ def serve_stdio(
             except (OSError, ValueError) as exc:  # broken pipe, or stdout closed
                 raise ConnectionClosed("stdout is closed") from exc
 
-    conn = ServerConnection(app, send, page_size=page_size, era=era)
-    app.connection_opened(conn)
+    conn = connect(send)
     try:
         for line in stdin:
-            line = line.strip()
-            if not line:
+            if not line.strip():
                 continue
             try:
                 message = json.loads(line.decode("utf-8"))
             except (ValueError, RecursionError):  # bad UTF-8 or JSON, or absurdly deep nesting
-                conn._error(None, RpcError(_PARSE_ERROR, "Parse error"))
+                conn.respond(None, RpcError(PARSE_ERROR, "Parse error"))
                 continue
             try:
                 conn.feed(message)

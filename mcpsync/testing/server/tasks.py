@@ -16,38 +16,40 @@ the start with the answers so far, as a multi round-trip request does.
 
 from __future__ import annotations
 
-import itertools
 import secrets
 import threading
 import time
+from collections.abc import Callable
 from typing import Any
 
-from mcpsync.testing.server.context import Peer, RpcError, ToolContext
-from mcpsync.testing.server.call import InputRequired, ModernCall
-from mcpsync.testing.server.results import stamp
+from mcpsync.testing.server.connection import ServerConnection, ThreadSet
+from mcpsync.testing.server.context import ToolContext
+from mcpsync.testing.server.errors import (
+    INTERNAL_ERROR,
+    INVALID_PARAMS,
+    MISSING_CAPABILITY,
+    RpcError,
+    internal_error,
+)
+from mcpsync.testing.server.modern import InputRequired, ModernCall
 from mcpsync.types.tasks import TASKS_EXTENSION_ID, TERMINAL_STATUSES, iso_now, task_fields
 
-
-__all__ = ["ServerTasks", "TASK_MODES", "declares_tasks", "route"]
+__all__ = ["TASK_MODES", "ServerTasks", "missing_capability"]
 
 #: What ``FakeServer.tool(task=...)`` accepts (``None``: never a task).
 TASK_MODES = (None, "optional", "required")
-_INVALID_PARAMS, _INTERNAL_ERROR, _MISSING_CAPABILITY = -32602, -32603, -32021
 #: Lifetime of a task, and the bound on how long one waits for the client's input (ms).
 TTL_MS = 300_000
 POLL_INTERVAL_MS = 100
-_thread_numbers = itertools.count(1)
+
+#: Runs a tool: ``(name, arguments, ctx) -> CallToolResult`` (a wire dict).
+RunTool = Callable[[str, "dict[str, Any]", ToolContext], "dict[str, Any]"]
 
 
-def declares_tasks(call: ModernCall) -> bool:
-    """Whether this request declared the tasks extension in its client capabilities."""
-    extensions = call.client_capabilities.get("extensions")
-    return isinstance(extensions, dict) and TASKS_EXTENSION_ID in extensions
-
-
-def _missing_capability(what: str) -> RpcError:
+def missing_capability(what: str) -> RpcError:
+    """The -32021 answer for a request that needed the tasks extension declared."""
     return RpcError(
-        _MISSING_CAPABILITY,
+        MISSING_CAPABILITY,
         f"{what} needs the tasks extension ({TASKS_EXTENSION_ID}) declared on the request",
         {"requiredCapabilities": {"extensions": {TASKS_EXTENSION_ID: {}}}},
     )
@@ -56,8 +58,7 @@ def _missing_capability(what: str) -> RpcError:
 class _Task:
     def __init__(self, name: str, arguments: dict[str, Any], meta: dict[str, Any]) -> None:
         self.id = secrets.token_urlsafe(16)
-        self.name = name
-        self.arguments = arguments
+        self.name, self.arguments = name, arguments
         # The creating request's _meta, less what belonged to that request alone.
         self.meta = {k: v for k, v in meta.items() if k != "progressToken"}
         self.status = "working"
@@ -68,8 +69,11 @@ class _Task:
         self.error: dict[str, Any] | None = None
         self.asking: dict[str, Any] = {}
         self.answers: dict[str, Any] = {}
-        self.answered = threading.Condition()
         self.cancelled = threading.Event()
+
+    def settle(self, status: str, message: str | None = None) -> None:
+        # Only the task's own thread settles it, and only once in a terminal status.
+        self.status, self.message, self.updated = status, message, iso_now()
 
     def wire(self) -> dict[str, Any]:
         task = task_fields(self.id, self.status, self.created, self.updated, self.message)
@@ -84,120 +88,96 @@ class _Task:
 
 
 class ServerTasks:
-    """The tasks of one server (all its connections); thread-safe."""
+    """The tasks of one server (all its connections); thread-safe.
 
-    def __init__(self) -> None:
-        self._lock = threading.Lock()
+    :param run_tool: runs a tool (``Registry.call_tool``).
+    """
+
+    def __init__(self, run_tool: RunTool) -> None:
+        self._run_tool = run_tool
+        self._cond = threading.Condition()  # guards the tasks; notified on every answer and cancel
         self._tasks: dict[str, _Task] = {}
-        self._threads: set[threading.Thread] = set()
+        self._threads = ThreadSet("task")
 
     def start(
-        self, conn: Peer, request_id: Any, params: dict[str, Any], call: ModernCall, mode: str
-    ) -> None:
-        """Answer a ``tools/call`` for a task tool: a new task, or -32021 for a ``required``
-        tool called without the extension (an ``optional`` one then runs as a plain call)."""
-        if not declares_tasks(call):
-            if mode == "required":
-                conn._error(request_id, _missing_capability(f"tool {params.get('name')!r}"))
-            else:
-                conn._start_tool(request_id, params, call)
-            return
-        meta = params.get("_meta")
-        task = _Task(str(params.get("name")), dict(params.get("arguments") or {}), meta if isinstance(meta, dict) else {})
-        thread = threading.Thread(
-            target=self._run, args=(conn, task), name=f"mcpsync-fakeserver-task-{next(_thread_numbers)}", daemon=True
-        )
-        with self._lock:
+        self, conn: ServerConnection, name: str, arguments: dict[str, Any], meta: dict[str, Any]
+    ) -> dict[str, Any]:
+        """Start tool *name* as a task; the ``tools/call`` result that announces it."""
+        task = _Task(name, arguments, meta)
+        with self._cond:
             self._purge()
             self._tasks[task.id] = task
-            self._threads.add(thread)
-            created = task.wire()  # created before the reply: a tasks/get at once finds it
-        thread.start()
-        conn._respond(request_id, stamp(conn, "tools/call", {**created, "resultType": "task"}))
+            created = task.wire()  # before the thread starts, and stored: a tasks/get at once finds it
+        self._threads.start(lambda: self._run(conn, task))
+        return {**created, "resultType": "task"}
 
-    def handle(self, conn: Peer, method: str, params: dict[str, Any], call: ModernCall) -> dict[str, Any]:
+    def handle(self, method: str, params: dict[str, Any], call: ModernCall) -> dict[str, Any]:
         """``tasks/get``, ``tasks/update`` or ``tasks/cancel``; raises :class:`RpcError`."""
-        if not declares_tasks(call):
-            raise _missing_capability(method)
+        if not call.declares_tasks:
+            raise missing_capability(method)
         task_id = params.get("taskId")
-        with self._lock:
+        with self._cond:
             self._purge()
             task = self._tasks.get(task_id) if isinstance(task_id, str) else None
             if task is None:
-                raise RpcError(_INVALID_PARAMS, "Failed to retrieve task: Task not found")
+                raise RpcError(INVALID_PARAMS, "Failed to retrieve task: Task not found")
             if method == "tasks/get":
-                return stamp(conn, method, task.wire())
-        if method == "tasks/update":
-            responses = params.get("inputResponses")
-            if not isinstance(responses, dict):
-                raise RpcError(_INVALID_PARAMS, "tasks/update needs inputResponses")
-            with task.answered:
+                return task.wire()
+            if method == "tasks/update":
+                responses = params.get("inputResponses")
+                if not isinstance(responses, dict):
+                    raise RpcError(INVALID_PARAMS, "tasks/update needs inputResponses")
                 # Only keys the task is waiting for; others are ignored, as the spec says.
                 task.answers.update({k: v for k, v in responses.items() if k in task.asking})
-                task.answered.notify_all()
-        else:
-            task.cancelled.set()
-            with task.answered:
-                task.answered.notify_all()
-        return stamp(conn, method, {})
+            else:
+                task.cancelled.set()
+            self._cond.notify_all()
+        return {}
 
-    def _run(self, conn: Peer, task: _Task) -> None:
-        try:
-            while True:
+    def _run(self, conn: ServerConnection, task: _Task) -> None:
+        while True:
+            with self._cond:
                 call = ModernCall(task.meta, {"inputResponses": dict(task.answers)})
-                ctx = ToolContext(conn, None, task.meta, call)
-                ctx.cancelled = task.cancelled
-                try:
-                    result = conn.app.call_tool(task.name, task.arguments, ctx)
-                except InputRequired as needed:
-                    if not self._ask(task, needed):
-                        return
+            ctx = ToolContext(conn, None, task.meta, call, task.cancelled)
+            try:
+                result = self._run_tool(task.name, task.arguments, ctx)
+            except InputRequired as needed:
+                if self._ask(task, needed):
                     continue
-                self._end(task, "completed", result=result)
                 return
-        except RpcError as exc:
-            self._end(task, "failed", error=exc.to_wire(), message=exc.message)
-        except Exception as exc:
-            self._end(task, "failed", error=RpcError(_INTERNAL_ERROR, f"{type(exc).__name__}: {exc}").to_wire())
-        finally:
-            with self._lock:
-                self._threads.discard(threading.current_thread())
+            except Exception as exc:
+                error = exc if isinstance(exc, RpcError) else internal_error(exc)
+                self._end(task, "failed", error=error.to_wire(), message=error.message)
+            else:
+                self._end(task, "completed", result=result)
+            return
 
     def _ask(self, task: _Task, needed: InputRequired) -> bool:
         """Park the task in ``input_required`` until the client answers; False if it ended."""
-        with self._lock:
-            if task.cancelled.is_set():
-                self._settle(task, "cancelled")
-                return False
-            task.asking = {needed.key: needed.request}
-            self._settle(task, "input_required")
-        with task.answered:
-            task.answered.wait_for(
-                lambda: needed.key in task.answers or task.cancelled.is_set(),
-                timeout=max(0.0, task.expires - time.monotonic()),
-            )
-        with self._lock:
-            if needed.key not in task.answers:
-                self._settle(task, "cancelled" if task.cancelled.is_set() else "failed")
-                if task.status == "failed":
-                    task.error = {"code": _INTERNAL_ERROR, "message": "no answer within the task's lifetime"}
-                return False
-            task.asking = {}
-            self._settle(task, "working")
-        return True
+        with self._cond:
+            if not task.cancelled.is_set():
+                task.asking = {needed.key: needed.request}
+                task.settle("input_required")
+                self._cond.wait_for(
+                    lambda: needed.key in task.answers or task.cancelled.is_set(),
+                    timeout=max(0.0, task.expires - time.monotonic()),
+                )
+            if needed.key in task.answers and not task.cancelled.is_set():
+                task.asking = {}
+                task.settle("working")
+                return True
+        if task.cancelled.is_set():
+            self._end(task, "cancelled")
+        else:
+            error = {"code": INTERNAL_ERROR, "message": "no answer within the task's lifetime"}
+            self._end(task, "failed", error=error)
+        return False
 
     def _end(self, task: _Task, status: str, **fields: Any) -> None:
-        with self._lock:
-            if task.cancelled.is_set():
-                status = "cancelled"  # cooperative: a tool that finished anyway stays cancelled
-            task.result = fields.get("result")
-            task.error = fields.get("error")
-            self._settle(task, status, fields.get("message"))
-
-    def _settle(self, task: _Task, status: str, message: str | None = None) -> None:
-        if task.status in TERMINAL_STATUSES:
-            return
-        task.status, task.message, task.updated = status, message, iso_now()
+        with self._cond:
+            task.result, task.error = fields.get("result"), fields.get("error")
+            # Cooperative: a tool that finished after a cancel stays cancelled.
+            task.settle("cancelled" if task.cancelled.is_set() else status, fields.get("message"))
 
     def _purge(self) -> None:
         now = time.monotonic()
@@ -206,42 +186,8 @@ class ServerTasks:
 
     def join(self, timeout: float) -> None:
         """Cancel every task and wait (at most *timeout* seconds in all) for their threads."""
-        with self._lock:
-            tasks = list(self._tasks.values())
-            threads = list(self._threads)
-        for task in tasks:
-            task.cancelled.set()
-            with task.answered:
-                task.answered.notify_all()
-        deadline = time.monotonic() + timeout
-        for thread in threads:
-            thread.join(max(0.0, deadline - time.monotonic()))
-
-
-def route(conn: Peer, request_id: Any, method: str, params: dict[str, Any], call: ModernCall) -> bool:
-    """Serve *method* here when it is about tasks; False to let the engine go on.
-
-    Only an app with a ``tasks`` store (:class:`~mcpsync.testing.FakeServer`)
-    serves them; for any other, ``tasks/*`` stay unknown methods.
-    """
-    tasks = getattr(conn.app, "tasks", None)
-    if not isinstance(tasks, ServerTasks):
-        return False
-    if method == "tools/call":
-        task_mode = getattr(conn.app, "task_mode", None)
-        name = params.get("name")
-        mode = task_mode(name) if callable(task_mode) and isinstance(name, str) else None
-        if mode is None:
-            return False
-        tasks.start(conn, request_id, params, call, mode)
-        return True
-    if method not in ("tasks/get", "tasks/update", "tasks/cancel"):
-        return False
-    try:
-        result = tasks.handle(conn, method, params, call)
-    except RpcError as exc:
-        conn._error(request_id, exc)
-    else:
-        conn._respond(request_id, result)
-    return True
-
+        with self._cond:
+            for task in self._tasks.values():
+                task.cancelled.set()
+            self._cond.notify_all()
+        self._threads.join(timeout)
