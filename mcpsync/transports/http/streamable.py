@@ -122,8 +122,8 @@ class StreamableHTTPTransport(HttpEndpoint):
         server (any byte, keep-alive comments included) before a read fails.
     :param max_message_bytes: cap on one JSON body or one SSE event.
     :param follow_redirects: follow same-origin redirects (never cross-origin).
-    :param reconnect_attempts: reconnects of one stream without progress before
-        giving up (progress = a new event) .
+    :param reconnect_attempts: reconnects in a row of one stream that bring no
+        progress (a new event id or message) before giving up.
     :param retry_delay: seconds before the first reconnect when the server sent
         no ``retry``; later ones back off exponentially with jitter.
     :param max_retry_delay: cap on any reconnect delay (a server's ``retry`` too).
@@ -144,7 +144,7 @@ class StreamableHTTPTransport(HttpEndpoint):
         read_timeout: float = 300.0,
         max_message_bytes: int = 32 * 1024 * 1024,
         follow_redirects: bool = True,
-        reconnect_attempts: int = 5,
+        reconnect_attempts: int = 3,
         retry_delay: float = 1.0,
         max_retry_delay: float = 30.0,
         delete_timeout: float = 2.0,
@@ -266,6 +266,7 @@ class StreamableHTTPTransport(HttpEndpoint):
             cancelled = rules.cancelled_request_id(message)
             if cancelled is not None:
                 self._inflight.abort(cancelled)  # its POST, if still waiting for the reply
+                self._streams.give_up(cancelled)  # no more resumption GETs for it
             if state.cancels_by_closing():
                 if cancelled is not None:  # 2026-07-28: closing the stream is the cancellation
                     self._inflight.cancel_by_closing(cancelled)
