@@ -70,7 +70,6 @@ from mcpsync.exceptions import (
     ClientClosed,
     HTTPStatusError,
     McpError,
-    MessageTooLarge,
     ProtocolError,
     RequestCancelled,
     RequestTimeout,
@@ -390,28 +389,27 @@ class StreamableHTTPTransport(HttpEndpoint):
                               method=method, elapsed=max(0.0, time.monotonic() - deadline))
 
     def _read_json_body(self, response: requests.Response, what: str) -> bytes:
-        """The whole body, each read bounded by what is left of the call's deadline."""
+        """The whole body, up to the cap, each read bounded by what is left of the call's deadline."""
         deadline: float | None = getattr(self._call, "deadline", None)
         if deadline is None:
-            return b"".join(common.iter_body(response))
-        # Each read waits at most what is left (a body trickling in, then stalling, would
-        # otherwise overrun by one whole read wait); the deadline is checked between reads.
-        parts: list[bytes] = []
-        chunks = common.iter_body(response)
-        while True:
+            return common.read_body(response, self._max)
+
+        def bound() -> None:
+            # Each read waits at most what is left (a body trickling in, then stalling, would
+            # otherwise overrun by one whole read wait); the deadline is checked between reads.
             left = deadline - time.monotonic()
             if left <= 0:
                 raise self._timed_out(what, deadline)
             common.bound_next_read(response, left)
-            try:
-                data = next(chunks, b"")
-            except Exception:
-                if time.monotonic() >= deadline - 0.01:
-                    raise self._timed_out(what, deadline) from None
-                raise
-            if not data:
-                return b"".join(parts)
-            parts.append(data)
+
+        try:
+            return common.read_body(response, self._max, bound)
+        except McpError:
+            raise
+        except Exception:
+            if time.monotonic() >= deadline - 0.01:
+                raise self._timed_out(what, deadline) from None
+            raise
 
     def _exchange(self, message: Mapping[str, Any], body: bytes, modern: bool) -> None:
         """POST *message* and handle the answer, with the one-resend recoveries."""
@@ -488,7 +486,7 @@ class StreamableHTTPTransport(HttpEndpoint):
             return False
         try:
             raw = self._read_json_body(response, f"POST {method or 'response'}")
-        except RequestTimeout:
+        except McpError:  # a timeout, a reply too large, a body that does not decode
             raise
         except Exception as exc:
             if request_id is not None and self._inflight.stream_cancelled(request_id):
@@ -500,8 +498,6 @@ class StreamableHTTPTransport(HttpEndpoint):
                 self._inflight.untrack(request_id)
         if not raw.strip():
             return False  # 202 or an empty 200: accepted
-        if len(raw) > self._max:
-            raise MessageTooLarge(f"reply larger than {self._max} bytes")
         if not common.is_json(response) and request_id is not None:
             raise ProtocolError(
                 f"{method} got a {status} reply of type {response.headers.get('Content-Type')!r}")
