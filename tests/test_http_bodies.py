@@ -5,6 +5,8 @@
 * A raw-socket server streams a huge reply (plain or a decompression bomb): the call fails with
   :class:`~mcpsync.MessageTooLarge` and the client's memory stays near the cap, measured with
   ``tracemalloc`` (a body joined whole would cost its full size).
+* A refused WebSocket upgrade whose body never ends (websocket-client reads it whole): the
+  upgrade is cut at ``connect_timeout``.
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ from __future__ import annotations
 import gzip
 import json
 import sys
+import time
 import tracemalloc
 import urllib.request
 import zlib
@@ -22,7 +25,7 @@ from test_http_sdk import SERVERS, _start, _stop
 
 import mcpsync
 from mcpsync import types
-from mcpsync.exceptions import MessageTooLarge, ProtocolError
+from mcpsync.exceptions import MessageTooLarge, ProtocolError, ServerStartError
 
 pytestmark = pytest.mark.timeout(90)
 
@@ -184,3 +187,23 @@ def test_an_encoding_the_client_did_not_offer_is_a_protocol_error() -> None:
                                                              timeout=5, retry=False) as c:
         with pytest.raises(ProtocolError, match="encoding"):
             c.list_tools()
+
+
+def test_a_refused_websocket_upgrade_with_an_endless_body_ends_by_connect_timeout() -> None:
+    # websocket-client reads a refused upgrade's body whole: the upgrade is cut at connect_timeout.
+    def handler(request: Request, conn: Conn) -> None:
+        conn.send(f"HTTP/1.1 401 Unauthorized\r\nContent-Type: text/plain\r\nContent-Length: {1024 * MiB}\r\n\r\n")
+        block = b"x" * 65536
+        try:
+            while not conn.server.stopping.is_set():
+                conn.send(block)
+        except OSError:
+            pass  # the client cut the connection
+
+    with FaultServer(handler) as server:
+        client = mcpsync.Client.websocket(server.url.replace("http", "ws"), timeout=30, connect_timeout=2.0)
+        start = time.monotonic()
+        with pytest.raises(ServerStartError, match="did not complete the upgrade within 2.0 s"):
+            client.connect()
+        assert time.monotonic() - start < 2.0 + 3.0
+        client.close()
