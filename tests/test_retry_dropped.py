@@ -57,16 +57,10 @@ class Dropper:
         self.seen: dict[str, int] = {}
 
     def __call__(self, request: Request, conn: Conn) -> None:
-        if request.method == "GET":
-            conn.respond(405, b"", ctype="text/plain")
-            return
-        if request.method == "DELETE":
-            conn.respond(200, b"", ctype="text/plain")
+        if request.method != "POST" or "id" not in request.body:  # no GET stream; DELETE; notifications
+            conn.respond({"GET": 405, "DELETE": 200}.get(request.method, 202), b"", ctype="text/plain")
             return
         method = request.rpc_method
-        if "id" not in request.body:
-            conn.respond(202, b"", ctype="text/plain")
-            return
         kind = _kind(request)
         with self.lock:
             self.seen[kind] = self.seen.get(kind, 0) + 1

@@ -58,30 +58,31 @@ def handshake(
     # connect_timeout bounds the whole upgrade, not only each read: websocket-client reads a
     # refused upgrade's body whole, with no cap (a server streaming 64 MiB held the caller for
     # minutes, its memory growing), so the socket is cut when the time is up.
-    lock = threading.Lock()
-    late: list[bool] = []  # [True] once cut, [False] once connected in time
+    late = threading.Event()
 
     def cut() -> None:
-        with lock:
-            if late:
-                return
-            late.append(True)
-        sock = getattr(ws, "sock", None)
-        if sock is not None:
-            try:
-                sock.shutdown(socket.SHUT_RDWR)
-            except OSError:
-                pass  # closed meanwhile
+        late.set()
+        try:
+            ws.sock.shutdown(socket.SHUT_RDWR)
+        except (AttributeError, OSError):
+            pass  # not connected yet, or closed meanwhile
 
     watchdog = threading.Timer(connect_timeout, cut)
     watchdog.name, watchdog.daemon = "mcpsync-ws-connect", True
     watchdog.start()
     try:
-        ws.connect(url, **options)
+        try:
+            ws.connect(url, **options)
+        finally:
+            watchdog.cancel()
+            watchdog.join()  # cut() is short: from here on, late is final
+        if late.is_set():  # cut just as the upgrade completed
+            ws.shutdown()
+            raise lib.WebSocketException("cut")
     except lib.WebSocketBadStatusException as exc:
         raise frames.status_error(exc, describe) from None
     except (lib.WebSocketException, OSError, ValueError) as exc:
-        if late:
+        if late.is_set():
             raise ServerStartError(f"{describe} did not complete the upgrade within {connect_timeout} s") from None
         hint = ""
         if isinstance(exc, ssl.SSLCertVerificationError):
@@ -91,14 +92,6 @@ def handshake(
         raise ServerStartError(
             f"cannot connect to {describe}: {type(exc).__name__}: {excerpt(str(exc))}{hint}"
         ) from exc
-    finally:
-        watchdog.cancel()
-        with lock:
-            cut_late = bool(late and late[0])
-            late.append(False)
-    if cut_late:  # cut just as the upgrade completed
-        ws.shutdown()
-        raise ServerStartError(f"{describe} did not complete the upgrade within {connect_timeout} s")
     chosen = frames.selected_subprotocol(ws)
     if subprotocols and chosen not in subprotocols:
         ws.shutdown()
