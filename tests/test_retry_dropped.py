@@ -145,4 +145,4 @@ def test_the_deadline_bounds_the_retries() -> None:
         elapsed = time.monotonic() - start
         tries = dropper.seen["tools/list"]
         assert 2 < tries < 1000, tries  # retried, and stopped by the deadline, not the policy
-        assert elapsed < 1.5 + 0.5
+        assert elapsed < 1.5 + 1.0  # the deadline, plus slack for a loaded machine
