@@ -134,27 +134,6 @@ def test_post_stream_closed_without_event_id_fails_promptly() -> None:
         assert not [r for r in server.requests if r.method == "GET" and "last-event-id" in r.headers]
 
 
-def test_resumption_gives_up_after_a_bounded_number_of_attempts() -> None:
-    def handler(request: Request, conn: Conn) -> None:
-        if request.method == "GET" and "last-event-id" in request.headers:
-            conn.start_sse()
-            conn.end()  # closes every resumed stream at once, with no new event
-        elif request.rpc_method == "ping":
-            conn.start_sse()
-            conn.event("id: p1\nretry: 50\ndata:\n\n")
-            conn.end()
-        else:
-            handshake(request, conn)
-
-    with FaultServer(handler) as server, client(server.url, timeout=20, reconnect_attempts=3) as c:
-        start = time.monotonic()
-        with pytest.raises(McpError, match="gave up after 3"):
-            c.ping()
-        assert time.monotonic() - start < 10
-        resumes = [r for r in server.requests if r.method == "GET" and "last-event-id" in r.headers]
-        assert len(resumes) == 3
-
-
 # -- C5: session expiry: one re-initialize shared by all threads -------------------------------------
 
 

@@ -1,19 +1,23 @@
 """Retrying transient failures, safely and within the call's deadline.
 
 A failure is *transient* when the server (or something in front of it) said
-"not now" or could not be reached: an HTTP 502, 503 or 504, a 429 that
-carries ``Retry-After``, or a connection that could not be made (refused,
-unreachable, connect timeout).  Only the last proves the request never ran;
-a gateway error may come after the server started on it.  A connection lost while the request was
-in flight is not retried at all: the transport already resumed what it could,
-and the outcome is unknown.  So:
+"not now" or the connection failed: an HTTP 502, 503 or 504, a 429 that
+carries ``Retry-After``, a connection that could not be made (refused,
+unreachable, connect timeout), or one lost while the request was in flight (a
+reset, a POST answered by a closed socket, a reply stream that ended and could
+not be resumed) on a connection that lives on: an HTTP request has a TCP
+connection of its own, while over stdio or WebSocket a lost connection closes
+the client's connection, and nothing is retried on it.  Only a connection never
+made proves the request never ran; after the others the request may have run.  So:
 
 * a request that never left (``ConnectionClosed`` with ``outcome_unknown``
   false, on a connection that is still open) is retried whatever its method;
 * any other transient failure is retried only for a call that is safe to
   repeat: the methods in :data:`SAFE_METHODS`, a ``tools/call`` of a tool
   whose listing declares ``idempotentHint`` or ``readOnlyHint``, or a call the
-  caller allowed (``call_tool(..., retry=True)``).
+  caller allowed (``call_tool(..., retry=True)``), as ``urllib3``'s ``Retry``
+  does for idempotent HTTP methods.  A reply too large
+  (:class:`~mcpsync.exceptions.MessageTooLarge`) is not transient.
 
 Delays grow exponentially with full jitter (so many clients retrying at once
 spread out), a ``Retry-After`` is honoured, and no delay runs past the call's
@@ -31,7 +35,14 @@ from typing import TYPE_CHECKING, Any, Union
 
 import attrs
 
-from mcpsync.exceptions import ClientClosed, ConnectionClosed, HTTPStatusError, ServerStartError, SessionExpired
+from mcpsync.exceptions import (
+    ClientClosed,
+    ConnectionClosed,
+    HTTPStatusError,
+    MessageTooLarge,
+    ServerStartError,
+    SessionExpired,
+)
 
 __all__ = ["RetryPolicy", "RetryArg", "SAFE_METHODS", "resolve_policy", "run_with_retries"]
 
@@ -114,23 +125,27 @@ def resolve_policy(value: RetryArg) -> RetryPolicy | None:
     raise TypeError(f"retry must be True, False or a RetryPolicy, got {type(value).__name__}")
 
 
-def never_sent(exc: BaseException, connection_open: bool) -> bool:
-    """Whether *exc* proves the request never reached the server (and the connection lives on)."""
+def _dropped(exc: BaseException, connection_open: bool) -> bool:
+    """Whether *exc* is a request's lost connection, the client's own connection living on."""
     return (
         isinstance(exc, ConnectionClosed)
-        and not isinstance(exc, (ClientClosed, ServerStartError))
-        and not exc.outcome_unknown
+        and not isinstance(exc, (ClientClosed, ServerStartError, MessageTooLarge))
         and connection_open
     )
+
+
+def never_sent(exc: BaseException, connection_open: bool) -> bool:
+    """Whether *exc* proves the request never reached the server (and the connection lives on)."""
+    return _dropped(exc, connection_open) and not getattr(exc, "outcome_unknown", True)
 
 
 def transient(exc: BaseException, connection_open: bool) -> bool:
     """Whether *exc* is worth another attempt if the call may be repeated."""
     if isinstance(exc, HTTPStatusError) and not isinstance(exc, SessionExpired):
         return exc.status in _RETRY_STATUSES or (exc.status == 429 and exc.retry_after is not None)
-    # A connection lost mid-request is not retried here: the transport already
-    # resumed what could be resumed, and the outcome is unknown.
-    return never_sent(exc, connection_open)
+    # The request may have run (the transport already resumed what could be resumed):
+    # for a call safe to repeat that does not matter.
+    return _dropped(exc, connection_open)
 
 
 if TYPE_CHECKING:

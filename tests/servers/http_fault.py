@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import socket
+import struct
 import threading
 import time
 from collections.abc import Callable
@@ -78,6 +79,11 @@ class Conn:
     def end(self) -> None:
         if getattr(self, "chunked", True):
             self.send(b"0\r\n\r\n")
+
+    def reset(self) -> None:
+        """Drop the connection without answering: a TCP reset (``SO_LINGER`` 0), as a crashing server."""
+        self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+        self.sock.close()
 
     def hold(self, timeout: float = 30.0) -> None:
         """Keep the connection open until the server stops (a stream that never ends)."""

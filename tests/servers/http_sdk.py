@@ -11,6 +11,8 @@ It binds 127.0.0.1 on an ephemeral port and prints ``PORT=<n>`` on stdout once i
 ``--legacy-only`` makes the Streamable HTTP app behave like an SDK release from before
 2026-07-28: the ``MCP-Protocol-Version`` header of a modern request is dropped before the SDK
 routes on it, so the SDK's handshake-era path answers (as an older server would).
+``--gzip`` compresses every response, event streams included (Starlette's ``GZipMiddleware``,
+flushed per message, as a compressing proxy does).
 ``--header-tool`` adds the tool ``regional`` whose ``region`` parameter is mirrored into the
 ``Mcp-Param-Region`` header (``x-mcp-header``), which the SDK checks on 2026-07-28 calls.
 """
@@ -77,6 +79,7 @@ def main() -> None:
     parser.add_argument("--page-size", type=int, default=3)
     parser.add_argument("--legacy-only", action="store_true")
     parser.add_argument("--header-tool", action="store_true")
+    parser.add_argument("--gzip", action="store_true")
     args = parser.parse_args()
     sdk_server.State.page_size = args.page_size
     if args.header_tool:
@@ -91,6 +94,10 @@ def main() -> None:
         app = server.streamable_http_app(json_response=args.json, stateless_http=args.stateless)
         if args.legacy_only:
             app = legacy_only(app)
+    if args.gzip:
+        from starlette.middleware.gzip import GZipMiddleware
+
+        app = GZipMiddleware(app, minimum_size=1, exclude_content_types=())
     sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     sock.bind(("127.0.0.1", 0))

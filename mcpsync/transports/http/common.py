@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING
 from urllib.parse import urljoin, urlsplit
 
 from mcpsync.exceptions import ConnectionClosed, HTTPAuthError, HTTPStatusError, excerpt
+from mcpsync.transports.http.body import encoding, iter_body, read_body, read_error_body, release
 from mcpsync.transports.redact import redact_text, redact_url
 from mcpsync.transports.retry_after import parse_retry_after
 
@@ -38,12 +39,14 @@ __all__ = [
     "bound_next_read",
     "RedactedCause",
     "connection_error",
+    "encoding",
     "http_request",
     "is_event_stream",
     "is_json",
     "iter_body",
     "new_session",
     "origin",
+    "read_body",
     "read_error_body",
     "readable_soon",
     "redact_text",
@@ -109,14 +112,6 @@ def _own_secrets(response: requests.Response) -> list[str]:
     query = urlsplit(request.url or "").query
     values += [part.split("=", 1)[1] for part in query.split("&") if "=" in part]
     return sorted({v for v in values if len(v) >= 8}, key=len, reverse=True)
-
-
-def read_error_body(response: requests.Response, limit: int = 65536) -> bytes:
-    """Up to *limit* bytes of an error response's body (``b""`` if it cannot be read)."""
-    try:
-        return response.raw.read(limit, decode_content=True) if response.raw is not None else b""
-    except Exception:  # noqa: BLE001 - the body is only decoration for the error
-        return b""
 
 
 def _body_excerpt(response: requests.Response, raw: bytes | None = None) -> str:
@@ -277,44 +272,6 @@ def http_request(
         log.debug("following %s redirect to %s", status, redact_url(target))
         current = target
     raise HTTPStatusError(status, f"more than {MAX_REDIRECTS} redirects from {redact_url(url)}")
-
-
-def iter_body(response: requests.Response, chunk: int = 65536) -> Iterator[bytes]:
-    """Yield what the socket has, as soon as it has it (never wait to fill a buffer).
-
-    ``read1`` (urllib3 >= 2.3) returns what is available, for chunked,
-    length-delimited and close-delimited bodies alike; ``iter_content(128)``
-    would hold a small event until more bytes arrive (RELIABILITY C8).
-    """
-    raw = response.raw
-    read1 = getattr(raw, "read1", None)
-    if read1 is None:  # urllib3 < 2.3: chunk boundaries, the best requests offers
-        yield from response.iter_content(chunk_size=None)
-        return
-    while True:
-        data = read1(chunk)
-        if not data:
-            return
-        yield data
-
-
-def release(response: requests.Response, limit: int = 65536) -> None:
-    """Close *response*, first reading a short body to its end so its connection is reused.
-
-    Closing a streamed response whose body was not read closes its connection
-    (one TCP connect per request).  A body longer than *limit* is dropped with
-    its connection.
-    """
-    try:
-        left = limit
-        for data in iter_body(response):
-            left -= len(data)
-            if left < 0:
-                break
-    except Exception as exc:  # noqa: BLE001 - the body is not wanted; closing is all that matters
-        log.debug("could not read a body to its end: %s", type(exc).__name__)
-    finally:
-        response.close()
 
 
 def socket_of(response: requests.Response) -> socket.socket | None:

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any
 from mcpsync.exceptions import RequestTimeout
 from mcpsync.transports.base import Transport
 from mcpsync.transports.http import common as common
+from mcpsync.transports.http.body import ACCEPT_ENCODING
 from mcpsync.transports.http.fast_send import Sender
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -45,7 +46,8 @@ class HttpEndpoint(Transport):
         if common.origin(url)[0] not in ("http", "https"):
             raise ValueError(f"not an http(s) URL: {common.redact_url(url)}")
         self.url = url
-        self._headers = dict(headers or {})
+        # Only the codings we decode (requests would offer br/zstd when their modules exist).
+        self._headers = {"Accept-Encoding": ACCEPT_ENCODING, **(headers or {})}
         self._own_session = session is None
         self._session = session if session is not None else common.new_session()
         self._sender = Sender(self._session, auth)

@@ -52,7 +52,8 @@ def read_reply_inline(streams: StreamReader, response: requests.Response, reques
         (else a reader thread now owns *response*).
     """
     state = ReplyState(SSEParser(max_bytes, typed_without_data=True))
-    read1 = getattr(response.raw, "read1", None)  # urllib3's raw response; absent: the plain path
+    # urllib3's raw response; absent (or a compressed body, decoded by iter_body): the plain path
+    read1 = None if common.encoding(response) else getattr(response.raw, "read1", None)
     deadline = time.monotonic() + _INLINE_BUDGET
     try:
         while read1 is not None and time.monotonic() < deadline \

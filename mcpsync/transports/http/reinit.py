@@ -190,7 +190,7 @@ class Reinitializer:
                         if self._internal_items(event_messages(event), internal, found):
                             return found[0]
                 return None
-            raw = b"".join(common.iter_body(response))
+            raw = common.read_body(response, self._max)
             if raw.strip():
                 payload = json.loads(raw)
                 if self._internal_items(payload if isinstance(payload, list) else [payload], internal, found):

@@ -85,6 +85,8 @@ class SSEParser:
         self.comments = 0
         #: Whether any ``id`` field was seen (even one that cleared the id).
         self.saw_id = False
+        #: Events dispatched with non-empty data (progress, unlike a priming event).
+        self.messages = 0
 
     def feed(self, chunk: bytes) -> list[SSEEvent]:
         """Parse *chunk* and return the events it completed, in order.
@@ -151,6 +153,7 @@ class SSEParser:
 
     def _dispatch(self, events: list[SSEEvent]) -> None:
         if self._data or (self._typed_without_data and self._event_type):
+            self.messages += any(self._data)
             events.append(SSEEvent(self._event_type or "message", "\n".join(self._data), self.last_event_id))
         self._reset_event()
 

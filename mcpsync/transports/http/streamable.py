@@ -70,7 +70,6 @@ from mcpsync.exceptions import (
     ClientClosed,
     HTTPStatusError,
     McpError,
-    MessageTooLarge,
     ProtocolError,
     RequestCancelled,
     RequestTimeout,
@@ -122,8 +121,8 @@ class StreamableHTTPTransport(HttpEndpoint):
         server (any byte, keep-alive comments included) before a read fails.
     :param max_message_bytes: cap on one JSON body or one SSE event.
     :param follow_redirects: follow same-origin redirects (never cross-origin).
-    :param reconnect_attempts: reconnects of one stream without progress before
-        giving up (progress = a new event) .
+    :param reconnect_attempts: reconnects in a row of one stream that bring no
+        progress (a new event id or message) before giving up.
     :param retry_delay: seconds before the first reconnect when the server sent
         no ``retry``; later ones back off exponentially with jitter.
     :param max_retry_delay: cap on any reconnect delay (a server's ``retry`` too).
@@ -144,7 +143,7 @@ class StreamableHTTPTransport(HttpEndpoint):
         read_timeout: float = 300.0,
         max_message_bytes: int = 32 * 1024 * 1024,
         follow_redirects: bool = True,
-        reconnect_attempts: int = 5,
+        reconnect_attempts: int = 3,
         retry_delay: float = 1.0,
         max_retry_delay: float = 30.0,
         delete_timeout: float = 2.0,
@@ -266,6 +265,7 @@ class StreamableHTTPTransport(HttpEndpoint):
             cancelled = rules.cancelled_request_id(message)
             if cancelled is not None:
                 self._inflight.abort(cancelled)  # its POST, if still waiting for the reply
+                self._streams.give_up(cancelled)  # no more resumption GETs for it
             if state.cancels_by_closing():
                 if cancelled is not None:  # 2026-07-28: closing the stream is the cancellation
                     self._inflight.cancel_by_closing(cancelled)
@@ -389,28 +389,27 @@ class StreamableHTTPTransport(HttpEndpoint):
                               method=method, elapsed=max(0.0, time.monotonic() - deadline))
 
     def _read_json_body(self, response: requests.Response, what: str) -> bytes:
-        """The whole body, each read bounded by what is left of the call's deadline."""
+        """The whole body, up to the cap, each read bounded by what is left of the call's deadline."""
         deadline: float | None = getattr(self._call, "deadline", None)
         if deadline is None:
-            return b"".join(common.iter_body(response))
-        # Each read waits at most what is left (a body trickling in, then stalling, would
-        # otherwise overrun by one whole read wait); the deadline is checked between reads.
-        parts: list[bytes] = []
-        chunks = common.iter_body(response)
-        while True:
+            return common.read_body(response, self._max)
+
+        def bound() -> None:
+            # Each read waits at most what is left (a body trickling in, then stalling, would
+            # otherwise overrun by one whole read wait); the deadline is checked between reads.
             left = deadline - time.monotonic()
             if left <= 0:
                 raise self._timed_out(what, deadline)
             common.bound_next_read(response, left)
-            try:
-                data = next(chunks, b"")
-            except Exception:
-                if time.monotonic() >= deadline - 0.01:
-                    raise self._timed_out(what, deadline) from None
-                raise
-            if not data:
-                return b"".join(parts)
-            parts.append(data)
+
+        try:
+            return common.read_body(response, self._max, bound)
+        except McpError:
+            raise
+        except Exception:
+            if time.monotonic() >= deadline - 0.01:
+                raise self._timed_out(what, deadline) from None
+            raise
 
     def _exchange(self, message: Mapping[str, Any], body: bytes, modern: bool) -> None:
         """POST *message* and handle the answer, with the one-resend recoveries."""
@@ -487,7 +486,7 @@ class StreamableHTTPTransport(HttpEndpoint):
             return False
         try:
             raw = self._read_json_body(response, f"POST {method or 'response'}")
-        except RequestTimeout:
+        except McpError:  # a timeout, a reply too large, a body that does not decode
             raise
         except Exception as exc:
             if request_id is not None and self._inflight.stream_cancelled(request_id):
@@ -499,8 +498,6 @@ class StreamableHTTPTransport(HttpEndpoint):
                 self._inflight.untrack(request_id)
         if not raw.strip():
             return False  # 202 or an empty 200: accepted
-        if len(raw) > self._max:
-            raise MessageTooLarge(f"reply larger than {self._max} bytes")
         if not common.is_json(response) and request_id is not None:
             raise ProtocolError(
                 f"{method} got a {status} reply of type {response.headers.get('Content-Type')!r}")

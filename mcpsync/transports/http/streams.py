@@ -39,6 +39,9 @@ __all__ = ["ReplyState", "StreamReader"]
 log = logging.getLogger("mcpsync.transports.http.streamable")
 
 _NO_STREAM = frozenset({400, 404, 405})
+#: Floor under a server's ``retry`` (RELIABILITY C4): ``retry: 0`` and one event per stream
+#: would otherwise reconnect in a tight loop.
+_MIN_RETRY = 0.1
 #: Event types that end a fragment-dialect stream.
 _DIALECT_END = frozenset({"complete", "error"})
 
@@ -123,6 +126,8 @@ class StreamReader:
         self._listener: threading.Thread | None = None
         #: Set once the GET of :meth:`ensure_listener` was answered (or failed, or we closed).
         self._answered: threading.Event | None = None
+        #: Requests whose reply stream is being resumed, with what stops it (:meth:`give_up`).
+        self._resuming: dict[Any, threading.Event] = {}
         #: Reconnections of SSE streams (resumptions and listening stream).
         self.reconnects = 0
 
@@ -146,8 +151,11 @@ class StreamReader:
         with self._lock:
             streams = list(self._streams)
             answered = self._answered
+            resuming = list(self._resuming.values())
         if answered is not None:  # the caller waiting for the GET returns at once
             answered.set()
+        for stop in resuming:
+            stop.set()
         for response in streams:
             common.shutdown_response(response)
 
@@ -265,45 +273,67 @@ class StreamReader:
     # -- reconnecting ----------------------------------------------------------------------
 
     def _delay(self, parser: SSEParser, failures: int) -> float:
-        floor = parser.retry / 1000.0 if parser.retry is not None else self._retry_delay
-        floor = min(floor, self._max_retry_delay)
-        if failures <= 1:
-            return floor
-        backoff = min(self._max_retry_delay, self._retry_delay * 2 ** (failures - 1))
-        return max(floor, random.uniform(0, backoff))
+        """Seconds before reconnect number *failures* (1 = the first since progress).
+
+        The server's ``retry`` (at least :data:`_MIN_RETRY`) is the floor and the base of the
+        backoff; without one, ``retry_delay`` is.  Later attempts back off exponentially with
+        full jitter above that floor; nothing waits longer than ``max_retry_delay``.
+        """
+        base = max(parser.retry / 1000.0, _MIN_RETRY) if parser.retry is not None else self._retry_delay
+        base = min(base, self._max_retry_delay)
+        return max(base, random.uniform(0, min(self._max_retry_delay, base * 2 ** (failures - 1))))
+
+    def give_up(self, request_id: Any) -> None:
+        """Nobody waits for *request_id* any more (timeout, cancel): stop resuming its stream."""
+        with self._lock:
+            stop = self._resuming.get(request_id)
+        if stop is not None:
+            stop.set()
 
     def _resume(self, parser: SSEParser, request_id: Any) -> McpError | None:
-        """Resume a POST stream with GET + Last-Event-ID; ``None`` once the reply arrived."""
-        failures = 0
-        while failures < self._attempts:
-            failures += 1
-            if self._closed.wait(self._delay(parser, failures)):
+        """Resume a POST stream with GET + Last-Event-ID; ``None`` once the reply arrived.
+
+        At most ``attempts`` reconnects in a row that bring no progress (a new event id or a
+        message); progress starts the count again, and the reconnects go on only while the
+        request is waited for (:meth:`give_up`) and the transport is open.
+        """
+        stop = threading.Event()
+        with self._lock:
+            if self._closed.is_set():  # shutdown_all() has run: it would not stop this one
                 return None
-            self.reconnects += 1
-            seen = parser.last_event_id
-            try:
-                response = self._get(seen)
-            except ConnectionClosed as exc:
-                # The server cannot even be reached: retrying would only make the caller
-                # wait out its timeout (RELIABILITY C4). Fail now; the outcome is unknown.
-                return ConnectionClosed(f"reply stream lost and could not be resumed: {exc}",
-                                        outcome_unknown=True)
-            if not 200 <= response.status_code < 300 or not common.is_event_stream(response):
-                error = common.status_error(response, "resuming the reply stream was refused")
-                response.close()
-                return ConnectionClosed(f"reply stream lost and could not be resumed: {error}",
-                                        outcome_unknown=True)
-            try:
-                if self.consume(response, parser, request_id):
+            self._resuming[request_id] = stop
+        try:
+            failures = 0
+            while failures < self._attempts:
+                failures += 1
+                if stop.wait(self._delay(parser, failures)) or self._closed.is_set():
                     return None
-            except MessageTooLarge as exc:
-                return exc
-            if self._closed.is_set():
-                return None
-            if parser.last_event_id != seen:
-                failures = 0  # progress: the budget counts attempts without new events
-        return ConnectionClosed(f"reply stream lost; gave up after {self._attempts} reconnects",
-                                outcome_unknown=True)
+                self.reconnects += 1
+                mark = parser.last_event_id, parser.messages
+                try:
+                    response = self._get(mark[0])
+                except ConnectionClosed as exc:
+                    # The server cannot even be reached: retrying would only make the caller
+                    # wait out its timeout (RELIABILITY C4). Fail now; the outcome is unknown.
+                    return ConnectionClosed(f"reply stream lost and could not be resumed: {exc}",
+                                            outcome_unknown=True)
+                if not 200 <= response.status_code < 300 or not common.is_event_stream(response):
+                    error = common.status_error(response, "resuming the reply stream was refused")
+                    response.close()
+                    return ConnectionClosed(f"reply stream lost and could not be resumed: {error}",
+                                            outcome_unknown=True)
+                try:
+                    if self.consume(response, parser, request_id):
+                        return None
+                except MessageTooLarge as exc:
+                    return exc
+                if (parser.last_event_id, parser.messages) != mark:
+                    failures = 0  # progress: the budget counts attempts without it
+        finally:
+            with self._lock:
+                self._resuming.pop(request_id, None)
+        return ConnectionClosed(f"reply stream lost; gave up after {self._attempts} reconnects without"
+                                " progress", outcome_unknown=True)
 
     # -- the GET listening stream (handshake era) ------------------------------------------
 
@@ -355,12 +385,13 @@ class StreamReader:
                 if not 200 <= status < 300 or not common.is_event_stream(response):
                     response.close()
                 else:
+                    messages = parser.messages
                     try:
                         self.consume(response, parser, None)
                     except MessageTooLarge as exc:
                         log.warning("listening stream: %s", exc)
-                    if parser.last_event_id != seen:
-                        failures = 0
+                    if parser.last_event_id != seen or parser.messages != messages:
+                        failures = 0  # progress
             failures += 1
             if failures > self._attempts:
                 log.warning("listening stream lost; gave up after %d reconnects", self._attempts)

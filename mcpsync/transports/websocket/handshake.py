@@ -6,7 +6,9 @@ the connection's lifecycle; nothing here keeps state between connects.
 
 from __future__ import annotations
 
+import socket
 import ssl
+import threading
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -53,11 +55,35 @@ def handshake(
         options["origin"] = origin
     else:
         options["suppress_origin"] = True
+    # connect_timeout bounds the whole upgrade, not only each read: websocket-client reads a
+    # refused upgrade's body whole, with no cap (a server streaming 64 MiB held the caller for
+    # minutes, its memory growing), so the socket is cut when the time is up.
+    late = threading.Event()
+
+    def cut() -> None:
+        late.set()
+        try:
+            ws.sock.shutdown(socket.SHUT_RDWR)
+        except (AttributeError, OSError):
+            pass  # not connected yet, or closed meanwhile
+
+    watchdog = threading.Timer(connect_timeout, cut)
+    watchdog.name, watchdog.daemon = "mcpsync-ws-connect", True
+    watchdog.start()
     try:
-        ws.connect(url, **options)
+        try:
+            ws.connect(url, **options)
+        finally:
+            watchdog.cancel()
+            watchdog.join()  # cut() is short: from here on, late is final
+        if late.is_set():  # cut just as the upgrade completed
+            ws.shutdown()
+            raise lib.WebSocketException("cut")
     except lib.WebSocketBadStatusException as exc:
         raise frames.status_error(exc, describe) from None
     except (lib.WebSocketException, OSError, ValueError) as exc:
+        if late.is_set():
+            raise ServerStartError(f"{describe} did not complete the upgrade within {connect_timeout} s") from None
         hint = ""
         if isinstance(exc, ssl.SSLCertVerificationError):
             hint = " (TLS certificate not trusted: pass verify=<CA bundle path> for a private CA)"
