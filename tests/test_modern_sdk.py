@@ -61,6 +61,9 @@ def connect() -> Iterator[Factory]:
 
     def make(argv: list[str], **options: Any) -> tuple[mcpsync.Client, RecordingStdio]:
         options.setdefault("timeout", 20.0)
+        # The SDK server answers the probe; on a loaded machine it may take longer than the
+        # default discover_timeout (1 s), and initialize would go out behind it.
+        options.setdefault("discover_timeout", 15.0)
         transport = RecordingStdio(argv[0], argv[1:])
         client = mcpsync.Client(transport, **options)
         clients.append(client)
