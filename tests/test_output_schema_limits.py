@@ -3,15 +3,14 @@ schema a server sends (issue 27 item 3): real jsonschema, real google-re2, FakeS
 
 from __future__ import annotations
 
-import contextlib
 import logging
 import sys
-import threading
 import time
 from collections.abc import Iterator
 from typing import Any
 
 import pytest
+from helpers_stall import ticker
 
 import mcpsync
 from mcpsync.client import output_schema
@@ -22,28 +21,6 @@ pytestmark = pytest.mark.timeout(120)
 #: Python's re takes 2**28 steps on this: seconds holding the GIL.
 EVIL = "^(a+)+$"
 VICTIM = "a" * 28 + "b"
-
-
-@contextlib.contextmanager
-def _ticker() -> Iterator[list[float]]:
-    """Another thread of the process ticking every 10 ms; yields the gaps between its ticks."""
-    ticks = [time.monotonic()]
-    gaps: list[float] = []
-    stop = threading.Event()
-
-    def tick() -> None:
-        while not stop.wait(0.01):
-            ticks.append(time.monotonic())
-
-    thread = threading.Thread(target=tick, name="ticker")
-    thread.start()
-    try:
-        yield gaps
-    finally:
-        stop.set()
-        thread.join()
-        ticks.append(time.monotonic())
-        gaps.extend(b - a for a, b in zip(ticks, ticks[1:]))
 
 
 def _server(schema: dict[str, Any], value: Any) -> FakeServer:
@@ -68,7 +45,7 @@ def no_re2(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
 
 
 def _call(server: FakeServer, timeout: float = 5.0) -> Any:
-    with server.client() as client, _ticker() as gaps:
+    with server.client() as client, ticker() as gaps:
         client.list_tools()
         try:
             outcome: Any = client.call_tool("report", timeout=timeout)
