@@ -7,8 +7,6 @@ content only), ``fail`` (a JSON-RPC error whose message carries the escapes), a 
 
 from __future__ import annotations
 
-from typing import Any
-
 from mcpsync import types
 from mcpsync.testing import FakeServer, RpcError, ToolContext
 
@@ -29,8 +27,8 @@ def taunt(ctx: ToolContext) -> types.CallToolResult:
 
 
 @server.tool(output_schema={"type": "object"})
-def shaped() -> dict[str, Any]:
-    return {"k": "shaped" + HOSTILE}
+def shaped() -> types.CallToolResult:
+    return types.CallToolResult(content=[], structured_content={"k": "shaped" + HOSTILE})
 
 
 @server.tool()
