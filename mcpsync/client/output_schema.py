@@ -88,10 +88,10 @@ def _spend(units: int) -> None:
         raise RequestTimeout("validating structuredContent ran out of the call's time", method="tools/call")
 
 
-def _searcher(pattern: str) -> Search | None:
-    search = _search(pattern)
+def _searcher(pattern: Any) -> Search | None:
+    search = _search(pattern) if isinstance(pattern, str) else None
     if search is None:
-        _state.skipped.add(pattern)
+        _state.skipped.add(excerpt(pattern, 60))
     return search
 
 
@@ -242,7 +242,7 @@ def check_structured_content(
         _warn_once(tool, key, f"not checked: {why}")
     if _state.skipped:
         hint = "" if _re2() is not None else " (install google-re2 to check them)"
-        names = ", ".join(sorted(map(repr, _state.skipped))[:3])
+        names = ", ".join(sorted(_state.skipped)[:3])
         _warn_once(tool, key, f"{names} not checked: Python's re could stall the process on them{hint}")
     if error is not None:
         raise ProtocolError(
