@@ -165,7 +165,8 @@ class Features:
         A result with ``is_error`` is returned, not raised: call
         ``result.raise_for_error()`` to raise :class:`~mcpsync.ToolError`.
         When the tool was listed with an ``outputSchema`` and :mod:`jsonschema`
-        is installed, ``structured_content`` is validated against it.
+        is installed, ``structured_content`` is validated against it, within
+        the call's *timeout* and in bounded work (docs/security.rst).
 
         :param progress: ``fn(progress, total, message)``, run on the dispatcher thread.
         :param reset_timeout_on_progress: progress restarts the *timeout* window.
