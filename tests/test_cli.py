@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shlex
 import subprocess
 import sys
@@ -409,3 +410,54 @@ def test_the_examples_in_command_help_work(tmp_path: Path) -> None:
         )
         assert proc.returncode == 0, (example, proc.stderr)
         assert proc.stdout.strip() or (tmp_path / "mcp.json").exists(), example
+
+
+ESCAPES = f"{shlex.quote(sys.executable)} {shlex.quote(str(ROOT / 'tests/servers/escape_server.py'))}"
+#: What must never reach the terminal raw: ESC, BEL, CR, 8-bit CSI, a bidi override.
+RAW_CONTROLS = ("\x1b", "\x07", "\r", "\x9b", "\u202e")
+SHOWN = "\\x1b[2J\\x1b]0;pwned\\x07\\x1b]52;c;cm0gLXJmIH4=\\x07\\x9b31m\\x0dfake\\u202eevil"
+
+
+def _on_a_terminal(*argv: str) -> str:
+    """The CLI's stdout and stderr as a terminal (a pseudo-terminal) receives them."""
+    import pty
+
+    leader, follower = pty.openpty()
+    with subprocess.Popen([sys.executable, "-m", "mcpsync", *argv], stdin=subprocess.DEVNULL,
+                          stdout=follower, stderr=follower, cwd=ROOT) as proc:
+        os.close(follower)
+        received = b""
+        while True:
+            try:
+                chunk = os.read(leader, 65536)
+            except OSError:  # EIO: the process closed the terminal
+                break
+            if not chunk:
+                break
+            received += chunk
+        proc.wait(RUN_TIMEOUT)
+    os.close(leader)
+    # Less the terminal's own line ends and the CLI's own styles and progress-bar redraws.
+    return re.sub(r"\x1b\[\d*[mK]|\r(?=\[)", "", received.decode().replace("\r\n", "\n"))
+
+
+@pytest.mark.parametrize("argv", [["call", "taunt"], ["call", "shaped"], ["call", "fail"],
+                                  ["read", "evil://note"], ["prompt", "evil"]])
+def test_server_text_cannot_drive_the_terminal(argv: list[str]) -> None:
+    proc = mcpsync("--stdio", ESCAPES, *argv)
+    for stream in (proc.stdout, proc.stderr):
+        assert not any(c in stream for c in RAW_CONTROLS), repr(stream)
+    assert "pwned" in proc.stdout + proc.stderr  # shown, made visible, not dropped
+    seen = _on_a_terminal("--stdio", ESCAPES, *argv)
+    assert not any(c in seen for c in RAW_CONTROLS), repr(seen)
+    if argv == ["call", "taunt"]:
+        assert "before" + SHOWN in seen and "embedded" + SHOWN in seen
+
+
+def test_json_output_stays_exact_json_but_escapes_every_control() -> None:
+    from servers.escape_server import HOSTILE
+
+    proc = mcpsync("--stdio", ESCAPES, "call", "shaped", "-o", "json")
+    assert proc.returncode == 0, proc.stderr
+    assert not any(c in proc.stdout for c in RAW_CONTROLS)
+    assert json.loads(proc.stdout)["structuredContent"] == {"k": "shaped" + HOSTILE}

@@ -60,6 +60,12 @@ def _app(servers: Any, database: Path | None = None, **config: Any) -> tuple[fla
         with mcp.client_for_user("remote") as client:
             return {"text": client.call_tool(name, dict(flask.request.args)).text}
 
+    @app.get("/settings")
+    def settings() -> Any:  # the app's own page, with the blueprint's disconnect form
+        return flask.render_template_string(
+            '<form method="post" action="{{ url_for(\'mcpsync.disconnect\', server=\'remote\') }}">'
+            '<input type="hidden" name="csrf_token" value="{{ mcp_csrf_token() }}"></form>')
+
     @app.errorhandler(McpError)
     def failed(exc: McpError) -> Any:
         return {"error": type(exc).__name__}, 502
@@ -206,7 +212,7 @@ def test_users_connect_step_up_and_logout(mcp_url: str, store_settings: dict[str
 
     assert alice.get("/mcp/connect/demo").status_code == 404  # not a per-user server
     assert alice.get("/mcp/callback/nope?state=x").status_code == 404
-    assert alice.post("/mcp/disconnect/remote").status_code == 302
+    assert alice.post("/mcp/disconnect/remote", data={"csrf_token": _csrf(alice)}).status_code == 302
     assert alice.get("/remote/tools").status_code == 302
     assert bob.get("/remote/tools").status_code == 200
     # Left: bob's tokens, and alice's new login in progress (the redirect above started it).
@@ -217,6 +223,51 @@ def test_users_connect_step_up_and_logout(mcp_url: str, store_settings: dict[str
     if "sqlalchemy" in app.extensions:
         with app.app_context():
             app.extensions["sqlalchemy"].engine.dispose()
+
+
+def _csrf(browser: Any) -> str:
+    """The CSRF token in the app's own form, as a browser reads it from the page."""
+    page = browser.get("/settings").get_data(as_text=True)
+    return page.split('name="csrf_token" value="', 1)[1].split('"', 1)[0]
+
+
+def test_disconnect_needs_the_sessions_csrf_token(resource_server: str, tmp_path: Path,  # noqa: F811
+                                                  closing: list[MCP]) -> None:
+    app, mcp = _app({"remote": remote_entry(resource_server)},
+                    MCP_TOKEN_DIR=str(tmp_path / "tokens"), MCP_TOKEN_KEY=TEST_KEY)
+    closing.append(mcp)
+    alice, bob = app.test_client(), app.test_client()
+    token = _csrf(alice)
+    callback, _ = _to_authorization_server(alice, "/remote/tools")
+    assert alice.get(callback).status_code == 302
+    assert _csrf(alice) == token  # one token per session: it survives requests and the login
+    # A cross-site form posts with alice's cookies but cannot know her token.
+    forged: list[dict[str, Any]] = [
+        {}, {"data": {"next": "/"}}, {"data": {"csrf_token": "guess"}}, {"data": {"csrf_token": _csrf(bob)}},
+        {"headers": {"X-CSRFToken": ""}}, {"headers": {"Origin": "https://evil.example"}},
+    ]
+    for attempt in forged:
+        refused = alice.post("/mcp/disconnect/remote", **attempt)
+        assert refused.status_code == 400 and b"CSRF token missing or incorrect" in refused.data
+        assert alice.get("/remote/tools").get_json() == {"tools": ["whoami", "write"]}  # still connected
+    # The app's own form (or a script sending the header) works.
+    assert alice.post("/mcp/disconnect/remote", headers={"X-CSRFToken": token}).status_code == 302
+    assert alice.get("/remote/tools").status_code == 302  # logged out: back to the login
+    assert alice.post("/mcp/disconnect/remote", data={"csrf_token": _csrf(alice), "next": "/x"}).headers[
+        "Location"] == "/x"
+
+
+def test_a_flask_wtf_token_is_accepted_too(closing: list[MCP]) -> None:
+    from flask_wtf.csrf import generate_csrf
+
+    app, mcp = _app({"demo": DEMO})
+    closing.append(mcp)
+    app.get("/wtf")(generate_csrf)  # the token a FlaskForm puts in the app's forms
+    browser = app.test_client()
+    wtf = browser.get("/wtf").get_data(as_text=True)
+    assert browser.post("/mcp/disconnect/demo", data={"csrf_token": "forged"}).status_code == 400
+    # One hidden field, Flask-WTF's token: accepted by both (then 404: demo has no per-user login).
+    assert browser.post("/mcp/disconnect/demo", data={"csrf_token": wtf}).status_code == 404
 
 
 def test_a_server_restart_keeps_users_connected(auth_server: str, tmp_path: Path,  # noqa: F811

@@ -18,6 +18,7 @@ from typing import Any
 
 import anthropic
 import openai
+import attrs
 import pytest
 from scripted_llm import ScriptedLLM
 
@@ -392,7 +393,7 @@ def test_sampling_handlers(provider: str, mode: str, scripted: Any, sdk_server: 
     llm = scripted([("weather", {"city": "Paris"})])
     llm_client = _openai(llm) if provider == "openai" else _anthropic(llm)
     make = openai_sampling_handler if provider == "openai" else anthropic_sampling_handler
-    handler = make(llm_client, model="sampler-1")
+    handler = make(llm_client, model="sampler-1", system_prompt="keep")
     with llm_client, mcpsync.Client.stdio(sdk_server, sampling_handler=handler, mode=mode) as client:
         # With tools, the scripted model asks for the weather tool: a tool-use answer.
         with_tools = client.call_tool("sample", {"prompt": "weather?", "with_tools": True})
@@ -447,3 +448,48 @@ def test_sampling_handler_maps_tool_history(provider: str, scripted: Any) -> Non
     assert result.content == types.TextContent("Final answer: sunny")
     assert result.model == "m"
     assert llm.rejections == []
+
+
+@pytest.mark.parametrize("provider", ["openai", "anthropic"])
+def test_sampling_limits_what_a_server_asks(provider: str, scripted: Any, sdk_server: list[str]) -> None:
+    """A server's system prompt and token limit reach the provider only as the user allows."""
+    llm = scripted()
+    llm_client = _openai(llm) if provider == "openai" else _anthropic(llm)
+    make = openai_sampling_handler if provider == "openai" else anthropic_sampling_handler
+    path = "/chat/completions" if provider == "openai" else "/messages"
+    seen: list[types.CreateMessageRequestParams] = []
+
+    def approve(request: types.CreateMessageRequestParams) -> Any:
+        seen.append(request)
+        text = request.messages[0].content.text  # type: ignore[union-attr]
+        if text == "refuse me":
+            return False
+        if text == "edit me":
+            return attrs.evolve(request, messages=[types.SamplingMessage("user", types.TextContent("edited"))])
+        return True
+
+    def sent() -> dict[str, Any]:
+        return list(llm.bodies(path))[-1]
+
+    with llm_client, mcpsync.Client.stdio(sdk_server, mode="legacy", sampling_handler=make(
+            llm_client, model="m", approve=approve, max_tokens=16)) as client, mcpsync.Client.stdio(
+            sdk_server, mode="legacy", sampling_handler=make(
+                llm_client, model="m", system_prompt=lambda text: f"Server says: {text}")) as second:
+        assert client.call_tool("sample", {"prompt": "hi"}).text == "sampled by m"
+        body = sent()
+        # The SDK server asks for 64 tokens with the system prompt "be brief": clamped, dropped.
+        assert body.get("max_completion_tokens", body.get("max_tokens")) == 16
+        assert "system" not in body and all(m["role"] != "system" for m in body["messages"])
+        assert seen[-1].system_prompt == "be brief" and seen[-1].max_tokens == 64  # approve saw it all
+        with pytest.raises(mcpsync.ServerError, match="User rejected sampling request"):  # the server passes it on
+            client.call_tool("sample", {"prompt": "refuse me"})
+        assert len(list(llm.bodies(path))) == 1  # nothing went to the provider
+        assert client.call_tool("sample", {"prompt": "edit me"}).structured_content["content"]["text"] \
+            == "Final answer: edited"
+        second.call_tool("sample", {"prompt": "hi"})
+        body = sent()
+        system = body.get("system") or body["messages"][0]["content"]
+        assert system == "Server says: be brief"
+        assert body.get("max_completion_tokens", body.get("max_tokens")) == 64  # under the default cap
+    with pytest.raises(ValueError, match="system_prompt"):
+        make(llm_client, model="m", system_prompt="sometimes")

@@ -97,3 +97,29 @@ def test_same_keeps_json_types_apart() -> None:
     assert not fm.same({"a": 1}, {"a": 1, "b": None})
     assert not fm.same([1], [1, 1]) and not fm.same("1", 1)
     assert fm.same(math.nan, math.nan)
+
+
+#: A billion laughs in 500 bytes: nine levels of nine aliases, 9**9 strings once expanded.
+BOMB = "name: bomb\ndescription: laughs\n" + "l0: &l0 [lol, lol, lol, lol, lol, lol, lol, lol, lol]\n" + "".join(
+    f"l{i}: &l{i} [" + ", ".join([f"*l{i - 1}"] * 9) + "]\n" for i in range(1, 9)
+) + "? *l8\n: key\n"
+
+
+@pytest.mark.parametrize("text", [BOMB, "a: &x 1\n", "a: &x [1]\nb: *x\n", "a: !!str &x b\n"])
+def test_anchors_and_aliases_are_refused(text: str) -> None:
+    with pytest.raises(fm.FrontmatterError, match="anchors or aliases"):
+        fm.parse(text)
+    with pytest.raises(fm.FrontmatterError, match=r"mcpsync\[skills\]"):
+        fm._parse_subset(text)
+
+
+def test_size_depth_and_key_limits() -> None:
+    with pytest.raises(fm.FrontmatterError, match="longer than 65536"):
+        fm.parse("name: x\ndescription: " + "y" * fm.MAX_FRONTMATTER_CHARS + "\n")
+    assert fm.parse("d: " + "y" * 60_000 + "\n")["d"] == "y" * 60_000
+    with pytest.raises(fm.FrontmatterError, match="nests deeper than 16"):
+        fm.parse("a: " + "[" * 17 + "]" * 17 + "\n")
+    assert fm.parse("a: " + "[" * 15 + "]" * 15 + "\n")["a"] == [[[[[[[[[[[[[[[]]]]]]]]]]]]]]]
+    for text in ("? [a, b]\n: 1\n", "1: x\n", "m:\n  true: x\n"):
+        with pytest.raises(fm.FrontmatterError, match="not a string"):
+            fm.parse(text)

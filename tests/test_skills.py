@@ -14,7 +14,9 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
+from helpers_stall import ticker
 from skills_server import SkillsServer
+from test_skill_frontmatter import BOMB
 
 import mcpsync
 from mcpsync import types
@@ -127,6 +129,19 @@ def test_a_field_only_in_the_file_is_a_discrepancy(server: SkillsServer) -> None
     with connect(server) as client, pytest.raises(SkillVerificationError) as info:
         client.load_skill(PDF)
     assert info.value.check == "frontmatter" and info.value.actual == "Apache-2.0"
+
+
+def test_an_alias_bomb_is_refused_before_it_expands(skills_dir: Path) -> None:
+    # The server lists the bomb with its true size and digest: only the parser can refuse it.
+    write(skills_dir / "bomb" / "SKILL.md", "---\n" + BOMB + "---\nLaugh.\n")
+    uri = "skill://bomb/SKILL.md"
+    with SkillsServer(skills_dir) as srv:
+        srv.entry_overrides[uri] = {"frontmatter": {"name": "bomb", "description": "laughs"}}
+        with connect(srv) as client, ticker() as gaps:
+            with pytest.raises(SkillVerificationError, match="anchors or aliases") as info:
+                client.load_skill(uri, timeout=5)
+    assert info.value.check == "frontmatter"
+    assert max(gaps) < 2.0, max(gaps)  # the process never stalled
 
 
 def test_tampered_supporting_file_is_refused(server: SkillsServer) -> None:

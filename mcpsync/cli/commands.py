@@ -17,6 +17,7 @@ from mcpsync.cli.output import (
     ProgressBar,
     dump_json,
     print_content,
+    printable,
     print_signatures,
     print_table,
     tool_signatures,
@@ -164,7 +165,7 @@ def cmd_prompt(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         dump_json(wire(result), out)
         return 0
     for message in result.messages:
-        print(f"[{message.role}]", file=out)
+        print(f"[{printable(message.role)}]", file=out)
         print_content([message.content], out)
     return 0
 

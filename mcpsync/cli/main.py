@@ -246,7 +246,7 @@ def _error_lines(exc: BaseException) -> list[str]:
 
     text = str(exc).strip()
     first, _, rest = text.partition("\n")
-    lines = [f"{type(exc).__name__}: {' '.join(first.split()) or type(exc).__name__}"]
+    lines = [f"{type(exc).__name__}: {printable(' '.join(first.split())) or type(exc).__name__}"]
     lines += [f"    {printable(line.rstrip())}" for line in rest.splitlines()]
     return lines
 

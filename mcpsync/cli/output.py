@@ -30,15 +30,25 @@ __all__ = [
     "wire",
 ]
 
-_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f\x9b]")
+#: C0 controls but tab and newline (ESC starts every escape sequence, CR overwrites a line),
+#: DEL, the C1 controls (8-bit CSI, OSC, DCS...) and the bidi overrides that reorder a line.
+_CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
+#: What JSON leaves unescaped of those (it escapes C0 itself): DEL, C1, bidi overrides.
+_JSON_CONTROL = re.compile("[\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
 
 
 def printable(text: str) -> str:
-    """Untrusted text (a server's stderr, names) with control characters made visible.
+    """Untrusted text (a server's results, stderr, names) with control characters made visible.
 
-    A server must not be able to move our cursor or recolour the terminal.
+    A server must not be able to clear or retitle the terminal, move its
+    cursor, write the clipboard (OSC 52) or recolour it: ``ESC`` becomes ``\\x1b``.
     """
-    return _CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}", text)
+    return _CONTROL.sub(_escape, text)
+
+
+def _escape(match: re.Match[str]) -> str:
+    code = ord(match.group())
+    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
 
 
 class Style:
@@ -70,8 +80,9 @@ def wire(value: Any) -> Any:
 
 
 def dump_json(value: Any, out: TextIO) -> None:
-    json.dump(value, out, indent=2, ensure_ascii=False, sort_keys=False)
-    out.write("\n")
+    """*value* as JSON; the controls JSON allows raw inside strings are escaped (same JSON value)."""
+    text = json.dumps(value, indent=2, ensure_ascii=False, sort_keys=False)
+    out.write(_JSON_CONTROL.sub(lambda m: f"\\u{ord(m.group()):04x}", text) + "\n")
 
 
 def _first_line(text: str | None) -> str:
@@ -112,26 +123,22 @@ def print_table(headers: Sequence[str], rows: Sequence[Sequence[str]], out: Text
 
 
 def print_content(blocks: list[Any], out: TextIO) -> None:
-    """Text as it is; everything else as a one-line summary."""
+    """Text as it is (control characters made visible); everything else as a one-line summary."""
     for block in blocks:
-        if isinstance(block, types.TextContent):
-            print(block.text, file=out)
+        res = block.resource if isinstance(block, types.EmbeddedResource) else block
+        if isinstance(res, (types.TextContent, types.TextResourceContents)):
+            text = res.text
         elif isinstance(block, (types.ImageContent, types.AudioContent)):
-            print(f"[{block.type}: {block.mime_type}, {len(block.data)} base64 chars]", file=out)
+            text = f"[{block.type}: {block.mime_type}, {len(block.data)} base64 chars]"
         elif isinstance(block, types.ResourceLink):
-            print(f"[resource link: {block.uri}]", file=out)
+            text = f"[resource link: {block.uri}]"
         elif isinstance(block, types.EmbeddedResource):
-            res = block.resource
-            if isinstance(res, types.TextResourceContents):
-                print(res.text, file=out)
-            else:
-                print(f"[embedded resource: {res.uri}]", file=out)
-        elif isinstance(block, types.TextResourceContents):
-            print(block.text, file=out)
+            text = f"[embedded resource: {res.uri}]"
         elif isinstance(block, types.BlobResourceContents):
-            print(f"[blob {block.uri}: {block.mime_type}, {len(block.blob)} base64 chars]", file=out)
+            text = f"[blob {block.uri}: {block.mime_type}, {len(block.blob)} base64 chars]"
         else:
-            print(json.dumps(wire(block)), file=out)
+            text = json.dumps(wire(block))
+        print(printable(text), file=out)
 
 
 class ProgressBar:

@@ -165,7 +165,8 @@ class Features:
         A result with ``is_error`` is returned, not raised: call
         ``result.raise_for_error()`` to raise :class:`~mcpsync.ToolError`.
         When the tool was listed with an ``outputSchema`` and :mod:`jsonschema`
-        is installed, ``structured_content`` is validated against it.
+        is installed, ``structured_content`` is validated against it, within
+        the call's *timeout* and in bounded work (docs/security.rst).
 
         :param progress: ``fn(progress, total, message)``, run on the dispatcher thread.
         :param reset_timeout_on_progress: progress restarts the *timeout* window.
@@ -224,7 +225,13 @@ class Features:
         result = types.tools.call_tool_result_from_wire(raw)
         tool = self._tools.get(name)
         if tool is not None and tool.output_schema is not None and not result.is_error:
-            check_structured_content(name, tool.output_schema, result.structured_content)
+            # Checking is part of the call: within its timeout (a fresh window after progress
+            # that resets it), and never past max_total_timeout.
+            seconds = self._timeout(timeout)
+            since = time.monotonic() if progress is not None and reset_timeout_on_progress else started
+            ends = [started + t for t in (max_total_timeout,) if t is not None]
+            deadline = min([since + seconds] + ends if seconds is not None else ends, default=None)
+            check_structured_content(name, tool.output_schema, result.structured_content, deadline)
         return result
 
     # -- resources -----------------------------------------------------------

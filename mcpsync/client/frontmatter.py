@@ -12,6 +12,12 @@ Without it a small strict parser reads the common subset, ``key: scalar``
 lines, quoted scalars and one level of nested mappings (``metadata:``), and
 refuses anything else: a frontmatter it cannot read exactly is never treated
 as verified.
+
+The server chooses the file (and its digest), so parsing is bounded: a
+frontmatter over :data:`MAX_FRONTMATTER_CHARS` is refused before it is parsed,
+YAML anchors and aliases are refused (a few hundred bytes of nested aliases
+expand to gigabytes), so are collections nested deeper than
+:data:`MAX_FRONTMATTER_DEPTH` and mapping keys that are not strings.
 """
 
 from __future__ import annotations
@@ -22,7 +28,12 @@ import math
 import re
 from typing import Any
 
-__all__ = ["FrontmatterError", "split", "parse", "same"]
+__all__ = ["FrontmatterError", "split", "parse", "same", "MAX_FRONTMATTER_CHARS", "MAX_FRONTMATTER_DEPTH"]
+
+#: The longest frontmatter parsed (the Agent Skills fields need a few hundred characters).
+MAX_FRONTMATTER_CHARS = 64 * 1024
+#: The deepest nesting of mappings and lists parsed.
+MAX_FRONTMATTER_DEPTH = 16
 
 _NULL = re.compile(r"^(?:~|null|Null|NULL|)$")
 _BOOL = re.compile(r"^(?:true|True|TRUE|false|False|FALSE)$")
@@ -52,6 +63,8 @@ def split(text: str) -> tuple[str, str]:
 
 def parse(yaml_text: str) -> dict[str, Any]:
     """The frontmatter as JSON-compatible data (a mapping at the top)."""
+    if len(yaml_text) > MAX_FRONTMATTER_CHARS:
+        raise FrontmatterError(f"SKILL.md frontmatter is longer than {MAX_FRONTMATTER_CHARS} characters")
     try:
         # Through importlib: PyYAML is optional and its stubs are not a dependency.
         yaml = importlib.import_module("yaml")
@@ -120,13 +133,30 @@ def _core_loader(yaml: Any) -> Any:
         return cached
 
     class CoreLoader(yaml.SafeLoader):  # type: ignore[misc]
-        """SafeLoader with YAML 1.2 core scalars and no duplicate keys."""
+        """SafeLoader with YAML 1.2 core scalars, string keys only, no duplicate keys, no aliases."""
 
         yaml_implicit_resolvers: dict[str, Any] = {}
+        depth = 0
+
+        def compose_node(self, parent: Any, index: Any) -> Any:
+            event = self.peek_event()
+            # Refused at the event, before anything is built: an alias shares its node, and
+            # walking, comparing or printing what shares nodes grows exponentially.
+            if isinstance(event, yaml.AliasEvent) or getattr(event, "anchor", None) is not None:
+                raise FrontmatterError("SKILL.md frontmatter uses YAML anchors or aliases (refused)")
+            if self.depth >= MAX_FRONTMATTER_DEPTH:
+                raise FrontmatterError(f"SKILL.md frontmatter nests deeper than {MAX_FRONTMATTER_DEPTH}")
+            self.depth += 1
+            try:
+                return super().compose_node(parent, index)
+            finally:
+                self.depth -= 1
 
         def construct_mapping(self, node: Any, deep: bool = False) -> dict[Any, Any]:
             keys = [self.construct_object(key, deep=True) for key, _ in node.value]
-            if len(set(map(repr, keys))) != len(keys):
+            if not all(isinstance(key, str) for key in keys):
+                raise FrontmatterError("SKILL.md frontmatter has a key that is not a string")
+            if len(set(keys)) != len(keys):
                 raise FrontmatterError("SKILL.md frontmatter repeats a key")
             mapping: dict[Any, Any] = super().construct_mapping(node, deep=True)
             return mapping

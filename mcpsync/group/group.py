@@ -36,6 +36,7 @@ from mcpsync.group.members import (
     config_members,
     is_config,
     member,
+    separator,
     template_pattern,
 )
 from mcpsync.client.options import DEFAULT, Default, TimeoutArg
@@ -79,7 +80,9 @@ class ClientGroup:
         :meth:`from_config` takes).
     :param prefix: how a server's tool and prompt names are shown; ``{server}``
         and ``{tool}`` are replaced.  Names that still collide get ``_2``, ``_3``...
-    :param allow: globs (on the bare or the prefixed name) of the tools to keep.
+    :param allow: globs of the tools to keep, on the bare or the prefixed name;
+        a glob that contains the prefix's separator (``__`` in the default
+        ``{server}__{tool}``) matches prefixed names only.
     :param deny: globs of tools to leave out; deny wins over allow.
     :param annotations: keep only tools declaring these annotation values,
         e.g. ``{"readOnlyHint": True}``.
@@ -106,6 +109,7 @@ class ClientGroup:
             raise ValueError("prefix must contain {tool}")
         prefix.format(server="s", tool="t")  # a bad template fails here, not at first use
         self._prefix = prefix
+        self._separator = separator(prefix)
         self._filter = ToolFilter(allow, deny, annotations)
         self._timeout = timeout
         self._lock = threading.Lock()
@@ -209,7 +213,9 @@ class ClientGroup:
         routes: dict[str, tuple[Member, str]] = {}
         hidden: set[str] = set()
         for member, tool, prefixed in named:
-            if self._filter.keeps(tool, prefixed) and member.filter.keeps(tool, prefixed):
+            if self._filter.keeps(tool, prefixed, self._separator) and member.filter.keeps(
+                tool, prefixed, self._separator
+            ):
                 tools.append(attrs.evolve(tool, name=prefixed))
                 routes[prefixed] = (member, tool.name)
             else:

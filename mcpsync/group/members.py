@@ -32,6 +32,7 @@ __all__ = [
     "config_members",
     "is_config",
     "member",
+    "separator",
     "template_pattern",
 ]
 
@@ -49,6 +50,10 @@ class ToolFilter:
     A tool is kept when no *allow* is given or one of its globs matches, no
     *deny* glob matches (deny wins), and every key of *annotations* is
     declared with that value (``{"readOnlyHint": True}``; snake_case keys work too).
+    An allow glob that contains the prefix's *separator* (see :func:`separator`)
+    matches the prefixed name only: ``github__*`` keeps the tools of the server
+    ``github``, never a tool that another server named ``github__search``.
+    Deny globs match both names.
     """
 
     def __init__(
@@ -67,17 +72,18 @@ class ToolFilter:
             for key, value in (annotations or {}).items()
         }
 
-    def keeps(self, tool: types.Tool, prefixed: str) -> bool:
+    def keeps(self, tool: types.Tool, prefixed: str, separator: str = "") -> bool:
         """Whether *tool* (listed as *prefixed* by the group) passes this filter."""
 
-        def matches(patterns: Iterable[str]) -> bool:
+        def matches(patterns: Iterable[str], bare: Callable[[str], bool]) -> bool:
             return any(
-                fnmatch.fnmatchcase(tool.name, p) or fnmatch.fnmatchcase(prefixed, p) for p in patterns
+                fnmatch.fnmatchcase(prefixed, p) or (bare(p) and fnmatch.fnmatchcase(tool.name, p))
+                for p in patterns
             )
 
-        if self.deny and matches(self.deny):
+        if self.deny and matches(self.deny, lambda p: True):
             return False
-        if self.allow is not None and not matches(self.allow):
+        if self.allow is not None and not matches(self.allow, lambda p: not separator or separator not in p):
             return False
         if self.annotations:
             declared = types.to_wire(tool.annotations) if tool.annotations is not None else {}
@@ -202,6 +208,15 @@ def config_members(
         )
         for name, entry in entries.items()
     }
+
+
+def separator(prefix: str) -> str:
+    """The literal text between ``{server}`` and ``{tool}`` of a prefix template (``"__"``).
+
+    ``""`` when the template has no ``{server}`` or nothing between the two.
+    """
+    found = re.search(r"\{server\}(.*?)\{tool\}|\{tool\}(.*?)\{server\}", prefix)
+    return "" if found is None else found.group(1) or found.group(2) or ""
 
 
 def template_pattern(template: str) -> re.Pattern[str]:

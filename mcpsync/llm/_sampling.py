@@ -7,19 +7,27 @@
     client = mcpsync.Client.stdio(cmd, sampling_handler=handler)
 
 The request's messages (text, images, and the 2025-11-25 tool use and tool
-results), system prompt, token limit, temperature, stop sequences, tools and
-tool choice go to the provider; its answer comes back as a
+results), token limit, temperature, stop sequences, tools and tool choice go to
+the provider; its answer comes back as a
 :class:`~mcpsync.types.CreateMessageResult`.
+
+The server writes that request, so the handlers put the user's limits on it
+first: ``approve`` sees (and may replace or refuse) every request, ``maxTokens``
+is clamped to ``max_tokens``, and the server's system prompt is dropped unless
+``system_prompt`` says otherwise (it would speak to your model with your
+application's authority).
 """
 
 from __future__ import annotations
 
 import json
 from collections.abc import Callable
-from typing import Any
+from typing import Any, Union
+
+import attrs
 
 from mcpsync import types
-from mcpsync.exceptions import ProviderResponseError
+from mcpsync.exceptions import ProviderResponseError, ServerError
 from mcpsync.llm._calls import field
 from mcpsync.llm._names import ANTHROPIC_LIMIT, OPENAI_LIMIT, NameMap
 from mcpsync.llm._results import IMAGE_TYPES, Image, Outcome, anthropic_results, chat_results, outcome
@@ -28,6 +36,12 @@ from mcpsync.llm._schema import anthropic_tool, openai_tool
 __all__ = ["anthropic_sampling_handler", "openai_sampling_handler"]
 
 Handler = Callable[[types.CreateMessageRequestParams], types.CreateMessageResult]
+#: ``approve(request)``: ``True`` to send it, a request to send instead, ``False`` to refuse.
+Approve = Callable[[types.CreateMessageRequestParams], Union[bool, types.CreateMessageRequestParams]]
+#: ``"drop"``, ``"keep"``, or ``fn(server_prompt) -> prompt or None``.
+SystemPolicy = Union[str, Callable[[str], Union[str, None]]]
+#: The default cap on the tokens a server may ask for.
+MAX_TOKENS = 4096
 
 _CHAT_STOP = {
     "stop": "endTurn",
@@ -42,6 +56,29 @@ _ANTHROPIC_STOP = {
     "tool_use": "toolUse",
 }
 _ANTHROPIC_CHOICE = {"auto": {"type": "auto"}, "required": {"type": "any"}, "none": {"type": "none"}}
+
+
+def _limits(
+    approve: Approve | None, max_tokens: int, system_prompt: SystemPolicy
+) -> Callable[[types.CreateMessageRequestParams], types.CreateMessageRequestParams]:
+    """The user's limits on a server's request: approval, token cap, system prompt policy."""
+    if not callable(system_prompt) and system_prompt not in ("drop", "keep"):
+        raise ValueError(f"system_prompt must be 'drop', 'keep' or a callable, not {system_prompt!r}")
+    if max_tokens < 1:
+        raise ValueError("max_tokens must be at least 1")
+
+    def limited(params: types.CreateMessageRequestParams) -> types.CreateMessageRequestParams:
+        verdict = True if approve is None else approve(params)
+        if isinstance(verdict, types.CreateMessageRequestParams):
+            params = verdict
+        elif verdict is not True:
+            raise ServerError(-1, "User rejected sampling request")  # the spec's code and text
+        system = params.system_prompt or None
+        if system is not None and system_prompt != "keep":
+            system = system_prompt(system) if callable(system_prompt) else None
+        return attrs.evolve(params, max_tokens=min(params.max_tokens, max_tokens), system_prompt=system or None)
+
+    return limited
 
 
 def _blocks(message: types.SamplingMessage) -> list[Any]:
@@ -80,16 +117,35 @@ def _tool_input(name: str, raw: Any) -> dict[str, Any]:
 # -- OpenAI Chat Completions ------------------------------------------------
 
 
-def openai_sampling_handler(client: Any, *, model: str, **create_options: Any) -> Handler:
+def openai_sampling_handler(
+    client: Any,
+    *,
+    model: str,
+    approve: Approve | None = None,
+    max_tokens: int = MAX_TOKENS,
+    system_prompt: SystemPolicy = "drop",
+    **create_options: Any,
+) -> Handler:
     """A ``sampling_handler`` calling ``client.chat.completions.create`` (an ``openai.OpenAI``).
 
     :param model: the model to use.
+    :param approve: ``approve(request)`` before anything is sent: ``True`` sends
+        it, a :class:`~mcpsync.types.CreateMessageRequestParams` is sent instead
+        (edited), anything else refuses it (the server gets error ``-1``, "User
+        rejected sampling request").  Runs on a handler thread and may block (ask the user).
+    :param max_tokens: the most tokens a server may ask for (its ``maxTokens``
+        is clamped to this).
+    :param system_prompt: what becomes of the server's system prompt:
+        ``"drop"`` (the default), ``"keep"``, or a function of it returning
+        the prompt to send (``None``: none).
     :param create_options: more arguments for ``create`` (``top_p``, ``timeout``, ...).
     :raises ProviderResponseError: (from the handler) an answer it cannot read;
         the server then gets an error.
     """
+    limited = _limits(approve, max_tokens, system_prompt)
 
     def handler(params: types.CreateMessageRequestParams) -> types.CreateMessageResult:
+        params = limited(params)
         names = NameMap([t.name for t in params.tools or []], OPENAI_LIMIT)
         kwargs: dict[str, Any] = {
             "model": model,
@@ -183,15 +239,28 @@ def _chat_answer(response: Any, names: NameMap, model: str) -> types.CreateMessa
 # -- Anthropic Messages -----------------------------------------------------
 
 
-def anthropic_sampling_handler(client: Any, *, model: str, **create_options: Any) -> Handler:
+def anthropic_sampling_handler(
+    client: Any,
+    *,
+    model: str,
+    approve: Approve | None = None,
+    max_tokens: int = MAX_TOKENS,
+    system_prompt: SystemPolicy = "drop",
+    **create_options: Any,
+) -> Handler:
     """A ``sampling_handler`` calling ``client.messages.create`` (an ``anthropic.Anthropic``).
 
     :param model: the model to use.
+    :param approve: as for :func:`openai_sampling_handler`.
+    :param max_tokens: as for :func:`openai_sampling_handler`.
+    :param system_prompt: as for :func:`openai_sampling_handler`.
     :param create_options: more arguments for ``create`` (``top_k``, ``timeout``, ...).
     :raises ProviderResponseError: (from the handler) an answer it cannot read.
     """
+    limited = _limits(approve, max_tokens, system_prompt)
 
     def handler(params: types.CreateMessageRequestParams) -> types.CreateMessageResult:
+        params = limited(params)
         names = NameMap([t.name for t in params.tools or []], ANTHROPIC_LIMIT)
         kwargs: dict[str, Any] = {
             "model": model,

@@ -135,9 +135,10 @@ class SkillsServer:
         return "skill://" + path.relative_to(self.root).as_posix()
 
     def entry(self, directory: Path) -> dict[str, Any]:
-        text = (directory / "SKILL.md").read_text(encoding="utf-8")
-        frontmatter = yaml.safe_load(text.split("---\n")[1])
         uri = self.uri(directory / "SKILL.md")
+        # A hostile server's entry need not come from its file (entry_overrides).
+        frontmatter = self.entry_overrides.get(uri, {}).get("frontmatter") or yaml.safe_load(
+            (directory / "SKILL.md").read_text(encoding="utf-8").split("---\n")[1])
         files = sorted(p for p in directory.rglob("*") if p.is_file())
         resources: Any = [{"uri": self.uri(p), "digest": digest(p.read_bytes()), "size": p.stat().st_size}
                           for p in files]

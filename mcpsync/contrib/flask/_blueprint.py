@@ -2,7 +2,9 @@
 
 The same three routes as the Django views: ``GET connect/<server>?next=``,
 ``GET callback/<server>`` (``state`` and ``iss`` checked; a forged, replayed
-or stale callback is a 400), ``POST disconnect/<server>``.
+or stale callback is a 400), ``POST disconnect/<server>``.  Every request
+other than GET, HEAD and OPTIONS must carry the session's CSRF token
+(:mod:`._csrf`; templates get it as ``mcp_csrf_token()``).
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from ...auth import OAuth
 from ...exceptions import McpError
 from .._servers import ServerSpec
 from .._useroauth import finish_login, is_safe_next
+from ._csrf import check_csrf, csrf_token
 
 __all__ = ["blueprint", "EXTENSION_KEY", "NEXT_KEY"]
 
@@ -27,6 +30,14 @@ EXTENSION_KEY = "mcp.ext"
 NEXT_KEY = "mcpsync.next"
 
 blueprint = flask.Blueprint("mcpsync", __name__)
+blueprint.add_app_template_global(csrf_token, "mcp_csrf_token")
+
+
+@blueprint.before_request
+def _csrf() -> None:
+    """A cross-site form must not change anything: state-changing requests carry the token."""
+    if flask.request.method not in ("GET", "HEAD", "OPTIONS"):
+        check_csrf()
 
 
 @runtime_checkable
