@@ -18,7 +18,9 @@ import weakref
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from mcpsync import _fork
 from mcpsync.exceptions import ServerStartError
+from mcpsync.transports.stdio import reaper
 
 __all__ = [
     "build_environment",
@@ -125,7 +127,7 @@ def spawn(argv: list[str], env: dict[str, str], cwd: Any) -> subprocess.Popen[by
     else:
         kwargs["start_new_session"] = True  # our own group: killpg reaches the whole tree
     try:
-        return subprocess.Popen(
+        proc = subprocess.Popen(
             argv,
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
@@ -141,6 +143,8 @@ def spawn(argv: list[str], env: dict[str, str], cwd: Any) -> subprocess.Popen[by
         where = getattr(exc, "filename", None)
         detail = f" ({where})" if where and where != argv[0] else ""
         raise ServerStartError(f"cannot start MCP server {argv[0]!r}: {reason}{detail}") from exc
+    reaper.watch(proc.pid)  # its group dies with this process, however this process dies
+    return proc
 
 
 _exit_owners: weakref.WeakSet[Any] = weakref.WeakSet()
@@ -161,6 +165,16 @@ def close_at_exit(owner: Any) -> None:
         if not _exit_hook:
             atexit.register(_close_all_at_exit)
             _exit_hook = True
+
+
+def _after_fork_in_child() -> None:
+    # The parent's servers are not ours to stop at exit; its lock may have been held at the fork.
+    global _exit_lock
+    _exit_lock = threading.Lock()
+    _exit_owners.clear()
+
+
+_fork.on_fork(_after_fork_in_child)
 
 
 def _close_all_at_exit() -> None:
@@ -241,11 +255,14 @@ def stop_process_tree(
         if not _wait_exit(proc, terminate_grace):
             send(getattr(signal, "SIGKILL", signal.SIGTERM), "KILL")
             _wait_exit(proc, 5.0)
-    if pgid is None or _WINDOWS or not group_exists(pgid):
+    if pgid is None or _WINDOWS:
         return
-    if signal_group(pgid, signal.SIGTERM) and on_signal is not None:
-        on_signal("TERM-group")
-    if not _wait_group_gone(pgid, terminate_grace):
-        if signal_group(pgid, signal.SIGKILL) and on_signal is not None:
-            on_signal("KILL-group")
-        _wait_group_gone(pgid, 2.0)
+    if group_exists(pgid):
+        if signal_group(pgid, signal.SIGTERM) and on_signal is not None:
+            on_signal("TERM-group")
+        if not _wait_group_gone(pgid, terminate_grace):
+            if signal_group(pgid, signal.SIGKILL) and on_signal is not None:
+                on_signal("KILL-group")
+            _wait_group_gone(pgid, 2.0)
+    if not group_exists(pgid):
+        reaper.unwatch(pgid)
