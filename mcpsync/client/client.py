@@ -141,6 +141,7 @@ class Client(TaskFeatures, Skills):
         self._connecting: Connection | None = None
         #: Connections whose connect failed, still being stopped on a thread of their own.
         self._discarded: list[Connection] = []
+        self._closer: threading.Thread | None = None  # a close() started from a signal handler
         #: (pid, thread ident) of the thread running the handshake: thread idents are
         #: reused, and a forked child may get the ident of a parent thread that was connecting.
         self._connect_owner: tuple[int, int] | None = None
@@ -418,21 +419,30 @@ class Client(TaskFeatures, Skills):
         Called on a thread that is itself inside a call (a signal handler that
         interrupted it, an interceptor), it only starts the close on a thread of its
         own and returns: the interrupted frame may hold the locks a close needs.
+        A later ``close()`` elsewhere waits for that thread.
         """
+        deferred = in_call()
         with self._state_lock:
-            if self._closed:
+            closer = self._closer
+            if not self._closed:
+                self._closed = True
+                conns = [c for c in (self._conn, self._connecting, *self._discarded) if c is not None]
+                self._conn, self._discarded = None, []
+                transport, self._transport = self._transport, None
+                if deferred:
+                    self._closer = closer = threading.Thread(
+                        target=self._close_all, args=(conns, transport), name="mcpsync-close", daemon=True)
+            elif closer is not None and closer is not threading.current_thread() and not deferred:
+                closer.join()  # a close a signal handler started: it is bounded
                 return
-            self._closed = True
-            conns = [c for c in (self._conn, self._connecting, *self._discarded) if c is not None]
-            self._conn, self._discarded = None, []
-            transport, self._transport = self._transport, None
-        if in_call():
+            else:
+                return
+        if closer is not None:
             try:
-                threading.Thread(target=self._close_all, args=(conns, transport), name="mcpsync-close",
-                                 daemon=True).start()
+                closer.start()
                 return
             except RuntimeError:  # no new threads (interpreter exiting): close here
-                pass
+                self._closer = None
         self._close_all(conns, transport)
 
     def _close_all(self, conns: list[Connection], transport: Transport | None) -> None:
