@@ -54,10 +54,22 @@ def test_close_returns_when_every_thread_of_the_connection_is_gone() -> None:
     ``mcpsync-stderr`` thread included when it drained the last connection (issue 23, item 4:
     a snapshot taken right after close() once caught it winding down)."""
     before = mcpsync_thread_names()  # a client another test keeps open, if any
-    for cycle in range(100):
-        with mcpsync.Client.stdio([sys.executable, str(ECHO_SERVER)], mode="legacy") as client:
-            client.ping()
-        assert mcpsync_thread_names() == before, f"cycle {cycle}"
+    stop = threading.Event()
+
+    def burn() -> None:  # competes for the GIL, as a busy process does: a thread winding down waits
+        while not stop.is_set():
+            sum(range(1000))
+
+    burner = threading.Thread(target=burn, name="test-burner", daemon=True)
+    burner.start()
+    try:
+        for cycle in range(100):
+            with mcpsync.Client.stdio([sys.executable, str(ECHO_SERVER)], mode="legacy") as client:
+                client.ping()
+            assert mcpsync_thread_names() == before, f"cycle {cycle}"
+    finally:
+        stop.set()
+        burner.join(5)
 
 
 @pytest.mark.timeout(900 if HEAVY else 120)
