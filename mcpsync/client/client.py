@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 import os
+import sys
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -423,21 +424,19 @@ class Client(TaskFeatures, Skills):
         """
         deferred = in_call()
         with self._state_lock:
+            closed, self._closed = self._closed, True
+            conns = [c for c in (self._conn, self._connecting, *self._discarded) if c is not None]
+            self._conn, self._discarded = None, []
+            transport, self._transport = self._transport, None
+            if deferred and not closed:
+                self._closer = threading.Thread(target=self._close_all, args=(conns, transport),
+                                                name="mcpsync-close", daemon=True)
             closer = self._closer
-            if not self._closed:
-                self._closed = True
-                conns = [c for c in (self._conn, self._connecting, *self._discarded) if c is not None]
-                self._conn, self._discarded = None, []
-                transport, self._transport = self._transport, None
-                if deferred:
-                    self._closer = closer = threading.Thread(
-                        target=self._close_all, args=(conns, transport), name="mcpsync-close", daemon=True)
-            elif closer is not None and closer is not threading.current_thread() and not deferred:
-                closer.join()  # a close a signal handler started: it is bounded
-                return
-            else:
-                return
-        if closer is not None:
+        if closed:  # wait for a close a signal handler started (it is bounded); not at finalization
+            if closer and closer is not threading.current_thread() and not (deferred or sys.is_finalizing()):
+                closer.join()
+            return
+        if deferred and closer is not None:
             try:
                 closer.start()
                 return

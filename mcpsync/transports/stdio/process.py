@@ -12,13 +12,11 @@ import os
 import signal
 import subprocess
 import sys
-import threading
 import time
 import weakref
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from mcpsync import _fork
 from mcpsync.exceptions import ServerStartError
 from mcpsync.transports.stdio import reaper
 
@@ -148,7 +146,6 @@ def spawn(argv: list[str], env: dict[str, str], cwd: Any) -> subprocess.Popen[by
 
 
 _exit_owners: weakref.WeakSet[Any] = weakref.WeakSet()
-_exit_lock = threading.Lock()
 _exit_hook = False
 
 
@@ -157,24 +154,14 @@ def close_at_exit(owner: Any) -> None:
 
     Reader threads are daemons and simply vanish at exit, so a server that does
     not exit on stdin EOF would be orphaned.  Registered on first use, never at
-    import.
+    import; no lock (a forked child could inherit it held): two threads racing
+    here register the hook twice, and the second run finds nothing left to close.
     """
     global _exit_hook
-    with _exit_lock:
-        _exit_owners.add(owner)
-        if not _exit_hook:
-            atexit.register(_close_all_at_exit)
-            _exit_hook = True
-
-
-def _after_fork_in_child() -> None:
-    # The parent's servers are not ours to stop at exit; its lock may have been held at the fork.
-    global _exit_lock
-    _exit_lock = threading.Lock()
-    _exit_owners.clear()
-
-
-_fork.on_fork(_after_fork_in_child)
+    _exit_owners.add(owner)
+    if not _exit_hook:
+        _exit_hook = True
+        atexit.register(_close_all_at_exit)
 
 
 def _close_all_at_exit() -> None:

@@ -40,25 +40,14 @@ __all__ = ["unwatch", "watch"]
 
 _log = logging.getLogger("mcpsync.transports.stdio.transport")
 
-# The background list's stdin is redirected explicitly: without it, a non-interactive
-# shell would give it /dev/null.  Lines are "+ PGID" or "- PGID", digits only (ours).
-_SCRIPT = r"""
-exec 3<&0
-(
-  trap '' HUP INT TERM
-  groups=
-  while read -r op pg; do
-    case $op in
-      +) groups="$groups $pg" ;;
-      -) kept=; for g in $groups; do [ "$g" = "$pg" ] || kept="$kept $g"; done; groups=$kept ;;
-    esac
-  done
-  [ -n "$groups" ] || exit 0
-  for g in $groups; do kill -s TERM -- "-$g"; done
-  sleep 1
-  for g in $groups; do kill -s KILL -- "-$g"; done
-) <&3 >/dev/null 2>&1 &
-"""
+# The background list's stdin is redirected explicitly: without that, a non-interactive
+# shell gives it /dev/null.  Lines are "+ PGID" or "- PGID" (ours: digits only).  At EOF:
+# SIGTERM to every group left, SIGKILL a second later.
+_SCRIPT = r"""exec 3<&0; ( trap '' HUP INT TERM; gs=
+while read -r op pg; do if [ "$op" = + ]; then gs="$gs $pg"; else
+  k=; for g in $gs; do [ "$g" = "$pg" ] || k="$k $g"; done; gs=$k; fi; done
+[ -n "$gs" ] || exit 0; for g in $gs; do kill -s TERM -- "-$g"; done; sleep 1
+for g in $gs; do kill -s KILL -- "-$g"; done ) <&3 >/dev/null 2>&1 &"""
 _FLAGS = getattr(socket, "MSG_NOSIGNAL", 0)
 
 _lock = threading.Lock()
@@ -83,21 +72,20 @@ def unwatch(pgid: int) -> None:
 
 
 def _send(line: bytes) -> None:
-    """Holding ``_lock``: tell the reaper, starting (or replacing) it when needed."""
+    """Holding ``_lock``: tell the reaper, starting it first (again, if it died) when needed."""
     global _sock
-    if _sock is not None:
+    for _ in range(2):
+        if _sock is None:
+            _sock = _start()
+            line = b"".join(b"+ %d\n" % group for group in _groups)  # all of them, to a new one
+        if _sock is None:
+            return
         try:
             _sock.sendall(line, _FLAGS)
             return
         except OSError:  # the reaper died (someone killed it): replace it
             _sock.close()
             _sock = None
-    _sock = _start()
-    if _sock is not None and _groups:
-        try:
-            _sock.sendall(b"".join(b"+ %d\n" % group for group in _groups), _FLAGS)
-        except OSError:
-            _log.warning("the stdio server reaper died at once; servers may outlive this process")
 
 
 def _start() -> socket.socket | None:

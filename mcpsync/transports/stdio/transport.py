@@ -19,6 +19,7 @@ Example::
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import logging
 import os
@@ -290,31 +291,17 @@ class StdioTransport(StdoutReading, Transport):
         its data twice.  Nothing is signalled or written.  In the owning process
         this does nothing.
         """
-        if self._owner_pid is None or os.getpid() == self._owner_pid:
+        proc = self._proc
+        if proc is None or os.getpid() == self._owner_pid:
             return
         self._forked_closed = True
-        proc = self._proc
-        if proc is None:
-            return
+        null = os.open(os.devnull, os.O_RDWR)
         try:
-            null: int | None = os.open(os.devnull, os.O_RDWR)
-        except OSError:
-            null = None
-        try:
-            for stream in (proc.stdin, proc.stdout, proc.stderr):
-                if stream is None:
-                    continue
-                try:
-                    fd = stream.fileno()
-                    if null is not None:
-                        os.dup2(null, fd)
-                    else:
-                        os.close(fd)
-                except (OSError, ValueError):  # already closed: nothing to release
-                    pass
+            for stream in filter(None, (proc.stdin, proc.stdout, proc.stderr)):
+                with contextlib.suppress(OSError, ValueError):  # already closed: nothing to release
+                    os.dup2(null, stream.fileno())
         finally:
-            if null is not None:
-                os.close(null)
+            os.close(null)
 
     #: Called in every forked child (:mod:`mcpsync._fork`), whether or not it uses the client.
     after_fork_in_child = forget
