@@ -58,6 +58,8 @@ _unavailable = sys.platform == "win32"
 
 def watch(pgid: int) -> None:
     """Have the reaper kill process group *pgid* if this process dies first."""
+    if _unavailable:  # Windows, or no /bin/sh: nothing to tell
+        return
     with _lock:
         _groups.add(pgid)
         _send(b"+ %d\n" % pgid)
