@@ -44,11 +44,42 @@ def all_threads() -> list[str]:
     return sorted(t.name for t in threading.enumerate())
 
 
+def mcpsync_thread_names() -> list[str]:
+    return [name for name in all_threads() if name.startswith("mcpsync-")]
+
+
+@pytest.mark.timeout(120)
+def test_close_returns_when_every_thread_of_the_connection_is_gone() -> None:
+    """Closed means gone: close() returns after the connection's threads ended, the shared
+    ``mcpsync-stderr`` thread included when it drained the last connection (issue 23, item 4:
+    a snapshot taken right after close() once caught it winding down)."""
+    before = mcpsync_thread_names()  # a client another test keeps open, if any
+    stop = threading.Event()
+
+    def burn() -> None:  # competes for the GIL, as a busy process does: a thread winding down waits
+        while not stop.is_set():
+            sum(range(1000))
+
+    burner = threading.Thread(target=burn, name="test-burner", daemon=True)
+    burner.start()
+    try:
+        for cycle in range(100):
+            with mcpsync.Client.stdio([sys.executable, str(ECHO_SERVER)], mode="legacy") as client:
+                client.ping()
+            assert mcpsync_thread_names() == before, f"cycle {cycle}"
+    finally:
+        stop.set()
+        burner.join(5)
+
+
 @pytest.mark.timeout(900 if HEAVY else 120)
 def test_open_close_cycles_leak_no_process_thread_or_fd() -> None:
-    # One warm-up cycle: lazily created module state (loggers, codecs) is not a leak.
+    # One warm-up cycle: lazily created module state (loggers, codecs, the server reaper's
+    # socket) is not a leak.  Its threads are gone when close() returns, so the baseline is exact.
+    before = mcpsync_thread_names()
     with mcpsync.Client.stdio([sys.executable, str(ECHO_SERVER)], mode="legacy") as client:
         client.ping()
+    assert mcpsync_thread_names() == before
     threads, children, fds = all_threads(), child_pids(), fd_count()
     for cycle in range(CYCLES):
         client = mcpsync.Client.stdio([sys.executable, str(ECHO_SERVER)], mode="legacy")

@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import logging
 import os
+import sys
 import threading
 import time
-import weakref
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from mcpsync import types
+from mcpsync import _fork, types
 from mcpsync._version import __version__
 from mcpsync.client.cache import ResultCache
 from mcpsync.client.connection import Connection, Listeners
@@ -29,7 +29,7 @@ from mcpsync.exceptions import (
     McpError,
     RequestTimeout,
 )
-from mcpsync.rpc.session import ProgressCallback
+from mcpsync.rpc.session import ProgressCallback, in_call
 from mcpsync.transports.base import Transport
 
 if TYPE_CHECKING:
@@ -41,21 +41,6 @@ log = logging.getLogger(__name__)
 
 #: How often a thread waiting for another thread's connect looks at close() and its deadline.
 _CONNECT_POLL = 0.1
-
-#: Every Client alive, for the fork handler below.
-_LIVE: weakref.WeakSet[Client] = weakref.WeakSet()
-
-
-def _after_fork_in_child() -> None:
-    # A parent thread may have held a client's locks at fork(), in the middle of a
-    # connect: no thread of the child will ever release them.
-    for client in list(_LIVE):
-        client._fresh_locks()
-
-
-if hasattr(os, "register_at_fork"):
-    os.register_at_fork(after_in_child=_after_fork_in_child)
-
 
 
 class Client(TaskFeatures, Skills):
@@ -151,9 +136,13 @@ class Client(TaskFeatures, Skills):
         self._factory = _transport_factory
         self._listeners = Listeners()
         self._connect_lock = threading.Lock()
-        self._state_lock = threading.Lock()
+        # Reentrant: close() from a signal handler may interrupt this thread holding it.
+        self._state_lock = threading.RLock()
         self._conn: Connection | None = None
         self._connecting: Connection | None = None
+        #: Connections whose connect failed, still being stopped on a thread of their own.
+        self._discarded: list[Connection] = []
+        self._closer: threading.Thread | None = None  # a close() started from a signal handler
         #: (pid, thread ident) of the thread running the handshake: thread idents are
         #: reused, and a forked child may get the ident of a parent thread that was connecting.
         self._connect_owner: tuple[int, int] | None = None
@@ -164,20 +153,23 @@ class Client(TaskFeatures, Skills):
         self._background_lock = threading.Lock()
         self._listeners.on_change = self._sync_background
         self._task_waiters = TaskWaiters()
-        _LIVE.add(self)
+        _fork.join(self)
 
-    def _fresh_locks(self) -> None:
+    def after_fork_in_child(self) -> None:
         """In a forked child: new locks, and no connect in progress (it was the parent's).
+
+        Called by :mod:`mcpsync._fork`: a parent thread may have held these locks at the fork,
+        in the middle of a connect, and no thread of the child would ever release them.
 
         The first connect in the child also clears the cache and reads the listeners, whose
         locks the parent's reader and dispatcher threads take all the time.
         """
         self._connect_lock = threading.Lock()
-        self._state_lock = threading.Lock()
+        self._state_lock = threading.RLock()
         self._background_lock = threading.Lock()
         self._cache.after_fork()
         self._listeners.after_fork()
-        self._connecting = None
+        self._connecting, self._discarded = None, []
 
     @classmethod
     def stdio(
@@ -379,6 +371,10 @@ class Client(TaskFeatures, Skills):
         self._connect_owner = (os.getpid(), threading.get_ident())
         try:
             conn.open(timeout)
+        except BaseException:
+            with self._state_lock:  # close() waits for their servers to be gone
+                self._discarded = [c for c in (*self._discarded, conn) if c.closing_in_background]
+            raise
         finally:
             self._connect_owner = None
             with self._state_lock:
@@ -418,14 +414,37 @@ class Client(TaskFeatures, Skills):
         return transport
 
     def close(self) -> None:
-        """Close the connection; idempotent, callable from any thread, bounded in time."""
+        """Close the connection; idempotent, callable from any thread, bounded in time.
+
+        On return every server this client started (a failed connect's too) is gone.
+        Called on a thread that is itself inside a call (a signal handler that
+        interrupted it, an interceptor), it only starts the close on a thread of its
+        own and returns: the interrupted frame may hold the locks a close needs.
+        A later ``close()`` elsewhere waits for that thread.
+        """
+        deferred = in_call()
         with self._state_lock:
-            if self._closed:
-                return
-            self._closed = True
-            conns = [c for c in (self._conn, self._connecting) if c is not None]
-            self._conn = None
+            closed, self._closed = self._closed, True
+            conns = [c for c in (self._conn, self._connecting, *self._discarded) if c is not None]
+            self._conn, self._discarded = None, []
             transport, self._transport = self._transport, None
+            if deferred and not closed:
+                self._closer = threading.Thread(target=self._close_all, args=(conns, transport),
+                                                name="mcpsync-close", daemon=True)
+            closer = self._closer
+        if closed:  # wait for a close a signal handler started (it is bounded); not at finalization
+            if closer and closer is not threading.current_thread() and not (deferred or sys.is_finalizing()):
+                closer.join()
+            return
+        if deferred and closer is not None:
+            try:
+                closer.start()
+                return
+            except RuntimeError:  # no new threads (interpreter exiting): close here
+                self._closer = None
+        self._close_all(conns, transport)
+
+    def _close_all(self, conns: list[Connection], transport: Transport | None) -> None:
         self._task_waiters.wake_all()
         for conn in conns:
             if conn.pid == os.getpid():

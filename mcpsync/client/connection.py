@@ -184,6 +184,7 @@ class Connection:
         #: Bumped when a re-probe replaced the era (under :attr:`reprobe_lock`).
         self.era_generation = 0
         self.reprobe_lock = threading.RLock()  # the re-probe itself goes through the policies
+        self._closer: threading.Thread | None = None
 
     # -- lifecycle -----------------------------------------------------------
 
@@ -253,9 +254,16 @@ class Connection:
         """Fail pending calls now and finish :meth:`close` on a short-lived thread (it is bounded)."""
         self.session.fail_all(ClientClosed("client closed"))
         try:
-            threading.Thread(target=self.close, name="mcpsync-close", daemon=True).start()
+            self._closer = threading.Thread(target=self.close, name="mcpsync-close", daemon=True)
+            self._closer.start()
         except RuntimeError:  # no new threads (interpreter exiting): close here
+            self._closer = None
             self.close()
+
+    @property
+    def closing_in_background(self) -> bool:
+        """Whether :meth:`close_soon`'s thread is still stopping the transport."""
+        return self._closer is not None and self._closer.is_alive()
 
     def abandon(self) -> None:
         """Forget this connection in a forked child without touching the parent's resources."""

@@ -121,9 +121,10 @@ class Features:
         for _ in range(_MAX_PAGES):
             raw = self._cache.get(method, cursor) if cache else None
             if raw is None:
+                generation = self._cache.generation
                 raw = self.request(method, {"cursor": cursor} if cursor is not None else None,
                                    timeout=self._left(deadline))
-                self._cache.put(method, cursor, raw)
+                self._cache.put(method, cursor, raw, generation)
             page = types.from_wire(cls, raw)
             items.extend(getattr(page, key))
             cursor = page.next_cursor
@@ -262,8 +263,9 @@ class Features:
         left = self._require("resources", "resources/read", timeout)
         raw = self._cache.get("resources/read", uri) if cache else None
         if raw is None:
+            generation = self._cache.generation
             raw = self._request_until_complete("resources/read", {"uri": uri}, timeout=left)
-            self._cache.put("resources/read", uri, raw)
+            self._cache.put("resources/read", uri, raw, generation)
         return types.from_wire(types.ReadResourceResult, raw)
 
     def subscribe_resource(self, uri: str, *, timeout: TimeoutArg = DEFAULT) -> None:

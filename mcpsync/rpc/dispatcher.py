@@ -12,6 +12,7 @@ from __future__ import annotations
 import itertools
 import logging
 import queue
+import sys
 import threading
 import time
 from typing import Any, Callable
@@ -137,5 +138,6 @@ class Dispatcher:
         deadline = time.monotonic() + timeout
         current = threading.current_thread()
         for thread in threads:
-            if thread is not current:
+            # A join during interpreter finalization raises on Python 3.14: skip it then.
+            if thread is not current and not sys.is_finalizing():
                 thread.join(max(0.0, deadline - time.monotonic()))

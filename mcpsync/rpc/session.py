@@ -33,7 +33,7 @@ from mcpsync.exceptions import (
     excerpt,
 )
 
-__all__ = ["PendingRequest", "Reply", "Session", "normalize_id"]
+__all__ = ["PendingRequest", "Reply", "Session", "in_call", "normalize_id"]
 
 log = logging.getLogger(__name__)
 
@@ -52,6 +52,22 @@ CallerReader = Callable[[Callable[[], bool], "float | None", Callable[[], int]],
 ProgressSink = Callable[["PendingRequest", dict[str, Any]], None]
 
 _NEVER_CANCEL = frozenset({"initialize"})
+#: How many sends and waits of any session this thread is inside (see :func:`in_call`).
+_calls = threading.local()
+
+
+def in_call() -> bool:
+    """Whether this thread is inside a send or a wait of a :class:`Session`.
+
+    A signal handler runs on the main thread between two bytecodes of whatever it
+    interrupted, which may hold a session, transport or reply lock.  Code that
+    such a handler may call (``Client.close()``) asks this first, and then only
+    starts its work on another thread instead of waiting for a lock that the
+    interrupted frame holds and cannot release until the handler returns.
+    """
+    return getattr(_calls, "depth", 0) > 0
+
+
 #: Seconds a cancellation may wait for the transport's write (it is best effort).
 _CANCEL_WRITE_BOUND = 0.1
 
@@ -195,6 +211,8 @@ class Session:
             # cannot detach itself: write on a short-lived thread, so the caller returns now.
             self._send_detached(pending, message)
             return pending
+        depth = getattr(_calls, "depth", 0)
+        _calls.depth = depth + 1  # the transport takes its locks now (see in_call)
         try:
             if options:
                 kwargs: dict[str, Any] = {}
@@ -215,11 +233,16 @@ class Session:
             self.settle(pending, exc)
             raise
         except BaseException as exc:
+            if not isinstance(exc, Exception):  # Ctrl-C: the server may have the request
+                self.cancel(pending, "interrupted")
+                raise
             if self.settle(pending, exc):
                 raise
             if pending.reply._done:
                 return pending  # settled meanwhile (cancelled, closed): its outcome is the answer
             raise
+        finally:
+            _calls.depth = depth
         return pending
 
     def _send_detached(self, pending: PendingRequest, message: dict[str, Any]) -> None:
@@ -284,7 +307,25 @@ class Session:
         :param max_total: a hard cap measured from when the request was sent,
             enforced whether or not progress arrives.
         :raises RequestTimeout: after sending ``notifications/cancelled``.
+        :raises KeyboardInterrupt: (or what a signal handler raised) after sending
+            ``notifications/cancelled`` and dropping the request, as a timeout does.
         """
+        depth = getattr(_calls, "depth", 0)
+        _calls.depth = depth + 1
+        try:
+            return self._wait(pending, timeout, reset_on_progress, max_total)
+        except BaseException as exc:
+            if not isinstance(exc, Exception):
+                # Ctrl-C (or a signal handler's SystemExit) while waiting: the server stops the
+                # work, and the entry goes now rather than when a late reply comes.
+                self.cancel(pending, "interrupted")
+            raise
+        finally:
+            _calls.depth = depth
+
+    def _wait(
+        self, pending: PendingRequest, timeout: float | None, reset_on_progress: bool, max_total: float | None
+    ) -> dict[str, Any]:
         reply = pending.reply
         reader = self.caller_reader
         while True:

@@ -20,7 +20,8 @@ Faults are chosen two ways:
   ``{"nested": true}``, ``{"malformed": VARIANT}``, ``{"id_mutation": KIND}``,
   ``{"progress": {"every": S, "count": N}}``, ``{"dribble": true}``,
   ``{"pack": N}``, ``{"final_no_newline": true}``, ``{"getenv": NAME}`` (reply
-  text is the JSON of that environment variable's value or null).
+  text is the JSON of that environment variable's value or null), ``{"block": S}``
+  (stop reading stdin for S seconds, then reply).
 
 Process options: ``--exit-code N``, ``--size N``, ``--sizes N,N,...`` (lines of
 exactly those byte sizes written at start), ``--variant V``, ``--delay S``,
@@ -30,7 +31,8 @@ id, and small params), ``--strict-lines`` (exit 65 on an unparsable line),
 to 127.0.0.1:P and sends ``<role> <pid>\\n``), ``--spawn-tree`` (start a child
 that starts a grandchild; both inherit stdout/stderr and sleep),
 ``--ignore-sigterm``, ``--signal-log PATH`` (append the name of each SIGTERM
-received), ``--stay-after-eof``.
+received), ``--stay-after-eof``, ``--start-delay S`` (read nothing for S seconds
+after starting: a slow start).
 """
 
 from __future__ import annotations
@@ -188,6 +190,8 @@ class Server:
         for key, value in defaults.items():
             args.setdefault(key, value)
         token = ((params.get("_meta") or {}).get("progressToken"))
+        if "block" in args:
+            time.sleep(float(args["block"]))  # on the reading thread: stdin is not read meanwhile
         if "delay" in args or "progress" in args:
             threading.Thread(target=self.slow_reply, args=(rid, args, token), daemon=True).start()
             return
@@ -297,6 +301,7 @@ def main() -> None:
     p.add_argument("--ignore-sigterm", action="store_true")
     p.add_argument("--signal-log")
     p.add_argument("--stay-after-eof", action="store_true")
+    p.add_argument("--start-delay", type=float, default=0.0)
     opts = p.parse_args()
 
     if opts.role != "server":
@@ -315,6 +320,7 @@ def main() -> None:
     liveness(opts.liveness_port, "server")
     if opts.spawn_tree:
         _keep.append(spawn_descendant("child", opts))
+    time.sleep(opts.start_delay)
 
     sc = opts.scenario
     if sc == "exit_immediately":

@@ -82,6 +82,8 @@ class State:
     roots_changed = 0
     dynamic_tools: ClassVar[list[dict[str, Any]]] = []
     list_calls: ClassVar[dict[str, int]] = {}
+    #: ``slow`` calls that ran to the end, and those cancelled (notifications/cancelled).
+    slow: ClassVar[dict[str, int]] = {"done": 0, "cancelled": 0}
     #: Fan-out to the open ``subscriptions/listen`` streams (2026-07-28).
     bus = InMemorySubscriptionBus()
 
@@ -185,9 +187,14 @@ async def tool_media(ctx: Ctx, args: Result) -> Result:
 async def tool_slow(ctx: Ctx, args: Result) -> Result:
     steps = int(args.get("steps", 3))
     delay = float(args.get("delay", 0.05))
-    for step in range(1, steps + 1):
-        await anyio.sleep(delay)
-        await ctx.session.report_progress(step, steps, f"step {step}/{steps}")
+    try:
+        for step in range(1, steps + 1):
+            await anyio.sleep(delay)
+            await ctx.session.report_progress(step, steps, f"step {step}/{steps}")
+    except anyio.get_cancelled_exc_class():
+        State.slow["cancelled"] += 1
+        raise
+    State.slow["done"] += 1
     return _text(f"done after {steps} steps")
 
 
@@ -274,6 +281,7 @@ async def tool_stats(ctx: Ctx, args: Result) -> Result:
         "subscriptions": sorted(State.subscriptions),
         "listCalls": State.list_calls,
         "logLevel": State.log_level,
+        "slow": State.slow,
     }
     return _text("stats", structured=stats)
 

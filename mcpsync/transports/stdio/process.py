@@ -12,13 +12,13 @@ import os
 import signal
 import subprocess
 import sys
-import threading
 import time
 import weakref
 from collections.abc import Callable, Mapping
 from typing import Any
 
 from mcpsync.exceptions import ServerStartError
+from mcpsync.transports.stdio import reaper
 
 __all__ = [
     "build_environment",
@@ -125,7 +125,7 @@ def spawn(argv: list[str], env: dict[str, str], cwd: Any) -> subprocess.Popen[by
     else:
         kwargs["start_new_session"] = True  # our own group: killpg reaches the whole tree
     try:
-        return subprocess.Popen(
+        proc = subprocess.Popen(
             argv,
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
@@ -141,10 +141,11 @@ def spawn(argv: list[str], env: dict[str, str], cwd: Any) -> subprocess.Popen[by
         where = getattr(exc, "filename", None)
         detail = f" ({where})" if where and where != argv[0] else ""
         raise ServerStartError(f"cannot start MCP server {argv[0]!r}: {reason}{detail}") from exc
+    reaper.watch(proc.pid)  # its group dies with this process, however this process dies
+    return proc
 
 
 _exit_owners: weakref.WeakSet[Any] = weakref.WeakSet()
-_exit_lock = threading.Lock()
 _exit_hook = False
 
 
@@ -153,14 +154,14 @@ def close_at_exit(owner: Any) -> None:
 
     Reader threads are daemons and simply vanish at exit, so a server that does
     not exit on stdin EOF would be orphaned.  Registered on first use, never at
-    import.
+    import; no lock (a forked child could inherit it held): two threads racing
+    here register the hook twice, and the second run finds nothing left to close.
     """
     global _exit_hook
-    with _exit_lock:
-        _exit_owners.add(owner)
-        if not _exit_hook:
-            atexit.register(_close_all_at_exit)
-            _exit_hook = True
+    _exit_owners.add(owner)
+    if not _exit_hook:
+        _exit_hook = True
+        atexit.register(_close_all_at_exit)
 
 
 def _close_all_at_exit() -> None:
@@ -241,11 +242,14 @@ def stop_process_tree(
         if not _wait_exit(proc, terminate_grace):
             send(getattr(signal, "SIGKILL", signal.SIGTERM), "KILL")
             _wait_exit(proc, 5.0)
-    if pgid is None or _WINDOWS or not group_exists(pgid):
+    if pgid is None or _WINDOWS:
         return
-    if signal_group(pgid, signal.SIGTERM) and on_signal is not None:
-        on_signal("TERM-group")
-    if not _wait_group_gone(pgid, terminate_grace):
-        if signal_group(pgid, signal.SIGKILL) and on_signal is not None:
-            on_signal("KILL-group")
-        _wait_group_gone(pgid, 2.0)
+    if group_exists(pgid):
+        if signal_group(pgid, signal.SIGTERM) and on_signal is not None:
+            on_signal("TERM-group")
+        if not _wait_group_gone(pgid, terminate_grace):
+            if signal_group(pgid, signal.SIGKILL) and on_signal is not None:
+                on_signal("KILL-group")
+            _wait_group_gone(pgid, 2.0)
+    if not group_exists(pgid):
+        reaper.unwatch(pgid)

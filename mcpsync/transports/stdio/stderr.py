@@ -27,9 +27,11 @@ import os
 import select
 import sys
 import threading
+import time
 from collections.abc import Callable
 from typing import IO, Any, Union
 
+from mcpsync import _fork
 from mcpsync.transports.stdio.pipes import wait_readable
 
 __all__ = ["StderrDrain", "StderrOption"]
@@ -91,6 +93,8 @@ class StderrDrain:
         self._finished = threading.Event()  # ... and the stream is closed
         self._started = False
         self._thread: threading.Thread | None = None
+        #: The shared thread, when this was its last drain: it ends right after finishing us.
+        self._last_of: threading.Thread | None = None
         self._server_log = logging.getLogger("mcpsync.server")
 
     def start(self, name: str) -> None:
@@ -114,12 +118,18 @@ class StderrDrain:
             _shared().wake()
 
     def join(self, timeout: float) -> None:
-        """Wait up to ``timeout`` seconds for the drain to finish."""
-        if self._thread is not None:
-            if self._thread is not threading.current_thread():
-                self._thread.join(timeout)
-        elif self._started:
+        """Wait up to ``timeout`` seconds for the drain to finish.
+
+        When it was the shared thread's last drain, that thread has ended too on
+        return: a closed connection leaves no thread behind, not even one winding down.
+        """
+        end = time.monotonic() + timeout
+        if self._thread is None and self._started:
             self._finished.wait(timeout)
+        thread = self._thread or self._last_of
+        # A join during interpreter finalization raises on Python 3.14: nothing to wait for then.
+        if thread is not None and thread is not threading.current_thread() and not sys.is_finalizing():
+            thread.join(max(0.0, end - time.monotonic()))
 
     def wait_eof(self, timeout: float) -> bool:
         """Wait until the child's stderr reached EOF (so the tail is complete)."""
@@ -287,7 +297,6 @@ class _SharedDrain:
     """The process-wide ``mcpsync-stderr`` thread: polls every registered drain's pipe."""
 
     def __init__(self) -> None:
-        self.pid = os.getpid()
         self._lock = threading.Lock()
         self._adding: list[StderrDrain] = []
         self._drains: dict[int, StderrDrain] = {}  # the thread's own, by fd
@@ -331,6 +340,7 @@ class _SharedDrain:
         poller = select.poll()
         poller.register(self._wake_r, select.POLLIN)
         drains = self._drains
+        finished: list[StderrDrain] = []
         try:
             while True:
                 with self._lock:
@@ -338,10 +348,13 @@ class _SharedDrain:
                         drains[drain._fd] = drain
                         poller.register(drain._fd, _EVENTS)
                     self._adding.clear()
-                    if not drains:
+                    last = not drains
+                    if last:
                         self._thread = None  # the next add starts a new thread
                         self._close_wake()
-                        return
+                self._finish(finished, last)
+                if last:
+                    return
                 # Stopped drains finish after one idle look, as a thread of their own would.
                 stopping = [drain for drain in drains.values() if drain._stop.is_set()]
                 ready = poller.poll(100 if not stopping else 0)
@@ -360,42 +373,52 @@ class _SharedDrain:
                         _log.exception("stderr drain of %s failed", found._label)
                         more = False
                     if not more:
-                        self._remove(poller, found)
+                        self._remove(poller, found, finished)
                 for drain in stopping:
                     if drain._fd not in done and drains.get(drain._fd) is drain:
-                        self._remove(poller, drain)
+                        self._remove(poller, drain, finished)
         except BaseException:  # noqa: BLE001 - never die silently, never leave a drain unfinished
             _log.exception("the shared stderr drain failed")
             with self._lock:
-                leftovers = list(drains.values()) + self._adding
+                finished += list(drains.values()) + self._adding
                 drains.clear()
                 self._adding.clear()
                 self._thread = None
                 self._close_wake()
-            for drain in leftovers:
-                drain._finish()
+            self._finish(finished, True)
 
-    def _remove(self, poller: select.poll, drain: StderrDrain) -> None:
+    def _remove(self, poller: select.poll, drain: StderrDrain, finished: list[StderrDrain]) -> None:
         poller.unregister(drain._fd)
         del self._drains[drain._fd]
-        drain._finish()
+        finished.append(drain)
+
+    @staticmethod
+    def _finish(finished: list[StderrDrain], last: bool) -> None:
+        """Finish drains removed this round; on the last round, their join waits for this thread."""
+        for drain in finished:
+            if last:
+                drain._last_of = threading.current_thread()
+            drain._finish()
+        finished.clear()
 
 
 _shared_drain: _SharedDrain | None = None
 _shared_lock = threading.Lock()
-_lock_pid = os.getpid()
 
 
 def _shared() -> _SharedDrain:
-    """This process's shared drain (a forked child makes its own)."""
-    global _shared_drain, _shared_lock, _lock_pid
-    shared = _shared_drain
-    if shared is not None and shared.pid == os.getpid():
-        return shared
-    if _lock_pid != os.getpid():  # forked: the parent's lock may have been held at the fork
-        _shared_lock, _lock_pid = threading.Lock(), os.getpid()
+    """This process's shared drain, made on first use."""
+    global _shared_drain
     with _shared_lock:
-        shared = _shared_drain
-        if shared is None or shared.pid != os.getpid():
-            shared = _shared_drain = _SharedDrain()
-        return shared
+        if _shared_drain is None:
+            _shared_drain = _SharedDrain()
+        return _shared_drain
+
+
+def _after_fork_in_child() -> None:
+    # The parent's thread does not exist here, and its lock may have been held at the fork.
+    global _shared_drain, _shared_lock
+    _shared_drain, _shared_lock = None, threading.Lock()
+
+
+_fork.on_fork(_after_fork_in_child)

@@ -19,6 +19,7 @@ Example::
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import logging
 import os
@@ -29,6 +30,7 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
+from mcpsync import _fork
 from mcpsync.transports.stdio import process as _procutil
 from mcpsync.exceptions import (
     ClientClosed,
@@ -209,6 +211,7 @@ class StdioTransport(StdoutReading, Transport):
             self._done.set()
             raise
         self._proc, self._owner_pid = proc, os.getpid()
+        _fork.join(self)  # a forked child lets go of the pipes at once (forget)
         writer = FrameWriter(self._closing.is_set, self._frame_failed, f"mcpsync-stdio-writer-{self._n}")
         writer.fd = proc.stdin.fileno() if proc.stdin is not None else -1
         self._writer = writer
@@ -263,11 +266,17 @@ class StdioTransport(StdoutReading, Transport):
             self._done.wait(self._close_grace + 2 * self._terminate_grace + 10.0)
 
     def close_at_exit(self) -> None:
-        """Interpreter exit: :meth:`close` inline with short graces (no new thread)."""
-        if self._owner_pid == os.getpid() and not self._closing.is_set():
-            self._close_grace = min(self._close_grace, 0.5)
-            self._terminate_grace = min(self._terminate_grace, 0.5)
-            self.close()
+        """Interpreter exit: :meth:`close` inline with short graces (no new thread).
+
+        A shutdown already under way on a closer thread (after a connect that failed or
+        was interrupted) is finished here too: exit stops daemon threads wherever they are.
+        """
+        if self._owner_pid != os.getpid() or self._done.is_set():
+            return
+        self._close_grace = min(self._close_grace, 0.5)
+        self._terminate_grace = min(self._terminate_grace, 0.5)
+        if not self._fail(ClientClosed("client closed"), inline=True) and self._proc is not None:
+            self._stop_tree(self._proc, self._close_grace, self._terminate_grace)
 
     def forget(self) -> None:
         """Forked child: let go of our copies of the server's pipes, nothing else.
@@ -282,31 +291,20 @@ class StdioTransport(StdoutReading, Transport):
         its data twice.  Nothing is signalled or written.  In the owning process
         this does nothing.
         """
-        if self._owner_pid is None or os.getpid() == self._owner_pid:
+        proc = self._proc
+        if proc is None or os.getpid() == self._owner_pid:
             return
         self._forked_closed = True
-        proc = self._proc
-        if proc is None:
-            return
+        null = os.open(os.devnull, os.O_RDWR)
         try:
-            null: int | None = os.open(os.devnull, os.O_RDWR)
-        except OSError:
-            null = None
-        try:
-            for stream in (proc.stdin, proc.stdout, proc.stderr):
-                if stream is None:
-                    continue
-                try:
-                    fd = stream.fileno()
-                    if null is not None:
-                        os.dup2(null, fd)
-                    else:
-                        os.close(fd)
-                except (OSError, ValueError):  # already closed: nothing to release
-                    pass
+            for stream in filter(None, (proc.stdin, proc.stdout, proc.stderr)):
+                with contextlib.suppress(OSError, ValueError):  # already closed: nothing to release
+                    os.dup2(null, stream.fileno())
         finally:
-            if null is not None:
-                os.close(null)
+            os.close(null)
+
+    #: Called in every forked child (:mod:`mcpsync._fork`), whether or not it uses the client.
+    after_fork_in_child = forget
 
     def _fail(self, exc: ConnectionClosed, *, inline: bool = False) -> bool:
         """Enter the closing state once: report ``exc`` and start the shutdown.
@@ -343,19 +341,20 @@ class StdioTransport(StdoutReading, Transport):
         try:
             if proc is not None:
                 self._close_stdin()
-                _procutil.stop_process_tree(
-                    proc,
-                    proc.pid,
-                    close_grace=self._close_grace,
-                    terminate_grace=self._terminate_grace,
-                    on_signal=self.signals_sent.append,
-                )
-        except BaseException:
+                self._stop_tree(proc, self._close_grace, self._terminate_grace)
+        except Exception:
             log.exception("stopping %s failed", self.describe())
+        except BaseException:
+            # Ctrl-C while close() waits for the server: the user wants out now, and the
+            # server must not be left running, so its group is killed before this propagates.
+            if proc is not None:
+                self._stop_tree(proc, 0.0, 0.0)
+            raise
         finally:
             self._stop_reader.set()
             me = threading.current_thread()
-            if self._reader is not None and self._reader is not me:
+            # A join during interpreter finalization raises on Python 3.14: skip it then.
+            if self._reader is not None and self._reader is not me and not sys.is_finalizing():
                 self._reader.join(2.0)
             if self._drain is not None:
                 self._drain.stop()
@@ -365,6 +364,10 @@ class StdioTransport(StdoutReading, Transport):
             self._done.set()
             if proc is not None:
                 log.info("MCP server %s stopped (exit code %s)", self.describe(), proc.returncode)
+
+    def _stop_tree(self, proc: subprocess.Popen[bytes], close_grace: float, terminate_grace: float) -> None:
+        _procutil.stop_process_tree(proc, proc.pid, close_grace=close_grace, terminate_grace=terminate_grace,
+                                    on_signal=self.signals_sent.append)
 
     def _close_stdin(self) -> None:
         proc, writer = self._proc, self._writer
@@ -440,6 +443,12 @@ class StdioTransport(StdoutReading, Transport):
             outcome, release = writer.write_holding(frame)
         except OSError as exc:
             failure, outcome = exc, CLOSING
+        except BaseException:
+            # Interrupted mid-write (Ctrl-C): the pipe may hold half a frame, so the
+            # connection cannot go on.
+            self._fail(ConnectionClosed(f"a write to MCP server {self.describe()} was interrupted",
+                                        outcome_unknown=True, stderr_tail=self.stderr_tail))
+            raise
         finally:
             if release:
                 writer.release()

@@ -29,6 +29,7 @@ outcomes into exceptions.  Nothing here starts a thread at import.
 from __future__ import annotations
 
 import os
+import sys
 import threading
 import time
 from collections import deque
@@ -177,7 +178,8 @@ class FrameWriter:
     def join(self, timeout: float) -> None:
         """Wait for the short-lived writer thread, if one runs."""
         helper = self._helper
-        if helper is not None and helper is not threading.current_thread():
+        # A join during interpreter finalization raises on Python 3.14: skip it then.
+        if helper is not None and helper is not threading.current_thread() and not sys.is_finalizing():
             helper.join(timeout)
 
     # -- internals ------------------------------------------------------------
