@@ -19,7 +19,7 @@ from django.http import Http404, HttpRequest, HttpResponse, HttpResponseNotAllow
 from django.middleware.csrf import get_token
 from django.urls import reverse
 from django.views.decorators.clickjacking import xframe_options_exempt
-from django.views.decorators.csrf import csrf_protect
+from django.views.decorators.csrf import csrf_protect, ensure_csrf_cookie
 from django.views.decorators.http import require_GET
 
 from .. import _apps
@@ -48,7 +48,7 @@ def _client(request: HttpRequest, server: str) -> Any:
         raise Http404("no such MCP server")
     if servers.spec(server).oauth is None:
         return contextlib.nullcontext(servers.get_client(server))
-    return client_for_user(request, server)
+    return contextlib.closing(client_for_user(request, server))  # connects in the call, not here
 
 
 def _origins(request: HttpRequest) -> tuple[str, str]:
@@ -57,6 +57,7 @@ def _origins(request: HttpRequest) -> tuple[str, str]:
 
 
 @login_required
+@ensure_csrf_cookie  # the bridge's token must match this cookie (with or without the CSRF middleware)
 @require_GET
 def app(request: HttpRequest, server: str, tool: str) -> HttpResponse:
     """The host page of *tool*'s app; a 404 for a tool without a UI."""

@@ -41,7 +41,7 @@ def _client(server: str) -> Any:
         flask.abort(404)
     if mcp.spec(server).oauth is None:
         return contextlib.nullcontext(mcp.get_client(server))
-    return mcp.client_for_user(server)
+    return contextlib.closing(mcp.client_for_user(server))  # connects in the call, not here
 
 
 def _respond(reply: host.Reply) -> flask.Response:
