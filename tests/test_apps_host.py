@@ -130,7 +130,7 @@ def test_host_page_sandbox_and_bridge(sites: Any) -> None:
     assert config["tool"]["name"] == "dashboard" and config["html"].startswith("<!doctype html>")
     assert config["csp"] == {"connectDomains": ["https://api.example.com"], "resourceDomains": ["https://cdn.example.com"]}
     assert config["permissions"] == {"clipboardWrite": {}}
-    assert "</script>" not in config["html"].replace("</script></body>", "")  # escaped in the page
+    assert "<h1>Dashboard</h1>" in config["html"] and "<h1>Dashboard" not in text  # escaped in the page
 
     # The sandbox: on its own origin only, with the app's CSP, framed by the host page only.
     sandbox_path = src[len(SANDBOX):]

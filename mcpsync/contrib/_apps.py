@@ -17,6 +17,7 @@ Nothing here imports a framework; each reply is a :class:`Reply`.
 
 from __future__ import annotations
 
+import functools
 import html
 import json
 import logging
@@ -53,6 +54,11 @@ class Reply:
     status: int
     body: Any
     headers: dict[str, str] = attrs.field(factory=lambda: dict(_NO_STORE))
+
+
+@functools.cache
+def _asset(name: str) -> str:
+    return (_ASSETS / name).read_text(encoding="utf-8")
 
 
 def origin_of(url: str) -> str:
@@ -126,13 +132,13 @@ def app_page(
         "maxHeight": MAX_HEIGHT,
     }
     title = html.escape(tool.title or tool.name)
-    page = Template((_ASSETS / "host.html").read_text(encoding="utf-8")).substitute(
+    page = Template(_asset("host.html")).substitute(
         title=title,
         src=html.escape(sandbox_url({"csp": csp, "host": host_origin})),
         allow=html.escape("; ".join(_FEATURES[p] for p in sorted(app.permissions))),
         border="border:1px solid #8888;border-radius:8px" if app.prefers_border else "border:0",
         config=_script_json(config),
-        script=(_ASSETS / "host.js").read_text(encoding="utf-8"),
+        script=_asset("host.js"),
     )
     return Reply(200, page)
 
@@ -148,7 +154,7 @@ def sandbox_page(payload: Any) -> Reply:
     """The sandbox proxy for a verified *payload* (``None``: the signature did not check out)."""
     if not isinstance(payload, dict) or not isinstance(payload.get("csp"), str) or not isinstance(payload.get("host"), str):
         return Reply(400, "not a valid sandbox link", {"Content-Type": "text/plain"})
-    page = Template((_ASSETS / "sandbox.html").read_text(encoding="utf-8")).substitute(host=_script_json(payload["host"]))
+    page = Template(_asset("sandbox.html")).substitute(host=_script_json(payload["host"]))
     # Two policies: the app's, and who may frame it.  The inner srcdoc frame inherits both.
     return Reply(200, page, {
         "Content-Security-Policy": f"{payload['csp']}, frame-ancestors {payload['host']}",
