@@ -11,7 +11,6 @@ Two users in turn: nothing of the first reaches the second.  Few tests, one brow
 from __future__ import annotations
 
 import json
-import os
 import shutil
 import socketserver
 import sys
