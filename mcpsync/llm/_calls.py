@@ -17,7 +17,7 @@ import attrs
 
 from mcpsync import types
 from mcpsync.group.threads import budget, deadline_of, remaining, spawn
-from mcpsync.exceptions import McpError, ProviderResponseError, RequestTimeout, ToolNotVisible, UnknownName, excerpt
+from mcpsync.exceptions import McpError, ProviderResponseError, RequestTimeout, UnknownName, excerpt
 from mcpsync.llm._names import ANTHROPIC_LIMIT, OPENAI_LIMIT, NameMap, known_map, name_map
 from mcpsync.llm._results import Outcome, anthropic_results, chat_results, outcome, responses_results
 from mcpsync.llm._schema import for_model
@@ -149,6 +149,7 @@ def run_calls(
     if mapping is None or any(c.name not in mapping.to_mcp for c in calls):
         # Not listed yet (or the tools changed): list once, for the names.
         try:
+            # A tool hidden from the model (MCP Apps) gets no name: a call to it is never sent.
             tools = for_model(source.list_tools(timeout=budget(deadline)))
             mapping = name_map(source, [t.name for t in tools], limit)
         except McpError as exc:
@@ -175,8 +176,7 @@ def run_calls(
 def _call_tool(
     source: Any, name: str, arguments: dict[str, Any], deadline: float | None
 ) -> types.CallToolResult:
-    # caller="model": the client refuses (sends nothing) a tool that is not for the model.
-    result: types.CallToolResult = source.call_tool(name, arguments, timeout=budget(deadline), caller="model")
+    result: types.CallToolResult = source.call_tool(name, arguments, timeout=budget(deadline))
     return result
 
 
@@ -186,7 +186,7 @@ def _settled(call: ToolCall, future: Future[types.CallToolResult], timeout: floa
     exc = future.exception()
     if exc is None:
         return outcome(call.id, call.name, future.result())
-    if isinstance(exc, (UnknownName, ToolNotVisible)):
+    if isinstance(exc, UnknownName):
         return Outcome.error(call.id, call.name, f"there is no tool named {call.name!r}")
     if isinstance(exc, RequestTimeout):
         return Outcome.error(call.id, call.name, "the tool did not finish in time")
