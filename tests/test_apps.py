@@ -223,3 +223,25 @@ def test_llm_never_offers_or_runs_a_tool_hidden_from_the_model(kind: str) -> Non
         assert seen == []  # nothing was sent for the hidden tool
         [ok] = run_tool_calls(source, _openai_call(f"{prefix}model_only", {}))
         assert ok["content"] == "model only" and seen == ["model_only"]
+
+
+def test_malformed_app_content_is_a_typed_error() -> None:
+    def content(**fields: Any) -> Any:
+        return types.from_wire(types.ReadResourceResult, {"contents": [{"uri": "ui://a", **fields}]}).contents[0]
+
+    html = {"mimeType": types.APP_MIME_TYPE, "text": "<p>"}
+    bad = [
+        ({"mimeType": "text/html", "text": "<p>"}, "mimeType text/html"),
+        ({"text": "<p>"}, "mimeType None"),
+        ({"mimeType": types.APP_MIME_TYPE, "blob": "not base64!"}, "not base64-encoded UTF-8"),
+        ({"mimeType": types.APP_MIME_TYPE, "blob": "//79"}, "not base64-encoded UTF-8"),  # not UTF-8
+        ({**html, "_meta": {"ui": 5}}, "malformed _meta.ui"),
+        ({**html, "_meta": {"ui": {"permissions": ["camera"]}}}, "malformed _meta.ui"),
+        ({**html, "_meta": {"ui": {"csp": {"connectDomains": "https://a.example.com"}}}}, "must be a list"),
+    ]
+    for fields, message in bad:
+        with pytest.raises(mcpsync.AppResourceError, match=message):
+            types.app_resource("ui://a", content(**fields))
+    # Absent or null _meta.ui: nothing declared, the restrictive default.
+    assert types.app_resource("ui://a", content(**html, _meta={"ui": None})).csp == types.AppCsp()
+    assert types.app_resource("ui://a", content(mimeType="text/html; profile=mcp-app", text="<p>")).html == "<p>"

@@ -161,18 +161,18 @@ def app_resource(uri: str, content: Any, listed: Mapping[str, Any] | None = None
             html = base64.b64decode(getattr(content, "blob", None) or "", validate=True).decode("utf-8")
         except (binascii.Error, UnicodeDecodeError, TypeError) as exc:
             raise AppResourceError(f"{uri}: the blob is not base64-encoded UTF-8 HTML ({exc})") from None
-    meta = getattr(content, "meta", None) or {}
-    ui = {**(listed or {}), **(meta.get("ui") or {})} if isinstance(meta.get("ui", {}), Mapping) else None
-    if ui is None or not isinstance(ui.get("csp", {}), Mapping) or not isinstance(ui.get("permissions", {}), Mapping):
-        raise AppResourceError(f"{uri}: malformed _meta.ui: {excerpt(meta.get('ui'), 200)}")
-    csp = ui.get("csp") or {}
+    own = (getattr(content, "meta", None) or {}).get("ui") or {}
+    ui = {**(listed or {}), **own} if isinstance(own, Mapping) else {"csp": own}
+    csp, permissions = ui.get("csp") or {}, ui.get("permissions") or {}
+    if not isinstance(csp, Mapping) or not isinstance(permissions, Mapping):
+        raise AppResourceError(f"{uri}: malformed _meta.ui: {excerpt(own, 200)}")
     domain, border = ui.get("domain"), ui.get("prefersBorder")
     return AppResource(
         uri=uri,
         html=html,
         mime_type=mime,
         csp=AppCsp(*(_origins(uri, csp, k) for k in ("connectDomains", "resourceDomains", "frameDomains", "baseUriDomains"))),
-        permissions=frozenset(p for p in _PERMISSIONS if p in (ui.get("permissions") or {})),
+        permissions=frozenset(p for p in _PERMISSIONS if p in permissions),
         domain=domain if isinstance(domain, str) else None,
         prefers_border=border if isinstance(border, bool) else None,
     )
