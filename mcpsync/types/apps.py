@@ -38,6 +38,7 @@ APPS_EXTENSION = "io.modelcontextprotocol/ui"
 APP_MIME_TYPE = "text/html;profile=mcp-app"
 _VISIBILITY = ("model", "app")
 _PERMISSIONS = ("camera", "microphone", "geolocation", "clipboardWrite")
+_CSP_KEYS = ("connectDomains", "resourceDomains", "frameDomains", "baseUriDomains")
 #: A CSP source that is an origin: scheme://host[:port], the host may start with "*.".
 _ORIGIN = re.compile(r"(?:https?|wss?)://(?:\*\.)?[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)*(?::[0-9]{1,5})?")
 
@@ -50,6 +51,8 @@ class ToolUi:
     resource_uri: str | None = None
     #: ``"model"`` (offered to an LLM) and/or ``"app"`` (callable from its server's apps).
     visibility: tuple[str, ...] = _VISIBILITY
+    #: The other members of ``_meta.ui``, as they came.
+    extra: dict[str, Any] = attrs.field(factory=dict, kw_only=True)
 
     @property
     def model_visible(self) -> bool:
@@ -80,7 +83,8 @@ def tool_ui(meta: Mapping[str, Any] | None) -> ToolUi | None:
     if isinstance(visibility, str):
         visibility = [visibility]
     seen = visibility if isinstance(visibility, (list, tuple)) else ()
-    return ToolUi(uri if isinstance(uri, str) else None, tuple(v for v in _VISIBILITY if v in seen))
+    return ToolUi(uri if isinstance(uri, str) else None, tuple(v for v in _VISIBILITY if v in seen),
+                  extra={k: v for k, v in ui.items() if k not in ("resourceUri", "visibility")})
 
 
 @attrs.frozen
@@ -91,6 +95,8 @@ class AppCsp:
     resource_domains: tuple[str, ...] = ()
     frame_domains: tuple[str, ...] = ()
     base_uri_domains: tuple[str, ...] = ()
+    #: Other members of ``csp``, as they came (never in :meth:`AppResource.csp_header`).
+    extra: dict[str, Any] = attrs.field(factory=dict, kw_only=True)
 
 
 @attrs.frozen
@@ -106,6 +112,8 @@ class AppResource:
     #: The dedicated sandbox domain the app asks for (host-specific; ``None``: any).
     domain: str | None = None
     prefers_border: bool | None = None
+    #: Other members of ``_meta.ui``, as they came.
+    extra: dict[str, Any] = attrs.field(factory=dict, kw_only=True)
 
     def csp_header(self) -> str:
         """The ``Content-Security-Policy`` a host serves the app's document with.
@@ -171,8 +179,9 @@ def app_resource(uri: str, content: Any, listed: Mapping[str, Any] | None = None
         uri=uri,
         html=html,
         mime_type=mime,
-        csp=AppCsp(*(_origins(uri, csp, k) for k in ("connectDomains", "resourceDomains", "frameDomains", "baseUriDomains"))),
+        csp=AppCsp(*(_origins(uri, csp, k) for k in _CSP_KEYS), extra={k: v for k, v in csp.items() if k not in _CSP_KEYS}),
         permissions=frozenset(p for p in _PERMISSIONS if p in permissions),
         domain=domain if isinstance(domain, str) else None,
         prefers_border=border if isinstance(border, bool) else None,
+        extra={k: v for k, v in ui.items() if k not in ("csp", "permissions", "domain", "prefersBorder")},
     )
