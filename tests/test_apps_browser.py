@@ -205,4 +205,4 @@ def test_apps_in_a_real_browser(browser: Any, site: tuple[str, int], probe: tupl
         " body: JSON.stringify({name: 'refresh', arguments: {n: 1}})}).then(r => done(r.status), e => done(String(e)));",
         alice_token,
     )
-    assert status == 403
+    assert status in (400, 403)  # refused (400 where a framework-wide CSRF check answers first)

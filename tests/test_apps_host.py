@@ -168,10 +168,11 @@ def test_calls_from_the_app(sites: Any) -> None:
     assert status == 403 and "lists no such tool" in refused["error"]["message"]
     assert alice.post(call, {"arguments": {}}, csrf)[0] == 400
     assert alice.post(call, "not json", csrf)[0] == 400
-    # CSRF: no token, or another user's, is refused before anything is called.
-    assert alice.post(call, {"name": "refresh", "arguments": {"n": 1}}, {})[0] == 403
+    # CSRF: no token, or another user's, is refused before anything is called (a 403, or a 400
+    # where a framework-wide check answers first).
+    assert alice.post(call, {"name": "refresh", "arguments": {"n": 1}}, {})[0] in (400, 403)
     assert bob_config["csrfToken"] != config["csrfToken"]
-    assert bob.post(call, {"name": "refresh", "arguments": {"n": 1}}, csrf)[0] == 403
+    assert bob.post(call, {"name": "refresh", "arguments": {"n": 1}}, csrf)[0] in (400, 403)
     assert bob.post(call, {"name": "refresh", "arguments": {"n": 1}},
                     {bob_config["csrfHeader"]: bob_config["csrfToken"]})[0] == 200
 

@@ -8,7 +8,7 @@
   ``MCP_APPS_SANDBOX_ORIGIN``.
 
 The CSRF check is this module's own, and minimal: one random token per session, which the
-bridge sends back in ``X-CSRF-Token`` (compared in constant time).
+bridge sends back in ``X-CSRFToken`` (compared in constant time).
 """
 
 from __future__ import annotations
@@ -28,7 +28,7 @@ __all__ = ["CSRF_HEADER", "CSRF_KEY"]
 
 #: The session key of the CSRF token, and the header the bridge sends it in.
 CSRF_KEY = "mcpsync.csrf"
-CSRF_HEADER = "X-CSRF-Token"
+CSRF_HEADER = "X-CSRFToken"
 _SALT = "mcpsync.contrib.apps.sandbox"
 
 
