@@ -12,7 +12,8 @@ A *stdio* entry has ``command`` (and optionally ``args``, ``env``, ``cwd``,
 ``closeGrace``, ``terminateGrace``); a *remote* entry has ``url`` (and
 optionally ``headers`` and ``type`` or ``transport``: ``"http"``,
 ``"streamable-http"``, ``"sse"`` or ``"websocket"``).  Either may set
-``timeout`` and ``discoverTimeout`` (seconds).  VS Code's top-level key
+``timeout`` and ``discoverTimeout`` (seconds), and ``apps: true`` (advertise MCP Apps,
+see ``docs/apps.rst``).  VS Code's top-level key
 ``"servers"`` is accepted too.  Keys other clients use (``disabled``,
 ``autoApprove``, ...) are ignored; any other key warns with
 :class:`ConfigWarning`, naming the key we know that it resembles.
@@ -77,7 +78,7 @@ _SETTINGS = {
 }
 _STDIO_ONLY = frozenset({"closeGrace", "terminateGrace"})
 _OURS = frozenset({"command", "args", "env", "cwd", "url", "serverUrl", "headers", "type",
-                   "transport", "allow", "deny", "annotations", *_SETTINGS})
+                   "transport", "allow", "deny", "annotations", "apps", *_SETTINGS})
 #: Keys other MCP clients put in the same entries; a shared file must not warn about them.
 _FOREIGN = frozenset({
     "disabled", "enabled", "autoApprove", "alwaysAllow", "disabledTools", "description", "name",
@@ -136,8 +137,8 @@ class ServerConfig:
     annotations: dict[str, Any] | None = None
     #: Client options the entry sets: ``timeout``, ``discover_timeout``,
     #: ``close_grace``, ``terminate_grace`` (from ``timeout``,
-    #: ``discoverTimeout``, ``closeGrace``, ``terminateGrace``).
-    options: dict[str, float | None] = attrs.field(factory=dict)
+    #: ``discoverTimeout``, ``closeGrace``, ``terminateGrace``), and ``apps``.
+    options: dict[str, Any] = attrs.field(factory=dict)
 
     @property
     def is_remote(self) -> bool:
@@ -248,12 +249,16 @@ def unknown_keys(entry: Mapping[str, Any]) -> list[tuple[str, str | None]]:
     return found
 
 
-def _settings(raw: dict[str, Any], where: str, stdio: bool, warn: bool = True) -> dict[str, float | None]:
+def _settings(raw: dict[str, Any], where: str, stdio: bool, warn: bool = True) -> dict[str, Any]:
     """The entry's client options; unknown keys warn, with the known key they resemble."""
     for key, close in unknown_keys(raw) if warn else ():
         hint = f" (did you mean {close!r}?)" if close else ""
         warnings.warn(f"{where}: unknown key {key!r} ignored{hint}", ConfigWarning, stacklevel=5)
-    options: dict[str, float | None] = {}
+    options: dict[str, Any] = {}
+    if raw.get("apps") not in (None, False, True):
+        raise ConfigError(f"{where}: 'apps' must be true or false, got {raw['apps']!r}")
+    if raw.get("apps"):
+        options["apps"] = True
     for key, option in _SETTINGS.items():
         if key not in raw:
             continue

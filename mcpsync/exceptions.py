@@ -35,6 +35,8 @@
     ├── ToolError                         ``CallToolResult.raise_for_error()``
     ├── UnknownName                       no such tool/prompt/resource/server in a ClientGroup
     ├── ProviderResponseError             an LLM response :mod:`mcpsync.llm` cannot read
+    ├── AppResourceError                  not an MCP Apps UI resource (``ui://``, its mimeType)
+    ├── ToolNotVisible                    ``call_tool(caller=...)``: the tool's visibility lacks it
     ├── ConfigError                       a bad ``mcpServers`` file or entry (also ``ValueError``) [config]
     │   ├── UnsetVariableError            ``${VAR}`` with no value and no default            [config]
     │   ├── UsageError                    bad command-line arguments                         [cli]
@@ -107,6 +109,8 @@ __all__ = [
     "ToolError",
     "UnknownName",
     "ProviderResponseError",
+    "AppResourceError",
+    "ToolNotVisible",
     "AuthError",
     "HTTPAuthError",
     "error_from_response",
@@ -506,6 +510,25 @@ class UnknownName(McpError, KeyError):
 
 class ProviderResponseError(McpError, ValueError):
     """An LLM provider's response is not one :mod:`mcpsync.llm` can read."""
+
+
+class AppResourceError(McpError):
+    """A URI that is not ``ui://``, or content that is not an MCP Apps UI resource
+    (``text/html;profile=mcp-app``, text or base64 blob); see :meth:`mcpsync.Client.read_app`."""
+
+
+class ToolNotVisible(McpError):
+    """``call_tool(..., caller="app"|"model")`` for a tool the server does not list, or whose
+    ``_meta.ui.visibility`` lacks the caller; nothing was sent to the server.
+
+    :ivar name: the tool's name.
+    :ivar caller: ``"app"`` or ``"model"``.
+    """
+
+    def __init__(self, name: str, caller: str, detail: str) -> None:
+        super().__init__(f"tool {excerpt(name, 120)!r} is not for the {caller}: {detail}")
+        self.name = name
+        self.caller = caller
 
 
 class AuthError(McpError):

@@ -356,6 +356,7 @@ def test_all_is_complete() -> None:
     modules |= {"sampling", "tools", "annotations", "modern", "protocol", "messages", "roots", "logging", "progress", "tasks"}
     modules |= {"skills"}
     modules |= {"extensions"}
+    modules |= {"apps"}
     assert public - set(types.__all__) - modules == set()
 
 

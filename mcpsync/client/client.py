@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 from mcpsync import _fork, types
 from mcpsync._version import __version__
+from mcpsync.client.apps import APPS_SETTINGS, Apps
 from mcpsync.client.cache import ResultCache
 from mcpsync.client.connection import Connection, Listeners
 from mcpsync.client.handles import Handle, PendingCall
@@ -43,7 +44,7 @@ log = logging.getLogger(__name__)
 _CONNECT_POLL = 0.1
 
 
-class Client(TaskFeatures, Skills):
+class Client(TaskFeatures, Skills, Apps):
     """A synchronous MCP client.
 
     A Client can be shared between threads; create it once per process.  The
@@ -78,6 +79,8 @@ class Client(TaskFeatures, Skills):
         rejects the remembered version.
     :param extensions: protocol extensions to advertise on every request,
         identifier -> settings (``None`` or ``{}``: no settings); see ``docs/extensions.rst``.
+    :param apps: advertise MCP Apps (``io.modelcontextprotocol/ui``, HTML UIs) on every
+        request; see ``docs/apps.rst``.
     :param serve_tasks: let a 2025-11-25 server run its sampling and elicitation
         requests as tasks on this client (see ``docs/tasks.rst``).
     :param discover_timeout: with ``mode="auto"`` (or ``"modern"``), seconds
@@ -101,6 +104,7 @@ class Client(TaskFeatures, Skills):
         exception_handler: Callable[[BaseException], None] | None = None,
         capabilities: Mapping[str, Any] | None = None,
         extensions: ExtensionsArg | None = None,
+        apps: bool = False,
         serve_tasks: bool = False,
         max_queued_notifications: int = 10_000,
         retry: RetryArg = True,
@@ -121,7 +125,7 @@ class Client(TaskFeatures, Skills):
             logging_handler=logging_handler,
             exception_handler=exception_handler,
             capabilities=dict(capabilities) if capabilities else None,
-            extensions=normalize_extensions(extensions) or None,
+            extensions=normalize_extensions({**(extensions or {}), **(APPS_SETTINGS if apps else {})}) or None,
             serve_tasks=serve_tasks,
             max_queued_notifications=max_queued_notifications,
             discover_timeout=discover_timeout,

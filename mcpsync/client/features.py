@@ -13,6 +13,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, cast
 
 from mcpsync import types
+from mcpsync.client.apps import check_caller
 from mcpsync.client.cache import ResultCache
 from mcpsync.client.input_required import request_until_complete
 from mcpsync.client.options import DEFAULT, ClientOptions, TimeoutArg
@@ -160,6 +161,7 @@ class Features:
         max_total_timeout: float | None = None,
         meta: Mapping[str, Any] | None = None,
         retry: bool | None = None,
+        caller: str | None = None,
     ) -> types.CallToolResult:
         """Call a tool and return its result.
 
@@ -175,8 +177,16 @@ class Features:
         :param retry: ``True`` allows retrying this call after a transient
             failure although the tool declares neither ``idempotentHint`` nor
             ``readOnlyHint``; ``False`` never retries it (docs/policies.rst).
+        :param caller: ``"app"`` or ``"model"``: raise :class:`~mcpsync.ToolNotVisible`,
+            sending nothing, unless the tool's MCP Apps visibility includes it (docs/apps.rst).
         """
         started = time.monotonic()
+        if caller is not None:
+            check_caller(self, name, caller, self._deadline(timeout))
+            # The check's listing counts: the call gets what is left of the timeout.
+            seconds = self._timeout(timeout)
+            timeout = None if seconds is None else max(0.0, seconds - (time.monotonic() - started))
+            started = time.monotonic()
         params: dict[str, Any] = {"name": name, "arguments": dict(arguments or {})}
         if meta:
             params["_meta"] = dict(meta)

@@ -5,8 +5,9 @@
 
 What both share lives in the private modules here: the server set read from an
 ``mcpServers``-shaped setting (:mod:`._servers`), encryption of token records
-(:mod:`._cipher`), per-user OAuth (:mod:`._useroauth`) and the CLI bridge
-(:mod:`._cli`).  Nothing here imports a framework.
+(:mod:`._cipher`), per-user OAuth (:mod:`._useroauth`), the CLI bridge
+(:mod:`._cli`) and the MCP Apps host pages (:mod:`._apps`, with their HTML and
+JavaScript in ``apps/``).  Nothing here imports a framework.
 
 May import: anything in mcpsync (it is the top layer); a framework only in its own
 subpackage, and only when that integration is used.

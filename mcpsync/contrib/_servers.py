@@ -61,7 +61,7 @@ log = logging.getLogger("mcpsync.contrib")
 
 #: Entry keys :mod:`mcpsync.config` reads.
 CONFIG_KEYS = frozenset(
-    {"command", "args", "env", "cwd", "url", "serverUrl", "headers", "type", "transport"}
+    {"command", "args", "env", "cwd", "url", "serverUrl", "headers", "type", "transport", "apps"}
 )
 #: Entry keys the integrations add (``allow``/``deny``/``annotations``: ClientGroup filters).
 EXTRA_KEYS = frozenset({"options", "oauth", "allow", "deny", "annotations"})

@@ -37,7 +37,7 @@ from mcpsync.exceptions import ProviderResponseError
 from mcpsync.llm._calls import parse_calls, run_calls
 from mcpsync.llm._names import ANTHROPIC_LIMIT, OPENAI_LIMIT, name_map
 from mcpsync.llm._sampling import anthropic_sampling_handler, openai_sampling_handler
-from mcpsync.llm._schema import anthropic_tool, object_schema, openai_tool
+from mcpsync.llm._schema import anthropic_tool, for_model, object_schema, openai_tool
 
 __all__ = [
     "ProviderResponseError",
@@ -59,11 +59,13 @@ def openai_tools(
     each tool says ``"strict": False``, as MCP schemas rarely meet strict
     mode's rules).  Names are made to fit OpenAI's (64 characters of
     ``[a-zA-Z0-9_-]``) and mapped back by :func:`run_tool_calls`; schemas get
-    ``type: object`` and ``properties`` where missing.
+    ``type: object`` and ``properties`` where missing.  A tool that MCP Apps makes
+    app-only (its visibility lacks ``"model"``) is left out, here and in
+    :func:`anthropic_tools`.
     """
     if api not in ("chat", "responses"):
         raise ValueError(f"api must be 'chat' or 'responses', not {api!r}")
-    tools = source.list_tools(timeout=timeout)
+    tools = for_model(source.list_tools(timeout=timeout))
     names = name_map(source, [t.name for t in tools], OPENAI_LIMIT).to_provider
     return [openai_tool(tool, names[tool.name], api) for tool in tools]
 
@@ -74,7 +76,7 @@ def anthropic_tools(source: Any, *, timeout: TimeoutArg = DEFAULT) -> list[dict[
     Names are made to fit (128 characters of ``[a-zA-Z0-9_-]``) and mapped
     back by :func:`run_tool_calls`; schemas are object schemas.
     """
-    tools = source.list_tools(timeout=timeout)
+    tools = for_model(source.list_tools(timeout=timeout))
     names = name_map(source, [t.name for t in tools], ANTHROPIC_LIMIT).to_provider
     return [anthropic_tool(tool, names[tool.name]) for tool in tools]
 
@@ -96,7 +98,8 @@ def run_tool_calls(source: Any, response: Any, *, timeout: float | None = None) 
     A failed tool, an unknown tool name, arguments that are not a JSON
     object, a timeout or a server error become results the model reads
     (``is_error`` on Anthropic, text starting ``"Error: "`` on OpenAI), never
-    an exception.
+    an exception; so does a call to a tool not visible to the model (MCP Apps),
+    which is never sent.
 
     :raises ProviderResponseError: *response* is not a response of a known
         provider, or a tool call in it has no id or name.

@@ -20,6 +20,7 @@ from mcpsync.group.threads import budget, deadline_of, remaining, spawn
 from mcpsync.exceptions import McpError, ProviderResponseError, RequestTimeout, UnknownName, excerpt
 from mcpsync.llm._names import ANTHROPIC_LIMIT, OPENAI_LIMIT, NameMap, known_map, name_map
 from mcpsync.llm._results import Outcome, anthropic_results, chat_results, outcome, responses_results
+from mcpsync.llm._schema import for_model
 
 __all__ = ["ToolCall", "field", "parse_calls", "run_calls"]
 
@@ -148,7 +149,8 @@ def run_calls(
     if mapping is None or any(c.name not in mapping.to_mcp for c in calls):
         # Not listed yet (or the tools changed): list once, for the names.
         try:
-            tools = source.list_tools(timeout=budget(deadline))
+            # A tool hidden from the model (MCP Apps) gets no name: a call to it is never sent.
+            tools = for_model(source.list_tools(timeout=budget(deadline)))
             mapping = name_map(source, [t.name for t in tools], limit)
         except McpError as exc:
             # The calls will say what is wrong, as results the model reads.

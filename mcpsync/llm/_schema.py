@@ -7,7 +7,7 @@ from typing import Any
 
 from mcpsync import types
 
-__all__ = ["object_schema", "anthropic_tool", "openai_tool"]
+__all__ = ["for_model", "object_schema", "anthropic_tool", "openai_tool"]
 
 #: Top-level keywords OpenAI and Anthropic refuse in a tool's input schema.
 _COMBINATORS = ("anyOf", "oneOf", "allOf")
@@ -42,6 +42,11 @@ def object_schema(schema: Mapping[str, Any] | None) -> dict[str, Any]:
     else:
         fixed.pop("required", None)
     return fixed
+
+
+def for_model(tools: list[types.Tool]) -> list[types.Tool]:
+    """The tools a model may be offered: MCP Apps hides those whose visibility lacks "model"."""
+    return [tool for tool in tools if tool.ui is None or tool.ui.model_visible]
 
 
 def _description(tool: types.Tool) -> str:

@@ -44,6 +44,7 @@ if _typing.TYPE_CHECKING:
     from . import skills as skills
     from . import tools as tools
     from . import extensions as extensions
+    from . import apps as apps
     from ._converter import converter as converter
     from ._converter import from_wire as from_wire
     from ._converter import to_wire as to_wire
@@ -64,6 +65,7 @@ if _typing.TYPE_CHECKING:
     from .skills import *
     from .tools import *
     from .extensions import *
+    from .apps import *
 
 #: Submodule -> the names it exports (its ``__all__``, in that order).
 _EXPORTS: dict[str, tuple[str, ...]] = {
@@ -129,6 +131,7 @@ _EXPORTS: dict[str, tuple[str, ...]] = {
         "SkillFile", "SkillResource",
     ),
     "extensions": ("check_extension_id", "meta_field", "result_field"),
+    "apps": ("APPS_EXTENSION", "APP_MIME_TYPE", "AppCsp", "AppResource", "ToolUi", "app_resource", "tool_ui"),
 }  # fmt: skip
 
 _WHERE = {name: module for module, names in _EXPORTS.items() for name in names}

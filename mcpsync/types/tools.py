@@ -12,6 +12,7 @@ import attrs
 from ..exceptions import ToolError, excerpt
 from ._base import WireObject
 from ._task_metadata import TaskMetadata
+from .apps import ToolUi, tool_ui
 from .content import ContentBlock, TextContent
 from .lifecycle import Icon
 
@@ -69,6 +70,11 @@ class Tool(WireObject):
     execution: ToolExecution | None = None
     meta: dict[str, Any] | None = None
     extra: dict[str, Any] = attrs.field(factory=dict, kw_only=True)
+
+    @property
+    def ui(self) -> ToolUi | None:
+        """Its MCP Apps ``_meta.ui`` (UI resource, visibility); ``None`` when it has none."""
+        return tool_ui(self.meta)
 
 
 @attrs.define(repr=False, eq=False)

@@ -125,6 +125,7 @@ class MCP:
 
         :raises mcpsync.contrib._servers.ServerSetError: the settings have errors.
         """
+        from . import _apps  # noqa: F401  (adds the MCP Apps routes to the blueprint)
         from ._blueprint import blueprint
         from ._cli import mcp_command
 
