@@ -7,15 +7,13 @@
 * ``GET apps/sandbox/`` (``mcpsync.app_sandbox``): the sandbox proxy, answered only on
   ``MCP_APPS_SANDBOX_ORIGIN``.
 
-The CSRF check is this module's own, and minimal: one random token per session, which the
-bridge sends back in ``X-CSRFToken`` (compared in constant time).
+The call is a POST of the blueprint, so its CSRF check is the blueprint's (:mod:`._csrf`):
+the bridge sends the session's token back in ``X-CSRFToken``.
 """
 
 from __future__ import annotations
 
 import contextlib
-import hmac
-import secrets
 from typing import Any
 
 import flask
@@ -23,12 +21,10 @@ from itsdangerous import BadSignature, URLSafeSerializer
 
 from .. import _apps as host
 from ._blueprint import EXTENSION_KEY, blueprint
+from ._csrf import CSRF_HEADER, csrf_token
 
-__all__ = ["CSRF_HEADER", "CSRF_KEY"]
+__all__: list[str] = []
 
-#: The session key of the CSRF token, and the header the bridge sends it in.
-CSRF_KEY = "mcpsync.csrf"
-CSRF_HEADER = "X-CSRFToken"
 _SALT = "mcpsync.contrib.apps.sandbox"
 
 
@@ -70,7 +66,7 @@ def app(server: str, tool: str) -> Any:
     if not flask.current_app.secret_key:
         raise RuntimeError("the MCP Apps pages need the app's SECRET_KEY (sessions, signed sandbox links)")
     path = flask.url_for("mcpsync.app_sandbox")
-    token = flask.session.setdefault(CSRF_KEY, secrets.token_urlsafe(32))
+    token = csrf_token()
     with _client(server) as client:
         return _respond(host.app_page(
             client, server, tool, flask.request.args.get("arguments"), host_origin=origin, sandbox=sandbox,
@@ -81,11 +77,7 @@ def app(server: str, tool: str) -> Any:
 
 @blueprint.post("/apps/<server>/call/")
 def app_call(server: str) -> Any:
-    """A ``tools/call`` from an app of *server*."""
-    expected = flask.session.get(CSRF_KEY)
-    sent = flask.request.headers.get(CSRF_HEADER, "")
-    if not isinstance(expected, str) or not hmac.compare_digest(sent.encode(), expected.encode()):
-        return _respond(host.Reply(403, {"error": {"code": -32600, "message": "missing or wrong CSRF token"}}))
+    """A ``tools/call`` from an app of *server* (the blueprint checked its CSRF token)."""
     with _client(server) as client:
         return _respond(host.app_call(client, server, flask.request.get_data()))
 
