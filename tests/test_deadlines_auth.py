@@ -160,8 +160,8 @@ def test_f6_threads_behind_a_hanging_refresh_end_at_their_own_deadlines(
 
 
 def test_a9_the_transport_hands_the_deadline_to_the_auth_handler_under_the_name_it_reads() -> None:
-    """The two layers share no import (import-linter): the attribute's name is the contract."""
+    """The attribute's name is defined once, in rpc (below both); auth reads it under that name."""
     from mcpsync.auth import _deadline
-    from mcpsync.transports.http.fast_send import DEADLINE_ATTRIBUTE
+    from mcpsync.rpc.deadline import REQUEST_ATTRIBUTE
 
-    assert DEADLINE_ATTRIBUTE == _deadline.ATTRIBUTE
+    assert REQUEST_ATTRIBUTE == _deadline.ATTRIBUTE

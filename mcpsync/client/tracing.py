@@ -47,7 +47,7 @@ class Tracing:
         self._api: tuple[Any, Any] | None = None  # (opentelemetry.trace, opentelemetry.propagate)
         self._looked = not enabled
         #: Switched off, or opentelemetry is not installed: nothing to do, ever.
-        self._off = not enabled
+        self.off = not enabled
         # A provider named in the environment is loaded by opentelemetry on first use.
         self._from_environment = enabled and "OTEL_PYTHON_TRACER_PROVIDER" in os.environ
 
@@ -60,7 +60,7 @@ class Tracing:
                     from opentelemetry import propagate, trace
                 except ImportError:
                     self._api = None
-                    self._off = True
+                    self.off = True
                 else:
                     self._api = (trace, propagate)
                 self._looked = True
@@ -74,7 +74,7 @@ class Tracing:
         :param version: the protocol version the request goes out with (``None``: not known yet).
         :param transport: the connection's transport (its URL, session id and kind are recorded).
         """
-        if self._off:
+        if self.off:
             return None
         if not self._looked and "opentelemetry.trace" not in sys.modules and not self._from_environment:
             # Configuring a tracer provider imports opentelemetry.trace; until someone

@@ -40,7 +40,7 @@ from mcpsync.group.members import (
     template_pattern,
 )
 from mcpsync.client.options import DEFAULT, Default, TimeoutArg
-from mcpsync.group.threads import budget, deadline_of, remaining
+from mcpsync.rpc.deadline import Deadline
 from mcpsync.exceptions import (
     CapabilityNotSupported,
     ClientClosed,
@@ -240,7 +240,7 @@ class ClientGroup:
         member, bare = self._resolve("tool", name, self.list_tools, deadline)
 
         def call(client: Client) -> types.CallToolResult:
-            return client.call_tool(bare, arguments, timeout=budget(deadline), **kwargs)
+            return client.call_tool(bare, arguments, timeout=deadline or DEFAULT, **kwargs)
 
         return self._one(member, "tools/call", call, deadline)
 
@@ -263,7 +263,7 @@ class ClientGroup:
         return self._one(
             member,
             "prompts/get",
-            lambda c: c.get_prompt(bare, arguments, timeout=budget(deadline)),
+            lambda c: c.get_prompt(bare, arguments, timeout=deadline or DEFAULT),
             deadline,
         )
 
@@ -307,11 +307,11 @@ class ClientGroup:
         return self._one(
             member,
             "resources/read",
-            lambda c: c.read_resource(uri, timeout=budget(deadline)),
+            lambda c: c.read_resource(uri, timeout=deadline or DEFAULT),
             deadline,
         )
 
-    def _resource_member(self, uri: str, deadline: float | None) -> Member:
+    def _resource_member(self, uri: str, deadline: Deadline | None) -> Member:
         for attempt in range(2):
             with self._lock:
                 member = self._uris.get(uri) or next(
@@ -320,8 +320,8 @@ class ClientGroup:
             if member is not None:
                 return member
             if attempt == 0:
-                self.list_resources(timeout=remaining(deadline))
-                self.list_resource_templates(timeout=remaining(deadline))
+                self.list_resources(timeout=deadline or DEFAULT)
+                self.list_resource_templates(timeout=deadline or DEFAULT)
         raise UnknownName("resource", uri, " in any server of the group (pass server= to choose one)")
 
     # -- lifecycle -----------------------------------------------------------
@@ -351,10 +351,14 @@ class ClientGroup:
 
     # -- plumbing ------------------------------------------------------------
 
-    def _deadline(self, timeout: TimeoutArg) -> float | None:
+    def _deadline(self, timeout: TimeoutArg) -> Deadline | None:
+        """The call's deadline (``None``: none of the group's own; each client's default applies)."""
         if self._closed:
             raise ClientClosed("the client group is closed")
-        return deadline_of(self._timeout if isinstance(timeout, Default) else timeout)
+        if isinstance(timeout, Deadline):
+            return timeout
+        seconds = self._timeout if isinstance(timeout, Default) else timeout
+        return None if seconds is None else Deadline(seconds)
 
     def _member(self, server: str) -> Member:
         member = self._members.get(server)
@@ -370,10 +374,10 @@ class ClientGroup:
         """``fn(client, seconds_left)`` on every server at once; what answered in time, in order."""
         deadline = self._deadline(timeout)
         futures = {
-            member: member.run(op, lambda client: fn(client, budget(deadline)), shared=True)
+            member: member.run(op, lambda client: fn(client, deadline or DEFAULT), shared=True)
             for member in self._members.values()
         }
-        wait(futures.values(), timeout=remaining(deadline))
+        wait(futures.values(), timeout=None if deadline is None else deadline.remaining())
         answered: list[tuple[Member, list[Any]]] = []
         for member, future in futures.items():
             if not future.done():
@@ -393,10 +397,10 @@ class ClientGroup:
                 raise exc
         return answered
 
-    def _one(self, member: Member, op: str, fn: Callable[[Client], T], deadline: float | None) -> T:
+    def _one(self, member: Member, op: str, fn: Callable[[Client], T], deadline: Deadline | None) -> T:
         """``fn(client)`` on one server, within *deadline*; its errors reach the caller."""
         future = member.run(op, fn)
-        done, _ = wait([future], timeout=remaining(deadline))
+        done, _ = wait([future], timeout=None if deadline is None else deadline.remaining())
         if not done:
             raise RequestTimeout(f"server {member.name!r}: no {op} answer in time", method=op)
         try:
@@ -429,7 +433,7 @@ class ClientGroup:
         return named
 
     def _resolve(
-        self, kind: str, name: str, relist: Callable[..., Any], deadline: float | None
+        self, kind: str, name: str, relist: Callable[..., Any], deadline: Deadline | None
     ) -> tuple[Member, str]:
         """Where *name* goes; listed again once when it is not known (yet)."""
         for attempt in range(2):
@@ -443,7 +447,7 @@ class ClientGroup:
             if hidden:
                 raise UnknownName(kind, name, _FILTERED)
             if attempt == 0:
-                relist(timeout=remaining(deadline))
+                relist(timeout=deadline or DEFAULT)
         down = f" (servers failing: {', '.join(self.errors)})" if self.errors else ""
         raise UnknownName(kind, name, f" in any server of the group{down}")
 

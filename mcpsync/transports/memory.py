@@ -37,7 +37,7 @@ import threading
 from typing import Any, Mapping
 
 from ..exceptions import ClientClosed, ConnectionClosed
-from .base import CloseHandler, MessageHandler, RequestErrorHandler, Transport, WriteErrorHandler, encode_message
+from .base import CloseHandler, Deadline, MessageHandler, Transport, encode_message
 
 __all__ = ["MemoryTransport", "create_pair"]
 
@@ -85,14 +85,7 @@ class MemoryTransport(Transport):
 
     # -- the Transport ABC -------------------------------------------------
 
-    def start(
-        self,
-        on_message: MessageHandler,
-        on_close: CloseHandler,
-        on_request_error: RequestErrorHandler | None = None,
-        *,
-        deadline: float | None = None,
-    ) -> None:
+    def start(self, on_message: MessageHandler, on_close: CloseHandler) -> None:
         """Begin delivering received messages on a new daemon thread.
 
         Messages the peer sent before this call are queued and delivered first.
@@ -114,14 +107,7 @@ class MemoryTransport(Transport):
             thread.start()
             self._thread = thread
 
-    def send(
-        self,
-        message: Mapping[str, Any],
-        *,
-        deadline: float | None = None,
-        detach: bool = False,
-        on_write_error: WriteErrorHandler | None = None,
-    ) -> None:
+    def send(self, message: Mapping[str, Any], deadline: Deadline | None = None) -> None:
         """Encode *message* and queue it for the peer (never blocks: no deadline to honour).
 
         :raises ValueError: for NaN/Infinity or invalid Unicode (nothing is sent).

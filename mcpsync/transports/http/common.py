@@ -27,11 +27,13 @@ from urllib.parse import urljoin, urlsplit
 from mcpsync.exceptions import ConnectionClosed, HTTPAuthError, HTTPStatusError, excerpt
 from mcpsync.transports.http.body import encoding, iter_body, read_body, read_error_body, release
 from mcpsync.transports.redact import redact_text, redact_url
+from mcpsync.transports.http.track import socket_of
 from mcpsync.transports.retry_after import parse_retry_after
 
 if TYPE_CHECKING:  # pragma: no cover - typing only
     import requests
 
+    from mcpsync.rpc.deadline import Deadline
     from mcpsync.transports.http.fast_send import Sender
 
 __all__ = [
@@ -40,6 +42,7 @@ __all__ = [
     "RedactedCause",
     "connection_error",
     "encoding",
+    "finish_if_ready",
     "http_request",
     "is_event_stream",
     "is_json",
@@ -59,7 +62,7 @@ __all__ = [
     "status_error",
 ]
 
-log = logging.getLogger("mcpsync.transports.http.streamable")
+log = logging.getLogger(__name__)
 
 MAX_REDIRECTS = 5
 _BODY_EXCERPT = 300
@@ -245,7 +248,7 @@ def http_request(
     data: bytes | None = None,
     stream: bool = True,
     follow_redirects: bool = True,
-    deadline: float | None = None,
+    deadline: Deadline | None = None,
 ) -> requests.Response:
     """One HTTP exchange with our redirect policy; raises ``requests`` exceptions as they come.
 
@@ -272,18 +275,6 @@ def http_request(
         log.debug("following %s redirect to %s", status, redact_url(target))
         current = target
     raise HTTPStatusError(status, f"more than {MAX_REDIRECTS} redirects from {redact_url(url)}")
-
-
-def socket_of(response: requests.Response) -> socket.socket | None:
-    """The socket *response* is read from, when it can be found (else ``None``)."""
-    raw = response.raw
-    conn = getattr(raw, "_connection", None) or getattr(raw, "connection", None)
-    sock = getattr(conn, "sock", None)
-    if isinstance(sock, socket.socket):
-        return sock
-    fp = getattr(getattr(raw, "_fp", None), "fp", None)
-    sock = getattr(getattr(fp, "raw", None), "_sock", None)
-    return sock if isinstance(sock, socket.socket) else None
 
 
 def readable_soon(response: requests.Response, timeout: float) -> bool:
@@ -317,6 +308,20 @@ def readable_soon(response: requests.Response, timeout: float) -> bool:
         return timeout > 0 and _wait_readable(sock, timeout)
     except (OSError, ValueError):
         return False
+
+
+def finish_if_ready(response: requests.Response) -> None:
+    """Read the rest of a stream whose reply is in, as long as its bytes are already there.
+
+    A stream read to its end hands its connection back to the pool; one the server keeps
+    open is simply closed by the caller (a new connection next time, no wait now).
+    """
+    read1 = None if encoding(response) else getattr(response.raw, "read1", None)
+    try:
+        while read1 is not None and readable_soon(response, 0) and read1(65536):
+            pass
+    except Exception:  # noqa: BLE001 - the reply is in; what follows is not wanted
+        pass
 
 
 def _chunk_ready(response: object, buffered: bytes) -> bool:

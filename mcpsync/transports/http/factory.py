@@ -19,12 +19,11 @@ __all__ = ["http_transport_factory"]
 
 _TRANSPORT_OPTIONS = frozenset({
     "connect_timeout", "read_timeout", "max_message_bytes", "follow_redirects", "reconnect_attempts",
-    "retry_delay", "max_retry_delay", "delete_timeout", "session_retry", "listen", "endpoint_timeout",
+    "retry_delay", "max_retry_delay", "delete_timeout", "listen", "endpoint_timeout",
     "allow_cross_origin_endpoint",
 })
 _LEGACY_ONLY = frozenset({"endpoint_timeout", "allow_cross_origin_endpoint"})
-_STREAMABLE_ONLY = frozenset({"reconnect_attempts", "retry_delay", "max_retry_delay", "delete_timeout",
-                              "session_retry", "listen"})
+_STREAMABLE_ONLY = frozenset({"reconnect_attempts", "retry_delay", "max_retry_delay", "delete_timeout", "listen"})
 
 
 def http_transport_factory(

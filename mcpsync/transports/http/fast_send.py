@@ -22,18 +22,15 @@ import threading
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
+from mcpsync.rpc.deadline import REQUEST_ATTRIBUTE, Deadline
+
 if TYPE_CHECKING:  # pragma: no cover
     import requests
 
-__all__ = ["DEADLINE_ATTRIBUTE", "Sender"]
+__all__ = ["Sender"]
 
 #: URLs whose settings are kept (the endpoint, a legacy message URL, a few redirect targets).
 _MAX_URLS = 16
-
-#: The ``PreparedRequest`` attribute that carries the request's deadline (a
-#: ``time.monotonic()`` value) to its auth handler, so that an OAuth refresh the
-#: request triggers ends by it too (read by ``mcpsync.auth._deadline``).
-DEADLINE_ATTRIBUTE = "mcpsync_deadline"
 
 
 class _Target:
@@ -96,12 +93,13 @@ class Sender:
         timeout: tuple[float, float | None],
         data: bytes | None = None,
         stream: bool = True,
-        deadline: float | None = None,
+        deadline: Deadline | None = None,
     ) -> requests.Response:
         """One request, no redirects followed; raises ``requests`` exceptions as they come.
 
-        :param deadline: the request's deadline, handed to its auth handler
-            (:data:`DEADLINE_ATTRIBUTE`); *timeout* is the caller's to bound.
+        :param deadline: the request's deadline, handed to its auth handler as the
+            ``PreparedRequest`` attribute :data:`~mcpsync.rpc.deadline.REQUEST_ATTRIBUTE`
+            (its end, a ``time.monotonic()`` value); *timeout* is the caller's to bound.
         """
         from requests.cookies import RequestsCookieJar, merge_cookies
         from requests.models import PreparedRequest
@@ -122,8 +120,9 @@ class Sender:
         else:
             prepared._cookies = cookies  # type: ignore[attr-defined]
         prepared.prepare_body(data, None, None)
-        if deadline is not None:
-            setattr(prepared, DEADLINE_ATTRIBUTE, deadline)
+        end = None if deadline is None else deadline.end
+        if end is not None:
+            setattr(prepared, REQUEST_ATTRIBUTE, end)
         if target.auth is not None:
             prepared.prepare_auth(target.auth, target.url)
         prepared.prepare_hooks(session.hooks)

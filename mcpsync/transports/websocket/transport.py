@@ -28,7 +28,6 @@ from __future__ import annotations
 
 import itertools
 import logging
-import os
 import socket
 import ssl
 import struct
@@ -49,14 +48,9 @@ from mcpsync.transports.websocket import frames as frames
 from mcpsync.transports.websocket import handshake as _ws_handshake
 from mcpsync.transports.websocket.frames import WebSocketClosed
 from mcpsync.transports.websocket.reader import FrameReader
-from mcpsync.transports.base import (
-    CloseHandler,
-    MessageHandler,
-    RequestErrorHandler,
-    Transport,
-    WriteErrorHandler,
-    encode_message,
-)
+from mcpsync import _fork
+from mcpsync.rpc.deadline import Deadline
+from mcpsync.transports.base import CloseHandler, MessageHandler, Transport, encode_message
 
 __all__ = ["WebSocketClosed", "WebSocketTransport", "websocket_transport_factory"]
 
@@ -142,10 +136,10 @@ class WebSocketTransport(Transport):
         self._done = threading.Event()  # the reader ended and the socket is closed
         self._started = False
         self._close_sent = False
-        self._forked_closed = False
+        #: Set in a forked child (:meth:`forget`): the socket is the parent's.
+        self._forked = False
         self._close_exc: ConnectionClosed | None = None
         self._ws: Any = None
-        self._owner_pid: int | None = None
         self._reader: threading.Thread | None = None
         self._on_message: MessageHandler | None = None
         self._on_close: CloseHandler | None = None
@@ -158,7 +152,7 @@ class WebSocketTransport(Transport):
     @property
     def closed(self) -> bool:
         """Whether the connection is closed or closing."""
-        return self._closing.is_set() or self._forked_closed
+        return self._closing.is_set() or self._forked
 
     def describe(self) -> str:
         """``websocket:<url without query or fragment>`` (a query may carry secrets)."""
@@ -172,20 +166,8 @@ class WebSocketTransport(Transport):
 
     # -- lifecycle ----------------------------------------------------------
 
-    #: Writes block when the server stops reading: they honour the call's deadline.
-    bounded_send = True
-
-    def start(
-        self,
-        on_message: MessageHandler,
-        on_close: CloseHandler,
-        on_request_error: RequestErrorHandler | None = None,
-        *,
-        deadline: float | None = None,
-    ) -> None:
+    def start(self, on_message: MessageHandler, on_close: CloseHandler) -> None:
         """Connect, run the upgrade handshake and start the reader thread.
-
-        (``on_request_error`` is never given: every reply shares the socket.)
 
         :raises ~mcpsync.exceptions.ServerStartError: if the server cannot be
             reached, TLS fails, or the server does not speak the subprotocol.
@@ -227,7 +209,8 @@ class WebSocketTransport(Transport):
 
     def _connect(self) -> None:
         def keep(ws: Any) -> None:
-            self._ws, self._owner_pid = ws, os.getpid()
+            self._ws = ws
+            _fork.join(self)  # a forked child never writes to or shuts down the parent's socket
 
         self.subprotocol = _ws_handshake.handshake(
             self._url,
@@ -249,8 +232,7 @@ class WebSocketTransport(Transport):
         by roughly ``close_timeout`` plus a few seconds.  In a forked child it
         only marks the transport closed: the parent's socket is never touched.
         """
-        if self._owner_pid is not None and os.getpid() != self._owner_pid:
-            self._forked_closed = True
+        if self._forked:
             return
         if not self._started:
             with self._state_lock:
@@ -317,18 +299,18 @@ class WebSocketTransport(Transport):
 
     # -- sending ------------------------------------------------------------
 
-    def send(
-        self,
-        message: Mapping[str, Any],
-        *,
-        deadline: float | None = None,
-        detach: bool = False,
-        on_write_error: WriteErrorHandler | None = None,
-    ) -> None:
+    def forget(self) -> None:
+        """Forked child: the socket is the parent's; only stop using it (nothing is sent or shut)."""
+        self._forked = True
+
+    #: Called in every forked child (:mod:`mcpsync._fork`).
+    after_fork_in_child = forget
+
+    def send(self, message: Mapping[str, Any], deadline: Deadline | None = None) -> None:
         """Send one message as one text frame, whole, under the write lock.
 
-        Bounded by ``write_timeout`` and by the call's *deadline* (a
-        ``time.monotonic()`` value), whichever comes first: if nothing of the frame went out the
+        Bounded by ``write_timeout`` and by the call's *deadline*, whichever comes
+        first: if nothing of the frame went out the
         connection stays usable and :class:`~mcpsync.exceptions.RequestTimeout`
         is raised; a frame cut in half closes the connection.
 
@@ -336,20 +318,16 @@ class WebSocketTransport(Transport):
         :raises ~mcpsync.exceptions.ConnectionClosed: when the connection is gone.
         :raises ValueError: or :class:`TypeError` if ``message`` is not JSON.
         """
-        if self._owner_pid is not None and os.getpid() != self._owner_pid:
+        if self._forked:
             raise ForkedClientError(
-                f"this {self._describe} connection belongs to process {self._owner_pid}; "
-                "a forked child must open its own client"
+                f"this {self._describe} connection belongs to the parent process; a forked child must open its own client"
             )
         payload = encode_message(message)
         if self._ws is None:
             raise ConnectionClosed("the WebSocket transport has not been started")
-        limit = self._write_timeout
-        if deadline is not None:
-            limit = max(0.0, deadline - time.monotonic()) if limit is None else min(limit, max(0.0, deadline - time.monotonic()))
-        deadline = None if limit is None else time.monotonic() + limit
+        limit = self._write_timeout if deadline is None else deadline.remaining(self._write_timeout)
         try:
-            written, total = self._write(frames.TEXT, payload, deadline)
+            written, total = self._write(frames.TEXT, payload, None if limit is None else time.monotonic() + limit)
         except OSError as exc:
             self._fail(WebSocketClosed(f"cannot write to {self._describe}: {exc}", code=1006))
             self._wake_reader()
