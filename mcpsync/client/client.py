@@ -363,7 +363,10 @@ class Client:
 
     def _deadline(self, timeout: TimeoutArg, max_total: float | None = None, reset: bool = True) -> Deadline:
         """The one deadline of a call that starts now (``timeout=DEFAULT``: the client's)."""
-        return self._options.deadline(timeout, max_total, reset)
+        if type(timeout) is Deadline:
+            return timeout
+        return Deadline(self._options.timeout if timeout is DEFAULT else timeout,  # type: ignore[arg-type]
+                        max_total, reset_on_progress=reset)
 
     def _call(self, method: str, params: dict[str, Any] | None, deadline: Deadline, *,
               capability: str | None = None, progress: ProgressCallback | None = None,

@@ -93,13 +93,13 @@ class Policies:
             progress: ProgressCallback | None = None, retry: bool | None = None, wait: Wait | None = None,
             ) -> dict[str, Any]:
         """Send *method* through the chain by *deadline* and return its raw result."""
-        if not self.interceptors:
-            return self._with_retries(conn, method, params, deadline, progress, retry, wait)
-        return self.intercept(method, params, lambda body: self._with_retries(
-            conn, method, body, deadline, progress, retry, wait))
+        if self.interceptors:
+            return self.intercept(method, params, lambda body: self._retried(
+                conn, method, body, deadline, progress, retry, wait))
+        return self._retried(conn, method, params, deadline, progress, retry, wait)
 
-    def _with_retries(self, conn: Channel, method: str, params: dict[str, Any] | None, deadline: Deadline,
-                      progress: ProgressCallback | None, retry: bool | None, wait: Wait | None) -> dict[str, Any]:
+    def _retried(self, conn: Channel, method: str, params: dict[str, Any] | None, deadline: Deadline,
+                 progress: ProgressCallback | None, retry: bool | None, wait: Wait | None) -> dict[str, Any]:
         try:
             return self._attempt(conn, method, params, deadline, progress, wait)
         except Exception as exc:

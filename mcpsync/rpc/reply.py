@@ -109,9 +109,13 @@ class Reply:
         if self._done:
             raise RuntimeError("a reply is settled only once")
         self._result, self._exc = result, exc
-        with _CALLBACKS_LOCK:  # a callback added from now on runs at once
-            self._done = True
-            callbacks, self._callbacks = self._callbacks, None
+        self._done = True  # a callback added from now on runs at once
+        callbacks = None
+        # An adder checks _done and appends under the lock: once _done is set, either its
+        # append is visible here, or it holds the lock now (wait for it), or it will see _done.
+        if self._callbacks is not None or _CALLBACKS_LOCK.locked():
+            with _CALLBACKS_LOCK:
+                callbacks, self._callbacks = self._callbacks, None
         self._gate.release()
         for fn in callbacks or ():
             try:

@@ -3,7 +3,8 @@
 It reads the server's stdout, frames it into JSON values (each handed to
 ``on_message`` by the framer) and reports the server's death: EOF, or the process
 exiting while something (a grandchild) still holds stdout open.  It never runs user
-code: the session only queues callbacks for the dispatcher threads.
+code: the session only queues callbacks for the dispatcher threads.  While a caller
+reads its own reply (:mod:`.caller_read`) the reader is parked; it alone reports deaths.
 """
 
 from __future__ import annotations
@@ -14,9 +15,11 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Callable
 from typing import Protocol
 
 from mcpsync.exceptions import ConnectionClosed, MessageTooLarge
+from mcpsync.transports.stdio.caller_read import OwnReply, ReadBaton
 from mcpsync.transports.stdio.pipes import JsonLineFramer, LineTooLong, readable_waiter, wait_readable
 
 __all__ = ["POLL", "StdoutReader"]
@@ -50,6 +53,10 @@ class StdoutReader:
         self._proc = proc
         self._framer = framer
         self._closing = closing
+        assert proc.stdout is not None
+        fd = proc.stdout.fileno()
+        #: The callers' fast path: who reads, and which replies are awaited.
+        self.own = OwnReply(fd, readable_waiter(fd), self.feed, closing.is_set)
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
 
@@ -86,24 +93,58 @@ class StdoutReader:
             err.__cause__ = exc
             owner.fail(err)
         finally:
+            baton = self.own.baton
+            got = baton.lock.acquire(timeout=1.0)  # a caller may be reading: close once it let go
             proc.stdout.close()
+            if got:
+                baton.lock.release()
 
     def _pump(self, fd: int) -> None:
-        ready, closing, stop = readable_waiter(fd), self._closing.is_set, self._stop.is_set
+        baton, closing, stop = self.own.baton, self._closing.is_set, self._stop.is_set
+        ready = readable_waiter(fd)
+        kicks = baton.kicks
+        while True:
+            if not closing():
+                baton.park(stop, kicks)  # while a caller reads
+            if not baton.lock.acquire(timeout=POLL):
+                if stop():
+                    return
+                continue
+            try:
+                outcome, kicks = self._pump_holding(fd, baton, ready)
+            finally:
+                baton.lock.release()
+            if outcome == "stop":
+                return
+            if outcome == "eof":
+                break
+        if not closing():  # EOF
+            self._framer.flush()  # a last line without its newline
+            self._owner.fail(self._owner.death_error(f"MCP server {self._owner.describe()} closed its stdout"))
+
+    def _pump_holding(self, fd: int, baton: ReadBaton, ready: Callable[[float], bool]) -> tuple[str, int]:
+        """Read until EOF, stop, or a quiet moment when a caller could read (``"yield"``)."""
+        closing, stop, own = self._closing.is_set, self._stop.is_set, self.own
+        kicks = baton.kicks
         next_check = time.monotonic() + POLL
         while True:
             if ready(POLL):
                 chunk = os.read(fd, _CHUNK)
                 if not chunk:
-                    break
+                    return "eof", kicks
                 if not closing():
-                    self._feed(chunk)
+                    self.feed(chunk)
+                    # Read before the quiet check: a waiter registered after it kicks after it.
+                    kicks = baton.kicks
+                    if not own.awaited and not closing():
+                        baton.linger()
+                        return "yield", kicks
             elif stop():
-                return
+                return "stop", kicks
             if closing():
                 self._framer.reset()  # from now on stdout is only drained
                 if stop():
-                    return
+                    return "stop", kicks
                 continue
             if time.monotonic() >= next_check:
                 next_check = time.monotonic() + POLL
@@ -112,9 +153,6 @@ class StdoutReader:
                     # is already in the pipe, then report.
                     self._drain_after_exit(fd)
                     self._owner.fail(self._owner.death_error(f"MCP server {self._owner.describe()} exited"))
-        if not closing():  # EOF
-            self._framer.flush()  # a last line without its newline
-            self._owner.fail(self._owner.death_error(f"MCP server {self._owner.describe()} closed its stdout"))
 
     def _drain_after_exit(self, fd: int) -> None:
         deadline = time.monotonic() + 0.5  # bounded: a grandchild may keep writing
@@ -122,11 +160,12 @@ class StdoutReader:
             chunk = os.read(fd, _CHUNK)
             if not chunk or self._closing.is_set():
                 break
-            self._feed(chunk)
+            self.feed(chunk)
         if not self._closing.is_set():
             self._framer.flush()
 
-    def _feed(self, chunk: bytes) -> None:
+    def feed(self, chunk: bytes) -> None:
+        """Frame *chunk* (read by this thread or a caller) and deliver its messages."""
         try:
             self._framer.feed(chunk, self._closing.is_set)
         except LineTooLong:

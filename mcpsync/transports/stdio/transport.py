@@ -28,10 +28,18 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from mcpsync import _fork
-from mcpsync.exceptions import ClientClosed, ConnectionClosed, ForkedClientError, RequestTimeout, ServerStartError
+from mcpsync.exceptions import (
+    ClientClosed,
+    ConnectionClosed,
+    ForkedClientError,
+    McpError,
+    RequestTimeout,
+    ServerStartError,
+)
 from mcpsync.rpc.deadline import Deadline, now
 from mcpsync.transports.base import CloseHandler, MessageHandler, Transport, encode_message
 from mcpsync.transports.stdio import process as _procutil
+from mcpsync.transports.stdio.handover import CutShort, Handover
 from mcpsync.transports.stdio.pipes import JsonLineFramer, write_until
 from mcpsync.transports.stdio.reader import POLL, StdoutReader
 from mcpsync.transports.stdio.stderr import StderrDrain, StderrOption
@@ -97,7 +105,6 @@ class StdioTransport(Transport):
         #: Signals sent by this transport, in order (for diagnostics and tests).
         self.signals_sent: list[str] = []
         self._state_lock = threading.Lock()
-        self._write_lock = threading.Lock()
         self._closing = threading.Event()  # set once, by whoever reports on_close
         self._done = threading.Event()  # the shutdown sequence has finished
         self._started = False
@@ -106,6 +113,7 @@ class StdioTransport(Transport):
         self._close_exc: ConnectionClosed | None = None
         self._proc: subprocess.Popen[bytes] | None = None
         self._stdin = -1
+        self._handover = Handover(-1, self._closing.is_set)
         self._reader: StdoutReader | None = None
         self._drain: StderrDrain | None = None
         self._on_message: MessageHandler | None = None
@@ -171,6 +179,7 @@ class StdioTransport(Transport):
         _procutil.close_at_exit(self)
         assert proc.stdin is not None and proc.stdout is not None and proc.stderr is not None
         self._stdin = proc.stdin.fileno()
+        self._handover = Handover(self._stdin, self._closing.is_set)
         if self._closing.is_set():  # close() ran while we were spawning
             self._shutdown()
             proc.stdout.close()
@@ -317,13 +326,14 @@ class StdioTransport(Transport):
         if proc is None or proc.stdin is None:
             return
         # A writer notices _closing within POLL and lets go of the lock.
-        if self._write_lock.acquire(timeout=2.0):
+        lock = self._handover.lock
+        if lock.acquire(timeout=2.0):
             try:
                 proc.stdin.close()
             except OSError:
                 pass
             finally:
-                self._write_lock.release()
+                lock.release()
 
     def _deliver(self, message: Any) -> None:
         if self._closing.is_set() or self._on_message is None:
@@ -332,6 +342,8 @@ class StdioTransport(Transport):
             self._on_message(message)
         except Exception:
             log.exception("on_message callback of %s raised; message dropped", self.describe())
+        if self._reader is not None:
+            self._reader.own.delivered(message)
 
     # -- sending ------------------------------------------------------------
 
@@ -353,21 +365,69 @@ class StdioTransport(Transport):
             raise ForkedClientError(f"this {self.describe()} connection belongs to the parent process; "
                                     "a forked child must open its own client")
         data = encode_message(message) + b"\n"
-        if self._proc is None:
+        reader = self._reader
+        if reader is None:
             raise ConnectionClosed("the stdio transport has not been started")
         start = now()
         end = None if self._write_timeout is None else start + self._write_timeout
         call_end = None if deadline is None else deadline.end
         if call_end is not None and (end is None or call_end < end):
             end = call_end
-        lock = self._write_lock
-        if not lock.acquire(False):
-            while not lock.acquire(timeout=POLL if end is None else max(0.0, min(POLL, end - now()))):
-                if self._closing.is_set():
-                    raise self._closed_error()
-                if end is not None and now() >= end:
-                    raise self._write_timed_out(end - start, message)
+        own = reader.own
+        request_id = own.sending(message)  # before the write: a fast reply must find it
+        handover = self._handover
         written, broken = 0, None
+        try:
+            if not handover.lock.acquire(False):
+                if handover.offer(data, end):  # the fast path of handover.py
+                    written = len(data)
+                else:
+                    self._wait_for_lock(end, start, message)
+            if not written:
+                written, broken = self._write_holding(data, end)
+        except CutShort:
+            self._cut_short(f"MCP server {self.describe()} stopped reading its stdin; a message was cut short,"
+                            " so the connection is closed")
+        except McpError:  # before OSError: a RequestTimeout is a TimeoutError
+            own.awaited.discard(request_id)
+            raise
+        except OSError as exc:
+            broken = exc
+        except BaseException:
+            own.awaited.discard(request_id)
+            raise
+        if broken is not None:
+            # The pipe broke: the server is dying.  Report it with its exit code.
+            self.fail(self.death_error(f"cannot write to MCP server {self.describe()}", broken))
+            raise self._closed_error() from broken
+        if written == len(data):
+            if request_id is not None:
+                own.read_reply(request_id, deadline)  # the fast path of caller_read.py
+            return
+        own.awaited.discard(request_id)
+        if self._closing.is_set():
+            raise self._closed_error()  # close() interrupted the write
+        if written:
+            self._cut_short(f"MCP server {self.describe()} stopped reading its stdin; a message was cut short,"
+                            " so the connection is closed")
+        raise self._write_timed_out(end - start if end is not None else None, message, cut=bool(written))
+
+    def _wait_for_lock(self, end: float | None, start: float, message: Mapping[str, Any]) -> None:
+        """Take the write lock by *end*, or raise (nothing written: the connection lives on)."""
+        lock = self._handover.lock
+        while not lock.acquire(timeout=POLL if end is None else max(0.0, min(POLL, end - now()))):
+            if self._closing.is_set():
+                raise self._closed_error()
+            if end is not None and now() >= end:
+                raise self._write_timed_out(end - start, message)
+
+    def _write_holding(self, data: bytes, end: float | None) -> tuple[int, OSError | None]:
+        """Holding the write lock: write *data* by *end*, then what was handed over; let go.
+
+        :returns: bytes of *data* written, and the ``OSError`` of a broken pipe.
+        """
+        handover = self._handover
+        written = 0
         try:
             if self._closing.is_set():
                 raise self._closed_error()
@@ -376,28 +436,25 @@ class StdioTransport(Transport):
             except BlockingIOError:
                 pass
             if written < len(data):
-                written += write_until(self._stdin, memoryview(data)[written:], end, self._closing.is_set)
-        except ConnectionClosed:
+                handover.stuck = True  # no hand-over while we wait for room
+                try:
+                    written += write_until(self._stdin, memoryview(data)[written:], end, self._closing.is_set)
+                finally:
+                    handover.stuck = False
+        except McpError:
+            handover.lock.release()
             raise
         except OSError as exc:
-            broken = exc
+            handover.lock.release()
+            return written, exc
         except BaseException:
-            self._cut_short(f"a write to MCP server {self.describe()} was interrupted")  # the pipe may hold half a frame
+            handover.lock.release()
+            if written or not isinstance(sys.exc_info()[1], ConnectionClosed):
+                # Interrupted mid-write (Ctrl-C): the pipe may hold half a frame.
+                self._cut_short(f"a write to MCP server {self.describe()} was interrupted")
             raise
-        finally:
-            lock.release()
-        if broken is not None:
-            # The pipe broke: the server is dying.  Report it with its exit code.
-            self.fail(self.death_error(f"cannot write to MCP server {self.describe()}", broken))
-            raise self._closed_error() from broken
-        if written == len(data):
-            return
-        if self._closing.is_set():
-            raise self._closed_error()  # close() interrupted the write
-        if written:
-            self._cut_short(f"MCP server {self.describe()} stopped reading its stdin; a message was cut short,"
-                            " so the connection is closed")
-        raise self._write_timed_out(end - start if end is not None else None, message, cut=bool(written))
+        handover.release()  # writes the frames handed over meanwhile
+        return written, None
 
     def _cut_short(self, why: str) -> None:
         self.fail(ConnectionClosed(why, outcome_unknown=True, stderr_tail=self.stderr_tail))
