@@ -8,10 +8,10 @@ means nothing to it).
 
 from __future__ import annotations
 
-import os
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from mcpsync import _fork
 from mcpsync.transports.http import common as common
 from mcpsync.transports.base import Transport
 
@@ -62,10 +62,11 @@ def http_transport_factory(
     transport_options = {k: v for k, v in options.items() if k in _TRANSPORT_OPTIONS}
     client_options = {k: v for k, v in options.items() if k not in _TRANSPORT_OPTIONS}
     common.origin(url)  # validate early
-    owner = os.getpid()
+    forked = _Forked()
 
     def factory() -> Transport:
-        if session is not None and os.getpid() != owner:
+        if session is not None and forked.flag:
+            forked.flag = False
             for adapter in session.adapters.values():
                 pool = getattr(adapter, "poolmanager", None)
                 if pool is not None:
@@ -79,4 +80,17 @@ def http_transport_factory(
             return StreamableHTTPTransport(url, **base, **opts)
         return AutoHTTPTransport(url, **base, **transport_options)
 
+    factory.forked = forked  # type: ignore[attr-defined]  # held as long as the factory is
     return factory, client_options
+
+
+class _Forked:
+    """Set in a forked child (:mod:`mcpsync._fork`): the next transport lets go of the shared
+    session's pooled connections, which are the parent's (closing, never shutting down, them)."""
+
+    def __init__(self) -> None:
+        self.flag = False
+        _fork.join(self)
+
+    def after_fork_in_child(self) -> None:
+        self.flag = True
