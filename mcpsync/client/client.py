@@ -19,11 +19,11 @@ from typing import TYPE_CHECKING, Any
 
 from mcpsync import _fork, types
 from mcpsync._version import __version__
-from mcpsync.client import apps, prompts, resources, skills, tasks, tools
+from mcpsync.client import apps, declared, prompts, resources, skills, tasks, tools, utilities
 from mcpsync.client.cache import ResultCache
 from mcpsync.client.connection import Connection
 from mcpsync.client.core import TaskWaiters, require
-from mcpsync.client.extensions import ExtensionsArg, normalize_extensions, request_meta, server_extensions
+from mcpsync.client.extensions import ExtensionsArg, normalize_extensions
 from mcpsync.client.input_required import until_complete
 from mcpsync.client.interceptors import Interceptor
 from mcpsync.client.lifecycle import Lifecycle
@@ -32,7 +32,6 @@ from mcpsync.client.options import DEFAULT, ClientOptions, RootsArg, TimeoutArg
 from mcpsync.client.pending_call import PendingCall
 from mcpsync.client.policies import Policies
 from mcpsync.client.retry import RetryArg, resolve_policy
-from mcpsync.client.subscriptions import Subscription
 from mcpsync.client.task_handle import TaskHandle
 from mcpsync.exceptions import McpError
 from mcpsync.rpc.deadline import Deadline
@@ -63,36 +62,34 @@ class Client:
     :param client_info: ``(name, version)`` sent to the server.
     :param timeout: default per-request timeout in seconds; ``None`` waits forever.
     :param mode: ``"auto"``, ``"legacy"`` or a protocol version to pin.
-    :param roots: roots to offer the server: :class:`~mcpsync.types.Root`,
-        ``(uri, name)`` tuples or paths, or a callable returning them.
+    :param roots: roots to offer the server: :class:`~mcpsync.types.Root`, ``(uri, name)``
+        tuples or paths, or a callable returning them.
     :param sampling_handler: answers ``sampling/createMessage``.
     :param elicitation_handler: answers ``elicitation/create`` (form and URL mode).
     :param logging_handler: receives server log messages.
     :param exception_handler: receives exceptions raised by your callbacks.
-    :param retry: retry transient failures of calls that are safe to repeat
-        (``True``, the default), never (``False``), or as a
-        :class:`~mcpsync.RetryPolicy` says; see ``docs/policies.rst``.
-    :param interceptors: ``fn(request, call_next)`` functions run around
-        every request and notification, the first outermost.
+    :param retry: retry transient failures of calls that are safe to repeat (``True``, the
+        default), never (``False``), or as a :class:`~mcpsync.RetryPolicy` says; see
+        ``docs/policies.rst``.
+    :param interceptors: ``fn(request, call_next)`` functions run around every request and
+        notification, the first outermost.
     :param tracing: OpenTelemetry spans and trace context in ``_meta`` when
         ``opentelemetry-api`` is installed; ``False`` turns them off.
-    :param prior_discover: a :class:`~mcpsync.types.DiscoverResult` (or its
-        wire dict) remembered from an earlier connection: the
-        ``server/discover`` probe is skipped, and made once if the server
-        rejects the remembered version.
-    :param extensions: protocol extensions to advertise on every request,
-        identifier -> settings (``None`` or ``{}``: no settings); see ``docs/extensions.rst``.
+    :param prior_discover: a :class:`~mcpsync.types.DiscoverResult` (or its wire dict)
+        remembered from an earlier connection: the ``server/discover`` probe is skipped,
+        and made once if the server rejects the remembered version.
+    :param extensions: protocol extensions to advertise on every request, identifier ->
+        settings (``None`` or ``{}``: no settings); see ``docs/extensions.rst``.
     :param apps: advertise MCP Apps (``io.modelcontextprotocol/ui``, HTML UIs) on every
         request; see ``docs/apps.rst``.
-    :param serve_tasks: let a 2025-11-25 server run its sampling and elicitation
-        requests as tasks on this client (see ``docs/tasks.rst``).
-    :param session_retry: after an HTTP session expired and the client re-initialized,
-        which refused request is resent: ``"safe"`` (all but ``tools/call``), ``"all"``
-        or ``"none"``.
-    :param discover_timeout: with ``mode="auto"`` (or ``"modern"``), seconds
-        the ``server/discover`` probe waits before a ``ping`` checks whether
-        the server reads at all; a handshake-era server that ignores the probe
-        costs about this much (see :doc:`protocol-eras`).
+    :param serve_tasks: let a 2025-11-25 server run its sampling and elicitation requests as
+        tasks on this client (see ``docs/tasks.rst``).
+    :param session_retry: after an HTTP session expired and the client re-initialized, which
+        refused request is resent: ``"safe"`` (all but ``tools/call``), ``"all"`` or ``"none"``.
+    :param discover_timeout: with ``mode="auto"`` (or ``"modern"``), seconds the
+        ``server/discover`` probe waits before an ``initialize`` goes out behind it; a
+        handshake-era server that ignores the probe costs about this much (see
+        :doc:`protocol-eras`).
     """
 
     def __init__(
@@ -122,20 +119,12 @@ class Client:
         _prior_era: str | None = None,
     ) -> None:
         self._options = ClientOptions(
-            client_info=client_info,
-            timeout=timeout,
-            mode=mode,
-            roots=roots,
-            sampling_handler=sampling_handler,
-            elicitation_handler=elicitation_handler,
-            logging_handler=logging_handler,
-            exception_handler=exception_handler,
-            capabilities=dict(capabilities) if capabilities else None,
+            client_info=client_info, timeout=timeout, mode=mode, roots=roots, sampling_handler=sampling_handler,
+            elicitation_handler=elicitation_handler, logging_handler=logging_handler,
+            exception_handler=exception_handler, capabilities=dict(capabilities) if capabilities else None,
             extensions=normalize_extensions({**(extensions or {}), **(_APPS if apps else {})}) or None,
-            serve_tasks=serve_tasks,
-            max_queued_notifications=max_queued_notifications,
-            discover_timeout=discover_timeout,
-            prior_discover=_prior(prior_discover),
+            serve_tasks=serve_tasks, max_queued_notifications=max_queued_notifications,
+            discover_timeout=discover_timeout, prior_discover=_prior(prior_discover),
             prior_era=_prior_era,  # set by the CLI's era cache (mcpsync.client.era_cache)
             session_retry=session_retry,
         )
@@ -393,60 +382,6 @@ class Client:
 
         return until_complete(send, conn, method, params or {}, deadline, accept, first=raw)
 
-    # -- what the server declared --------------------------------------------
-
-    @property
-    def server_info(self) -> types.Implementation:
-        """The server's name, version and title (connects if needed).
-
-        A modern server may leave it out of ``server/discover``: then ``name`` and
-        ``version`` are empty strings.
-        """
-        return self._connection().server_info
-
-    @property
-    def server_capabilities(self) -> types.ServerCapabilities:
-        """What the server declared it supports (connects if needed)."""
-        return self._connection().capabilities
-
-    @property
-    def protocol_version(self) -> str:
-        """The negotiated protocol revision, e.g. ``"2026-07-28"`` or ``"2025-11-25"``."""
-        return self._connection().protocol_version
-
-    @property
-    def era(self) -> str:
-        """``"modern"`` (stateless, 2026-07-28) or ``"legacy"`` (initialize handshake)."""
-        return self._connection().era
-
-    @property
-    def discover_result(self) -> types.DiscoverResult | None:
-        """The ``server/discover`` result of a 2026-07-28 server, else ``None``.
-
-        Save it with :func:`mcpsync.types.to_wire` and hand it back (restored with
-        :func:`~mcpsync.types.from_wire`) as ``prior_discover=`` to skip the probe next time.
-        """
-        return self._connection().discover_result
-
-    @property
-    def server_extensions(self) -> dict[str, dict[str, Any]]:
-        """The extensions the server declared: identifier -> settings (connects if needed)."""
-        return server_extensions(self._connection().capabilities)
-
-    def extension_meta(self, extensions: ExtensionsArg) -> dict[str, Any]:
-        """``_meta`` that declares *extensions* (identifier -> settings) on one request.
-
-        Pass it as ``meta=`` (or as ``params["_meta"]`` of :meth:`request`); it carries
-        the client's other capabilities too.  Empty on a handshake-era server, where
-        ``initialize`` fixed the capabilities for the session.
-        """
-        return request_meta(self._connection(), extensions)
-
-    @property
-    def instructions(self) -> str | None:
-        """The server's usage instructions, if it sent any."""
-        return self._connection().instructions
-
     # -- raw requests and notifications ----------------------------------------
 
     def request(
@@ -499,59 +434,20 @@ class Client:
     def _sync_background(self) -> None:
         """Keep the background listen stream's filter in step with what is wanted."""
         conn = self._life.conn
-        if conn is None or conn.era != "modern" or not conn.alive:
-            return
-        with self._background_lock:
-            methods = self._listeners.methods()
-            every = "*" in methods
-            filt = types.SubscriptionFilter(
-                tools_list_changed=every or "notifications/tools/list_changed" in methods or None,
-                prompts_list_changed=every or "notifications/prompts/list_changed" in methods or None,
-                resources_list_changed=every or "notifications/resources/list_changed" in methods or None,
-                resource_subscriptions=sorted(self._resource_subscriptions) or None,
-            )
-            old = conn.router.background
-            if old is not None and not old.closed and old.filter == filt:
-                return
-            new: Subscription | None = None
-            if filt != types.SubscriptionFilter():
-                new = Subscription(filt, on_close=conn.remove_subscription, queue_notifications=False)
-                conn.router.background = new
-                conn.listen(new, self._deadline(DEFAULT))
-            else:
-                conn.router.background = None
-            if old is not None:
-                old.close()
+        if conn is not None and conn.era == "modern" and conn.alive:
+            with self._background_lock:
+                conn.sync_background(self._listeners.methods(), self._resource_subscriptions, self._deadline(DEFAULT))
 
-    # -- the server's log level, liveness and roots ----------------------------
+    # -- what the server declared, and the features: functions over core.Core ----
 
-    def set_logging_level(self, level: types.LoggingLevel, *, timeout: TimeoutArg = DEFAULT) -> None:
-        """Ask the server to send log messages at *level* and above.
-
-        Modern servers take the level with every request; this sets it for all
-        requests from now on.
-        """
-        deadline = self._deadline(timeout)
-        conn = self._connection(deadline)
-        if conn.era == "modern":
-            require(conn.capabilities, "logging", "logging/setLevel")
-            conn.log_level = level
-            conn.set_modern_meta()
-            return
-        self._call("logging/setLevel", {"level": level}, deadline, capability="logging", rounds=False)
-
-    def ping(self, *, timeout: TimeoutArg = DEFAULT) -> None:
-        """Check that the server answers (``server/discover`` on a modern server)."""
-        deadline = self._deadline(timeout)
-        legacy = self._connection(deadline).era == "legacy"
-        self._call("ping" if legacy else "server/discover", None, deadline, rounds=False)
-
-    def notify_roots_changed(self) -> None:
-        """Tell the server the roots changed (modern servers ask for them each time)."""
-        if self._connection().era == "legacy":
-            self.notify("notifications/roots/list_changed")
-
-    # -- the features: functions over mcpsync.client.core.Core -----------------
+    server_info = property(declared.server_info)
+    server_capabilities = property(declared.server_capabilities)
+    protocol_version = property(declared.protocol_version)
+    era = property(declared.era)
+    discover_result = property(declared.discover_result)
+    server_extensions = property(declared.server_extensions)
+    instructions = property(declared.instructions)
+    extension_meta = declared.extension_meta
 
     list_tools = tools.list_tools
     call_tool = tools.call_tool
@@ -563,7 +459,10 @@ class Client:
     listen = resources.listen
     list_prompts = prompts.list_prompts
     get_prompt = prompts.get_prompt
-    complete = prompts.complete
+    complete = utilities.complete
+    ping = utilities.ping
+    set_logging_level = utilities.set_logging_level
+    notify_roots_changed = utilities.notify_roots_changed
     start_tool_task = tasks.start_tool_task
     task = tasks.task
     list_tasks = tasks.list_tasks

@@ -268,6 +268,26 @@ class Connection:
             raise sub.error
         return sub
 
+    def sync_background(self, methods: set[str], uris: set[str], deadline: Deadline) -> None:
+        """Keep the background ``subscriptions/listen`` stream (it feeds ``on()`` callbacks)
+        asking for what *methods* and resource *uris* want; nothing wanted: no stream."""
+        every = "*" in methods
+        filt = types.SubscriptionFilter(
+            tools_list_changed=every or "notifications/tools/list_changed" in methods or None,
+            prompts_list_changed=every or "notifications/prompts/list_changed" in methods or None,
+            resources_list_changed=every or "notifications/resources/list_changed" in methods or None,
+            resource_subscriptions=sorted(uris) or None,
+        )
+        old = self.router.background
+        if old is not None and not old.closed and old.filter == filt:
+            return
+        self.router.background = None
+        if filt != types.SubscriptionFilter():
+            self.router.background = Subscription(filt, on_close=self.remove_subscription, queue_notifications=False)
+            self.listen(self.router.background, deadline)
+        if old is not None:
+            old.close()
+
     def remove_subscription(self, sub: Subscription) -> None:
         self.router.remove(sub)
         if sub._pending is not None:

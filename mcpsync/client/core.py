@@ -12,7 +12,7 @@ connection once (a lazy connect included), checks the capability, runs the polic
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any, Protocol
 
 from mcpsync import types
@@ -74,6 +74,8 @@ class Core(Protocol):
               retry: bool | None = None, accept: tuple[str, ...] = (), rounds: bool = True) -> dict[str, Any]: ...
 
     def _sync_background(self) -> None: ...
+
+    def notify(self, method: str, params: Mapping[str, Any] | None = None) -> None: ...
 
     def on(self, method: str, callback: Callable[[dict[str, Any]], Any]) -> Handle: ...
 

@@ -205,3 +205,4 @@ class Router:
         level = params.get("level")
         server_log.log(_LOG_LEVELS.get(level, logging.INFO) if isinstance(level, str) else logging.INFO,
                        "%s: %s", params.get("logger") or "server", params.get("data"))
+

@@ -1,4 +1,4 @@
-"""Prompts and argument completion, the same in both eras (functions over :class:`~.core.Core`)."""
+"""Prompts, the same in both eras (functions over :class:`~.core.Core`)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from mcpsync import types
 from mcpsync.client.core import Core, paginate
 from mcpsync.client.options import DEFAULT, TimeoutArg
 
-__all__ = ["complete", "get_prompt", "list_prompts"]
+__all__ = ["get_prompt", "list_prompts"]
 
 
 def list_prompts(client: Core, *, timeout: TimeoutArg = DEFAULT, cache: bool = True) -> list[types.Prompt]:
@@ -26,21 +26,3 @@ def get_prompt(client: Core, name: str, arguments: Mapping[str, str] | None = No
         params["arguments"] = {key: str(value) for key, value in arguments.items()}
     raw = client._call("prompts/get", params, client._deadline(timeout), capability="prompts")
     return types.from_wire(types.GetPromptResult, raw)
-
-
-def complete(
-    client: Core,
-    ref: types.PromptReference | types.ResourceTemplateReference,
-    argument_name: str,
-    argument_value: str,
-    *,
-    context: Mapping[str, str] | None = None,
-    timeout: TimeoutArg = DEFAULT,
-) -> types.Completion:
-    """Ask the server to complete an argument of a prompt or resource template."""
-    params: dict[str, Any] = {"ref": types.to_wire(ref), "argument": {"name": argument_name, "value": argument_value}}
-    if context:
-        params["context"] = {"arguments": dict(context)}
-    raw = client._call("completion/complete", params, client._deadline(timeout), capability="completions",
-                       rounds=False)
-    return types.from_wire(types.CompleteResult, raw).completion

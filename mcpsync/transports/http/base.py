@@ -37,19 +37,31 @@ _ids = itertools.count(1)
 
 
 class HttpTransport(Transport):
-    """The URL, headers, session and limits of an HTTP transport, and its exchanges."""
+    """The URL, headers, session and limits of an HTTP transport, and its exchanges.
+
+    :param url: the MCP endpoint (legacy HTTP+SSE: its SSE URL).
+    :param auth: a ``requests`` auth object (e.g. :class:`mcpsync.auth.OAuth`).
+    :param headers: extra headers sent with every request.
+    :param session: a ``requests.Session`` to use (proxies, TLS, retries); it is not
+        closed by :meth:`close`.  By default a private one is made.
+    :param connect_timeout: seconds to connect.
+    :param read_timeout: the idle timeout: seconds without a byte from the server (any
+        byte, keep-alive comments included) before a read fails.
+    :param max_message_bytes: cap on one JSON body or one SSE event.
+    :param follow_redirects: follow same-origin redirects (never cross-origin).
+    """
 
     def __init__(
         self,
         url: str,
         *,
-        auth: Any,
-        headers: Mapping[str, str] | None,
-        session: requests.Session | None,
-        connect_timeout: float,
-        read_timeout: float,
-        max_message_bytes: int,
-        follow_redirects: bool,
+        auth: Any = None,
+        headers: Mapping[str, str] | None = None,
+        session: requests.Session | None = None,
+        connect_timeout: float = 10.0,
+        read_timeout: float = 300.0,
+        max_message_bytes: int = 32 * 1024 * 1024,
+        follow_redirects: bool = True,
     ) -> None:
         if common.origin(url)[0] not in ("http", "https"):
             raise ValueError(f"not an http(s) URL: {common.redact_url(url)}")

@@ -37,32 +37,17 @@ log = logging.getLogger(__name__)
 class LegacySSETransport(HttpTransport):
     """MCP over the 2024-11-05 HTTP+SSE transport.
 
-    :param url: the SSE endpoint (``GET``), e.g. ``http://host/sse``.
+    Takes the parameters of :class:`~.base.HttpTransport` (*url* is the SSE endpoint,
+    ``GET``, e.g. ``http://host/sse``) and:
+
     :param endpoint_timeout: seconds to wait for the ``endpoint`` event.
     :param allow_cross_origin_endpoint: accept an ``endpoint`` on another origin (off:
         a hostile server could make us POST our headers elsewhere).
-
-    The other parameters are those of
-    :class:`~mcpsync.transports.http.streamable.StreamableHTTPTransport`.
     """
 
-    def __init__(
-        self,
-        url: str,
-        *,
-        auth: Any = None,
-        headers: Mapping[str, str] | None = None,
-        session: requests.Session | None = None,
-        connect_timeout: float = 10.0,
-        read_timeout: float = 300.0,
-        max_message_bytes: int = 32 * 1024 * 1024,
-        follow_redirects: bool = True,
-        endpoint_timeout: float = 10.0,
-        allow_cross_origin_endpoint: bool = False,
-    ) -> None:
-        super().__init__(url, auth=auth, headers=headers, session=session, connect_timeout=connect_timeout,
-                         read_timeout=read_timeout, max_message_bytes=max_message_bytes,
-                         follow_redirects=follow_redirects)
+    def __init__(self, url: str, *, endpoint_timeout: float = 10.0, allow_cross_origin_endpoint: bool = False,
+                 **options: Any) -> None:
+        super().__init__(url, **options)
         self._endpoint_timeout = endpoint_timeout
         self._cross_origin = allow_cross_origin_endpoint
         self._open_lock = threading.Lock()

@@ -1,41 +1,17 @@
 """The Streamable HTTP transport (MCP 2025-03-26 … 2026-07-28).
 
-Every message is a POST to one URL, and :meth:`StreamableHTTPTransport.send` is the
-whole exchange: it returns once the reply to the request it carries has been
-delivered, whatever the content type, so a failure of that one exchange is raised
-for that one request (docs/design.rst, *How a transport fails one request*):
-
-* ``202``/empty body: accepted (notifications and responses);
-* ``application/json``: the reply is read (each read bounded by the call's deadline)
-  and delivered;
-* ``text/event-stream``: the caller's thread reads the stream, delivering every
-  message (progress, notifications, server requests) as its event arrives, until the
-  reply; a stream that ends first is resumed with ``GET`` + ``Last-Event-ID``
-  (handshake era), else the request fails with ``outcome_unknown``.  A long-lived
-  stream (``subscriptions/listen``) is read by the session's detached sender;
-* any other status raises a typed error; a 404 on a session raises
-  :class:`~mcpsync.exceptions.SessionExpired` (the client re-initializes: MCP is
-  above this seam); a 2026-07-28 request refused with a recognised modern JSON-RPC
-  error in the body (e.g. -32022, -32020) gets that error as its reply.
-
-Every exchange is bounded by the call's deadline and interrupted at once by
-:meth:`close` or by cancelling its request, even before the headers arrive
-(:mod:`.track`).  With a ``requests.Session`` of the user's, whose sockets we cannot
-reach before the headers, a worker thread makes the exchange and the caller waits
-for it, released by close, cancel or its deadline.
-
-Handshake era: the ``Mcp-Session-Id`` and negotiated version go out as headers
-(:mod:`.headers`); after ``notifications/initialized`` a listening GET stream runs on
-``mcpsync-http-get-N.M`` (405 = the server has none); :meth:`close` DELETEs the
-session.  2026-07-28 (requests whose ``_meta`` names a protocol version): no session,
-no GET stream, no DELETE; routing headers; a lost response stream loses its request
-(``outcome_unknown``, no resumption); cancelling a request closes its response stream
-instead of POSTing ``notifications/cancelled``.
-
-Example::
-
-    t = StreamableHTTPTransport("http://127.0.0.1:8000/mcp")
-    client = mcpsync.Client(t)
+Every message is a POST to one URL, and :meth:`StreamableHTTPTransport.send` is the whole
+exchange: it returns once the reply to the request it carries has been delivered (a JSON
+body, or an SSE stream read up to the reply, every message on it delivered as its event
+arrives), so a failure of that one exchange is raised for that one request
+(docs/design.rst, *How a transport fails one request*).  Every wait is bounded by the
+call's deadline and interrupted at once by :meth:`close` or by cancelling the request,
+even before the headers (:mod:`.track`).  A 404 on a session raises
+:class:`~mcpsync.exceptions.SessionExpired`: the client re-initializes (MCP is above this
+seam).  Handshake era: session headers, a listening GET stream after
+``notifications/initialized``, resumption of a broken reply stream, a DELETE on close.
+2026-07-28: routing headers, no session, and cancelling closes the request's stream.
+docs/transports.rst tells the rest.
 """
 
 from __future__ import annotations
@@ -92,16 +68,9 @@ class FallbackToLegacy(McpError):
 class StreamableHTTPTransport(HttpTransport):
     """MCP over Streamable HTTP, with ``requests``.
 
-    :param url: the MCP endpoint.
-    :param auth: a ``requests`` auth object (e.g. :class:`mcpsync.auth.OAuth`).
-    :param headers: extra headers sent with every request.
-    :param session: a ``requests.Session`` to use (proxies, TLS, retries); it is not
-        closed by :meth:`close`.  By default a private one is made.
-    :param connect_timeout: seconds to connect.
-    :param read_timeout: the idle timeout: seconds without a byte from the server (any
-        byte, keep-alive comments included) before a read fails.
-    :param max_message_bytes: cap on one JSON body or one SSE event.
-    :param follow_redirects: follow same-origin redirects (never cross-origin).
+    Takes the parameters of :class:`~.base.HttpTransport` (the URL, ``auth``,
+    ``headers``, ``session``, timeouts, limits) and:
+
     :param reconnect_attempts: reconnects in a row of one stream that bring no progress
         (a new event id or message) before giving up.
     :param retry_delay: seconds before the first reconnect when the server sent no
@@ -111,27 +80,10 @@ class StreamableHTTPTransport(HttpTransport):
     :param listen: open the GET listening stream after the handshake.
     """
 
-    def __init__(
-        self,
-        url: str,
-        *,
-        auth: Any = None,
-        headers: Mapping[str, str] | None = None,
-        session: requests.Session | None = None,
-        connect_timeout: float = 10.0,
-        read_timeout: float = 300.0,
-        max_message_bytes: int = 32 * 1024 * 1024,
-        follow_redirects: bool = True,
-        reconnect_attempts: int = 3,
-        retry_delay: float = 1.0,
-        max_retry_delay: float = 30.0,
-        delete_timeout: float = 2.0,
-        listen: bool = True,
-        _fallback: bool = False,
-    ) -> None:
-        super().__init__(url, auth=auth, headers=headers, session=session, connect_timeout=connect_timeout,
-                         read_timeout=read_timeout, max_message_bytes=max_message_bytes,
-                         follow_redirects=follow_redirects)
+    def __init__(self, url: str, *, reconnect_attempts: int = 3, retry_delay: float = 1.0,
+                 max_retry_delay: float = 30.0, delete_timeout: float = 2.0, listen: bool = True,
+                 _fallback: bool = False, **options: Any) -> None:
+        super().__init__(url, **options)
         self._attempts = reconnect_attempts
         self._retry_delay = retry_delay
         self._max_retry_delay = max_retry_delay
