@@ -18,7 +18,6 @@ from __future__ import annotations
 import json
 import logging
 import re
-import select
 import socket
 from collections.abc import Iterator, Mapping
 from typing import TYPE_CHECKING
@@ -51,12 +50,10 @@ __all__ = [
     "origin",
     "read_body",
     "read_error_body",
-    "readable_soon",
     "redact_text",
     "redact_url",
     "release",
     "sanitized",
-    "set_read_timeout",
     "shutdown_response",
     "socket_of",
     "status_error",
@@ -277,87 +274,23 @@ def http_request(
     raise HTTPStatusError(status, f"more than {MAX_REDIRECTS} redirects from {redact_url(url)}")
 
 
-def readable_soon(response: requests.Response, timeout: float) -> bool:
-    """Whether reading *response* finds bytes within *timeout* seconds (buffered or on the socket).
-
-    A ``True`` means the next ``read1`` returns without waiting for the server
-    (barring a chunk header split across segments); ``False`` also when we
-    cannot tell, so the caller falls back to a reader thread.
-    """
-    raw = response.raw
-    decoded = getattr(raw, "_decoded_buffer", None)
-    if decoded is not None and len(decoded):
-        return True
-    fp = getattr(getattr(raw, "_fp", None), "fp", None)
-    if fp is None:
-        return True  # the body is complete: a read returns b"" at once
-    sock = socket_of(response)
-    if sock is None or not hasattr(fp, "peek"):
-        return False
-    try:
-        # Bytes may sit in the response's buffer (or TLS layer), where select
-        # cannot see them: peek without blocking.
-        previous = sock.gettimeout()
-        sock.setblocking(False)
-        try:
-            buffered = fp.peek(1)
-        finally:
-            sock.settimeout(previous)
-        if buffered and _chunk_ready(getattr(raw, "_fp", None), buffered):
-            return True
-        return timeout > 0 and _wait_readable(sock, timeout)
-    except (OSError, ValueError):
-        return False
-
-
 def finish_if_ready(response: requests.Response) -> None:
-    """Read the rest of a stream whose reply is in, as long as its bytes are already there.
+    """Read the rest of a stream whose reply is in, if its bytes come at once.
 
     A stream read to its end hands its connection back to the pool; one the server keeps
-    open is simply closed by the caller (a new connection next time, no wait now).
+    open a moment longer (the official SDK's ~44 ms) is left for the caller to close (a
+    new connection next time, and no wait now).
     """
-    read1 = None if encoding(response) else getattr(response.raw, "read1", None)
+    read1 = getattr(response.raw, "read1", None)
+    sock = socket_of(response)  # the body is not read to its end: the connection is still ours
+    if read1 is None or sock is None or encoding(response):
+        return
     try:
-        while read1 is not None and readable_soon(response, 0) and read1(65536):
+        sock.settimeout(0.001)
+        while read1(65536):
             pass
     except Exception:  # noqa: BLE001 - the reply is in; what follows is not wanted
         pass
-
-
-def _chunk_ready(response: object, buffered: bytes) -> bool:
-    """Whether *buffered* lets the next ``read1`` return without waiting for the server.
-
-    In a chunked body, the CRLF that ends a chunk stays in the buffer after
-    its data was read; a read then needs that CRLF, the next size line and a
-    byte of data.  Counting the two bytes as "readable" made the next read
-    wait for the server's next chunk (a keep-alive, 15 s later).
-    """
-    if not getattr(response, "chunked", False):
-        return True
-    left = getattr(response, "chunk_left", None)
-    if left:
-        return True  # inside a chunk: its data is what is buffered
-    view = buffered
-    if left == 0:  # the previous chunk's CRLF comes first
-        if len(view) < 2:
-            return False
-        view = view[2:]
-    end = view.find(b"\n")
-    if end < 0:
-        return False
-    try:
-        size = int(view[:end].split(b";", 1)[0].strip(), 16)
-    except ValueError:
-        return True  # a malformed size line: the read fails at once
-    return size == 0 or len(view) > end + 1
-
-
-def _wait_readable(sock: socket.socket, timeout: float) -> bool:
-    if hasattr(select, "poll"):  # not select(): a busy process may hold more than FD_SETSIZE fds
-        poller = select.poll()
-        poller.register(sock, select.POLLIN | select.POLLHUP | select.POLLERR)
-        return bool(poller.poll(max(1, round(timeout * 1000))))
-    return bool(select.select([sock], [], [], timeout)[0])
 
 
 def shutdown_response(response: requests.Response) -> None:
@@ -376,16 +309,6 @@ def shutdown_response(response: requests.Response) -> None:
         pass  # already closed or never connected
 
 
-def set_read_timeout(response: requests.Response, timeout: float | None) -> None:
-    """Make later reads of *response* wait at most *timeout* seconds each (when its socket is known)."""
-    sock = socket_of(response)
-    if sock is not None:
-        try:
-            sock.settimeout(timeout)
-        except OSError:
-            pass  # already closed: the next read fails anyway
-
-
 #: A read may overrun the call's deadline by this much before its socket timeout is re-armed.
 _REARM_SLACK = 0.05
 
@@ -393,18 +316,17 @@ _REARM_SLACK = 0.05
 def bound_next_read(response: requests.Response, left: float) -> None:
     """Make the next read of *response* wait at most *left* seconds (within ~50 ms).
 
-    Only while *response* still holds its connection: once its body has been
-    read to the end, ``urllib3`` has put the connection back in the pool, and
-    its socket may already be another thread's.  The timeout is re-armed only
-    when the one set earlier (by ``urllib3`` at the request, or here) would let
-    the read overrun by more than 50 ms, so a reply read at once costs no call.
+    Only while *response* still holds its connection: once its body has been read to
+    the end, ``urllib3`` has put the connection back in the pool, and its socket may
+    already be another thread's.  The timeout is re-armed only when the one set earlier
+    (by ``urllib3`` at the request, or here) differs from *left* by more than 50 ms, so a
+    reply read at once costs no call (and progress that moved the deadline later is seen).
     """
-    conn = getattr(response.raw, "_connection", None)
-    sock = getattr(conn, "sock", None)
+    sock = getattr(getattr(response.raw, "_connection", None), "sock", None)
     if not isinstance(sock, socket.socket):
         return
     current = sock.gettimeout()
-    if current is None or current - left > _REARM_SLACK:
+    if current is None or abs(current - left) > _REARM_SLACK:
         try:
             sock.settimeout(max(left, 0.001))
         except OSError:

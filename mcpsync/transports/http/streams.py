@@ -18,7 +18,6 @@ from __future__ import annotations
 import json
 import logging
 import random
-import socket
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
@@ -26,7 +25,7 @@ from mcpsync.exceptions import ProtocolError
 from mcpsync.rpc.deadline import Deadline
 from mcpsync.transports.http.body import iter_body
 from mcpsync.transports.http.sse_parser import SSEEvent, SSEParser
-from mcpsync.transports.http.track import socket_of
+from mcpsync.transports.http.common import bound_next_read
 
 if TYPE_CHECKING:  # pragma: no cover
     import requests
@@ -40,8 +39,6 @@ _DIALECT_END = frozenset({"complete", "error"})
 #: Floor under a server's ``retry`` (RELIABILITY C4): ``retry: 0`` and one event per stream
 #: would otherwise reconnect in a tight loop.
 _MIN_RETRY = 0.1
-#: A read may overrun the deadline by this much before its socket timeout is re-armed.
-_SLACK = 0.05
 
 
 class Dialect(Exception):
@@ -54,19 +51,6 @@ def dialect_error(types: set[str]) -> ProtocolError:
         f"the server streamed the result as non-standard SSE {names} events instead of a JSON-RPC"
         " response; mcpsync does not reassemble them (see docs/websocket.rst, 'SSE result fragment"
         " streams')")
-
-
-def _bound(sock: socket.socket | None, left: float, idle: float) -> None:
-    """Make the next read wait at most *left* seconds (and *idle*), within ~50 ms."""
-    if sock is None:
-        return
-    wanted = min(left, idle)
-    current = sock.gettimeout()
-    if current is None or abs(current - wanted) > _SLACK:
-        try:
-            sock.settimeout(max(wanted, 0.001))
-        except OSError:
-            pass  # already closed: the read fails anyway
 
 
 def pump(response: requests.Response, parser: SSEParser, deliver: Callable[[Any], None], *,
@@ -83,7 +67,7 @@ def pump(response: requests.Response, parser: SSEParser, deliver: Callable[[Any]
     :raises Dialect: when *odd* is given and a dialect end marker arrives before the reply.
     :raises MessageTooLarge: for an event over the parser's cap.
     """
-    sock = socket_of(response) if deadline is not None and deadline.end is not None else None
+    bounded = deadline is not None and deadline.end is not None
     got = False
     for chunk in iter_body(response):
         for event in parser.feed(chunk):
@@ -109,9 +93,9 @@ def pump(response: requests.Response, parser: SSEParser, deliver: Callable[[Any]
                     got = True
         if got:
             return got
-        if sock is not None:
+        if bounded:
             assert deadline is not None
-            _bound(sock, deadline.remaining() or 0.0, idle)
+            bound_next_read(response, min(deadline.remaining() or 0.0, idle))
     return got
 
 
