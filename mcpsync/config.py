@@ -12,7 +12,8 @@ A *stdio* entry has ``command`` (and optionally ``args``, ``env``, ``cwd``,
 ``closeGrace``, ``terminateGrace``); a *remote* entry has ``url`` (and
 optionally ``headers`` and ``type`` or ``transport``: ``"http"``,
 ``"streamable-http"``, ``"sse"`` or ``"websocket"``).  Either may set
-``timeout`` and ``discoverTimeout`` (seconds).  VS Code's top-level key
+``timeout`` and ``discoverTimeout`` (seconds) and ``mode`` (the protocol era:
+``"auto"``, ``"legacy"``, ``"modern"`` or a protocol version).  VS Code's top-level key
 ``"servers"`` is accepted too.  Keys other clients use (``disabled``,
 ``autoApprove``, ...) are ignored; any other key warns with
 :class:`ConfigWarning`, naming the key we know that it resembles.
@@ -43,6 +44,7 @@ from typing import Any
 import attrs
 
 from mcpsync.exceptions import McpError
+from mcpsync.types.protocol import HANDSHAKE_VERSIONS, MODERN_VERSIONS
 
 __all__ = [
     "ConfigError",
@@ -76,8 +78,10 @@ _SETTINGS = {
     "terminateGrace": "terminate_grace",
 }
 _STDIO_ONLY = frozenset({"closeGrace", "terminateGrace"})
+#: The values of ``mode`` (the client's ``mode=``): an era, or a protocol version to pin.
+MODES = ("auto", "legacy", "modern", *MODERN_VERSIONS, *HANDSHAKE_VERSIONS)
 _OURS = frozenset({"command", "args", "env", "cwd", "url", "serverUrl", "headers", "type",
-                   "transport", "allow", "deny", "annotations", *_SETTINGS})
+                   "transport", "allow", "deny", "annotations", "mode", *_SETTINGS})
 #: Keys other MCP clients put in the same entries; a shared file must not warn about them.
 _FOREIGN = frozenset({
     "disabled", "enabled", "autoApprove", "alwaysAllow", "disabledTools", "description", "name",
@@ -136,8 +140,8 @@ class ServerConfig:
     annotations: dict[str, Any] | None = None
     #: Client options the entry sets: ``timeout``, ``discover_timeout``,
     #: ``close_grace``, ``terminate_grace`` (from ``timeout``,
-    #: ``discoverTimeout``, ``closeGrace``, ``terminateGrace``).
-    options: dict[str, float | None] = attrs.field(factory=dict)
+    #: ``discoverTimeout``, ``closeGrace``, ``terminateGrace``) and ``mode``.
+    options: dict[str, float | str | None] = attrs.field(factory=dict)
 
     @property
     def is_remote(self) -> bool:
@@ -229,31 +233,38 @@ def _filters(raw: dict[str, Any], where: str) -> dict[str, Any]:
     return found
 
 
-def unknown_keys(entry: Mapping[str, Any]) -> list[tuple[str, str | None]]:
+def unknown_keys(entry: Mapping[str, Any], also: frozenset[str] = frozenset()) -> list[tuple[str, str | None]]:
     """The keys of an ``mcpServers`` entry that neither mcpsync nor other MCP clients use,
     each with the known key it resembles (``None``: none).
 
     :func:`load_config` warns about these (:class:`ConfigWarning`); an integration that
     reports them its own way (Django's system checks) passes ``warn_unknown=False``.
+
+    :param also: keys the caller reads besides these (known, and offered as hints).
     """
+    known = sorted(_OURS | also)
     found: list[tuple[str, str | None]] = []
     for key in entry:
-        if key in _OURS or key in _FOREIGN:
+        if key in known or key in _FOREIGN:
             continue
         name = str(key)
-        close = difflib.get_close_matches(name, sorted(_OURS), n=1, cutoff=0.6)
+        close = difflib.get_close_matches(name, known, n=1, cutoff=0.6)
         if not close:
-            close = [k for k in _OURS if k.lower() == name.replace("_", "").lower()]
+            close = [k for k in known if k.lower() == name.replace("_", "").lower()]
         found.append((name, close[0] if close else None))
     return found
 
 
-def _settings(raw: dict[str, Any], where: str, stdio: bool, warn: bool = True) -> dict[str, float | None]:
+def _settings(raw: dict[str, Any], where: str, stdio: bool, warn: bool = True) -> dict[str, float | str | None]:
     """The entry's client options; unknown keys warn, with the known key they resemble."""
     for key, close in unknown_keys(raw) if warn else ():
         hint = f" (did you mean {close!r}?)" if close else ""
         warnings.warn(f"{where}: unknown key {key!r} ignored{hint}", ConfigWarning, stacklevel=5)
-    options: dict[str, float | None] = {}
+    options: dict[str, float | str | None] = {}
+    if raw.get("mode") is not None:
+        if raw["mode"] not in MODES:
+            raise ConfigError(f"{where}: 'mode' must be one of {', '.join(MODES)}, got {raw['mode']!r}")
+        options["mode"] = raw["mode"]
     for key, option in _SETTINGS.items():
         if key not in raw:
             continue

@@ -175,7 +175,7 @@ def test_config_servers_and_server_selection(tmp_path: Path) -> None:
     lines = proc.stdout.splitlines()
     assert lines[0].split() == ["NAME", "TRANSPORT", "COMMAND", "OR", "URL"]
     assert lines[1].split()[:2] == ["demo", "stdio"] and lines[1].endswith("-m mcpsync.demo")
-    assert lines[2].split() == ["remote", "auto", "http://127.0.0.1:9/mcp"]  # "auto" once
+    assert lines[2].split() == ["remote", "http", "http://127.0.0.1:9/mcp"]  # as the file says it
     assert "Bearer" not in proc.stdout  # header values (secrets) are never listed
     proc = mcpsync("--config", str(path), "--server", "demo", "call", "add", "a=1", "b=1")
     assert proc.stdout == "2\n"

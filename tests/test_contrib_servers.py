@@ -156,10 +156,24 @@ def test_is_safe_next() -> None:
 
 
 def test_cli_arguments() -> None:
-    assert argv_for("tools", [], ["demo"]) == ["--server", "demo", "tools"]
-    assert argv_for("call", ["add", "a=1"], ["demo"]) == ["--server", "demo", "call", "add", "a=1"]
-    assert argv_for("call", ["b", "add"], ["a", "b"]) == ["--server", "b", "call", "add"]
-    assert argv_for("servers", [], ["a", "b"]) == ["servers"]
+    assert argv_for("x mcp", "tools", [], ["demo"]) == ["--server", "demo", "tools"]
+    assert argv_for("x mcp", "call", ["add", "a=1"], ["demo"]) == ["--server", "demo", "call", "add", "a=1"]
+    assert argv_for("x mcp", "call", ["b", "add"], ["a", "b"]) == ["--server", "b", "call", "add"]
+    assert argv_for("x mcp", "servers", [], ["a", "b"]) == ["servers"]
+
+
+@pytest.mark.parametrize(("command", "rest", "message"), [
+    ("tools", [], "name a server: x mcp tools SERVER (servers: a, b)"),
+    ("tools", ["-o", "json"], "name a server: x mcp tools SERVER (servers: a, b)"),
+    ("tools", ["c"], "no server 'c': x mcp tools SERVER (servers: a, b)"),
+    ("call", ["add", "n=1"], "no server 'add': x mcp call SERVER TOOL key=value ... (servers: a, b)"),
+])
+def test_cli_usage_errors_say_the_wrappers_syntax(command: str, rest: list[str], message: str) -> None:
+    from mcpsync.contrib._cli import UsageError
+
+    with pytest.raises(UsageError) as caught:
+        argv_for("x mcp", command, rest, ["a", "b"])
+    assert str(caught.value) == message
 
 
 def test_scoped_stores_do_not_see_each_other() -> None:
