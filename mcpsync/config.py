@@ -327,7 +327,7 @@ def _entry(name: str, raw: Any, environ: Mapping[str, str] | None, warn: bool = 
 def _document(source: str | os.PathLike[str] | Mapping[str, Any]) -> tuple[Mapping[str, Any], str]:
     if isinstance(source, Mapping):
         return source, "the configuration"
-    path = Path(source)
+    path = Path(source).expanduser()  # "~/.cursor/mcp.json", as the shell would
     try:
         text = path.read_text(encoding="utf-8")
     except OSError as exc:
