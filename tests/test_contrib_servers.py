@@ -24,6 +24,21 @@ def _ids(servers: object, defaults: object = None, **kw: object) -> list[str]:
     return [p.id for p in validate(servers, defaults, **kw)[1]]  # type: ignore[arg-type]
 
 
+def test_a_typo_of_an_integration_key_gets_a_hint() -> None:
+    [problem] = validate({"demo": {**DEMO, "optons": {"timeout": 5}, "oath": True}})[1][:1]
+    assert (problem.id, problem.hint) == ("mcpsync.W001", "did you mean 'options'?")
+    assert [p.hint for p in validate({"demo": {**DEMO, "oath": True}})[1]] == ["did you mean 'oauth'?"]
+
+
+def test_the_entrys_settings_win_over_the_defaults() -> None:
+    specs, problems = validate({"demo": {**DEMO, "timeout": 5, "mode": "legacy"},
+                                "other": {**DEMO, "timeout": 5, "options": {"timeout": 7}}},
+                               {"timeout": 20, "mode": "auto", "close_grace": 1})
+    assert problems == []
+    assert specs["demo"].options == {"timeout": 5.0, "mode": "legacy", "close_grace": 1}
+    assert specs["other"].options["timeout"] == 7
+
+
 def test_a_good_setting_has_no_problems(tmp_path: Path) -> None:
     specs, problems = validate({"demo": DEMO, "web": {"url": "http://127.0.0.1:1/mcp"}}, {"timeout": 5})
     assert problems == []

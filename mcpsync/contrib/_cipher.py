@@ -29,7 +29,10 @@ def _fernet() -> Any:
 
 
 def generate_key() -> str:
-    """A new random key for ``MCP_TOKEN_KEY`` (url-safe base64, 32 bytes)."""
+    """A new random key for ``MCP_TOKEN_KEY`` (url-safe base64, 32 bytes).
+
+    From a shell: ``python -c 'from mcpsync.contrib import generate_key; print(generate_key())'``.
+    """
     return str(_fernet().Fernet.generate_key().decode("ascii"))
 
 
