@@ -392,25 +392,44 @@ def test_the_config_page_runs_as_printed(quickstart: tuple[Shell, dict[str, Ran]
     page.done()
 
 
-# -- django.rst -----------------------------------------------------------------------------------
+# -- django.rst, flask.rst -----------------------------------------------------------------------
+
+
+def web_shell(tmp_path: Path) -> Shell:
+    """A shell in a fresh project directory, ``$MCPSYNC_CLONE`` set as the quickstart leaves it."""
+    return Shell(tmp_path / "state", tmp_path / "project", {**user_env(), "MCPSYNC_CLONE": str(ROOT)})
+
+
+def serve_and_ask(shell: Shell, page: Page, project: Path) -> None:
+    """The block that starts gunicorn (after, maybe, other commands), then the ``curl`` block;
+    afterwards no server process of the app is left."""
+    port = free_port()
+    try:
+        run_console(shell, page.take("code-block", "console"), port=port)
+        run_console(shell, page.take("code-block", "console"), port=port)
+    finally:
+        shell.stop_servers()
+    assert_no_process_left(project)
+
+
+def run_the_tests_section(shell: Shell, page: Page, project: Path) -> None:
+    """The page's last section: install pytest, write its three files, run pytest."""
+    run_console(shell, page.take("code-block", "console"))
+    for _ in range(3):  # pytest.ini, the fake server, the tests
+        write_file(shell, page.take("code-block", page.blocks[0].lang))
+    run_console(shell, page.take("code-block", "console"))
+    page.done()
+    assert_no_process_left(project)
 
 
 def test_the_django_page_runs_as_printed(tmp_path: Path) -> None:
-    project = tmp_path / "project"
-    shell = Shell(tmp_path / "state", project, {**user_env(), "MCPSYNC_CLONE": str(ROOT)})
-    page = Page("django.rst")
+    shell, page, project = web_shell(tmp_path), Page("django.rst"), tmp_path / "project"
     for _ in range(3):  # the virtualenv, the secrets, startproject
         run_console(shell, page.take("code-block", "console"))
     for _ in range(3):  # settings.py, urls.py, views.py
         write_file(shell, page.take("code-block", "python"))
     assert (project / "mysite" / "wsgi.py").is_file() and (project / "mysite" / "__init__.py").is_file()
-    port = free_port()
-    try:
-        run_console(shell, page.take("code-block", "console"), port=port)  # migrate, gunicorn
-        run_console(shell, page.take("code-block", "console"), port=port)  # curl
-    finally:
-        shell.stop_servers()
-    assert_no_process_left(project)
+    serve_and_ask(shell, page, project)  # migrate and gunicorn; curl
     # Each mistake added at the end of settings.py, then removed again.
     settings = project / "mysite" / "settings.py"
     original = settings.read_text()
@@ -419,41 +438,18 @@ def test_the_django_page_runs_as_printed(tmp_path: Path) -> None:
         run_console(shell, page.take("code-block", "console"))
     settings.write_text(original)
     run_console(shell, page.take("code-block", "console"))  # manage.py mcp
-    run_console(shell, page.take("code-block", "console"))  # pip install pytest pytest-django
-    for _ in range(3):  # pytest.ini, the fake server, the tests
-        block = page.blocks[0]
-        write_file(shell, page.take("code-block", block.lang))
-    run_console(shell, page.take("code-block", "console"))  # pytest
-    page.done()
-    assert_no_process_left(project)
-
-
-# -- flask.rst ------------------------------------------------------------------------------------
+    run_the_tests_section(shell, page, project)
 
 
 def test_the_flask_page_runs_as_printed(tmp_path: Path) -> None:
-    project = tmp_path / "project"
-    shell = Shell(tmp_path / "state", project, {**user_env(), "MCPSYNC_CLONE": str(ROOT)})
-    page = Page("flask.rst")
+    shell, page, project = web_shell(tmp_path), Page("flask.rst"), tmp_path / "project"
     for _ in range(2):  # the virtualenv, the secrets
         run_console(shell, page.take("code-block", "console"))
     write_file(shell, page.take("code-block", "python"))  # app.py
-    port = free_port()
-    try:
-        run_console(shell, page.take("code-block", "console"), port=port)  # gunicorn
-        run_console(shell, page.take("code-block", "console"), port=port)  # curl
-    finally:
-        shell.stop_servers()
-    assert_no_process_left(project)
+    serve_and_ask(shell, page, project)  # gunicorn; curl
     migration_matches_the_store(page.take("literal"))
     run_console(shell, page.take("code-block", "console"))  # flask mcp
-    run_console(shell, page.take("code-block", "console"))  # pip install pytest
-    for _ in range(3):  # pytest.ini, the fake server, the tests
-        block = page.blocks[0]
-        write_file(shell, page.take("code-block", block.lang))
-    run_console(shell, page.take("code-block", "console"))  # pytest
-    page.done()
-    assert_no_process_left(project)
+    run_the_tests_section(shell, page, project)
 
 
 def migration_matches_the_store(block: Block) -> None:
