@@ -356,6 +356,11 @@ def test_the_quickstart_runs_as_printed(quickstart: tuple[Shell, dict[str, Ran]]
     assert written == json.loads(results["printed config"].output.replace("/home/you/project", str(shell.cwd)))
 
 
+def test_the_cli_pages_mode_example_runs_as_printed(quickstart: tuple[Shell, dict[str, Ran]]) -> None:
+    [block] = [b for b in page_blocks("cli.rst") if "--mode legacy" in b.text]
+    run_console(quickstart[0], block)
+
+
 # -- config.rst -----------------------------------------------------------------------------------
 
 
