@@ -441,4 +441,3 @@ def test_the_examples_in_command_help_work(tmp_path: Path) -> None:
         )
         assert proc.returncode == 0, (example, proc.stderr)
         assert proc.stdout.strip() or (tmp_path / "mcp.json").exists(), example
-
