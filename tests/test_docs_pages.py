@@ -453,8 +453,31 @@ def test_the_flask_page_runs_as_printed(tmp_path: Path) -> None:
     write_file(shell, page.take("code-block", "python"))  # app.py
     serve_and_ask(shell, page, project)  # gunicorn; curl
     migration_matches_the_store(page.take("literal"))
+    while page.blocks[0].lang == "html+jinja":  # a template (the CSRF form of the blueprint)
+        template_renders_in_the_app(shell, page.take("code-block", "html+jinja"))
     run_console(shell, page.take("code-block", "console"))  # flask mcp
     run_the_tests_section(shell, page, project)
+
+
+def template_renders_in_the_app(shell: Shell, block: Block) -> None:
+    """A Jinja template of the page renders in a request of the page's app, every name defined."""
+    script = shell.cwd.parent / f"render_{block.line}.py"
+    script.write_text(textwrap.dedent(f"""\
+        import sys
+
+        import jinja2
+        from flask import render_template_string
+
+        sys.path.insert(0, ".")  # the app's directory, where this runs
+        from app import create_app
+
+        app = create_app()
+        app.jinja_env.undefined = jinja2.StrictUndefined
+        with app.test_request_context():
+            print(render_template_string({block.text!r}))
+        """))
+    ran = shell.check(f"python {shlex.quote(str(script))}")
+    assert 'value=""' not in ran.output and "{{" not in ran.output, ran.output
 
 
 def migration_matches_the_store(block: Block) -> None:
