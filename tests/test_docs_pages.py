@@ -513,13 +513,43 @@ def test_the_testing_page_is_doctests() -> None:
     page.done()
 
 
-def test_the_deployment_page_shows_the_examples_as_they_are() -> None:
+def test_the_deployment_page_shows_the_examples_as_they_are(tmp_path: Path) -> None:
     page = Page("deployment.rst")
-    page.doctests()
-    example_matches(page.take("code-block", "python"))
-    example_matches(page.take("code-block", "python"))
-    page.doctests()
-    page.done()
+    while page.blocks:
+        block = page.blocks.pop(0)
+        if block.kind in DOCTEST_KINDS:
+            continue
+        if block.kind == "code-block" and (block.path or "").startswith("examples/"):
+            example_matches(block)
+        elif block.kind == "literal" and block.text.startswith("signal.signal(signal.SIGTERM,"):
+            a_sigterm_handler_closes_the_client(block, tmp_path)
+        else:
+            raise AssertionError(f"{block}: not run by tests/test_docs_pages.py")
+
+
+def a_sigterm_handler_closes_the_client(block: Block, tmp_path: Path) -> None:
+    """The page's SIGTERM handler, in a process with a connected client: SIGTERM ends the
+    process (status 0) and its server."""
+    script = tmp_path / "handler.py"
+    script.write_text(textwrap.dedent("""\
+        import signal, sys, time
+        import mcpsync
+
+        client = mcpsync.Client.stdio([sys.executable, "-m", "mcpsync.demo"], timeout=30)
+        client.call_tool("add", {"a": 1, "b": 2})
+        """) + block.text + "\nprint(client._conn.transport.pid, flush=True)\ntime.sleep(120)\n")
+    with subprocess.Popen([sys.executable, str(script)], stdout=subprocess.PIPE, text=True) as proc:
+        assert proc.stdout is not None
+        try:
+            server = int(proc.stdout.readline())
+            proc.send_signal(signal.SIGTERM)
+            assert proc.wait(timeout=COMMAND_TIMEOUT) == 0
+        finally:
+            proc.kill()
+    deadline = time.monotonic() + 15
+    while Path(f"/proc/{server}").exists() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not Path(f"/proc/{server}").exists(), "the server outlived the process"
 
 
 def test_no_page_includes_code_that_a_repository_page_would_not_show() -> None:
