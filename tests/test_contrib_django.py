@@ -75,7 +75,7 @@ def test_a_slow_call_is_bounded_by_its_timeout() -> None:
     from django.test import Client
 
     response = Client().get("/slow?n=50&timeout=0.5")
-    assert response.status_code == 502 and response.json()["error"] == "RequestTimeout"
+    assert response.status_code == 504 and response.json()["error"] == "RequestTimeout"
 
 
 def test_override_settings_rebuilds_the_servers() -> None:

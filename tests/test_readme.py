@@ -127,7 +127,8 @@ def test_the_typing_extra_has_every_optional_integration() -> None:
     integrations = set(extras) - {"test", "docs", "typing"}
     assert integrations >= {"websocket", "jwt"}
     for name in integrations:
-        assert extras[name] <= extras["typing"], name
+        # gunicorn is the server the web pages run their apps under; mcpsync never imports it.
+        assert extras[name] - {"gunicorn"} <= extras["typing"], name
 
 
 @pytest.mark.parametrize(

@@ -23,14 +23,16 @@ def _fernet() -> Any:
         from cryptography import fernet
     except ImportError:
         raise ConfigError(
-            "encrypted token stores need the cryptography package: "
-            "pip install 'mcpsync[django]' (or [flask])"
+            "encrypted token stores need the cryptography package (in mcpsync's django and flask extras)"
         ) from None
     return fernet
 
 
 def generate_key() -> str:
-    """A new random key for ``MCP_TOKEN_KEY`` (url-safe base64, 32 bytes)."""
+    """A new random key for ``MCP_TOKEN_KEY`` (url-safe base64, 32 bytes).
+
+    From a shell: ``python -c 'from mcpsync.contrib import generate_key; print(generate_key())'``.
+    """
     return str(_fernet().Fernet.generate_key().decode("ascii"))
 
 
@@ -47,7 +49,7 @@ class RecordCipher:
         if keys is None or keys == "" or keys == []:
             raise ConfigError(
                 "MCP_TOKEN_KEY is not set: the token store encrypts tokens with it; make one with "
-                "python -c 'from mcpsync.contrib import _cipher; print(_cipher.generate_key())'"
+                "python -c 'from mcpsync.contrib import generate_key; print(generate_key())'"
             )
         items = [keys] if isinstance(keys, (str, bytes)) else list(keys)
         try:
