@@ -28,4 +28,4 @@ def logged(lines: IO[bytes], log: IO[str]) -> Iterator[bytes]:
 if __name__ == "__main__":
     server = build_server()
     with open(sys.argv[1], "a", encoding="utf-8") as log:
-        serve_stdio(server, logged(sys.stdin.buffer, log), sys.stdout.buffer, era=server.era)  # type: ignore[arg-type]
+        serve_stdio(server._connect, logged(sys.stdin.buffer, log), sys.stdout.buffer)  # type: ignore[arg-type]
