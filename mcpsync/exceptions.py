@@ -3,7 +3,7 @@
 ::
 
     McpError                              base of everything below; never raised bare
-    ├── ServerError(code, message, data)  a JSON-RPC error response, verbatim
+    ├── ServerError(code, message, data)  a JSON-RPC error response (our own secrets masked)
     │   ├── ParseError                    -32700
     │   ├── InvalidRequest                -32600
     │   ├── MethodNotFound                -32601
@@ -51,7 +51,8 @@
         │   ├── ResourceMismatchError     the resource metadata names another server
         │   ├── PKCENotSupportedError     the authorization server does not do S256 PKCE
         │   └── SSRFBlockedError          a discovered URL the URL policy refuses
-        ├── IssuerMismatchError           ``iss`` does not match the authorization server
+        ├── IssuerMismatchError           ``iss`` or a pre-registered client's issuer does not match
+        ├── UnboundServerError            a server an ``OAuth`` bound to another one asked for a login
         ├── RegistrationError             dynamic client registration failed
         ├── TokenRequestError             the token endpoint refused (``.error``)
         ├── StateMismatchError            a callback whose ``state`` is not ours
@@ -68,11 +69,13 @@ A tool result with ``isError: true`` is *data*, not an exception: call
 ``result.raise_for_error()`` to opt into :class:`ToolError`.
 
 Exception messages never contain credentials; excerpts of peer data are
-truncated (see :func:`excerpt`).
+truncated (see :func:`excerpt`).  A server that echoes a credential we sent it (an
+access token) in a JSON-RPC error gets it masked (:func:`remember_secret`).
 """
 
 from __future__ import annotations
 
+import threading
 from typing import Any, ClassVar
 
 __all__ = [
@@ -111,9 +114,46 @@ __all__ = [
     "HTTPAuthError",
     "error_from_response",
     "excerpt",
+    "mask_secrets",
+    "remember_secret",
 ]
 
 _EXCERPT_LIMIT = 200
+
+# Credentials this process sent to servers (the auth handlers remember them), newest
+# last; the oldest are forgotten past _MAX_SECRETS.
+_SECRETS: dict[str, None] = {}
+_SECRETS_LOCK = threading.Lock()
+_MAX_SECRETS = 256
+_MASK = "[redacted]"
+
+
+def remember_secret(value: str) -> None:
+    """Mask *value* (a token sent to a server) wherever a server's error echoes it."""
+    if len(value) < 8:
+        return  # too short to mask without mangling ordinary text
+    with _SECRETS_LOCK:
+        _SECRETS.pop(value, None)
+        _SECRETS[value] = None
+        while len(_SECRETS) > _MAX_SECRETS:
+            del _SECRETS[next(iter(_SECRETS))]
+
+
+def mask_secrets(value: Any) -> Any:
+    """*value* (server text, or JSON: strings in lists and objects) with remembered secrets masked."""
+    if isinstance(value, str):
+        if _SECRETS:
+            with _SECRETS_LOCK:
+                secrets = list(_SECRETS)
+            for secret in secrets:
+                if secret in value:
+                    value = value.replace(secret, _MASK)
+        return value
+    if isinstance(value, list):
+        return [mask_secrets(item) for item in value]
+    if isinstance(value, dict):
+        return {mask_secrets(k): mask_secrets(v) for k, v in value.items()}
+    return value
 
 
 def excerpt(value: object, limit: int = _EXCERPT_LIMIT) -> str:
@@ -135,8 +175,9 @@ class McpError(Exception):
 class ServerError(McpError):
     """The server answered a request with a JSON-RPC error.
 
-    ``code``, ``message`` and ``data`` are kept exactly as the server sent
-    them; only ``str()`` truncates.
+    ``code``, ``message`` and ``data`` are kept as the server sent them, but
+    for the credentials we sent it, masked (:func:`remember_secret`); only
+    ``str()`` truncates.
     """
 
     #: The JSON-RPC error code this class stands for (``None`` on the base).
@@ -302,7 +343,8 @@ def error_from_response(error: dict[str, Any]) -> ServerError:
     """
     code = error["code"]
     cls = _CODES.get(code, ServerError)
-    return cls(code, error["message"], error.get("data"))
+    # A server may echo the token it was sent (an error about it): never pass it on.
+    return cls(code, mask_secrets(error["message"]), mask_secrets(error.get("data")))
 
 
 class TransportError(McpError):

@@ -83,11 +83,21 @@ def test_canonical_resource_and_matching() -> None:
         canonical_resource("HTTPS://MCP.Example.com:443/api/mcp/#frag")
         == "https://mcp.example.com/api/mcp"
     )
-    assert resource_matches("https://mcp.example.com/api", MCP)
-    assert resource_matches("https://mcp.example.com", MCP)
-    assert not resource_matches("https://mcp.example.com/ap", MCP)
-    assert not resource_matches("https://evil.example.com/api/mcp", MCP)
-    assert not resource_matches("http://mcp.example.com/api/mcp", MCP)
+    # RFC 9728 §3.3: the server's own URL (canonical form) ...
+    assert resource_matches("HTTPS://mcp.example.com:443/api/mcp/", MCP)
+    # ... a prefix only when asked for (resource_prefix=True) ...
+    for prefix in ("https://mcp.example.com/api", "https://mcp.example.com"):
+        assert not resource_matches(prefix, MCP)
+        assert not resource_matches(prefix, MCP, "https://mcp.example.com/.well-known/oauth-protected-resource/api/mcp")
+        assert resource_matches(prefix, MCP, prefix=True)
+    # ... and the origin only in the origin's own (root) metadata document.
+    root = "https://mcp.example.com/.well-known/oauth-protected-resource"
+    assert resource_matches("https://mcp.example.com", MCP, root)
+    assert not resource_matches("https://mcp.example.com/api", MCP, root)
+    assert not resource_matches("https://mcp.example.com", MCP, "https://mcp.example.com/x/prm.json")
+    for other in ("https://mcp.example.com/ap", "https://evil.example.com/api/mcp",
+                  "http://mcp.example.com/api/mcp", "https://mcp.example.com/api/mcp/more"):
+        assert not resource_matches(other, MCP, root, prefix=True)
 
 
 def test_pkce_s256_known_vector() -> None:

@@ -36,10 +36,13 @@ __all__ = [
     "discover_server_metadata",
     "fetch_json",
     "legacy_server_metadata",
+    "offers_dpop",
     "parse_challenges",
     "parse_www_authenticate",
     "resource_matches",
+    "same_issuer",
     "wants_dpop_nonce",
+    "within",
 ]
 
 log = logging.getLogger("mcpsync.auth")
@@ -120,6 +123,11 @@ def parse_www_authenticate(header: str | None) -> dict[str, str]:
     return {}
 
 
+def offers_dpop(header: str | None) -> bool:
+    """Whether a ``WWW-Authenticate`` value has a ``DPoP`` challenge (RFC 9449 §7.1: DPoP-bound tokens taken)."""
+    return any(scheme == "dpop" for scheme, _ in parse_challenges(header))
+
+
 def wants_dpop_nonce(header: str | None) -> bool:
     """Whether a ``WWW-Authenticate`` value asks for a DPoP proof with a new nonce (RFC 9449 §9)."""
     return any(
@@ -145,16 +153,36 @@ def canonical_resource(url: str) -> str:
     return urlunsplit((parts.scheme.lower(), host, path, "", ""))
 
 
-def resource_matches(resource: str, server_url: str) -> bool:
-    """Whether metadata for *resource* may be used for *server_url* (same origin, path prefix)."""
-    res, srv = (
-        urlsplit(canonical_resource(resource)),
-        urlsplit(canonical_resource(server_url)),
-    )
-    if (res.scheme, res.netloc) != (srv.scheme, srv.netloc):
+def within(url: str, resource: str) -> bool:
+    """Whether *url* lies in *resource* (RFC 8707): same origin, and the resource's path or below it."""
+    res, target = urlsplit(canonical_resource(resource)), urlsplit(canonical_resource(url))
+    if (res.scheme, res.netloc) != (target.scheme, target.netloc):
         return False
-    rpath, spath = res.path.rstrip("/"), srv.path.rstrip("/")
-    return spath == rpath or spath.startswith(rpath + "/")
+    return target.path == res.path or target.path.startswith(res.path + "/")
+
+
+#: The path of an origin's own RFC 9728 metadata document (no resource path inserted).
+ROOT_METADATA = "/.well-known/oauth-protected-resource"
+
+
+def resource_matches(
+    resource: str, server_url: str, metadata_url: str | None = None, *, prefix: bool = False
+) -> bool:
+    """Whether metadata naming *resource* may be used for *server_url* (RFC 9728 §3.3).
+
+    The resource must be the server's own URL (in canonical form), or its origin when the
+    document is the origin's own (the root well-known URL, which the owner of the origin
+    alone serves).  Any other resource that contains the server URL only with *prefix*
+    (an opt-in): a server at ``/mcp`` must not get a token for the whole origin.
+    """
+    res, srv = canonical_resource(resource), canonical_resource(server_url)
+    if res == srv:
+        return True
+    parts = urlsplit(srv)
+    origin = urlunsplit((parts.scheme, parts.netloc, "", "", ""))
+    if res == origin and metadata_url is not None and canonical_resource(metadata_url) == origin + ROOT_METADATA:
+        return True
+    return prefix and within(server_url, resource)
 
 
 def fetch_json(
@@ -243,11 +271,15 @@ def discover_resource_metadata(
     server_url: str,
     policy: UrlPolicy,
     header_url: str | None,
+    *,
+    prefix: bool = False,
 ) -> dict[str, Any] | None:
     """RFC 9728 metadata: the header's URL, then the path-based, then the root well-known URL.
 
     ``None`` when the server publishes none (a 2025-03-26 server).
 
+    :param prefix: accept a ``resource`` that merely contains the server URL (see
+        :func:`resource_matches`).
     :raises ResourceMismatchError: when the document's ``resource`` is not this server.
     """
     candidates = [header_url] if header_url else []
@@ -259,7 +291,7 @@ def discover_resource_metadata(
             (
                 parts.scheme,
                 parts.netloc,
-                "/.well-known/oauth-protected-resource",
+                ROOT_METADATA,
                 "",
                 "",
             )
@@ -270,7 +302,7 @@ def discover_resource_metadata(
         if doc is None:
             continue
         resource = doc.get("resource")
-        if not isinstance(resource, str) or not resource_matches(resource, server_url):
+        if not isinstance(resource, str) or not resource_matches(resource, server_url, url, prefix=prefix):
             raise ResourceMismatchError(
                 "protected resource metadata names another resource than this MCP server; refusing it"
             )
@@ -302,7 +334,8 @@ def _server_metadata_urls(issuer: str) -> list[str]:
     ]
 
 
-def _same_issuer(a: str, b: str) -> bool:
+def same_issuer(a: str, b: str) -> bool:
+    """Whether two issuer identifiers name the same authorization server (a trailing slash aside)."""
     return a.rstrip("/") == b.rstrip("/")
 
 
@@ -310,7 +343,7 @@ def validate_server_metadata(
     meta: dict[str, Any], issuer: str, policy: UrlPolicy
 ) -> dict[str, Any]:
     """Check issuer, PKCE support and every endpoint URL; returns *meta*."""
-    if not isinstance(meta.get("issuer"), str) or not _same_issuer(
+    if not isinstance(meta.get("issuer"), str) or not same_issuer(
         meta["issuer"], issuer
     ):
         raise IssuerMismatchError(

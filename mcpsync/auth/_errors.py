@@ -27,6 +27,7 @@ __all__ = [
     "StateMismatchError",
     "TokenRequestError",
     "TokenStoreError",
+    "UnboundServerError",
 ]
 
 
@@ -72,7 +73,18 @@ class ResourceMismatchError(DiscoveryError):
 
 
 class IssuerMismatchError(AuthError):
-    """An ``issuer`` (RFC 8414 §3.3) or callback ``iss`` (RFC 9207) is not the expected one."""
+    """An ``issuer`` (RFC 8414 §3.3) or callback ``iss`` (RFC 9207) is not the expected one.
+
+    Also raised, before anything is sent, when metadata names another authorization
+    server than the one a pre-registered ``client_id`` belongs to.
+    """
+
+
+class UnboundServerError(AuthError):
+    """A server that an :class:`~mcpsync.auth.OAuth` bound to another one (``server_url=`` or
+    ``key=``) asked for authorization; its tokens are never sent there.  Give each server an
+    ``OAuth`` of its own, or one without ``server_url=``/``key=`` (a binding per server).
+    """
 
 
 class PKCENotSupportedError(DiscoveryError):

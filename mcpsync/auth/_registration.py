@@ -10,25 +10,66 @@ from __future__ import annotations
 
 import base64
 import logging
+import threading
 import time
 import uuid
 from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
 
 from ..exceptions import excerpt
-from ._discovery import UrlPolicy
+from ._discovery import UrlPolicy, same_issuer
 from ._dpop import DPoPKey, NonceCache
-from ._errors import DPoPNonceError, RegistrationError, TokenRequestError
+from ._errors import DPoPNonceError, IssuerMismatchError, RegistrationError, TokenRequestError
 from ._http import post_json
 
 if TYPE_CHECKING:  # pragma: no cover
     import requests
 
-__all__ = ["choose_auth_method", "register_client", "token_request"]
+__all__ = ["Preregistered", "choose_auth_method", "register_client", "token_request"]
 
 log = logging.getLogger("mcpsync.auth")
 
 _SECRET_METHODS = ("client_secret_basic", "client_secret_post")
+
+
+class Preregistered:
+    """A client registered out of band (``client_id``, maybe a secret) with ONE authorization server.
+
+    Its credentials go to that issuer only: the one given, else the one the token
+    store remembers, else the first one seen (which is then remembered).  Metadata
+    that names another authorization server later (a compromised or switched MCP
+    server) gets :class:`IssuerMismatchError` before anything is sent to it, as a
+    dynamically registered client is never shown to another issuer either.
+    """
+
+    __slots__ = ("_lock", "client_id", "issuer", "secret")
+
+    def __init__(self, client_id: str, secret: str | None, issuer: str | None) -> None:
+        self.client_id = client_id
+        self.secret = secret
+        #: The issuer the credentials belong to (``None``: not seen yet).
+        self.issuer = issuer
+        self._lock = threading.Lock()
+
+    def __repr__(self) -> str:
+        return f"<Preregistered client_id={self.client_id!r} issuer={self.issuer!r}>"
+
+    def check(self, issuer: str, stored: str | None) -> None:
+        """Allow *issuer* (the authorization server about to get the credentials) or raise.
+
+        :param stored: the issuer a token store record bound them to earlier, if any.
+        :raises IssuerMismatchError: *issuer* is another authorization server.
+        """
+        with self._lock:
+            expected = self.issuer or stored
+            if expected is None:
+                self.issuer = issuer
+            elif not same_issuer(expected, issuer):
+                raise IssuerMismatchError(
+                    "the MCP server now names another authorization server than the one the "
+                    "pre-registered client_id belongs to; its credentials are not sent there "
+                    "(pass issuer= or a client registered with the new server)"
+                )
 
 
 def choose_auth_method(meta: dict[str, Any], *, has_secret: bool, has_key: bool) -> str:
