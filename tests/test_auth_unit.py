@@ -539,6 +539,35 @@ def test_loopback_ignores_strays_escapes_and_times_out() -> None:
         receiver.wait("s", 0.2)
 
 
+def test_an_idle_connection_does_not_hold_up_the_real_callback() -> None:
+    """A local program (or a browser's preconnect) opens a connection and sends nothing."""
+    import socket
+
+    login = LoopbackLogin(timeout=5)
+    with login.receiver() as receiver:
+        receiver.state = "good"
+        port = int(urlsplit(receiver.redirect_uri).port or 0)
+        idle = [socket.create_connection(("127.0.0.1", port), timeout=5) for _ in range(3)]
+        half = socket.create_connection(("127.0.0.1", port), timeout=5)
+        half.sendall(b"GET /callback?state=go")  # a request line that never ends
+        try:
+            reply = requests.get(receiver.redirect_uri, params={"state": "good", "code": "c"}, timeout=5)
+            assert reply.status_code == 200
+            assert receiver.wait("good", 5) == {"state": "good", "code": "c"}
+        finally:
+            for sock in [*idle, half]:
+                sock.close()
+    # Closing the receiver ended every connection it still had open: nothing is left.
+    with login.receiver() as receiver:
+        port = int(urlsplit(receiver.redirect_uri).port or 0)
+        lingering = socket.create_connection(("127.0.0.1", port), timeout=5)
+        time.sleep(0.1)  # let the receiver accept it
+    try:
+        assert lingering.recv(1) == b""  # the receiver shut it on close
+    finally:
+        lingering.close()
+
+
 def test_open_browser_failure_prints_the_url(
     capsys: pytest.CaptureFixture[str],
 ) -> None:

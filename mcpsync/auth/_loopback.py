@@ -6,13 +6,22 @@ ephemeral port, keeps serving until the real callback arrives (a favicon
 request or a forged callback with a wrong ``state`` does not end the login),
 HTML-escapes everything it echoes, never logs the query string, runs in a
 named daemon thread so Ctrl+C and the timeout work, and always closes.
+
+Each connection is served on a thread of its own with a read timeout
+(:data:`CONNECTION_TIMEOUT`), at most :data:`MAX_CONNECTIONS` at once: an idle
+connection (a browser's speculative preconnect, or another local program's)
+cannot hold up the real callback.  Closing the receiver shuts every open
+connection, so no handler thread outlives it.
 """
 
 from __future__ import annotations
 
+import contextlib
 import html
 import http.server
 import logging
+import socket
+import socketserver
 import sys
 import threading
 import webbrowser
@@ -27,12 +36,18 @@ __all__ = ["LoopbackLogin", "LoopbackReceiver"]
 
 log = logging.getLogger("mcpsync.auth")
 
+#: Seconds a connection may take to send its request before it is dropped.
+CONNECTION_TIMEOUT = 10.0
+#: Connections served at once; more are closed at once.
+MAX_CONNECTIONS = 32
+
 _PAGE = """<!DOCTYPE html><html><head><meta charset="utf-8"><title>{title}</title></head>
 <body style="font-family: sans-serif; margin: 3em"><h1>{title}</h1><p>{body}</p></body></html>"""
 
 
 class _Handler(http.server.BaseHTTPRequestHandler):
     server: _Server
+    timeout = CONNECTION_TIMEOUT
 
     def do_GET(self) -> None:
         parts = urlsplit(self.path)
@@ -80,10 +95,43 @@ class _Handler(http.server.BaseHTTPRequestHandler):
         pass  # the request line carries the code: never log it
 
 
-class _Server(http.server.HTTPServer):
+class _Server(socketserver.ThreadingMixIn, http.server.HTTPServer):
     # Windows lets a second socket bind a port in use when this is on.
     allow_reuse_address = sys.platform != "win32"
+    daemon_threads = True
     receiver: LoopbackReceiver
+
+    def __init__(self, address: tuple[str, int]) -> None:
+        self.open: set[socket.socket] = set()
+        self.guard = threading.Lock()
+        super().__init__(address, _Handler)
+
+    def process_request(self, request: Any, client_address: Any) -> None:
+        with self.guard:
+            full = len(self.open) >= MAX_CONNECTIONS
+            if not full:
+                self.open.add(request)
+        if full:
+            self.shutdown_request(request)
+            return
+        super().process_request(request, client_address)
+
+    def shutdown_request(self, request: Any) -> None:
+        with self.guard:
+            self.open.discard(request)
+        super().shutdown_request(request)
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        # Not socketserver's traceback on stderr: a dropped connection is no news.
+        log.debug("a loopback connection failed (%s)", type(sys.exc_info()[1]).__name__)
+
+    def drop_all(self) -> None:
+        """End every connection still open (its handler thread then ends too)."""
+        with self.guard:
+            sockets = list(self.open)
+        for sock in sockets:
+            with contextlib.suppress(OSError):
+                sock.shutdown(socket.SHUT_RDWR)
 
 
 class LoopbackReceiver:
@@ -95,7 +143,7 @@ class LoopbackReceiver:
         self.state: str | None = None
         self._result: dict[str, str] | None = None
         self._done = threading.Event()
-        self._server = _Server((host, port), _Handler)
+        self._server = _Server((host, port))
         self._server.receiver = self
         self._server.timeout = 0.5
         name = "mcpsync-auth-loopback"
@@ -132,6 +180,7 @@ class LoopbackReceiver:
     def close(self) -> None:
         self._done.set()
         self._server.shutdown()
+        self._server.drop_all()
         self._server.server_close()
         self._thread.join(5.0)
 

@@ -28,6 +28,8 @@ Run as ``python tests/auth_server/resource_server.py --issuer URL``; it binds
   server at ``/mcp`` claiming more than itself.
 * ``tools/call`` of ``leak`` answers a JSON-RPC error whose message and data echo the
   token the request carried (a hostile server).
+* ``GET /test/switch?issuer=URL``: from now on the metadata names *URL* as the
+  authorization server and only its tokens are taken (a server that moved, or was taken over).
 * ``GET /test/stats`` counts 401 and 403 answers, DPoP requests and nonce challenges.
 """
 
@@ -42,6 +44,7 @@ import socket
 import time
 import warnings
 from typing import Any
+from urllib.parse import parse_qs
 
 import jwt
 import uvicorn
@@ -126,6 +129,7 @@ def build(issuer: str, base: str, dpop: DPoPCheck, json_response: bool = False, 
     else:
         app = server.streamable_http_app(json_response=json_response)
     jwks = jwt.PyJWKClient(issuer + "/jwks")
+    current = {"issuer": issuer}
     resource = prm_resource or (base if legacy else base + "/mcp")
     metadata_url = base + "/.well-known/oauth-protected-resource" + ("" if legacy else "/mcp")
 
@@ -167,7 +171,7 @@ def build(issuer: str, base: str, dpop: DPoPCheck, json_response: bool = False, 
                 200,
                 {
                     "resource": resource,
-                    "authorization_servers": [issuer],
+                    "authorization_servers": [current["issuer"]],
                     "scopes_supported": ["mcp:read", "mcp:write"],
                 },
                 [],
@@ -175,6 +179,10 @@ def build(issuer: str, base: str, dpop: DPoPCheck, json_response: bool = False, 
             return
         if path == "/test/stats":
             await respond(send, 200, stats, [])
+            return
+        if path == "/test/switch":
+            current["issuer"] = parse_qs(scope["query_string"].decode())["issuer"][0]
+            await respond(send, 200, current, [])
             return
         chunks = []
         while True:
@@ -195,7 +203,7 @@ def build(issuer: str, base: str, dpop: DPoPCheck, json_response: bool = False, 
                     key.key,
                     algorithms=["RS256"],
                     audience=resource,
-                    issuer=issuer,
+                    issuer=current["issuer"],
                 )
             except Exception:  # noqa: BLE001 - any bad token is a 401
                 claims = None
