@@ -691,3 +691,69 @@ def test_a_login_begun_before_the_upgrade_still_finishes() -> None:
     assert store.load(_login._legacy_pending_key("srv", "old")) is None
     with pytest.raises(StateMismatchError):
         _login.take_pending(store, "srv", "https://app.example/cb?state=old&code=c")
+
+
+# -- a refused request's body is read against a cap before the re-send ----------------------------
+
+
+def test_the_resend_reads_a_huge_401_body_only_up_to_a_cap() -> None:
+    """A hostile server answers 401 with 64 MiB of body (and would send more); meanwhile
+    another process refreshed the token.  The re-send must not pull the body into memory."""
+    import socket
+    import tracemalloc
+
+    body_size = 64 << 20
+    store = MemoryTokenStore()
+    listener = socket.create_server(("127.0.0.1", 0))
+    url = f"http://127.0.0.1:{listener.getsockname()[1]}/mcp"
+    tokens = {"access_token": "old-token-1234", "token_type": "Bearer", "expires_at": time.time() + 3600}
+    store.save(url, {"tokens": tokens})
+    sent: list[str] = []
+
+    def serve() -> None:
+        # The refused request, then the re-send (on the same connection when the client kept it).
+        while len(sent) < 2:
+            conn, _ = listener.accept()
+            with conn:
+                conn.settimeout(10)
+                while len(sent) < 2:
+                    head = b""
+                    while b"\r\n\r\n" not in head:
+                        data = conn.recv(65536)
+                        if not data:
+                            break
+                        head += data
+                    if b"\r\n\r\n" not in head:
+                        break  # the client closed this connection
+                    authorization = next((line.split(b": ", 1)[1].decode() for line in head.split(b"\r\n")
+                                          if line.lower().startswith(b"authorization:")), "")
+                    sent.append(authorization)
+                    if authorization == "Bearer new-token-5678":
+                        conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\n{}")
+                        continue
+                    # Another process refreshed while this request was on its way.
+                    store.save(url, {"tokens": {**tokens, "access_token": "new-token-5678"}})
+                    conn.sendall(b"HTTP/1.1 401 Unauthorized\r\nWWW-Authenticate: Bearer\r\n"
+                                 b"Content-Length: %d\r\n\r\n" % body_size)
+                    chunk = b"x" * (1 << 20)
+                    try:
+                        for _ in range(body_size // len(chunk)):
+                            conn.sendall(chunk)
+                    except OSError:
+                        break  # the client stopped reading and closed: what it should do
+
+    server = threading.Thread(target=serve, name="huge-401", daemon=True)
+    server.start()
+    auth = OAuth(store=store, server_url=url, resolve_hosts=False, login=None, redirect_uri="http://127.0.0.1:9/cb")
+    tracemalloc.start()
+    try:
+        with requests.Session() as session:
+            response = session.post(url, data=b"{}", auth=auth, timeout=20)
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+        server.join(20)
+        listener.close()
+    assert response.status_code == 200 and response.content == b"{}"
+    assert sent == ["Bearer old-token-1234", "Bearer new-token-5678"]
+    assert peak < 8 << 20, f"{peak / (1 << 20):.0f} MiB held while re-sending"
