@@ -17,12 +17,7 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import urljoin, urlsplit, urlunsplit
 
 from . import _deadline
-from ._errors import (
-    DiscoveryError,
-    IssuerMismatchError,
-    PKCENotSupportedError,
-    ResourceMismatchError,
-)
+from ._errors import DiscoveryError, IssuerMismatchError, PKCENotSupportedError, ResourceMismatchError
 from ._http import MAX_JSON_BYTES, TIMEOUT
 from ._urlpolicy import UrlPolicy
 
@@ -180,7 +175,11 @@ def resource_matches(
         return True
     parts = urlsplit(srv)
     origin = urlunsplit((parts.scheme, parts.netloc, "", "", ""))
-    if res == origin and metadata_url is not None and canonical_resource(metadata_url) == origin + ROOT_METADATA:
+    if (
+        res == origin
+        and metadata_url is not None
+        and canonical_resource(metadata_url) == origin + ROOT_METADATA
+    ):
         return True
     return prefix and within(server_url, resource)
 
@@ -214,22 +213,15 @@ def fetch_json(
         except _requests.RequestException as exc:
             if _deadline.passed():
                 raise _deadline.expired(what) from None
-            raise DiscoveryError(
-                f"{what}: request failed ({type(exc).__name__})"
-            ) from None
+            raise DiscoveryError(f"{what}: request failed ({type(exc).__name__})") from None
         with response:
-            if (
-                response.status_code in (301, 302, 303, 307, 308)
-                and "Location" in response.headers
-            ):
+            if response.status_code in (301, 302, 303, 307, 308) and "Location" in response.headers:
                 current = urljoin(current, response.headers["Location"])
                 continue
             if 400 <= response.status_code < 500:
                 return None
             if response.status_code != 200:
-                raise DiscoveryError(
-                    f"{what}: HTTP {response.status_code} from {_safe(current)}"
-                )
+                raise DiscoveryError(f"{what}: HTTP {response.status_code} from {_safe(current)}")
             try:
                 body = response.raw.read(MAX_JSON_BYTES + 1, decode_content=True)
             except (_ReadError, OSError) as exc:
@@ -237,19 +229,13 @@ def fetch_json(
                     raise _deadline.expired(what) from None
                 raise DiscoveryError(f"{what}: reading failed ({type(exc).__name__})") from None
         if len(body) > MAX_JSON_BYTES:
-            raise DiscoveryError(
-                f"{what}: document larger than {MAX_JSON_BYTES} bytes"
-            )
+            raise DiscoveryError(f"{what}: document larger than {MAX_JSON_BYTES} bytes")
         try:
             data = json.loads(body)
         except ValueError:
-            raise DiscoveryError(
-                f"{what}: {_safe(current)} did not return JSON"
-            ) from None
+            raise DiscoveryError(f"{what}: {_safe(current)} did not return JSON") from None
         if not isinstance(data, dict):
-            raise DiscoveryError(
-                f"{what}: {_safe(current)} did not return a JSON object"
-            )
+            raise DiscoveryError(f"{what}: {_safe(current)} did not return a JSON object")
         return data
     raise DiscoveryError(f"{what}: more than {MAX_REDIRECTS} redirects")
 
@@ -286,17 +272,7 @@ def discover_resource_metadata(
     if urlsplit(server_url).path.strip("/"):
         candidates.append(_well_known(server_url, "oauth-protected-resource"))
     parts = urlsplit(server_url)
-    candidates.append(
-        urlunsplit(
-            (
-                parts.scheme,
-                parts.netloc,
-                ROOT_METADATA,
-                "",
-                "",
-            )
-        )
-    )
+    candidates.append(urlunsplit((parts.scheme, parts.netloc, ROOT_METADATA, "", "")))
     for url in candidates:
         doc = fetch_json(session, url, policy, "protected resource metadata")
         if doc is None:
@@ -307,14 +283,8 @@ def discover_resource_metadata(
                 "protected resource metadata names another resource than this MCP server; refusing it"
             )
         servers = doc.get("authorization_servers")
-        if (
-            not isinstance(servers, list)
-            or not servers
-            or not all(isinstance(s, str) for s in servers)
-        ):
-            raise DiscoveryError(
-                "protected resource metadata lists no authorization_servers"
-            )
+        if not isinstance(servers, list) or not servers or not all(isinstance(s, str) for s in servers):
+            raise DiscoveryError("protected resource metadata lists no authorization_servers")
         return doc
     return None
 
@@ -328,10 +298,7 @@ def _server_metadata_urls(issuer: str) -> list[str]:
             _well_known(issuer, "openid-configuration"),
             _well_known(issuer, "openid-configuration", insert=False),
         ]
-    return [
-        _well_known(issuer, "oauth-authorization-server"),
-        _well_known(issuer, "openid-configuration"),
-    ]
+    return [_well_known(issuer, "oauth-authorization-server"), _well_known(issuer, "openid-configuration")]
 
 
 def same_issuer(a: str, b: str) -> bool:
@@ -339,34 +306,21 @@ def same_issuer(a: str, b: str) -> bool:
     return a.rstrip("/") == b.rstrip("/")
 
 
-def validate_server_metadata(
-    meta: dict[str, Any], issuer: str, policy: UrlPolicy
-) -> dict[str, Any]:
+def validate_server_metadata(meta: dict[str, Any], issuer: str, policy: UrlPolicy) -> dict[str, Any]:
     """Check issuer, PKCE support and every endpoint URL; returns *meta*."""
-    if not isinstance(meta.get("issuer"), str) or not same_issuer(
-        meta["issuer"], issuer
-    ):
-        raise IssuerMismatchError(
-            "authorization server metadata names another issuer (RFC 8414 §3.3)"
-        )
+    if not isinstance(meta.get("issuer"), str) or not same_issuer(meta["issuer"], issuer):
+        raise IssuerMismatchError("authorization server metadata names another issuer (RFC 8414 §3.3)")
     methods = meta.get("code_challenge_methods_supported")
     if not isinstance(methods, list) or "S256" not in methods:
         raise PKCENotSupportedError(
             "the authorization server does not advertise PKCE S256 (code_challenge_methods_supported); "
             "refusing to authorize without it"
         )
-    for name in (
-        "authorization_endpoint",
-        "token_endpoint",
-        "registration_endpoint",
-        "revocation_endpoint",
-    ):
+    for name in ("authorization_endpoint", "token_endpoint", "registration_endpoint", "revocation_endpoint"):
         value = meta.get(name)
         if value is not None:
             if not isinstance(value, str):
-                raise DiscoveryError(
-                    f"authorization server metadata: {name} is not a string"
-                )
+                raise DiscoveryError(f"authorization server metadata: {name} is not a string")
             policy.check(value, name)
     if not isinstance(meta.get("token_endpoint"), str):
         raise DiscoveryError("authorization server metadata has no token_endpoint")
@@ -384,9 +338,7 @@ def discover_server_metadata(
     return None
 
 
-def legacy_server_metadata(
-    session: requests.Session, server_url: str, policy: UrlPolicy
-) -> dict[str, Any]:
+def legacy_server_metadata(session: requests.Session, server_url: str, policy: UrlPolicy) -> dict[str, Any]:
     """MCP 2025-03-26: the server's origin is the authorization server.
 
     Root metadata if it exists, else the default ``/authorize``, ``/token``
@@ -396,10 +348,7 @@ def legacy_server_metadata(
     parts = urlsplit(server_url)
     origin = urlunsplit((parts.scheme, parts.netloc, "", "", ""))
     doc = fetch_json(
-        session,
-        origin + "/.well-known/oauth-authorization-server",
-        policy,
-        "authorization server metadata",
+        session, origin + "/.well-known/oauth-authorization-server", policy, "authorization server metadata"
     )
     if doc is not None:
         return validate_server_metadata(doc, origin, policy)

@@ -40,9 +40,7 @@ class AuthorizationRequired(AuthError):
     """
 
     def __init__(self, url: str) -> None:
-        super().__init__(
-            "authorization required: send the user to the authorization URL (.url)"
-        )
+        super().__init__("authorization required: send the user to the authorization URL (.url)")
         #: The authorization URL (it contains only public values: state and
         #: the PKCE *challenge*, never the verifier).
         self.url = url
@@ -106,9 +104,7 @@ class TokenRequestError(AuthError):
     :ivar status: the HTTP status.
     """
 
-    def __init__(
-        self, message: str, *, error: str | None = None, status: int = 0
-    ) -> None:
+    def __init__(self, message: str, *, error: str | None = None, status: int = 0) -> None:
         super().__init__(message)
         self.error = error
         self.status = status

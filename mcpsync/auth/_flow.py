@@ -161,8 +161,7 @@ class Authorizer:
         )
         if prm is None:
             log.debug("no protected resource metadata: using the 2025-03-26 discovery")
-            meta = legacy_server_metadata(self.session, self.server_url, self.policy)
-            return None, meta, self.canonical
+            return None, legacy_server_metadata(self.session, self.server_url, self.policy), self.canonical
         issuer = prm["authorization_servers"][0]
         self.policy.check(issuer, "authorization server")
         meta = discover_server_metadata(self.session, issuer, self.policy)

@@ -46,11 +46,7 @@ def discard(response: requests.Response, limit: int = MAX_DISCARD_BYTES) -> None
 
 
 def post_json(
-    session: requests.Session,
-    url: str,
-    what: str,
-    error: type[AuthError],
-    **kwargs: Any,
+    session: requests.Session, url: str, what: str, error: type[AuthError], **kwargs: Any
 ) -> tuple[requests.Response, dict[str, Any]]:
     """POST (no redirects) and read a JSON object of at most :data:`MAX_JSON_BYTES`.
 

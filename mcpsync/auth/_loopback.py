@@ -55,16 +55,10 @@ class _Handler(http.server.BaseHTTPRequestHandler):
         if parts.path != receiver.path:
             self._reply(404, "Not found", "This is not the login callback.")
             return
-        params = {
-            k: v[0] for k, v in parse_qs(parts.query, keep_blank_values=True).items()
-        }
+        params = {k: v[0] for k, v in parse_qs(parts.query, keep_blank_values=True).items()}
         if not same_secret(params.get("state"), receiver.state):
             # A stray or forged request: refuse it and keep waiting for the real one.
-            self._reply(
-                400,
-                "Login failed",
-                "The login response does not belong to the login in progress.",
-            )
+            self._reply(400, "Login failed", "The login response does not belong to the login in progress.")
             return
         if "error" in params:
             self._reply(
@@ -80,9 +74,7 @@ class _Handler(http.server.BaseHTTPRequestHandler):
         receiver.deliver(params)
 
     def _reply(self, status: int, title: str, body: str) -> None:
-        page = _PAGE.format(
-            title=html.escape(title), body=html.escape(body[:500])
-        ).encode("utf-8")
+        page = _PAGE.format(title=html.escape(title), body=html.escape(body[:500])).encode("utf-8")
         self.send_response(status)
         self.send_header("Content-Type", "text/html; charset=utf-8")
         self.send_header("Content-Length", str(len(page)))
@@ -148,10 +140,7 @@ class LoopbackReceiver:
         self._server.timeout = 0.5
         name = "mcpsync-auth-loopback"
         self._thread = threading.Thread(
-            target=self._server.serve_forever,
-            kwargs={"poll_interval": 0.2},
-            name=name,
-            daemon=True,
+            target=self._server.serve_forever, kwargs={"poll_interval": 0.2}, name=name, daemon=True
         )
         self._thread.start()
 
@@ -225,10 +214,7 @@ class LoopbackLogin:
         for port in ([preferred_port] if preferred_port else []) + [self.port]:
             try:
                 return LoopbackReceiver(
-                    host="127.0.0.1",
-                    port=port,
-                    path=self.path,
-                    success_text=self.success_text,
+                    host="127.0.0.1", port=port, path=self.path, success_text=self.success_text
                 )
             except OSError:
                 if port == self.port:

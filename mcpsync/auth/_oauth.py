@@ -153,21 +153,14 @@ class OAuth(AuthBase):
         resource_prefix: bool = False,
     ) -> None:
         if grant_type not in ("authorization_code", "client_credentials", "jwt_bearer"):
-            raise ValueError(
-                "grant_type must be 'authorization_code', 'client_credentials' or 'jwt_bearer'"
-            )
+            raise ValueError("grant_type must be 'authorization_code', 'client_credentials' or 'jwt_bearer'")
         if grant_type != "authorization_code" and not client_id:
             raise ValueError(f"grant_type={grant_type!r} needs client_id=")
         if grant_type == "jwt_bearer" and assertion is None:
-            raise ValueError(
-                "grant_type='jwt_bearer' needs assertion= (e.g. an IdJagAssertion)"
-            )
+            raise ValueError("grant_type='jwt_bearer' needs assertion= (e.g. an IdJagAssertion)")
         self.store = store if store is not None else MemoryTokenStore()
-        self.login = (
-            LoopbackLogin()
-            if login is _DEFAULT and redirect_uri is None
-            else (None if login is _DEFAULT else login)
-        )
+        self.login = LoopbackLogin() if login is _DEFAULT and redirect_uri is None else (
+            None if login is _DEFAULT else login)
         self.client_name = client_name
         self.scopes = _scope_set(scopes)
         self.client_id = client_id
@@ -194,11 +187,8 @@ class OAuth(AuthBase):
             self._binding(server_url)
 
     def __repr__(self) -> str:
-        servers = sorted(self._bindings)
-        return (
-            f"<OAuth servers={servers!r} client_name={self.client_name!r} "
-            f"grant_type={self.grant_type!r} store={self.store!r}>"
-        )
+        return (f"<OAuth servers={sorted(self._bindings)!r} client_name={self.client_name!r} "
+                f"grant_type={self.grant_type!r} store={self.store!r}>")
 
     # -- bindings ----------------------------------------------------------------------------
 
@@ -207,23 +197,12 @@ class OAuth(AuthBase):
         import requests
 
         return Authorizer(
-            store=self.store,
-            key=self._key or canonical_resource(url),
-            server_url=url,
-            session=self._session or requests.Session(),
-            login=self.login,
-            client_name=self.client_name,
-            scopes=self.scopes,
-            client=self._client,
-            client_metadata_url=self.client_metadata_url,
-            redirect_uri=self.redirect_uri,
-            grant_type=self.grant_type,
-            private_key=self._private_key,
-            signing_algorithm=self.signing_algorithm,
-            resolve_hosts=self._resolve_hosts,
-            assertion=self._assertion,
-            dpop=self.dpop,
-            resource_prefix=self.resource_prefix,
+            store=self.store, key=self._key or canonical_resource(url), server_url=url,
+            session=self._session or requests.Session(), login=self.login, client_name=self.client_name,
+            scopes=self.scopes, client=self._client, client_metadata_url=self.client_metadata_url,
+            redirect_uri=self.redirect_uri, grant_type=self.grant_type, private_key=self._private_key,
+            signing_algorithm=self.signing_algorithm, resolve_hosts=self._resolve_hosts,
+            assertion=self._assertion, dpop=self.dpop, resource_prefix=self.resource_prefix,
         )
 
     def _find(self, url: str, canonical: str) -> Authorizer | None:
@@ -286,9 +265,7 @@ class OAuth(AuthBase):
             return tokens if tokens and tokens.get("access_token") else None
 
     @staticmethod
-    def _present(
-        flow: Authorizer, r: requests.PreparedRequest, tokens: dict[str, Any]
-    ) -> None:
+    def _present(flow: Authorizer, r: requests.PreparedRequest, tokens: dict[str, Any]) -> None:
         """Put *tokens* on *r*: ``Bearer``, or ``DPoP`` with a fresh proof (RFC 9449 §7.1)."""
         token = str(tokens["access_token"])
         remember_secret(token)
@@ -299,9 +276,7 @@ class OAuth(AuthBase):
             return
         url = str(r.url)
         r.headers["Authorization"] = f"DPoP {token}"
-        r.headers["DPoP"] = key.proof(
-            str(r.method or "GET"), url, nonce=flow.nonces.get(url), access_token=token
-        )
+        r.headers["DPoP"] = key.proof(str(r.method or "GET"), url, nonce=flow.nonces.get(url), access_token=token)
 
     # -- requests hooks ---------------------------------------------------------------------
 
@@ -316,11 +291,7 @@ class OAuth(AuthBase):
         return r
 
     def _resend(
-        self,
-        flow: Authorizer,
-        refused: requests.Response,
-        tokens: dict[str, Any],
-        kwargs: dict[str, Any],
+        self, flow: Authorizer, refused: requests.Response, tokens: dict[str, Any], kwargs: dict[str, Any]
     ) -> requests.Response:
         """Send *refused*'s request again with *tokens* (and a new proof)."""
         # Read (a bounded part of) the refused body, so a short one's connection is reused.
@@ -341,15 +312,11 @@ class OAuth(AuthBase):
         retried.request = prep
         return retried
 
-    def _handle_response(
-        self, response: requests.Response, **kwargs: Any
-    ) -> requests.Response:
+    def _handle_response(self, response: requests.Response, **kwargs: Any) -> requests.Response:
         with _deadline.within(_deadline.of(response.request)):
             return self._answer(response, kwargs)
 
-    def _answer(
-        self, response: requests.Response, kwargs: dict[str, Any]
-    ) -> requests.Response:
+    def _answer(self, response: requests.Response, kwargs: dict[str, Any]) -> requests.Response:
         """The response hook's work: answer 401s (and 403 step-ups), within the request's deadline."""
         current = response
         attempts = 0
@@ -387,11 +354,8 @@ class OAuth(AuthBase):
                         continue
                 after_nonce = False
                 challenge = parse_www_authenticate(header)
-                if status != 401 and not (
-                    status == 403 and challenge.get("error") == "insufficient_scope"
-                ):
-                    return current
-                if attempts >= self.max_auth_attempts:
+                step_up = status == 403 and challenge.get("error") == "insufficient_scope"
+                if (status != 401 and not step_up) or attempts >= self.max_auth_attempts:
                     return current
                 attempts += 1
                 sent = current.request.headers.get("Authorization")
@@ -406,25 +370,14 @@ class OAuth(AuthBase):
             raise
 
     def _reauthorize(
-        self,
-        flow: Authorizer,
-        status: int,
-        challenge: dict[str, str],
-        sent: str | None,
-        dpop_offered: bool,
+        self, flow: Authorizer, status: int, challenge: dict[str, str], sent: str | None, dpop_offered: bool
     ) -> dict[str, Any] | None:
         """Tokens to retry with, or ``None`` to give the refusal to the caller."""
         sent_token = sent.split(" ", 1)[-1] if sent else None
         with self._locked(flow):
             tokens = flow.load().get("tokens") or flow.tokens
             current = tokens.get("access_token") if tokens else None
-            if (
-                status == 401
-                and tokens
-                and current
-                and sent_token != current
-                and not expiring(tokens)
-            ):
+            if status == 401 and tokens and current and sent_token != current and not expiring(tokens):
                 flow.tokens = tokens
                 return tokens  # another thread (or process) got a new token meanwhile
             granted = _scope_set((tokens or {}).get("scope")) if sent else set()
@@ -437,9 +390,7 @@ class OAuth(AuthBase):
                 required = _scope_set(challenge.get("scope"))
                 if required and required <= granted:
                     # The server refuses scopes we were already granted: asking again cannot help.
-                    log.warning(
-                        "the server still wants scopes it was granted; not authorizing again"
-                    )
+                    log.warning("the server still wants scopes it was granted; not authorizing again")
                     return None
             log.info("authorization needed for %s (HTTP %s)", flow.canonical, status)
             flow.tokens = flow.authorize(challenge, granted, dpop_offered=dpop_offered)
@@ -473,9 +424,7 @@ class OAuth(AuthBase):
         :raises mcpsync.auth.StateMismatchError: unknown, replayed or expired ``state``.
         """
         if server_url is None and not self._bindings:
-            raise AuthError(
-                "complete() before begin(): pass server_url= to OAuth or call begin()"
-            )
+            raise AuthError("complete() before begin(): pass server_url= to OAuth or call begin()")
         flow = self._bound(server_url)
         with flow.lock:
             flow.tokens = flow.complete(callback_url)
