@@ -114,8 +114,6 @@ __all__ = [
     "HTTPAuthError",
     "error_from_response",
     "excerpt",
-    "mask_secrets",
-    "remember_secret",
 ]
 
 _EXCERPT_LIMIT = 200
