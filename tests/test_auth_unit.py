@@ -29,6 +29,7 @@ from mcpsync.auth import (
     ResourceMismatchError,
     SSRFBlockedError,
     StateMismatchError,
+    TokenStoreError,
 )
 from mcpsync.auth._discovery import (
     UrlPolicy,
@@ -757,3 +758,35 @@ def test_the_resend_reads_a_huge_401_body_only_up_to_a_cap() -> None:
     assert response.status_code == 200 and response.content == b"{}"
     assert sent == ["Bearer old-token-1234", "Bearer new-token-5678"]
     assert peak < 8 << 20, f"{peak / (1 << 20):.0f} MiB held while re-sending"
+
+
+def test_bindings_are_per_server_and_bounded(rsps: responses.RequestsMock) -> None:
+    """One OAuth, several servers: a token goes only where its resource covers; a server
+    that keeps naming new URLs cannot make it keep bindings without end."""
+    from mcpsync.auth._oauth import MAX_SERVERS
+
+    store = MemoryTokenStore()
+    a, b = "https://a.example.com/mcp", "https://a.example.com/other/mcp"
+    store.save(a, {"server": a, "tokens": {"access_token": f"{SECRET}-a", "resource": a, "bound_to": a}})
+    store.save(b, {"server": b, "tokens": {"access_token": f"{SECRET}-b", "resource": b, "bound_to": b}})
+    seen: list[tuple[str, str | None]] = []
+
+    def record(request: requests.PreparedRequest) -> tuple[int, dict[str, str], str]:
+        seen.append((str(request.url), request.headers.get("Authorization")))
+        return 200, {}, "{}"
+
+    for url in (a, b, a + "/sub", "https://a.example.com/third"):
+        rsps.add_callback(responses.POST, url, callback=record)
+    auth = OAuth(store=store, resolve_hosts=False, login=None, redirect_uri="https://app.example/cb")
+    with requests.Session() as session:
+        for url in (a, b, a + "/sub", "https://a.example.com/third"):
+            session.post(url, data=b"{}", auth=auth)
+    assert seen == [(a, f"Bearer {SECRET}-a"), (b, f"Bearer {SECRET}-b"),
+                    (a + "/sub", f"Bearer {SECRET}-a"), ("https://a.example.com/third", None)]
+    for i in range(2 * MAX_SERVERS):
+        auth._binding(f"https://s{i}.example.com/mcp")
+    assert len(auth._bindings) == MAX_SERVERS
+    # A record saved for another server under this key is refused, not used.
+    pinned = OAuth(store=store, resolve_hosts=False, key=a, server_url=b, login=None, redirect_uri="https://x/cb")
+    with pytest.raises(TokenStoreError, match="another MCP server"), requests.Session() as session:
+        session.post(b, data=b"{}", auth=pinned)

@@ -49,6 +49,9 @@ log = logging.getLogger("mcpsync.auth")
 
 _DEFAULT: Any = object()
 
+#: Servers one ``OAuth`` keeps bindings for; requests to more carry no token.
+MAX_SERVERS = 64
+
 
 class BearerToken(AuthBase):
     """A fixed bearer token (an API key issued out of band)."""
@@ -194,11 +197,13 @@ class OAuth(AuthBase):
 
     def _new_binding(self, url: str) -> Authorizer:
         """A binding for the server at *url* (its URL policy resolves the host: no lock held)."""
-        import requests
+        if self._session is None:
+            import requests
 
+            self._session = requests.Session()  # one for all bindings (a race makes a spare)
         return Authorizer(
             store=self.store, key=self._key or canonical_resource(url), server_url=url,
-            session=self._session or requests.Session(), login=self.login, client_name=self.client_name,
+            session=self._session, login=self.login, client_name=self.client_name,
             scopes=self.scopes, client=self._client, client_metadata_url=self.client_metadata_url,
             redirect_uri=self.redirect_uri, grant_type=self.grant_type, private_key=self._private_key,
             signing_algorithm=self.signing_algorithm, resolve_hosts=self._resolve_hosts,
@@ -215,19 +220,23 @@ class OAuth(AuthBase):
 
     def _binding(self, url: str) -> Authorizer | None:
         """The binding whose tokens a request to *url* may carry, made now for a new server;
-        ``None`` when an ``OAuth`` that serves one server meets another."""
+        ``None`` when an ``OAuth`` that serves one server (or :data:`MAX_SERVERS`) meets another."""
         canonical = canonical_resource(url)
         with self._guard:
             found = self._find(url, canonical)
-            if found is not None or (self._pinned and self._bindings):
+            if found is not None or self._full():
                 return found
         new = self._new_binding(url)
         with self._guard:
             found = self._find(url, canonical)
-            if found is not None or (self._pinned and self._bindings):
+            if found is not None or self._full():
                 return found
             self._bindings[canonical] = new
             return new
+
+    def _full(self) -> bool:
+        # A server naming new URLs without end (a legacy endpoint per reconnect) cannot grow this.
+        return len(self._bindings) >= (1 if self._pinned else MAX_SERVERS)
 
     def _bound(self, server_url: str | None) -> Authorizer:
         """The binding for an explicit call (:meth:`login_now`, :meth:`begin`, ...)."""
