@@ -155,12 +155,12 @@ def mask_secrets(value: Any) -> Any:
 
 
 def excerpt(value: object, limit: int = _EXCERPT_LIMIT) -> str:
-    """Return a short, single-line ``repr``-ish excerpt of untrusted peer data."""
+    """Return a short, single-line ``repr``-ish excerpt of untrusted peer data (our secrets masked)."""
     if isinstance(value, bytes):
         text = value.decode("utf-8", errors="replace")
     else:
         text = value if isinstance(value, str) else repr(value)
-    text = text.replace("\r", "\\r").replace("\n", "\\n")
+    text = mask_secrets(text).replace("\r", "\\r").replace("\n", "\\n")
     if len(text) > limit:
         return text[:limit] + f"... ({len(text) - limit} more chars)"
     return text

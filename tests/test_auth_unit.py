@@ -790,3 +790,20 @@ def test_bindings_are_per_server_and_bounded(rsps: responses.RequestsMock) -> No
     pinned = OAuth(store=store, resolve_hosts=False, key=a, server_url=b, login=None, redirect_uri="https://x/cb")
     with pytest.raises(TokenStoreError, match="another MCP server"), requests.Session() as session:
         session.post(b, data=b"{}", auth=pinned)
+
+
+def test_credentials_sent_are_masked_in_server_errors_and_excerpts() -> None:
+    """A server that echoes the token it got: in a JSON-RPC error, or in text that mcpsync logs
+    (always through excerpt()), e.g. an error reply for no request."""
+    from mcpsync.auth import BearerToken
+    from mcpsync.exceptions import error_from_response, excerpt
+
+    token = f"{SECRET}-api-key-" + "x" * 300
+    prepared = requests.Request("POST", MCP, auth=BearerToken(token)).prepare()
+    assert prepared.headers["Authorization"] == f"Bearer {token}"  # sent: now remembered
+    error = error_from_response({"code": -32602, "message": f"token {token} refused",
+                                 "data": {"echo": [token], token: 1}})
+    assert error.message == "token [redacted] refused" and error.data == {"echo": ["[redacted]"], "[redacted]": 1}
+    # Cut at 200 characters, but masked first: not even the token's first part is shown.
+    assert SECRET not in excerpt({"error": {"message": "bad " + token}})
+    assert excerpt("short") == "short"
