@@ -79,6 +79,24 @@ def test_parse_www_authenticate(header: str, expected: dict[str, str]) -> None:
     assert parse_www_authenticate(header) == expected
 
 
+@pytest.mark.parametrize(
+    ("header", "dpop"),
+    [
+        ('Bearer resource_metadata="https://a/b", DPoP algs="ES256 PS256"', True),
+        ('DPoP resource_metadata="https://a/b"', True),  # the conformance suite's DPoP servers
+        ('Bearer error="invalid_token", error_description="expected \'Bearer\', not DPoP"', False),
+        ('Basic realm="DPoP, Bearer", Bearer scope="x"', False),  # "DPoP" inside a quoted value
+        ('Bearer realm=x,dpop algs=ES256', True),  # case-insensitive scheme, no spaces
+        ("", False),
+        (None, False),
+    ],
+)
+def test_a_dpop_challenge_among_several(header: str | None, dpop: bool) -> None:
+    from mcpsync.auth._discovery import offers_dpop
+
+    assert offers_dpop(header) is dpop
+
+
 def test_canonical_resource_and_matching() -> None:
     assert (
         canonical_resource("HTTPS://MCP.Example.com:443/api/mcp/#frag")
