@@ -142,10 +142,9 @@ def mask_secrets(value: Any) -> Any:
     if isinstance(value, str):
         if _SECRETS:
             with _SECRETS_LOCK:
-                secrets = list(_SECRETS)
-            for secret in secrets:
-                if secret in value:
-                    value = value.replace(secret, _MASK)
+                found = [secret for secret in _SECRETS if secret in value]
+            for secret in sorted(found, key=len, reverse=True):  # a secret may contain another
+                value = value.replace(secret, _MASK)
         return value
     if isinstance(value, list):
         return [mask_secrets(item) for item in value]
