@@ -137,15 +137,19 @@ def remember_secret(value: str) -> None:
             del _SECRETS[next(iter(_SECRETS))]
 
 
+def _masked(text: str) -> str:
+    if _SECRETS:
+        with _SECRETS_LOCK:
+            found = [secret for secret in _SECRETS if secret in text]
+        for secret in sorted(found, key=len, reverse=True):  # a secret may contain another
+            text = text.replace(secret, _MASK)
+    return text
+
+
 def mask_secrets(value: Any) -> Any:
     """*value* (server text, or JSON: strings in lists and objects) with remembered secrets masked."""
     if isinstance(value, str):
-        if _SECRETS:
-            with _SECRETS_LOCK:
-                found = [secret for secret in _SECRETS if secret in value]
-            for secret in sorted(found, key=len, reverse=True):  # a secret may contain another
-                value = value.replace(secret, _MASK)
-        return value
+        return _masked(value)
     if isinstance(value, list):
         return [mask_secrets(item) for item in value]
     if isinstance(value, dict):
@@ -159,7 +163,7 @@ def excerpt(value: object, limit: int = _EXCERPT_LIMIT) -> str:
         text = value.decode("utf-8", errors="replace")
     else:
         text = value if isinstance(value, str) else repr(value)
-    text = mask_secrets(text).replace("\r", "\\r").replace("\n", "\\n")
+    text = _masked(text).replace("\r", "\\r").replace("\n", "\\n")
     if len(text) > limit:
         return text[:limit] + f"... ({len(text) - limit} more chars)"
     return text
