@@ -62,7 +62,8 @@ def _refreshes_and_rotates(client: mcpsync.Client, store: Any, key: str, auth: O
     first = dict(record["tokens"])
     record["tokens"]["expires_at"] = 0
     store.save(key, record)
-    auth._tokens = None  # as a fresh process would: read the store
+    for binding in auth._bindings.values():  # as a fresh process would: read the store
+        binding.tokens = None
     assert client.call_tool("whoami").text == "alice"
     second = store.load(key)["tokens"]
     assert second["access_token"] != first["access_token"]
@@ -158,7 +159,8 @@ def test_refresh_is_single_flight_across_threads(peer: tuple[str, str]) -> None:
         assert record is not None
         record["tokens"]["expires_at"] = 0
         store.save(resource_server, record)
-        auth._tokens = None
+        for binding in auth._bindings.values():  # as a fresh process would: read the store
+            binding.tokens = None
         before = _stats(stats_url)["refresh"]
         start = threading.Barrier(8)
         errors: list[BaseException] = []

@@ -153,11 +153,14 @@ def test_shared_client_talks_to_the_demo_and_close_is_final() -> None:
 
 def test_cipher_round_trip_rotation_and_wrong_key() -> None:
     old, new = generate_key(), generate_key()
-    sealed = RecordCipher(old).encrypt({"tokens": {"access_token": "canary-at"}})
+    sealed = RecordCipher(old).encrypt({"tokens": {"access_token": "canary-at"}}, "alice\0https://mcp/")
     assert "canary-at" not in sealed
-    assert RecordCipher([new, old]).decrypt(sealed) == {"tokens": {"access_token": "canary-at"}}
+    assert RecordCipher([new, old]).decrypt(sealed, "alice\0https://mcp/") == {"tokens": {"access_token": "canary-at"}}
+    with pytest.raises(TokenStoreError, match="sealed for another user or server") as info:
+        RecordCipher(old).decrypt(sealed, "mallory\0https://mcp/")
+    assert "canary" not in str(info.value)
     with pytest.raises(TokenStoreError, match="cannot be decrypted") as info:
-        RecordCipher(new).decrypt(sealed)
+        RecordCipher(new).decrypt(sealed, "alice\0https://mcp/")
     assert new not in str(info.value) and old not in str(info.value)
     with pytest.raises(ConfigError, match="not a valid key"):
         RecordCipher("short")
