@@ -217,10 +217,14 @@ def test_web_app_flow(peer: tuple[str, str]) -> None:
     assert json.dumps(store.load(resource_server))  # the record is plain JSON
 
 
-def test_refresh_over_legacy_http_sse(auth_server: str) -> None:  # noqa: F811
+@pytest.mark.parametrize("metadata", ["origin", "stream"])
+def test_refresh_over_legacy_http_sse(auth_server: str, metadata: str) -> None:  # noqa: F811
     """The 2024-11-05 transport behind the same token check: login, then a refresh mid-session
-    (the event stream stays open; the POSTs carry the new token)."""
-    with protected_server(auth_server, "--legacy") as url:
+    (the event stream stays open; the POSTs carry the new token).  The metadata names the
+    origin, or only the stream's path: the message endpoint the server named gets the token
+    either way."""
+    options = ("--legacy",) if metadata == "origin" else ("--legacy", "--stream-metadata")
+    with protected_server(auth_server, *options) as url:
         store = MemoryTokenStore()
         auth = OAuth(store=store, login=LoopbackLogin(open_browser=browse, timeout=30), client_name="e2e-legacy")
         stats_url = auth_server + "/test/stats"

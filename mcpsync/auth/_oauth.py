@@ -290,7 +290,7 @@ class OAuth(AuthBase):
     # -- requests hooks ---------------------------------------------------------------------
 
     def __call__(self, r: requests.PreparedRequest) -> requests.PreparedRequest:
-        flow = self._binding(str(r.url))
+        flow = self._binding(_server_of(r))
         if flow is not None:
             with _deadline.within(_deadline.of(r)):
                 tokens = self._current_tokens(flow)
@@ -330,8 +330,9 @@ class OAuth(AuthBase):
         current = response
         attempts = 0
         after_nonce = False  # *current* answers a re-send made only to add a nonce
-        url = str(current.request.url)
-        flow = self._binding(url)
+        url = str(current.request.url)  # DPoP nonces are the URL's
+        server = _server_of(current.request)
+        flow = self._binding(server)
         try:
             if flow is None:
                 if current.status_code == 401:  # it got no token: it never answers 403 then
@@ -371,7 +372,7 @@ class OAuth(AuthBase):
                 tokens = self._reauthorize(
                     flow, status, challenge, sent if isinstance(sent, str) else None, offers_dpop(header)
                 )
-                if tokens is None or not flow.covers(url):
+                if tokens is None or not flow.covers(server):
                     return current
                 current = self._resend(flow, current, tokens, kwargs)
         except BaseException:
@@ -446,3 +447,15 @@ class OAuth(AuthBase):
                 flow.tokens = None
                 self.store.delete(flow.key)
                 flow.forget_dpop_key()
+
+
+#: The ``PreparedRequest`` attribute an mcpsync transport sets to the MCP server URL the
+#: client was given (the same string as in mcpsync.transports.http).
+SERVER_ATTRIBUTE = "mcpsync_server"
+
+
+def _server_of(r: Any) -> str:
+    """The MCP server a request is for: the URL the transport was given (a legacy HTTP+SSE
+    message endpoint is the server's own, named by it), else the request's own URL."""
+    server = getattr(r, SERVER_ATTRIBUTE, None)
+    return server if isinstance(server, str) else str(r.url)

@@ -24,6 +24,10 @@ Run as ``python tests/auth_server/resource_server.py --issuer URL``; it binds
   origin's own (``/.well-known/oauth-protected-resource``, ``resource`` the origin), as the
   SDK publishes it for ``resource_server_url`` = the origin: the message endpoint lies
   outside ``/mcp``, and a token goes only where its resource covers.
+* ``--stream-metadata`` (with ``--legacy``): the metadata is the stream's own
+  (``/.well-known/oauth-protected-resource/mcp``, ``resource`` ``/mcp``), so the message
+  endpoint lies outside the token's resource: the client must still send the token there,
+  as the server named that endpoint itself.
 * ``--prm-resource URL``: publish *URL* as the ``resource`` (and take tokens for it): a
   server at ``/mcp`` claiming more than itself.
 * ``tools/call`` of ``leak`` answers a JSON-RPC error whose message and data echo the
@@ -110,7 +114,7 @@ class DPoPCheck:
 
 
 def build(issuer: str, base: str, dpop: DPoPCheck, json_response: bool = False, legacy: bool = False,
-          prm_resource: str | None = None) -> Any:
+          prm_resource: str | None = None, stream_metadata: bool = False) -> Any:
     server = MCPServer("protected-test-server")
 
     @server.tool()
@@ -130,8 +134,9 @@ def build(issuer: str, base: str, dpop: DPoPCheck, json_response: bool = False, 
         app = server.streamable_http_app(json_response=json_response)
     jwks = jwt.PyJWKClient(issuer + "/jwks")
     current = {"issuer": issuer}
-    resource = prm_resource or (base if legacy else base + "/mcp")
-    metadata_url = base + "/.well-known/oauth-protected-resource" + ("" if legacy else "/mcp")
+    at_origin = legacy and not stream_metadata
+    resource = prm_resource or (base if at_origin else base + "/mcp")
+    metadata_url = base + "/.well-known/oauth-protected-resource" + ("" if at_origin else "/mcp")
 
     async def respond(
         send: Any, status: int, body: dict[str, Any], headers: list[tuple[bytes, bytes]]
@@ -284,6 +289,7 @@ def main() -> None:
     parser.add_argument("--port", type=int, default=0, help="0: an ephemeral port")
     parser.add_argument("--json", action="store_true", help="JSON replies instead of SSE streams")
     parser.add_argument("--legacy", action="store_true", help="the HTTP+SSE transport of 2024-11-05")
+    parser.add_argument("--stream-metadata", action="store_true", help="legacy: metadata naming /mcp")
     parser.add_argument("--prm-resource", help="the resource to claim in the metadata")
     args = parser.parse_args()
     sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
@@ -298,6 +304,7 @@ def main() -> None:
         args.json,
         args.legacy,
         args.prm_resource,
+        args.stream_metadata,
     )
     print(f"PORT={port}", flush=True)
     uvicorn.Server(uvicorn.Config(app, log_level="warning", lifespan="on")).run(

@@ -34,6 +34,10 @@ _MAX_URLS = 16
 #: ``time.monotonic()`` value) to its auth handler, so that an OAuth refresh the
 #: request triggers ends by it too (read by ``mcpsync.auth._deadline``).
 DEADLINE_ATTRIBUTE = "mcpsync_deadline"
+#: The ``PreparedRequest`` attribute naming the MCP server a request is for (the URL the
+#: client was given): the auth handler binds tokens by it, so a legacy HTTP+SSE message
+#: endpoint the server named gets that server's token.  Same string as in mcpsync.auth.
+SERVER_ATTRIBUTE = "mcpsync_server"
 
 
 class _Target:
@@ -53,9 +57,10 @@ class Sender:
     Thread-safe: the per-URL cache is filled under a lock, requests share nothing else.
     """
 
-    def __init__(self, session: requests.Session, auth: Any = None) -> None:
+    def __init__(self, session: requests.Session, auth: Any = None, server_url: str | None = None) -> None:
         self.session = session
         self.auth = auth
+        self.server_url = server_url
         self._targets: dict[str, _Target] = {}
         self._lock = threading.Lock()
 
@@ -124,6 +129,8 @@ class Sender:
         prepared.prepare_body(data, None, None)
         if deadline is not None:
             setattr(prepared, DEADLINE_ATTRIBUTE, deadline)
+        if self.server_url is not None:
+            setattr(prepared, SERVER_ATTRIBUTE, self.server_url)
         if target.auth is not None:
             prepared.prepare_auth(target.auth, target.url)
         prepared.prepare_hooks(session.hooks)
