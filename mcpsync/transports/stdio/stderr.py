@@ -30,7 +30,7 @@ import threading
 from collections.abc import Callable
 from typing import IO, Any, Union
 
-from mcpsync.transports.stdio.pipes import wait_readable
+from mcpsync.transports.stdio.pipes import new_poller, wait_readable
 
 __all__ = ["StderrDrain", "StderrOption"]
 
@@ -328,7 +328,7 @@ class _SharedDrain:
         self._wake_r = self._wake_w = -1
 
     def _run(self) -> None:
-        poller = select.poll()
+        poller = new_poller()
         poller.register(self._wake_r, select.POLLIN)
         drains = self._drains
         try:
