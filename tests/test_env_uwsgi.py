@@ -10,7 +10,8 @@ process: the server is ``tests/servers/stubborn_server.py``, which ignores its s
 Two uWSGIs: the one from the test extra (threads are always on since 2.0.27), and uWSGI 2.0.26
 started *without* ``--enable-threads`` (its Python threads then run only while a request runs
 Python code); it must work too, or fail at once, never hang.  2.0.26 is built on first use into
-``.env-uwsgi-2.0.26/`` beside the checkout (about 40 s; reused afterwards), like the peer venv.
+``.env-uwsgi-2.0.26-py3.X/`` beside the checkout (about 40 s; reused afterwards), bounded like the peer
+venv (``helpers_peervenv``).
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ from typing import Any
 
 import pytest
 import requests
+from helpers_peervenv import _run
 from helpers_proc import process_state
 from test_contrib_gunicorn import _descendants, _proc_table
 
@@ -37,30 +39,22 @@ from tests.contrib_support import free_port
 ROOT = Path(__file__).resolve().parent.parent
 APP = ROOT / "tests" / "envs" / "wsgi_app.py"
 OLD = "2.0.26"
-OLD_HOME = ROOT / f".env-uwsgi-{OLD}"
-#: Bound on building the old uWSGI (about 40 s here); a hung index must not hang CI.
-BUILD_TIMEOUT = 600.0
+OLD_HOME = ROOT / f".env-uwsgi-{OLD}-py{sys.version_info[0]}.{sys.version_info[1]}"  # built for this Python
 
-pytestmark = pytest.mark.timeout(180)
+pytestmark = pytest.mark.timeout(300)  # building the old uWSGI included
 
 
 def old_uwsgi() -> str:
     """uWSGI 2.0.26 (the last release whose threads are off by default), built once."""
     binary = OLD_HOME / "bin" / "uwsgi"
-    with open(Path(tempfile.gettempdir()) / "mcpsync-tests-old-uwsgi.lock", "w") as lock:
+    with open(Path(tempfile.gettempdir()) / f"mcpsync-tests-{OLD_HOME.name}.lock", "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
         if binary.exists():
             return str(binary)
         base = getattr(sys, "_base_executable", sys.executable)  # the same Python as the app's
-        for argv in ([base, "-m", "venv", "--clear", str(OLD_HOME)],
-                     [str(OLD_HOME / "bin" / "python"), "-m", "pip", "install", "-q",
-                      "--disable-pip-version-check", f"uwsgi=={OLD}"]):
-            try:
-                done = subprocess.run(argv, capture_output=True, text=True, timeout=BUILD_TIMEOUT, check=False)
-            except subprocess.TimeoutExpired:
-                pytest.fail(f"building uWSGI {OLD} did not finish within {BUILD_TIMEOUT:.0f} s")
-            if done.returncode != 0:
-                pytest.fail(f"building uWSGI {OLD} failed ({done.returncode}):\n{(done.stdout + done.stderr)[-4000:]}")
+        _run([base, "-m", "venv", "--clear", str(OLD_HOME)], f"creating {OLD_HOME}")
+        _run([str(OLD_HOME / "bin" / "python"), "-m", "pip", "install", "-q", "--disable-pip-version-check",
+              f"uwsgi=={OLD}"], f"building uWSGI {OLD}")
     return str(binary)
 
 
