@@ -79,8 +79,10 @@ def test_sync_api_inside_a_running_loop(make_client: Callable[[], mcpsync.Client
             out["direct_gap"] = await ticker.measure()
             out["threaded"] = await asyncio.gather(*(asyncio.to_thread(timed, client) for _ in range(4)))
             out["threaded_gap"] = await ticker.measure()
+            started = time.monotonic()
             with pytest.raises(mcpsync.RequestTimeout):
                 await asyncio.get_running_loop().run_in_executor(None, lambda: slow(client, 5.0, timeout=0.3))
+            out["timeout_took"] = time.monotonic() - started
             out["timeout_gap"] = await ticker.measure()
             ticker.task.cancel()
         return out
@@ -92,3 +94,4 @@ def test_sync_api_inside_a_running_loop(make_client: Callable[[], mcpsync.Client
     assert isinstance(runs, list) and [r[2] for r in runs] == ["done after 1 steps"] * 4
     assert max(r[0] for r in runs) < min(r[1] for r in runs), runs  # all four at once
     assert out["threaded_gap"] < 0.25 and out["timeout_gap"] < 0.25, out  # the loop kept running
+    assert 0.3 <= out["timeout_took"] < 2.0, out  # the 5 s call ended at its timeout
