@@ -10,7 +10,8 @@ started over stdio, or the HTTP URL given) and prints one line ``RESULT {json}``
 measured; the test judges it:
 
 * ``max_gap``: the longest time a ticking greenlet (it sleeps 5 ms in a loop) was kept from
-  running while everything below ran, i.e. how long the hub was blocked at most;
+  running while everything below ran, i.e. how long the hub was blocked at most, and
+  ``gap_phase``, which of the steps below was running then;
   ``calibration``: the gap it saw when the hub was blocked on purpose (an unpatched 0.3 s
   sleep), which shows that the ticker sees a blocked hub;
 * ``overlap``: the (start, end) of 4 concurrent 1 s calls made from 4 green threads;
@@ -62,6 +63,7 @@ class Ticker:
 
     def __init__(self) -> None:
         self.max_gap = 0.0
+        self.phase = self.gap_phase = "start"  # what main() was doing; during the longest gap
         self.ticks = 0
         self._stop = False
         self._thread = threading.Thread(target=self._run, name="probe-ticker", daemon=True)
@@ -72,7 +74,8 @@ class Ticker:
         while not self._stop:
             time.sleep(TICK)
             now = time.monotonic()
-            self.max_gap = max(self.max_gap, now - last - TICK)
+            if now - last - TICK > self.max_gap:
+                self.max_gap, self.gap_phase = now - last - TICK, self.phase
             self.ticks += 1
             last = now
 
@@ -122,14 +125,17 @@ def main() -> None:
     time.sleep(0.05)
     report["calibration"], ticker.max_gap = ticker.max_gap, 0.0
     with client(target) as c:
+        ticker.phase = "connect"
         c.connect()
         report["servers"] += sorted(children())
+        ticker.phase = "overlap"
         started = time.monotonic()
         calls = [in_thread(lambda: slow(c, 1.0)) for _ in range(CALLS)]
         for thread, _ in calls:
             thread.join(30)
         report["overlap"] = [[out["start"] - started, out["end"] - started, out.get("result", out.get("error"))]
                              for _, out in calls]
+        ticker.phase = "timeout"
         started = time.monotonic()
         try:
             slow(c, 5.0, timeout=0.5)
@@ -137,6 +143,7 @@ def main() -> None:
         except mcpsync.McpError as exc:
             report["timeout"] = [type(exc).__name__, time.monotonic() - started]
         report["after_timeout"] = c.call_tool("echo", {"text": "still here"}).text
+        ticker.phase = "close"
         thread, out = in_thread(lambda: slow(c, 10.0))
         time.sleep(0.5)  # the call is waiting on the server
         closing = time.monotonic()
@@ -145,7 +152,7 @@ def main() -> None:
         thread.join(10)
         report["close"].update(release=out.get("end", float("inf")) - closing, got=out.get("error", out.get("result")))
     ticker.stop()
-    report["max_gap"], report["ticks"] = ticker.max_gap, ticker.ticks
+    report["max_gap"], report["gap_phase"], report["ticks"] = ticker.max_gap, ticker.gap_phase, ticker.ticks
     deadline = time.monotonic() + 5
     while True:
         threads = sorted(mcpsync_threads())
