@@ -31,7 +31,9 @@ pytestmark = pytest.mark.timeout(180)
 
 @pytest.mark.parametrize("pool", ["prefork", "threads", "gevent"])
 def test_tasks_call_tools_and_a_warm_shutdown_leaves_no_server(pool: str, tmp_path: Path) -> None:
-    env = {**os.environ, "MCP_ENV_DIR": str(tmp_path), "PYTHONPATH": f"{ENVS}{os.pathsep}{ROOT}"}
+    # Not DJANGO_SETTINGS_MODULE, which other tests of this process set: Celery would load Django.
+    env = {k: v for k, v in os.environ.items() if k != "DJANGO_SETTINGS_MODULE"}
+    env.update(MCP_ENV_DIR=str(tmp_path), PYTHONPATH=f"{ENVS}{os.pathsep}{ROOT}")
     argv = [sys.executable, "-m", "celery", "-A", "celery_app", "worker", "-P", pool, "-c", "2", "-l", "INFO",
             "--without-heartbeat", "--without-mingle", "--without-gossip"]
     log = tmp_path / "worker.log"
@@ -41,7 +43,12 @@ def test_tasks_call_tools_and_a_warm_shutdown_leaves_no_server(pool: str, tmp_pa
         app = make_app(tmp_path)
         sent = [app.send_task("mcp.call", args=("countdown", {"n": 1, "delay": 1.0})) for _ in range(4)]
         sent.append(app.send_task("mcp.call", args=("add", {"a": 2, "b": 3})))
-        results = [r.get(timeout=90) for r in sent]
+        deadline = time.monotonic() + 90
+        while not all(r.ready() for r in sent):  # polled, so a worker that died fails at once
+            assert worker.poll() is None, f"the worker exited ({worker.returncode}):\n{log.read_text()[-3000:]}"
+            assert time.monotonic() < deadline, f"no results within 90 s:\n{log.read_text()[-3000:]}"
+            time.sleep(0.1)
+        results = [r.get(timeout=5) for r in sent]
         assert [r["text"] for r in results] == ["Liftoff!"] * 4 + ["5"], results
         pids = {r["pid"] for r in results}
         if pool == "prefork":  # the pool processes, never the main one
