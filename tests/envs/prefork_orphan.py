@@ -1,13 +1,13 @@
-"""Reproducer: a server outlives a pool process that used a module-level client (not fixed here).
+"""A server must not outlive a pool process that used a module-level client.
 
 A process of a ``multiprocessing`` fork pool (as of a Celery prefork pool) ends with
 ``os._exit()``: atexit hooks, where mcpsync closes the servers a process started, do not run
 there.  A server that exits on its stdin's EOF goes anyway; one that ignores EOF
-(``tests/servers/stubborn_server.py``, like some real servers) is left running, re-parented to
-init.  Celery users close the client in ``worker_process_shutdown`` (see docs/deployment.rst).
+(``tests/servers/stubborn_server.py``, like some real servers) is ended by the process's
+server guardian (mcpsync/transports/stdio/reaper.py) once the pool process is gone.
 
-Run: ``python tests/envs/prefork_orphan.py``; it prints the servers left running and kills them.
-Exit status 1 while the defect is there, 0 once none is left.
+Run: ``python tests/envs/prefork_orphan.py`` (tests/test_process_life.py does); it prints the
+servers left running 3 s after their pool process exited, kills them, and exits 1 if any was.
 """
 
 from __future__ import annotations
