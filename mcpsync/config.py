@@ -12,8 +12,9 @@ A *stdio* entry has ``command`` (and optionally ``args``, ``env``, ``cwd``,
 ``closeGrace``, ``terminateGrace``); a *remote* entry has ``url`` (and
 optionally ``headers`` and ``type`` or ``transport``: ``"http"``,
 ``"streamable-http"``, ``"sse"`` or ``"websocket"``).  Either may set
-``timeout`` and ``discoverTimeout`` (seconds), and ``apps: true`` (advertise MCP Apps,
-see ``docs/apps.rst``).  VS Code's top-level key
+``timeout`` and ``discoverTimeout`` (seconds), ``mode`` (the protocol era:
+``"auto"``, ``"legacy"``, ``"modern"`` or a protocol version), and ``apps: true``
+(advertise MCP Apps, see ``docs/apps.rst``).  VS Code's top-level key
 ``"servers"`` is accepted too.  Keys other clients use (``disabled``,
 ``autoApprove``, ...) are ignored; any other key warns with
 :class:`ConfigWarning`, naming the key we know that it resembles.
@@ -44,6 +45,7 @@ from typing import Any
 import attrs
 
 from mcpsync.exceptions import McpError
+from mcpsync.types.protocol import HANDSHAKE_VERSIONS, MODERN_VERSIONS
 
 __all__ = [
     "ConfigError",
@@ -77,8 +79,10 @@ _SETTINGS = {
     "terminateGrace": "terminate_grace",
 }
 _STDIO_ONLY = frozenset({"closeGrace", "terminateGrace"})
+#: The values of ``mode`` (the client's ``mode=``): an era, or a protocol version to pin.
+MODES = ("auto", "legacy", "modern", *MODERN_VERSIONS, *HANDSHAKE_VERSIONS)
 _OURS = frozenset({"command", "args", "env", "cwd", "url", "serverUrl", "headers", "type",
-                   "transport", "allow", "deny", "annotations", "apps", *_SETTINGS})
+                   "transport", "allow", "deny", "annotations", "apps", "mode", *_SETTINGS})
 #: Keys other MCP clients put in the same entries; a shared file must not warn about them.
 _FOREIGN = frozenset({
     "disabled", "enabled", "autoApprove", "alwaysAllow", "disabledTools", "description", "name",
@@ -137,7 +141,7 @@ class ServerConfig:
     annotations: dict[str, Any] | None = None
     #: Client options the entry sets: ``timeout``, ``discover_timeout``,
     #: ``close_grace``, ``terminate_grace`` (from ``timeout``,
-    #: ``discoverTimeout``, ``closeGrace``, ``terminateGrace``), and ``apps``.
+    #: ``discoverTimeout``, ``closeGrace``, ``terminateGrace``), ``mode`` and ``apps``.
     options: dict[str, Any] = attrs.field(factory=dict)
 
     @property
@@ -230,21 +234,24 @@ def _filters(raw: dict[str, Any], where: str) -> dict[str, Any]:
     return found
 
 
-def unknown_keys(entry: Mapping[str, Any]) -> list[tuple[str, str | None]]:
+def unknown_keys(entry: Mapping[str, Any], also: frozenset[str] = frozenset()) -> list[tuple[str, str | None]]:
     """The keys of an ``mcpServers`` entry that neither mcpsync nor other MCP clients use,
     each with the known key it resembles (``None``: none).
 
     :func:`load_config` warns about these (:class:`ConfigWarning`); an integration that
     reports them its own way (Django's system checks) passes ``warn_unknown=False``.
+
+    :param also: keys the caller reads besides these (known, and offered as hints).
     """
+    known = sorted(_OURS | also)
     found: list[tuple[str, str | None]] = []
     for key in entry:
-        if key in _OURS or key in _FOREIGN:
+        if key in known or key in _FOREIGN:
             continue
         name = str(key)
-        close = difflib.get_close_matches(name, sorted(_OURS), n=1, cutoff=0.6)
+        close = difflib.get_close_matches(name, known, n=1, cutoff=0.6)
         if not close:
-            close = [k for k in _OURS if k.lower() == name.replace("_", "").lower()]
+            close = [k for k in known if k.lower() == name.replace("_", "").lower()]
         found.append((name, close[0] if close else None))
     return found
 
@@ -259,6 +266,10 @@ def _settings(raw: dict[str, Any], where: str, stdio: bool, warn: bool = True) -
         raise ConfigError(f"{where}: 'apps' must be true or false, got {raw['apps']!r}")
     if raw.get("apps"):
         options["apps"] = True
+    if raw.get("mode") is not None:
+        if raw["mode"] not in MODES:
+            raise ConfigError(f"{where}: 'mode' must be one of {', '.join(MODES)}, got {raw['mode']!r}")
+        options["mode"] = raw["mode"]
     for key, option in _SETTINGS.items():
         if key not in raw:
             continue
@@ -321,7 +332,7 @@ def _entry(name: str, raw: Any, environ: Mapping[str, str] | None, warn: bool = 
 def _document(source: str | os.PathLike[str] | Mapping[str, Any]) -> tuple[Mapping[str, Any], str]:
     if isinstance(source, Mapping):
         return source, "the configuration"
-    path = Path(source)
+    path = Path(source).expanduser()  # "~/.cursor/mcp.json", as the shell would
     try:
         text = path.read_text(encoding="utf-8")
     except OSError as exc:

@@ -3,7 +3,7 @@
 ::
 
     McpError                              base of everything below; never raised bare
-    ├── ServerError(code, message, data)  a JSON-RPC error response, verbatim
+    ├── ServerError(code, message, data)  a JSON-RPC error response (our own secrets masked)
     │   ├── ParseError                    -32700
     │   ├── InvalidRequest                -32600
     │   ├── MethodNotFound                -32601
@@ -53,7 +53,8 @@
         │   ├── ResourceMismatchError     the resource metadata names another server
         │   ├── PKCENotSupportedError     the authorization server does not do S256 PKCE
         │   └── SSRFBlockedError          a discovered URL the URL policy refuses
-        ├── IssuerMismatchError           ``iss`` does not match the authorization server
+        ├── IssuerMismatchError           ``iss`` or a pre-registered client's issuer does not match
+        ├── UnboundServerError            a server an ``OAuth`` bound to another one asked for a login
         ├── RegistrationError             dynamic client registration failed
         ├── TokenRequestError             the token endpoint refused (``.error``)
         ├── StateMismatchError            a callback whose ``state`` is not ours
@@ -70,11 +71,13 @@ A tool result with ``isError: true`` is *data*, not an exception: call
 ``result.raise_for_error()`` to opt into :class:`ToolError`.
 
 Exception messages never contain credentials; excerpts of peer data are
-truncated (see :func:`excerpt`).
+truncated (see :func:`excerpt`).  A server that echoes a credential we sent it (an
+access token) in a JSON-RPC error gets it masked (:func:`remember_secret`).
 """
 
 from __future__ import annotations
 
+import threading
 from typing import Any, ClassVar
 
 __all__ = [
@@ -119,14 +122,52 @@ __all__ = [
 
 _EXCERPT_LIMIT = 200
 
+# Credentials this process sent to servers (the auth handlers remember them), newest
+# last; the oldest are forgotten past _MAX_SECRETS.
+_SECRETS: dict[str, None] = {}
+_SECRETS_LOCK = threading.Lock()
+_MAX_SECRETS = 256
+_MASK = "[redacted]"
+
+
+def remember_secret(value: str) -> None:
+    """Mask *value* (a token sent to a server) wherever a server's error echoes it."""
+    if len(value) < 8:
+        return  # too short to mask without mangling ordinary text
+    with _SECRETS_LOCK:
+        _SECRETS.pop(value, None)
+        _SECRETS[value] = None
+        while len(_SECRETS) > _MAX_SECRETS:
+            del _SECRETS[next(iter(_SECRETS))]
+
+
+def _masked(text: str) -> str:
+    if _SECRETS:
+        with _SECRETS_LOCK:
+            found = [secret for secret in _SECRETS if secret in text]
+        for secret in sorted(found, key=len, reverse=True):  # a secret may contain another
+            text = text.replace(secret, _MASK)
+    return text
+
+
+def mask_secrets(value: Any) -> Any:
+    """*value* (server text, or JSON: strings in lists and objects) with remembered secrets masked."""
+    if isinstance(value, str):
+        return _masked(value)
+    if isinstance(value, list):
+        return [mask_secrets(item) for item in value]
+    if isinstance(value, dict):
+        return {mask_secrets(k): mask_secrets(v) for k, v in value.items()}
+    return value
+
 
 def excerpt(value: object, limit: int = _EXCERPT_LIMIT) -> str:
-    """Return a short, single-line ``repr``-ish excerpt of untrusted peer data."""
+    """Return a short, single-line ``repr``-ish excerpt of untrusted peer data (our secrets masked)."""
     if isinstance(value, bytes):
         text = value.decode("utf-8", errors="replace")
     else:
         text = value if isinstance(value, str) else repr(value)
-    text = text.replace("\r", "\\r").replace("\n", "\\n")
+    text = _masked(text).replace("\r", "\\r").replace("\n", "\\n")
     if len(text) > limit:
         return text[:limit] + f"... ({len(text) - limit} more chars)"
     return text
@@ -139,8 +180,9 @@ class McpError(Exception):
 class ServerError(McpError):
     """The server answered a request with a JSON-RPC error.
 
-    ``code``, ``message`` and ``data`` are kept exactly as the server sent
-    them; only ``str()`` truncates.
+    ``code``, ``message`` and ``data`` are kept as the server sent them, but
+    for the credentials we sent it, masked (:func:`remember_secret`); only
+    ``str()`` truncates.
     """
 
     #: The JSON-RPC error code this class stands for (``None`` on the base).
@@ -306,7 +348,8 @@ def error_from_response(error: dict[str, Any]) -> ServerError:
     """
     code = error["code"]
     cls = _CODES.get(code, ServerError)
-    return cls(code, error["message"], error.get("data"))
+    # A server may echo the token it was sent (an error about it): never pass it on.
+    return cls(code, mask_secrets(error["message"]), mask_secrets(error.get("data")))
 
 
 class TransportError(McpError):

@@ -399,19 +399,31 @@ def test_choosing_dpop(rsps: responses.RequestsMock, monkeypatch: pytest.MonkeyP
     assert record is not None and "dpop_key" not in record
     assert record["tokens"]["token_type"] == "Bearer"
     assert servers.token_requests[-1]["proof"] is None
-    # Offered, but cryptography is missing: auto warns once and uses bearer tokens.
-    monkeypatch.setattr(_dpop.importlib.util, "find_spec", lambda name: None)
     from mcpsync.auth._flow import Authorizer
 
-    flow = _oauth()._bind(MCP)
+    flow = _oauth()._binding(MCP)
     assert isinstance(flow, Authorizer)
     meta = _as_meta(dpop_signing_alg_values_supported=["ES256"])
+    # The AS offers DPoP; the MCP server decides: nothing said (a Bearer-only server) -> bearer;
+    # a DPoP challenge or DPoP in its metadata -> DPoP; its algorithms without ES256 -> bearer.
+    choose = flow.dpop.for_new_tokens
+    assert choose(meta, None) is None
+    assert choose(meta, {"bearer_methods_supported": ["header"]}) is None
+    assert choose(meta, None, offered=True) is not None
+    assert choose(meta, {"dpop_signing_alg_values_supported": ["ES256"]}) is not None
+    assert choose(meta, {"dpop_signing_alg_values_supported": ["RS256"]}, offered=True) is None
+    with pytest.raises(DPoPError, match="MCP server"):
+        choose(meta, {"dpop_signing_alg_values_supported": ["RS256"], "dpop_bound_access_tokens_required": True})
+    assert _oauth(dpop=True)._binding(MCP).dpop.for_new_tokens(meta, None) is not None  # type: ignore[union-attr]
+    assert choose(_as_meta(), None, offered=True) is None  # the AS does not offer it
+    # Offered, but cryptography is missing: auto warns once and uses bearer tokens.
+    monkeypatch.setattr(_dpop.importlib.util, "find_spec", lambda name: None)
     with caplog.at_level(logging.WARNING, logger="mcpsync.auth"):
-        assert flow.dpop_for(meta, None) is None
-        assert flow.dpop_for(meta, None) is None
+        assert choose(meta, None, offered=True) is None
+        assert choose(meta, None, offered=True) is None
     assert sum("mcpsync[dpop]" in r.getMessage() for r in caplog.records) == 1
     # ... but a resource that requires DPoP-bound tokens gets the key.
-    assert flow.dpop_for(meta, {"dpop_bound_access_tokens_required": True}) is not None
+    assert choose(meta, {"dpop_bound_access_tokens_required": True}) is not None
 
 
 def test_dpop_token_type_without_a_proof_is_refused(rsps: responses.RequestsMock) -> None:

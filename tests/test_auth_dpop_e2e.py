@@ -22,7 +22,7 @@ import requests
 
 import mcpsync
 from mcpsync.auth import DPoPNonceError, FileTokenStore, LoopbackLogin, MemoryTokenStore, OAuth
-from tests.auth_server.conftest_auth import browse, oidc_provider, protected_server
+from tests.auth_server.conftest_auth import browse, oidc_provider, protected_server, sdk_bearer_server
 
 pytestmark = pytest.mark.timeout(90)
 
@@ -115,3 +115,32 @@ def test_dpop_false_gets_bearer_tokens_from_the_same_server() -> None:
         assert record is not None
         assert record["tokens"]["token_type"] == "Bearer" and "dpop_key" not in record
         assert _stats(mcp)["dpop"] == 0 and _as_stats(issuer)["dpop_token"] == 0
+
+
+def test_bearer_only_server_behind_a_dpop_capable_server_gets_bearer_tokens(tmp_path: Path) -> None:
+    """oidc-provider offers DPoP; the official SDK's server takes ``Bearer`` only: login, calls
+    and a refresh all work with bearer tokens (no proof is ever sent)."""
+    with oidc_provider() as issuer, sdk_bearer_server(issuer) as mcp:
+        directory = tmp_path / "tokens"
+        auth = OAuth(store=FileTokenStore(directory), login=LoopbackLogin(open_browser=browse, timeout=30))
+        with _client(mcp, auth) as client:
+            assert client.call_tool("whoami").text == "alice"
+            assert client.call_tool("whoami").text == "alice"
+        store = FileTokenStore(directory)
+        record = store.load(mcp)
+        assert record is not None
+        assert record["tokens"]["token_type"] == "Bearer" and "dpop_key" not in record
+        assert _as_stats(issuer)["dpop_token"] == 0
+        seen = requests.get(mcp.rsplit("/", 1)[0] + "/test/seen", timeout=5).json()
+        assert seen["authorization"] and all(h.startswith("Bearer ") for h in seen["authorization"])
+
+        # A new process after the access token expired: the refresh gives a bearer token too.
+        record["tokens"]["expires_at"] = 0
+        store.save(mcp, record)
+        again = OAuth(store=FileTokenStore(directory), login=LoopbackLogin(open_browser=_no_browser))
+        with _client(mcp, again) as client:
+            assert client.call_tool("whoami").text == "alice"
+        after = store.load(mcp)
+        assert after is not None and after["tokens"]["token_type"] == "Bearer"
+        assert after["tokens"]["access_token"] != record["tokens"]["access_token"]
+        assert _as_stats(issuer)["refresh"] == 1 and _as_stats(issuer)["dpop_token"] == 0

@@ -62,7 +62,8 @@ def _refreshes_and_rotates(client: mcpsync.Client, store: Any, key: str, auth: O
     first = dict(record["tokens"])
     record["tokens"]["expires_at"] = 0
     store.save(key, record)
-    auth._tokens = None  # as a fresh process would: read the store
+    for binding in auth._bindings.values():  # as a fresh process would: read the store
+        binding.tokens = None
     assert client.call_tool("whoami").text == "alice"
     second = store.load(key)["tokens"]
     assert second["access_token"] != first["access_token"]
@@ -158,7 +159,8 @@ def test_refresh_is_single_flight_across_threads(peer: tuple[str, str]) -> None:
         assert record is not None
         record["tokens"]["expires_at"] = 0
         store.save(resource_server, record)
-        auth._tokens = None
+        for binding in auth._bindings.values():  # as a fresh process would: read the store
+            binding.tokens = None
         before = _stats(stats_url)["refresh"]
         start = threading.Barrier(8)
         errors: list[BaseException] = []
@@ -215,10 +217,14 @@ def test_web_app_flow(peer: tuple[str, str]) -> None:
     assert json.dumps(store.load(resource_server))  # the record is plain JSON
 
 
-def test_refresh_over_legacy_http_sse(auth_server: str) -> None:  # noqa: F811
+@pytest.mark.parametrize("metadata", ["origin", "stream"])
+def test_refresh_over_legacy_http_sse(auth_server: str, metadata: str) -> None:  # noqa: F811
     """The 2024-11-05 transport behind the same token check: login, then a refresh mid-session
-    (the event stream stays open; the POSTs carry the new token)."""
-    with protected_server(auth_server, "--legacy") as url:
+    (the event stream stays open; the POSTs carry the new token).  The metadata names the
+    origin, or only the stream's path: the message endpoint the server named gets the token
+    either way."""
+    options = ("--legacy",) if metadata == "origin" else ("--legacy", "--stream-metadata")
+    with protected_server(auth_server, *options) as url:
         store = MemoryTokenStore()
         auth = OAuth(store=store, login=LoopbackLogin(open_browser=browse, timeout=30), client_name="e2e-legacy")
         stats_url = auth_server + "/test/stats"

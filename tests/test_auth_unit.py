@@ -29,6 +29,7 @@ from mcpsync.auth import (
     ResourceMismatchError,
     SSRFBlockedError,
     StateMismatchError,
+    TokenStoreError,
 )
 from mcpsync.auth._discovery import (
     UrlPolicy,
@@ -78,16 +79,44 @@ def test_parse_www_authenticate(header: str, expected: dict[str, str]) -> None:
     assert parse_www_authenticate(header) == expected
 
 
+@pytest.mark.parametrize(
+    ("header", "dpop"),
+    [
+        ('Bearer resource_metadata="https://a/b", DPoP algs="ES256 PS256"', True),
+        ('DPoP resource_metadata="https://a/b"', True),  # the conformance suite's DPoP servers
+        ('Bearer error="invalid_token", error_description="expected \'Bearer\', not DPoP"', False),
+        ('Basic realm="DPoP, Bearer", Bearer scope="x"', False),  # "DPoP" inside a quoted value
+        ('Bearer realm=x,dpop algs=ES256', True),  # case-insensitive scheme, no spaces
+        ("", False),
+        (None, False),
+    ],
+)
+def test_a_dpop_challenge_among_several(header: str | None, dpop: bool) -> None:
+    from mcpsync.auth._discovery import offers_dpop
+
+    assert offers_dpop(header) is dpop
+
+
 def test_canonical_resource_and_matching() -> None:
     assert (
         canonical_resource("HTTPS://MCP.Example.com:443/api/mcp/#frag")
         == "https://mcp.example.com/api/mcp"
     )
-    assert resource_matches("https://mcp.example.com/api", MCP)
-    assert resource_matches("https://mcp.example.com", MCP)
-    assert not resource_matches("https://mcp.example.com/ap", MCP)
-    assert not resource_matches("https://evil.example.com/api/mcp", MCP)
-    assert not resource_matches("http://mcp.example.com/api/mcp", MCP)
+    # RFC 9728 §3.3: the server's own URL (canonical form) ...
+    assert resource_matches("HTTPS://mcp.example.com:443/api/mcp/", MCP)
+    # ... a prefix only when asked for (resource_prefix=True) ...
+    for prefix in ("https://mcp.example.com/api", "https://mcp.example.com"):
+        assert not resource_matches(prefix, MCP)
+        assert not resource_matches(prefix, MCP, "https://mcp.example.com/.well-known/oauth-protected-resource/api/mcp")
+        assert resource_matches(prefix, MCP, prefix=True)
+    # ... and the origin only in the origin's own (root) metadata document.
+    root = "https://mcp.example.com/.well-known/oauth-protected-resource"
+    assert resource_matches("https://mcp.example.com", MCP, root)
+    assert not resource_matches("https://mcp.example.com/api", MCP, root)
+    assert not resource_matches("https://mcp.example.com", MCP, "https://mcp.example.com/x/prm.json")
+    for other in ("https://mcp.example.com/ap", "https://evil.example.com/api/mcp",
+                  "http://mcp.example.com/api/mcp", "https://mcp.example.com/api/mcp/more"):
+        assert not resource_matches(other, MCP, root, prefix=True)
 
 
 def test_pkce_s256_known_vector() -> None:
@@ -529,6 +558,35 @@ def test_loopback_ignores_strays_escapes_and_times_out() -> None:
         receiver.wait("s", 0.2)
 
 
+def test_an_idle_connection_does_not_hold_up_the_real_callback() -> None:
+    """A local program (or a browser's preconnect) opens a connection and sends nothing."""
+    import socket
+
+    login = LoopbackLogin(timeout=5)
+    with login.receiver() as receiver:
+        receiver.state = "good"
+        port = int(urlsplit(receiver.redirect_uri).port or 0)
+        idle = [socket.create_connection(("127.0.0.1", port), timeout=5) for _ in range(3)]
+        half = socket.create_connection(("127.0.0.1", port), timeout=5)
+        half.sendall(b"GET /callback?state=go")  # a request line that never ends
+        try:
+            reply = requests.get(receiver.redirect_uri, params={"state": "good", "code": "c"}, timeout=5)
+            assert reply.status_code == 200
+            assert receiver.wait("good", 5) == {"state": "good", "code": "c"}
+        finally:
+            for sock in [*idle, half]:
+                sock.close()
+    # Closing the receiver ended every connection it still had open: nothing is left.
+    with login.receiver() as receiver:
+        port = int(urlsplit(receiver.redirect_uri).port or 0)
+        lingering = socket.create_connection(("127.0.0.1", port), timeout=5)
+        time.sleep(0.1)  # let the receiver accept it
+    try:
+        assert lingering.recv(1) == b""  # the receiver shut it on close
+    finally:
+        lingering.close()
+
+
 def test_open_browser_failure_prints_the_url(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
@@ -652,3 +710,118 @@ def test_a_login_begun_before_the_upgrade_still_finishes() -> None:
     assert store.load(_login._legacy_pending_key("srv", "old")) is None
     with pytest.raises(StateMismatchError):
         _login.take_pending(store, "srv", "https://app.example/cb?state=old&code=c")
+
+
+# -- a refused request's body is read against a cap before the re-send ----------------------------
+
+
+def test_the_resend_reads_a_huge_401_body_only_up_to_a_cap() -> None:
+    """A hostile server answers 401 with 64 MiB of body (and would send more); meanwhile
+    another process refreshed the token.  The re-send must not pull the body into memory."""
+    import socket
+    import tracemalloc
+
+    body_size = 64 << 20
+    store = MemoryTokenStore()
+    listener = socket.create_server(("127.0.0.1", 0))
+    url = f"http://127.0.0.1:{listener.getsockname()[1]}/mcp"
+    tokens = {"access_token": "old-token-1234", "token_type": "Bearer", "expires_at": time.time() + 3600}
+    store.save(url, {"tokens": tokens})
+    sent: list[str] = []
+
+    def serve() -> None:
+        # The refused request, then the re-send (on the same connection when the client kept it).
+        while len(sent) < 2:
+            conn, _ = listener.accept()
+            with conn:
+                conn.settimeout(10)
+                while len(sent) < 2:
+                    head = b""
+                    while b"\r\n\r\n" not in head:
+                        data = conn.recv(65536)
+                        if not data:
+                            break
+                        head += data
+                    if b"\r\n\r\n" not in head:
+                        break  # the client closed this connection
+                    authorization = next((line.split(b": ", 1)[1].decode() for line in head.split(b"\r\n")
+                                          if line.lower().startswith(b"authorization:")), "")
+                    sent.append(authorization)
+                    if authorization == "Bearer new-token-5678":
+                        conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\n{}")
+                        continue
+                    # Another process refreshed while this request was on its way.
+                    store.save(url, {"tokens": {**tokens, "access_token": "new-token-5678"}})
+                    conn.sendall(b"HTTP/1.1 401 Unauthorized\r\nWWW-Authenticate: Bearer\r\n"
+                                 b"Content-Length: %d\r\n\r\n" % body_size)
+                    chunk = b"x" * (1 << 20)
+                    try:
+                        for _ in range(body_size // len(chunk)):
+                            conn.sendall(chunk)
+                    except OSError:
+                        break  # the client stopped reading and closed: what it should do
+
+    server = threading.Thread(target=serve, name="huge-401", daemon=True)
+    server.start()
+    auth = OAuth(store=store, server_url=url, resolve_hosts=False, login=None, redirect_uri="http://127.0.0.1:9/cb")
+    tracemalloc.start()
+    try:
+        with requests.Session() as session:
+            response = session.post(url, data=b"{}", auth=auth, timeout=20)
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+        server.join(20)
+        listener.close()
+    assert response.status_code == 200 and response.content == b"{}"
+    assert sent == ["Bearer old-token-1234", "Bearer new-token-5678"]
+    assert peak < 8 << 20, f"{peak / (1 << 20):.0f} MiB held while re-sending"
+
+
+def test_bindings_are_per_server_and_bounded(rsps: responses.RequestsMock) -> None:
+    """One OAuth, several servers: a token goes only where its resource covers; a server
+    that keeps naming new URLs cannot make it keep bindings without end."""
+    from mcpsync.auth._oauth import MAX_SERVERS
+
+    store = MemoryTokenStore()
+    a, b = "https://a.example.com/mcp", "https://a.example.com/other/mcp"
+    store.save(a, {"server": a, "tokens": {"access_token": f"{SECRET}-a", "resource": a, "bound_to": a}})
+    store.save(b, {"server": b, "tokens": {"access_token": f"{SECRET}-b", "resource": b, "bound_to": b}})
+    seen: list[tuple[str, str | None]] = []
+
+    def record(request: requests.PreparedRequest) -> tuple[int, dict[str, str], str]:
+        seen.append((str(request.url), request.headers.get("Authorization")))
+        return 200, {}, "{}"
+
+    for url in (a, b, a + "/sub", "https://a.example.com/third"):
+        rsps.add_callback(responses.POST, url, callback=record)
+    auth = OAuth(store=store, resolve_hosts=False, login=None, redirect_uri="https://app.example/cb")
+    with requests.Session() as session:
+        for url in (a, b, a + "/sub", "https://a.example.com/third"):
+            session.post(url, data=b"{}", auth=auth)
+    assert seen == [(a, f"Bearer {SECRET}-a"), (b, f"Bearer {SECRET}-b"),
+                    (a + "/sub", f"Bearer {SECRET}-a"), ("https://a.example.com/third", None)]
+    for i in range(2 * MAX_SERVERS):
+        auth._binding(f"https://s{i}.example.com/mcp")
+    assert len(auth._bindings) == MAX_SERVERS
+    # A record saved for another server under this key is refused, not used.
+    pinned = OAuth(store=store, resolve_hosts=False, key=a, server_url=b, login=None, redirect_uri="https://x/cb")
+    with pytest.raises(TokenStoreError, match="another MCP server"), requests.Session() as session:
+        session.post(b, data=b"{}", auth=pinned)
+
+
+def test_credentials_sent_are_masked_in_server_errors_and_excerpts() -> None:
+    """A server that echoes the token it got: in a JSON-RPC error, or in text that mcpsync logs
+    (always through excerpt()), e.g. an error reply for no request."""
+    from mcpsync.auth import BearerToken
+    from mcpsync.exceptions import error_from_response, excerpt
+
+    token = f"{SECRET}-api-key-" + "x" * 300
+    prepared = requests.Request("POST", MCP, auth=BearerToken(token)).prepare()
+    assert prepared.headers["Authorization"] == f"Bearer {token}"  # sent: now remembered
+    error = error_from_response({"code": -32602, "message": f"token {token} refused",
+                                 "data": {"echo": [token], token: 1}})
+    assert error.message == "token [redacted] refused" and error.data == {"echo": ["[redacted]"], "[redacted]": 1}
+    # Cut at 200 characters, but masked first: not even the token's first part is shown.
+    assert SECRET not in excerpt({"error": {"message": "bad " + token}})
+    assert excerpt("short") == "short"

@@ -165,6 +165,38 @@ def test_debug_shows_the_traceback() -> None:
                                          " its tools: add, countdown, echo, weather")
 
 
+METHOD_LOG = ROOT / "tests" / "servers" / "method_log_server.py"
+
+
+@pytest.mark.parametrize("where", ["option", "config entry"])
+def test_mode_legacy_sends_initialize_first_and_no_discover(tmp_path: Path, where: str) -> None:
+    """``--mode legacy`` (or ``"mode": "legacy"``) pins the handshake era: no server/discover probe,
+    which proxies in front of handshake-era servers cannot pass on."""
+    log = tmp_path / "methods.log"
+    command = [sys.executable, str(METHOD_LOG), str(log)]
+    env = {"MCPSYNC_ERA_CACHE": str(tmp_path / "era")}  # nothing remembered from other runs
+    proc = mcpsync("--stdio", shlex.join(command), "tools", env=env)  # the default: probed first
+    assert proc.returncode == 0, proc.stderr
+    assert log.read_text().split()[0] == "server/discover"
+    log.unlink()
+    if where == "option":
+        proc = mcpsync("--stdio", shlex.join(command), "--mode", "legacy", "call", "add", "a=1", "b=2", env=env)
+    else:
+        config = tmp_path / "mcp.json"
+        entry = {"command": command[0], "args": command[1:], "mode": "legacy"}
+        config.write_text(json.dumps({"mcpServers": {"proxied": entry}}))
+        proc = mcpsync("--config", str(config), "call", "add", "a=1", "b=2", env=env)
+    assert (proc.returncode, proc.stdout) == (0, "3\n"), proc.stderr
+    methods = log.read_text().split()
+    assert methods[:2] == ["initialize", "notifications/initialized"] and "server/discover" not in methods
+    assert "tools/call" in methods
+
+
+def test_mode_is_checked() -> None:
+    proc = mcpsync("--stdio", DEMO, "--mode", "old", "tools")
+    assert proc.returncode == 2 and "argument --mode: invalid choice: 'old'" in proc.stderr
+
+
 def test_config_servers_and_server_selection(tmp_path: Path) -> None:
     path = tmp_path / "mcp.json"
     path.write_text(json.dumps({"mcpServers": {
@@ -176,7 +208,7 @@ def test_config_servers_and_server_selection(tmp_path: Path) -> None:
     lines = proc.stdout.splitlines()
     assert lines[0].split() == ["NAME", "TRANSPORT", "COMMAND", "OR", "URL"]
     assert lines[1].split()[:2] == ["demo", "stdio"] and lines[1].endswith("-m mcpsync.demo")
-    assert lines[2].split() == ["remote", "auto", "http://127.0.0.1:9/mcp"]  # "auto" once
+    assert lines[2].split() == ["remote", "http", "http://127.0.0.1:9/mcp"]  # as the file says it
     assert "Bearer" not in proc.stdout  # header values (secrets) are never listed
     proc = mcpsync("--config", str(path), "--server", "demo", "call", "add", "a=1", "b=1")
     assert proc.stdout == "2\n"

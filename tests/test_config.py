@@ -258,3 +258,21 @@ def test_repr_shows_which_env_and_headers_are_set_never_their_values() -> None:
     text = repr(servers)
     assert "API_KEY" in text and "Authorization" in text
     assert "canary" not in text
+
+
+def test_mode_is_a_client_option_of_the_entry() -> None:
+    doc = {"mcpServers": {"p": {**DEMO, "mode": "legacy"}, "v": {"url": "https://x/mcp", "mode": "2025-06-18"}}}
+    servers = load_config(doc)
+    assert servers["p"].options == {"mode": "legacy"} and servers["v"].options == {"mode": "2025-06-18"}
+    with mcpsync.Client.from_config(doc, "p") as client:
+        assert client.call_tool("add", {"a": 1, "b": 2}).text == "3"
+        assert client.era == "legacy"
+    with pytest.raises(ConfigError, match="'mode' must be one of auto, legacy, modern, 2026-07-28"):
+        load_config({"mcpServers": {"p": {**DEMO, "mode": "old"}}})
+
+
+def test_a_path_with_a_tilde_is_in_the_home_directory(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("HOME", str(tmp_path))
+    (tmp_path / ".cursor").mkdir()
+    (tmp_path / ".cursor" / "mcp.json").write_text(json.dumps({"mcpServers": {"demo": DEMO}}))
+    assert load_config("~/.cursor/mcp.json")["demo"].command == sys.executable

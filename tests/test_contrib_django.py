@@ -75,7 +75,7 @@ def test_a_slow_call_is_bounded_by_its_timeout() -> None:
     from django.test import Client
 
     response = Client().get("/slow?n=50&timeout=0.5")
-    assert response.status_code == 502 and response.json()["error"] == "RequestTimeout"
+    assert response.status_code == 504 and response.json()["error"] == "RequestTimeout"
 
 
 def test_override_settings_rebuilds_the_servers() -> None:
@@ -217,6 +217,40 @@ class TestCacheTokenStore(TokenStoreContract):
 
         cache.clear()
         return CacheTokenStore("contract", RecordCipher(TEST_KEY))
+
+
+@pytest.mark.parametrize("kind", ["database", "cache"])
+def test_a_sealed_record_copied_to_another_users_row_is_refused(kind: str) -> None:
+    """Write access to the database (or cache), no key: copying the victim's sealed record into
+    the attacker's row, or under another server's key, does not make it usable there."""
+    from django.core.cache import cache
+
+    from mcpsync.auth import TokenStoreError
+    from mcpsync.contrib._cipher import RecordCipher
+    from mcpsync.contrib.django.models import McpToken
+    from mcpsync.contrib.django.stores import CacheTokenStore, DatabaseTokenStore, _hash
+
+    cls = DatabaseTokenStore if kind == "database" else CacheTokenStore
+    victim, attacker = cls("victim", RecordCipher(TEST_KEY)), cls("attacker", RecordCipher(TEST_KEY))
+    url, other = "https://mcp.example/mcp", "https://other.example/mcp"
+    victim.save(url, {"tokens": {"access_token": "canary-victim-token"}})
+    attacker.save(url, {"tokens": {"access_token": "attacker"}})
+    victim.save(other, {"tokens": {"access_token": "victim-other"}})
+    if kind == "database":
+        stolen = McpToken.objects.get(user_key="victim", key_hash=_hash(url)).sealed
+        McpToken.objects.filter(user_key="attacker", key_hash=_hash(url)).update(sealed=stolen)
+        McpToken.objects.filter(user_key="victim", key_hash=_hash(other)).update(sealed=stolen)
+    else:
+        stolen = cache.get(victim._key(url))
+        cache.set(attacker._key(url), stolen)
+        cache.set(victim._key(other), stolen)
+    for store, key in ((attacker, url), (victim, other)):
+        with pytest.raises(TokenStoreError, match="sealed for another user or server") as info:
+            store.load(key)
+        assert "canary" not in str(info.value)
+    assert victim.load(url) == {"tokens": {"access_token": "canary-victim-token"}}
+    for name in ("victim", "attacker"):
+        DatabaseTokenStore.forget_user(name)
 
 
 # -- per-user OAuth against real authorization servers ---------------------------------------

@@ -13,10 +13,10 @@ from urllib.parse import parse_qs, urlsplit
 
 import flask
 import pytest
+from cryptography.fernet import Fernet
 
 from mcpsync.config import ConfigError
 from mcpsync.exceptions import McpError
-from mcpsync.contrib._cipher import RecordCipher
 from mcpsync.contrib._servers import ServerSetError
 from mcpsync.contrib.flask import MCP
 from tests.auth_server.conftest_auth import (  # noqa: F401
@@ -216,9 +216,9 @@ def test_users_connect_step_up_and_logout(mcp_url: str, store_settings: dict[str
     assert alice.get("/remote/tools").status_code == 302
     assert bob.get("/remote/tools").status_code == 200
     # Left: bob's tokens, and alice's new login in progress (the redirect above started it).
-    cipher = RecordCipher(TEST_KEY)
-    opened = [cipher.decrypt(sealed if "sqlalchemy" in app.extensions else json.loads(sealed)["sealed"])
-              for sealed in _sealed_records(app, tmp_path).values()]
+    fernet = Fernet(TEST_KEY.encode())  # read as the key holder would, whatever row each came from
+    opened = [json.loads(fernet.decrypt(sealed if "sqlalchemy" in app.extensions else json.loads(sealed)["sealed"]))
+              ["record"] for sealed in _sealed_records(app, tmp_path).values()]
     assert sorted("tokens" in record for record in opened) == [False, True]
     if "sqlalchemy" in app.extensions:
         with app.app_context():
@@ -304,17 +304,17 @@ def test_the_docs_minimal_app(resource_server: str, tmp_path: Path,  # noqa: F81
                               monkeypatch: pytest.MonkeyPatch) -> None:
     import flask_sqlalchemy  # noqa: F401  (the test extra installs it: a broken install fails here)
     source = _docs_app_source()
-    assert "SQLAlchemy(app)" in source and "https://mcp.example.com/mcp" in source
+    assert "db.init_app(app)" in source and "https://mcp.example.com/mcp" in source
     monkeypatch.setenv("FLASK_SECRET_KEY", "test-only")
     monkeypatch.setenv("MCP_TOKEN_KEY", TEST_KEY)
     monkeypatch.setenv("DATABASE_URL", f"sqlite:///{tmp_path / 'app.db'}")
     namespace: dict[str, Any] = {"__name__": "docs_app"}
     exec(compile(source.replace("https://mcp.example.com/mcp", resource_server), "flask.rst", "exec"),
          namespace)
-    app, mcp = namespace["app"], namespace["mcp"]
+    app, mcp = namespace["create_app"](), namespace["mcp"]
     try:
         browser = app.test_client()
-        assert browser.get("/add").get_json() == {"sum": "3"}
+        assert browser.get("/add?a=1&b=2").get_json() == {"sum": 3.0}
         response = browser.get("/repos")
         assert response.status_code == 302
         callback = follow_to_callback(response.headers["Location"])
@@ -323,8 +323,8 @@ def test_the_docs_minimal_app(resource_server: str, tmp_path: Path,  # noqa: F81
         assert browser.get("/repos").get_json() == {"tools": ["whoami", "write"]}
         assert [user for user in _sealed_records(app, tmp_path)] == [f"session:{_anon_id(browser)}"]
     finally:
-        mcp.close()
         with app.app_context():
+            mcp.close()
             namespace["db"].engine.dispose()
 
 

@@ -102,6 +102,74 @@ def test_a_wrong_key_or_a_broken_database_is_a_token_store_error(tokens: SQLAlch
     assert "canary" not in str(info.value) and "no_such_table" in str(info.value)
 
 
+def _legacy_seal(record: dict[str, Any]) -> str:
+    """A record sealed as versions before the row binding did: the bare record, encrypted."""
+    import json
+
+    from cryptography.fernet import Fernet
+
+    return Fernet(TEST_KEY.encode()).encrypt(json.dumps(record).encode()).decode()
+
+
+def test_a_sealed_value_copied_to_another_row_is_refused(tokens: SQLAlchemyTokens) -> None:
+    """Write access to the table, no key: copying alice's sealed record into the attacker's row
+    (or under another server's key) must not make her tokens the attacker's."""
+    url, other_url = "https://mcp.example/mcp", "https://other.example/mcp"
+    alice, mallory = tokens.for_user("user:alice"), tokens.for_user("user:mallory")
+    alice.save(url, {"tokens": {"access_token": "canary-alice-token"}})
+    mallory.save(url, {"tokens": {"access_token": "mallory"}})
+    alice.save(other_url, {"tokens": {"access_token": "alice-other"}})
+    table = tokens.table
+    with tokens.engine().begin() as conn:
+        stolen = conn.execute(sa.select(table.c.sealed).where(tokens.where("user:alice", url))).scalar_one()
+        conn.execute(sa.update(table).where(tokens.where("user:mallory", url)).values(sealed=stolen))
+        conn.execute(sa.update(table).where(tokens.where("user:alice", other_url)).values(sealed=stolen))
+    for store, key in ((mallory, url), (alice, other_url)):
+        with pytest.raises(TokenStoreError, match="sealed for another user or server") as info:
+            store.load(key)
+        assert "canary" not in str(info.value)
+    assert alice.load(url) == {"tokens": {"access_token": "canary-alice-token"}}  # her own row still works
+
+
+def test_records_sealed_before_the_row_binding_are_still_read_and_bound_when_saved(
+    tokens: SQLAlchemyTokens,
+) -> None:
+    alice = tokens.for_user("user:alice")
+    alice.save("k", {"n": 0})
+    with tokens.engine().begin() as conn:
+        conn.execute(sa.update(tokens.table).where(tokens.where("user:alice", "k")).values(
+            sealed=_legacy_seal({"n": 1})))
+    assert alice.load("k") == {"n": 1}
+    alice.save("k", {"n": 2})  # a refresh or a login saves it: from now on it is bound
+    bob = tokens.for_user("user:bob")
+    bob.save("k", {"n": 3})
+    with tokens.engine().begin() as conn:
+        bound = conn.execute(sa.select(tokens.table.c.sealed).where(tokens.where("user:alice", "k"))).scalar_one()
+        conn.execute(sa.update(tokens.table).where(tokens.where("user:bob", "k")).values(sealed=bound))
+    with pytest.raises(TokenStoreError, match="sealed for another user"):
+        bob.load("k")
+
+
+def test_the_file_store_refuses_a_sealed_file_copied_to_another_user(tmp_path: Path) -> None:
+    """The Flask integration's MCP_TOKEN_DIR store: a per-user, encrypted directory of files."""
+    from mcpsync.auth import FileTokenStore
+    from mcpsync.contrib._useroauth import EncryptedTokenStore, ScopedTokenStore
+
+    inner = EncryptedTokenStore(FileTokenStore(tmp_path / "tokens"), RecordCipher(TEST_KEY))
+    alice, mallory = ScopedTokenStore(inner, "user:alice"), ScopedTokenStore(inner, "user:mallory")
+    alice.save("https://mcp.example/mcp", {"tokens": {"access_token": "canary-alice-token"}})
+    mallory.save("https://mcp.example/mcp", {"tokens": {"access_token": "mallory"}})
+    files = {path: path.read_bytes() for path in (tmp_path / "tokens").glob("*.json")}
+    assert len(files) == 2
+    # Swap the two files: mallory's name now holds alice's sealed record, and the other way round.
+    (a, a_data), (b, b_data) = files.items()
+    a.write_bytes(b_data)
+    b.write_bytes(a_data)
+    for store in (alice, mallory):
+        with pytest.raises(TokenStoreError, match="sealed for another user or server"):
+            store.load("https://mcp.example/mcp")
+
+
 #: A second process that takes user u's lock on key k, says so, and keeps it until its stdin closes.
 HOLDER = """
 import sys, sqlalchemy as sa

@@ -191,9 +191,9 @@ def test_example_under_gunicorn(served: tuple[str, Gunicorn]) -> None:
         os.kill(victim, signal.SIGKILL)
         outcomes = [f.result() for f in futures]
     assert all(elapsed < ANSWER_BOUND for _, elapsed, _ in outcomes), outcomes
-    assert all(status in (200, 502) for status, _, _ in outcomes), outcomes
+    assert all(status in (200, 502, 504) for status, _, _ in outcomes), outcomes
     for status, _, body in outcomes:
-        if status == 502:
+        if status != 200:
             assert body["error"] in ("ConnectionClosed", "ClientClosed", "ServerStartError", "RequestTimeout"), body
     with ThreadPoolExecutor(12) as pool:
         after = list(pool.map(add, range(30)))
@@ -203,7 +203,7 @@ def test_example_under_gunicorn(served: tuple[str, Gunicorn]) -> None:
     # A call longer than its timeout is cut at the timeout, on every worker at once.
     with ThreadPoolExecutor(6) as pool:
         slow = list(pool.map(lambda _: _timed_get(requests.Session(), f"{base}/slow?n=100&timeout=1"), range(6)))
-    assert all(status == 502 and body["error"] == "RequestTimeout" and elapsed < ANSWER_BOUND
+    assert all(status == 504 and body["error"] == "RequestTimeout" and elapsed < ANSWER_BOUND
                for status, elapsed, body in slow), slow
 
     # Two users connect the protected server; the callback may land on any worker.

@@ -24,6 +24,21 @@ def _ids(servers: object, defaults: object = None, **kw: object) -> list[str]:
     return [p.id for p in validate(servers, defaults, **kw)[1]]  # type: ignore[arg-type]
 
 
+def test_a_typo_of_an_integration_key_gets_a_hint() -> None:
+    [problem] = validate({"demo": {**DEMO, "optons": {"timeout": 5}, "oath": True}})[1][:1]
+    assert (problem.id, problem.hint) == ("mcpsync.W001", "did you mean 'options'?")
+    assert [p.hint for p in validate({"demo": {**DEMO, "oath": True}})[1]] == ["did you mean 'oauth'?"]
+
+
+def test_the_entrys_settings_win_over_the_defaults() -> None:
+    specs, problems = validate({"demo": {**DEMO, "timeout": 5, "mode": "legacy"},
+                                "other": {**DEMO, "timeout": 5, "options": {"timeout": 7}}},
+                               {"timeout": 20, "mode": "auto", "close_grace": 1})
+    assert problems == []
+    assert specs["demo"].options == {"timeout": 5.0, "mode": "legacy", "close_grace": 1}
+    assert specs["other"].options["timeout"] == 7
+
+
 def test_a_good_setting_has_no_problems(tmp_path: Path) -> None:
     specs, problems = validate({"demo": DEMO, "web": {"url": "http://127.0.0.1:1/mcp"}}, {"timeout": 5})
     assert problems == []
@@ -138,11 +153,14 @@ def test_shared_client_talks_to_the_demo_and_close_is_final() -> None:
 
 def test_cipher_round_trip_rotation_and_wrong_key() -> None:
     old, new = generate_key(), generate_key()
-    sealed = RecordCipher(old).encrypt({"tokens": {"access_token": "canary-at"}})
+    sealed = RecordCipher(old).encrypt({"tokens": {"access_token": "canary-at"}}, "alice\0https://mcp/")
     assert "canary-at" not in sealed
-    assert RecordCipher([new, old]).decrypt(sealed) == {"tokens": {"access_token": "canary-at"}}
+    assert RecordCipher([new, old]).decrypt(sealed, "alice\0https://mcp/") == {"tokens": {"access_token": "canary-at"}}
+    with pytest.raises(TokenStoreError, match="sealed for another user or server") as info:
+        RecordCipher(old).decrypt(sealed, "mallory\0https://mcp/")
+    assert "canary" not in str(info.value)
     with pytest.raises(TokenStoreError, match="cannot be decrypted") as info:
-        RecordCipher(new).decrypt(sealed)
+        RecordCipher(new).decrypt(sealed, "alice\0https://mcp/")
     assert new not in str(info.value) and old not in str(info.value)
     with pytest.raises(ConfigError, match="not a valid key"):
         RecordCipher("short")
@@ -156,10 +174,24 @@ def test_is_safe_next() -> None:
 
 
 def test_cli_arguments() -> None:
-    assert argv_for("tools", [], ["demo"]) == ["--server", "demo", "tools"]
-    assert argv_for("call", ["add", "a=1"], ["demo"]) == ["--server", "demo", "call", "add", "a=1"]
-    assert argv_for("call", ["b", "add"], ["a", "b"]) == ["--server", "b", "call", "add"]
-    assert argv_for("servers", [], ["a", "b"]) == ["servers"]
+    assert argv_for("x mcp", "tools", [], ["demo"]) == ["--server", "demo", "tools"]
+    assert argv_for("x mcp", "call", ["add", "a=1"], ["demo"]) == ["--server", "demo", "call", "add", "a=1"]
+    assert argv_for("x mcp", "call", ["b", "add"], ["a", "b"]) == ["--server", "b", "call", "add"]
+    assert argv_for("x mcp", "servers", [], ["a", "b"]) == ["servers"]
+
+
+@pytest.mark.parametrize(("command", "rest", "message"), [
+    ("tools", [], "name a server: x mcp tools SERVER (servers: a, b)"),
+    ("tools", ["-o", "json"], "name a server: x mcp tools SERVER (servers: a, b)"),
+    ("tools", ["c"], "no server 'c': x mcp tools SERVER (servers: a, b)"),
+    ("call", ["add", "n=1"], "no server 'add': x mcp call SERVER TOOL key=value ... (servers: a, b)"),
+])
+def test_cli_usage_errors_say_the_wrappers_syntax(command: str, rest: list[str], message: str) -> None:
+    from mcpsync.contrib._cli import UsageError
+
+    with pytest.raises(UsageError) as caught:
+        argv_for("x mcp", command, rest, ["a", "b"])
+    assert str(caught.value) == message
 
 
 def test_scoped_stores_do_not_see_each_other() -> None:

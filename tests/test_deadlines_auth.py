@@ -86,7 +86,8 @@ def _expire(url: str, auth: OAuth, store: MemoryTokenStore, how: str = "expired"
     else:  # a token the server no longer accepts, though it has not expired here
         record["tokens"]["access_token"] = "revoked-" + record["tokens"]["access_token"][:16]
     store.save(url, record)
-    auth._tokens = None  # as a fresh process would: read the store
+    for binding in auth._bindings.values():  # as a fresh process would: read the store
+        binding.tokens = None
 
 
 def _recovers(client: mcpsync.Client, issuer: str, refreshes_before: int, logins: _Logins) -> None:

@@ -124,10 +124,11 @@ def test_the_typing_extra_has_every_optional_integration() -> None:
     extras = {name: {line.split(">")[0].split("[")[0].strip().lower()
                      for line in value.strip().splitlines()}
               for name, value in config["options.extras_require"].items()}
-    integrations = set(extras) - {"test", "docs", "typing"}
+    integrations = set(extras) - {"test", "test-core", "docs", "typing"}
     assert integrations >= {"websocket", "jwt"}
     for name in integrations:
-        assert extras[name] <= extras["typing"], name
+        # gunicorn is the server the web pages run their apps under; mcpsync never imports it.
+        assert extras[name] - {"gunicorn"} <= extras["typing"], name
 
 
 @pytest.mark.parametrize(

@@ -34,7 +34,7 @@ def settings() -> dict[str, Any]:
         servers["remote"] = {"url": "${MCP_URL}", "oauth": {"client_name": "flask-example"}}
     return {
         "MCP_SERVERS": servers,
-        "MCP_DEFAULTS": {"timeout": float(os.environ.get("MCP_TIMEOUT", "30"))},
+        "MCP_DEFAULTS": {"timeout": float(os.environ.get("MCP_TIMEOUT", "20"))},
         "MCP_TOKEN_DIR": os.environ.get("MCP_TOKEN_DIR"),
         "MCP_TOKEN_KEY": os.environ.get("MCP_TOKEN_KEY"),
         "SECRET_KEY": os.environ.get("FLASK_SECRET_KEY", "example-only-not-secret"),
@@ -62,7 +62,8 @@ def create_app(config: dict[str, Any] | None = None) -> Flask:
     @app.get("/slow")
     def slow():  # type: ignore[no-untyped-def]
         result = mcp["demo"].call_tool("countdown", {"n": int(request.args.get("n", "3"))},
-                                       timeout=float(request.args.get("timeout", "30")))
+                                       timeout=float(request.args.get("timeout", "20")))
+        result.raise_for_error()
         return jsonify(text=result.text, pid=os.getpid())
 
     @app.get("/remote/tools")
@@ -74,7 +75,18 @@ def create_app(config: dict[str, Any] | None = None) -> Flask:
     @app.get("/remote/call/<name>")
     def remote_call(name: str):  # type: ignore[no-untyped-def]
         with mcp.client_for_user("remote") as client:
-            return {"text": client.call_tool(name, dict(request.args)).text}
+            result = client.call_tool(name, dict(request.args))
+            result.raise_for_error()
+            return {"text": result.text}
+
+    # What a view answers (docs/flask.rst, "In a view"); Flask picks the most specific handler.
+    @app.errorhandler(mcpsync.ToolError)
+    def tool_failed(exc: mcpsync.ToolError):  # type: ignore[no-untyped-def]
+        return jsonify(error=type(exc).__name__, message=str(exc)), 422  # the tool refused
+
+    @app.errorhandler(mcpsync.RequestTimeout)
+    def too_slow(exc: mcpsync.RequestTimeout):  # type: ignore[no-untyped-def]
+        return jsonify(error=type(exc).__name__, message=str(exc)), 504  # no answer in time
 
     @app.errorhandler(mcpsync.McpError)
     def mcp_failed(exc: mcpsync.McpError):  # type: ignore[no-untyped-def]

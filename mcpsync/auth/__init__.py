@@ -28,6 +28,7 @@ from ._errors import (
     StateMismatchError,
     TokenRequestError,
     TokenStoreError,
+    UnboundServerError,
 )
 from ._loopback import LoopbackLogin
 from ._oauth import BearerToken, OAuth
@@ -60,5 +61,6 @@ __all__ = [
     "TokenRequestError",
     "TokenStore",
     "TokenStoreError",
+    "UnboundServerError",
     "WorkloadIdentityAssertion",
 ]

@@ -17,12 +17,7 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import urljoin, urlsplit, urlunsplit
 
 from . import _deadline
-from ._errors import (
-    DiscoveryError,
-    IssuerMismatchError,
-    PKCENotSupportedError,
-    ResourceMismatchError,
-)
+from ._errors import DiscoveryError, IssuerMismatchError, PKCENotSupportedError, ResourceMismatchError
 from ._http import MAX_JSON_BYTES, TIMEOUT
 from ._urlpolicy import UrlPolicy
 
@@ -36,10 +31,13 @@ __all__ = [
     "discover_server_metadata",
     "fetch_json",
     "legacy_server_metadata",
+    "offers_dpop",
     "parse_challenges",
     "parse_www_authenticate",
     "resource_matches",
+    "same_issuer",
     "wants_dpop_nonce",
+    "within",
 ]
 
 log = logging.getLogger("mcpsync.auth")
@@ -120,6 +118,11 @@ def parse_www_authenticate(header: str | None) -> dict[str, str]:
     return {}
 
 
+def offers_dpop(header: str | None) -> bool:
+    """Whether a ``WWW-Authenticate`` value has a ``DPoP`` challenge (RFC 9449 §7.1: DPoP-bound tokens taken)."""
+    return any(scheme == "dpop" for scheme, _ in parse_challenges(header))
+
+
 def wants_dpop_nonce(header: str | None) -> bool:
     """Whether a ``WWW-Authenticate`` value asks for a DPoP proof with a new nonce (RFC 9449 §9)."""
     return any(
@@ -145,16 +148,40 @@ def canonical_resource(url: str) -> str:
     return urlunsplit((parts.scheme.lower(), host, path, "", ""))
 
 
-def resource_matches(resource: str, server_url: str) -> bool:
-    """Whether metadata for *resource* may be used for *server_url* (same origin, path prefix)."""
-    res, srv = (
-        urlsplit(canonical_resource(resource)),
-        urlsplit(canonical_resource(server_url)),
-    )
-    if (res.scheme, res.netloc) != (srv.scheme, srv.netloc):
+def within(url: str, resource: str) -> bool:
+    """Whether *url* lies in *resource* (RFC 8707): same origin, and the resource's path or below it."""
+    res, target = urlsplit(canonical_resource(resource)), urlsplit(canonical_resource(url))
+    if (res.scheme, res.netloc) != (target.scheme, target.netloc):
         return False
-    rpath, spath = res.path.rstrip("/"), srv.path.rstrip("/")
-    return spath == rpath or spath.startswith(rpath + "/")
+    return target.path == res.path or target.path.startswith(res.path + "/")
+
+
+#: The path of an origin's own RFC 9728 metadata document (no resource path inserted).
+ROOT_METADATA = "/.well-known/oauth-protected-resource"
+
+
+def resource_matches(
+    resource: str, server_url: str, metadata_url: str | None = None, *, prefix: bool = False
+) -> bool:
+    """Whether metadata naming *resource* may be used for *server_url* (RFC 9728 §3.3).
+
+    The resource must be the server's own URL (in canonical form), or its origin when the
+    document is the origin's own (the root well-known URL, which the owner of the origin
+    alone serves).  Any other resource that contains the server URL only with *prefix*
+    (an opt-in): a server at ``/mcp`` must not get a token for the whole origin.
+    """
+    res, srv = canonical_resource(resource), canonical_resource(server_url)
+    if res == srv:
+        return True
+    parts = urlsplit(srv)
+    origin = urlunsplit((parts.scheme, parts.netloc, "", "", ""))
+    if (
+        res == origin
+        and metadata_url is not None
+        and canonical_resource(metadata_url) == origin + ROOT_METADATA
+    ):
+        return True
+    return prefix and within(server_url, resource)
 
 
 def fetch_json(
@@ -186,22 +213,15 @@ def fetch_json(
         except _requests.RequestException as exc:
             if _deadline.passed():
                 raise _deadline.expired(what) from None
-            raise DiscoveryError(
-                f"{what}: request failed ({type(exc).__name__})"
-            ) from None
+            raise DiscoveryError(f"{what}: request failed ({type(exc).__name__})") from None
         with response:
-            if (
-                response.status_code in (301, 302, 303, 307, 308)
-                and "Location" in response.headers
-            ):
+            if response.status_code in (301, 302, 303, 307, 308) and "Location" in response.headers:
                 current = urljoin(current, response.headers["Location"])
                 continue
             if 400 <= response.status_code < 500:
                 return None
             if response.status_code != 200:
-                raise DiscoveryError(
-                    f"{what}: HTTP {response.status_code} from {_safe(current)}"
-                )
+                raise DiscoveryError(f"{what}: HTTP {response.status_code} from {_safe(current)}")
             try:
                 body = response.raw.read(MAX_JSON_BYTES + 1, decode_content=True)
             except (_ReadError, OSError) as exc:
@@ -209,19 +229,13 @@ def fetch_json(
                     raise _deadline.expired(what) from None
                 raise DiscoveryError(f"{what}: reading failed ({type(exc).__name__})") from None
         if len(body) > MAX_JSON_BYTES:
-            raise DiscoveryError(
-                f"{what}: document larger than {MAX_JSON_BYTES} bytes"
-            )
+            raise DiscoveryError(f"{what}: document larger than {MAX_JSON_BYTES} bytes")
         try:
             data = json.loads(body)
         except ValueError:
-            raise DiscoveryError(
-                f"{what}: {_safe(current)} did not return JSON"
-            ) from None
+            raise DiscoveryError(f"{what}: {_safe(current)} did not return JSON") from None
         if not isinstance(data, dict):
-            raise DiscoveryError(
-                f"{what}: {_safe(current)} did not return a JSON object"
-            )
+            raise DiscoveryError(f"{what}: {_safe(current)} did not return a JSON object")
         return data
     raise DiscoveryError(f"{what}: more than {MAX_REDIRECTS} redirects")
 
@@ -243,46 +257,34 @@ def discover_resource_metadata(
     server_url: str,
     policy: UrlPolicy,
     header_url: str | None,
+    *,
+    prefix: bool = False,
 ) -> dict[str, Any] | None:
     """RFC 9728 metadata: the header's URL, then the path-based, then the root well-known URL.
 
     ``None`` when the server publishes none (a 2025-03-26 server).
 
+    :param prefix: accept a ``resource`` that merely contains the server URL (see
+        :func:`resource_matches`).
     :raises ResourceMismatchError: when the document's ``resource`` is not this server.
     """
     candidates = [header_url] if header_url else []
     if urlsplit(server_url).path.strip("/"):
         candidates.append(_well_known(server_url, "oauth-protected-resource"))
     parts = urlsplit(server_url)
-    candidates.append(
-        urlunsplit(
-            (
-                parts.scheme,
-                parts.netloc,
-                "/.well-known/oauth-protected-resource",
-                "",
-                "",
-            )
-        )
-    )
+    candidates.append(urlunsplit((parts.scheme, parts.netloc, ROOT_METADATA, "", "")))
     for url in candidates:
         doc = fetch_json(session, url, policy, "protected resource metadata")
         if doc is None:
             continue
         resource = doc.get("resource")
-        if not isinstance(resource, str) or not resource_matches(resource, server_url):
+        if not isinstance(resource, str) or not resource_matches(resource, server_url, url, prefix=prefix):
             raise ResourceMismatchError(
                 "protected resource metadata names another resource than this MCP server; refusing it"
             )
         servers = doc.get("authorization_servers")
-        if (
-            not isinstance(servers, list)
-            or not servers
-            or not all(isinstance(s, str) for s in servers)
-        ):
-            raise DiscoveryError(
-                "protected resource metadata lists no authorization_servers"
-            )
+        if not isinstance(servers, list) or not servers or not all(isinstance(s, str) for s in servers):
+            raise DiscoveryError("protected resource metadata lists no authorization_servers")
         return doc
     return None
 
@@ -296,44 +298,29 @@ def _server_metadata_urls(issuer: str) -> list[str]:
             _well_known(issuer, "openid-configuration"),
             _well_known(issuer, "openid-configuration", insert=False),
         ]
-    return [
-        _well_known(issuer, "oauth-authorization-server"),
-        _well_known(issuer, "openid-configuration"),
-    ]
+    return [_well_known(issuer, "oauth-authorization-server"), _well_known(issuer, "openid-configuration")]
 
 
-def _same_issuer(a: str, b: str) -> bool:
+def same_issuer(a: str, b: str) -> bool:
+    """Whether two issuer identifiers name the same authorization server (a trailing slash aside)."""
     return a.rstrip("/") == b.rstrip("/")
 
 
-def validate_server_metadata(
-    meta: dict[str, Any], issuer: str, policy: UrlPolicy
-) -> dict[str, Any]:
+def validate_server_metadata(meta: dict[str, Any], issuer: str, policy: UrlPolicy) -> dict[str, Any]:
     """Check issuer, PKCE support and every endpoint URL; returns *meta*."""
-    if not isinstance(meta.get("issuer"), str) or not _same_issuer(
-        meta["issuer"], issuer
-    ):
-        raise IssuerMismatchError(
-            "authorization server metadata names another issuer (RFC 8414 §3.3)"
-        )
+    if not isinstance(meta.get("issuer"), str) or not same_issuer(meta["issuer"], issuer):
+        raise IssuerMismatchError("authorization server metadata names another issuer (RFC 8414 §3.3)")
     methods = meta.get("code_challenge_methods_supported")
     if not isinstance(methods, list) or "S256" not in methods:
         raise PKCENotSupportedError(
             "the authorization server does not advertise PKCE S256 (code_challenge_methods_supported); "
             "refusing to authorize without it"
         )
-    for name in (
-        "authorization_endpoint",
-        "token_endpoint",
-        "registration_endpoint",
-        "revocation_endpoint",
-    ):
+    for name in ("authorization_endpoint", "token_endpoint", "registration_endpoint", "revocation_endpoint"):
         value = meta.get(name)
         if value is not None:
             if not isinstance(value, str):
-                raise DiscoveryError(
-                    f"authorization server metadata: {name} is not a string"
-                )
+                raise DiscoveryError(f"authorization server metadata: {name} is not a string")
             policy.check(value, name)
     if not isinstance(meta.get("token_endpoint"), str):
         raise DiscoveryError("authorization server metadata has no token_endpoint")
@@ -351,9 +338,7 @@ def discover_server_metadata(
     return None
 
 
-def legacy_server_metadata(
-    session: requests.Session, server_url: str, policy: UrlPolicy
-) -> dict[str, Any]:
+def legacy_server_metadata(session: requests.Session, server_url: str, policy: UrlPolicy) -> dict[str, Any]:
     """MCP 2025-03-26: the server's origin is the authorization server.
 
     Root metadata if it exists, else the default ``/authorize``, ``/token``
@@ -363,10 +348,7 @@ def legacy_server_metadata(
     parts = urlsplit(server_url)
     origin = urlunsplit((parts.scheme, parts.netloc, "", "", ""))
     doc = fetch_json(
-        session,
-        origin + "/.well-known/oauth-authorization-server",
-        policy,
-        "authorization server metadata",
+        session, origin + "/.well-known/oauth-authorization-server", policy, "authorization server metadata"
     )
     if doc is not None:
         return validate_server_metadata(doc, origin, policy)

@@ -22,8 +22,10 @@ import importlib
 import importlib.util
 import json
 import secrets
+import logging
 import threading
 import time
+from collections.abc import Callable
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
@@ -32,12 +34,15 @@ from ._errors import DPoPError
 __all__ = [
     "ALGORITHM",
     "DPoPKey",
+    "DPoPKeys",
     "NonceCache",
     "available",
     "htu",
     "jwk_thumbprint",
     "proof_nonce",
 ]
+
+log = logging.getLogger("mcpsync.auth")
 
 #: The one proof algorithm mcpsync signs with (the one every DPoP server must accept in MCP).
 ALGORITHM = "ES256"
@@ -224,3 +229,102 @@ class NonceCache:
         with self._lock:
             self._nonces[self._origin(url)] = nonce
         return nonce
+
+
+class DPoPKeys:
+    """The DPoP side of one token store key: when to bind, the key, the servers' nonces.
+
+    The key lives in the store record beside the tokens bound to it (``"dpop_key"``);
+    *load* reads that record when the caller has none at hand.
+
+    :param setting: ``True``: DPoP or fail; ``False``: bearer tokens only; ``None``: DPoP
+        where the MCP server takes it and the authorization server offers it.
+    """
+
+    def __init__(self, setting: bool | None, load: Callable[[], dict[str, Any]]) -> None:
+        self.setting = setting
+        self._load = load
+        self._key: DPoPKey | None = None
+        self._warned_no_crypto = False
+        #: The latest ``DPoP-Nonce`` of each server (authorization and MCP server).
+        self.nonces = NonceCache()
+
+    def key(self, record: dict[str, Any] | None = None) -> DPoPKey:
+        """The key in the record (*record*, or loaded), else a new one.
+
+        A new key is saved together with the first tokens bound to it (:meth:`keep`),
+        never alone: the store lock is not re-entrant and a key without tokens is of no
+        use to anyone.
+        """
+        if self._key is None:
+            stored = (record if record is not None else self._load()).get("dpop_key")
+            self._key = DPoPKey.from_jwk(stored) if stored is not None else DPoPKey.generate()
+        return self._key
+
+    def forget(self) -> None:
+        """After a logout: the next login binds its tokens to a new key."""
+        self._key = None
+
+    def keep(self, record: dict[str, Any], tokens: dict[str, Any]) -> None:
+        """Put the key *tokens* are bound to into *record*, which is about to be saved with them."""
+        key = self._key
+        if tokens.get("token_type") == "DPoP" and key and tokens.get("dpop_jkt") == key.thumbprint:
+            record["dpop_key"] = key.private_jwk()
+
+    def for_new_tokens(
+        self,
+        meta: dict[str, Any],
+        prm: dict[str, Any] | None,
+        record: dict[str, Any] | None = None,
+        *,
+        offered: bool = False,
+    ) -> DPoPKey | None:
+        """The key to bind new tokens to, or ``None`` for bearer tokens.
+
+        DPoP only where the MCP server takes it: a ``DPoP`` challenge (*offered*, RFC 9449
+        §7.1) or DPoP in its resource metadata, or ``setting=True``; and, unless required,
+        only where the authorization server offers ES256.  A server that takes only Bearer
+        (most do) would refuse a bound token whatever the authorization server offers.
+
+        :raises DPoPError: DPoP is required (``setting=True`` or the resource's
+            ``dpop_bound_access_tokens_required``) but impossible.
+        """
+        if self.setting is False:
+            return None
+        prm = prm or {}
+        required = prm.get("dpop_bound_access_tokens_required") is True
+        rs_algs = prm.get("dpop_signing_alg_values_supported")
+        if not (self.setting or required or offered or isinstance(rs_algs, list)):
+            return None
+        for algs, who in ((meta.get("dpop_signing_alg_values_supported"), "authorization server"),
+                          (rs_algs, "MCP server")):
+            if isinstance(algs, list) and ALGORITHM not in algs:
+                if self.setting or required:
+                    raise DPoPError(f"the {who} accepts no {ALGORITHM} DPoP proofs, the only kind mcpsync signs")
+                return None
+        if not (self.setting or required):
+            if not isinstance(meta.get("dpop_signing_alg_values_supported"), list):
+                return None
+            if not available():
+                if not self._warned_no_crypto:
+                    self._warned_no_crypto = True
+                    log.warning("the servers offer DPoP but the cryptography package is missing; "
+                                "using bearer tokens (%s)", INSTALL)
+                return None
+        return self.key(record)
+
+    def of_tokens(self, tokens: dict[str, Any], record: dict[str, Any] | None = None) -> DPoPKey | None:
+        """The key *tokens* are bound to (``None`` for bearer tokens)."""
+        if tokens.get("token_type") != "DPoP":
+            return None
+        jkt = tokens.get("dpop_jkt")
+        key = self.key(record)
+        if jkt not in (None, key.thumbprint):
+            # Another process bound newer tokens to its own key and saved both: use that key.
+            stored = (record if record is not None else self._load()).get("dpop_key")
+            if stored is not None:
+                key = DPoPKey.from_jwk(stored)
+            if key.thumbprint != jkt:
+                raise DPoPError("the stored tokens are bound to another DPoP key than the stored one; log in again")
+            self._key = key
+        return key

@@ -27,6 +27,7 @@ __all__ = [
     "StateMismatchError",
     "TokenRequestError",
     "TokenStoreError",
+    "UnboundServerError",
 ]
 
 
@@ -39,9 +40,7 @@ class AuthorizationRequired(AuthError):
     """
 
     def __init__(self, url: str) -> None:
-        super().__init__(
-            "authorization required: send the user to the authorization URL (.url)"
-        )
+        super().__init__("authorization required: send the user to the authorization URL (.url)")
         #: The authorization URL (it contains only public values: state and
         #: the PKCE *challenge*, never the verifier).
         self.url = url
@@ -72,7 +71,18 @@ class ResourceMismatchError(DiscoveryError):
 
 
 class IssuerMismatchError(AuthError):
-    """An ``issuer`` (RFC 8414 §3.3) or callback ``iss`` (RFC 9207) is not the expected one."""
+    """An ``issuer`` (RFC 8414 §3.3) or callback ``iss`` (RFC 9207) is not the expected one.
+
+    Also raised, before anything is sent, when metadata names another authorization
+    server than the one a pre-registered ``client_id`` belongs to.
+    """
+
+
+class UnboundServerError(AuthError):
+    """A server that an :class:`~mcpsync.auth.OAuth` bound to another one (``server_url=`` or
+    ``key=``) asked for authorization; its tokens are never sent there.  Give each server an
+    ``OAuth`` of its own, or one without ``server_url=``/``key=`` (a binding per server).
+    """
 
 
 class PKCENotSupportedError(DiscoveryError):
@@ -94,9 +104,7 @@ class TokenRequestError(AuthError):
     :ivar status: the HTTP status.
     """
 
-    def __init__(
-        self, message: str, *, error: str | None = None, status: int = 0
-    ) -> None:
+    def __init__(self, message: str, *, error: str | None = None, status: int = 0) -> None:
         super().__init__(message)
         self.error = error
         self.status = status

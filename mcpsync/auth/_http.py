@@ -17,20 +17,36 @@ from ._errors import AuthError
 if TYPE_CHECKING:  # pragma: no cover
     import requests
 
-__all__ = ["MAX_JSON_BYTES", "TIMEOUT", "post_json"]
+__all__ = ["MAX_DISCARD_BYTES", "MAX_JSON_BYTES", "TIMEOUT", "discard", "post_json"]
 
 #: (connect, read) seconds for every request to an authorization server.
 TIMEOUT = (10.0, 20.0)
 #: The most of a JSON answer (metadata, registration, token) read from a server.
 MAX_JSON_BYTES = 1 << 20
+#: The most of a refused response's body read before the request is sent again.
+MAX_DISCARD_BYTES = 64 * 1024
+
+
+def discard(response: requests.Response, limit: int = MAX_DISCARD_BYTES) -> None:
+    """Read and drop *response*'s body, at most *limit* bytes, and close it.
+
+    A short body (the usual 401) is read to its end, so its connection can carry the
+    request again; a longer one (a hostile server's endless body) is read no further: its
+    connection is closed instead.  Nothing is decoded (a compressed body cannot inflate).
+    """
+    raw = response.raw
+    try:
+        rest = raw.read(limit + 1, decode_content=False) if raw is not None else b""
+    except Exception:  # noqa: BLE001 - a body that cannot be read is dropped with its connection
+        rest = b"\0" * (limit + 1)
+    if len(rest) > limit and raw is not None:
+        raw.close()
+    response._content, response._content_consumed = b"", True  # type: ignore[attr-defined]
+    response.close()
 
 
 def post_json(
-    session: requests.Session,
-    url: str,
-    what: str,
-    error: type[AuthError],
-    **kwargs: Any,
+    session: requests.Session, url: str, what: str, error: type[AuthError], **kwargs: Any
 ) -> tuple[requests.Response, dict[str, Any]]:
     """POST (no redirects) and read a JSON object of at most :data:`MAX_JSON_BYTES`.
 

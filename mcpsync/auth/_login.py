@@ -17,26 +17,14 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 from urllib.parse import parse_qs, urlencode, urlsplit
 
-from ._errors import (
-    CallbackError,
-    DiscoveryError,
-    IssuerMismatchError,
-    StateMismatchError,
-)
+from ._errors import CallbackError, DiscoveryError, IssuerMismatchError, StateMismatchError
 from ._pkce import s256_challenge, same_secret
 
 if TYPE_CHECKING:  # pragma: no cover
     from ._discovery import UrlPolicy
     from ._stores import TokenStore
 
-__all__ = [
-    "PENDING_TTL",
-    "authorization_url",
-    "check_callback",
-    "code_grant",
-    "save_pending",
-    "take_pending",
-]
+__all__ = ["PENDING_TTL", "authorization_url", "check_callback", "code_grant", "save_pending", "take_pending"]
 
 #: Seconds a web-app login started by ``begin()`` may take before ``complete()``.
 PENDING_TTL = 900.0
@@ -77,15 +65,11 @@ def authorization_url(
 def check_callback(meta: dict[str, Any], params: Mapping[str, str], state: str) -> str:
     """Check a login response (state, then ``iss``, then errors); its authorization code."""
     if not same_secret(params.get("state"), state):
-        raise StateMismatchError(
-            "the login response does not belong to the login in progress (state)"
-        )
+        raise StateMismatchError("the login response does not belong to the login in progress (state)")
     # RFC 9207: check iss before anything else the response says (mix-up attacks).
     if "iss" in params:
         if params["iss"] != meta["issuer"]:
-            raise IssuerMismatchError(
-                "the login response came from another authorization server (iss)"
-            )
+            raise IssuerMismatchError("the login response came from another authorization server (iss)")
     elif meta.get("authorization_response_iss_parameter_supported") is True:
         raise IssuerMismatchError("the authorization server promised an iss parameter but sent none")
     if "error" in params:
@@ -158,9 +142,7 @@ def save_pending(store: TokenStore, key: str, pending: dict[str, Any]) -> None:
         store.save(record_key, {"logins": logins})
 
 
-def take_pending(
-    store: TokenStore, key: str, callback_url: str
-) -> tuple[dict[str, Any], dict[str, str]]:
+def take_pending(store: TokenStore, key: str, callback_url: str) -> tuple[dict[str, Any], dict[str, str]]:
     """The login in progress a callback URL belongs to (removed: one use), and the callback's parameters.
 
     :raises StateMismatchError: no state, an unknown or replayed one, or a login older than

@@ -6,13 +6,22 @@ ephemeral port, keeps serving until the real callback arrives (a favicon
 request or a forged callback with a wrong ``state`` does not end the login),
 HTML-escapes everything it echoes, never logs the query string, runs in a
 named daemon thread so Ctrl+C and the timeout work, and always closes.
+
+Each connection is served on a thread of its own with a read timeout
+(:data:`CONNECTION_TIMEOUT`), at most :data:`MAX_CONNECTIONS` at once: an idle
+connection (a browser's speculative preconnect, or another local program's)
+cannot hold up the real callback.  Closing the receiver shuts every open
+connection, so no handler thread outlives it.
 """
 
 from __future__ import annotations
 
+import contextlib
 import html
 import http.server
 import logging
+import socket
+import socketserver
 import sys
 import threading
 import webbrowser
@@ -27,12 +36,18 @@ __all__ = ["LoopbackLogin", "LoopbackReceiver"]
 
 log = logging.getLogger("mcpsync.auth")
 
+#: Seconds a connection may take to send its request before it is dropped.
+CONNECTION_TIMEOUT = 10.0
+#: Connections served at once; more are closed at once.
+MAX_CONNECTIONS = 32
+
 _PAGE = """<!DOCTYPE html><html><head><meta charset="utf-8"><title>{title}</title></head>
 <body style="font-family: sans-serif; margin: 3em"><h1>{title}</h1><p>{body}</p></body></html>"""
 
 
 class _Handler(http.server.BaseHTTPRequestHandler):
     server: _Server
+    timeout = CONNECTION_TIMEOUT
 
     def do_GET(self) -> None:
         parts = urlsplit(self.path)
@@ -40,16 +55,10 @@ class _Handler(http.server.BaseHTTPRequestHandler):
         if parts.path != receiver.path:
             self._reply(404, "Not found", "This is not the login callback.")
             return
-        params = {
-            k: v[0] for k, v in parse_qs(parts.query, keep_blank_values=True).items()
-        }
+        params = {k: v[0] for k, v in parse_qs(parts.query, keep_blank_values=True).items()}
         if not same_secret(params.get("state"), receiver.state):
             # A stray or forged request: refuse it and keep waiting for the real one.
-            self._reply(
-                400,
-                "Login failed",
-                "The login response does not belong to the login in progress.",
-            )
+            self._reply(400, "Login failed", "The login response does not belong to the login in progress.")
             return
         if "error" in params:
             self._reply(
@@ -65,9 +74,7 @@ class _Handler(http.server.BaseHTTPRequestHandler):
         receiver.deliver(params)
 
     def _reply(self, status: int, title: str, body: str) -> None:
-        page = _PAGE.format(
-            title=html.escape(title), body=html.escape(body[:500])
-        ).encode("utf-8")
+        page = _PAGE.format(title=html.escape(title), body=html.escape(body[:500])).encode("utf-8")
         self.send_response(status)
         self.send_header("Content-Type", "text/html; charset=utf-8")
         self.send_header("Content-Length", str(len(page)))
@@ -80,10 +87,43 @@ class _Handler(http.server.BaseHTTPRequestHandler):
         pass  # the request line carries the code: never log it
 
 
-class _Server(http.server.HTTPServer):
+class _Server(socketserver.ThreadingMixIn, http.server.HTTPServer):
     # Windows lets a second socket bind a port in use when this is on.
     allow_reuse_address = sys.platform != "win32"
+    daemon_threads = True
     receiver: LoopbackReceiver
+
+    def __init__(self, address: tuple[str, int]) -> None:
+        self.open: set[socket.socket] = set()
+        self.guard = threading.Lock()
+        super().__init__(address, _Handler)
+
+    def process_request(self, request: Any, client_address: Any) -> None:
+        with self.guard:
+            full = len(self.open) >= MAX_CONNECTIONS
+            if not full:
+                self.open.add(request)
+        if full:
+            self.shutdown_request(request)
+            return
+        super().process_request(request, client_address)
+
+    def shutdown_request(self, request: Any) -> None:
+        with self.guard:
+            self.open.discard(request)
+        super().shutdown_request(request)
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        # Not socketserver's traceback on stderr: a dropped connection is no news.
+        log.debug("a loopback connection failed (%s)", type(sys.exc_info()[1]).__name__)
+
+    def drop_all(self) -> None:
+        """End every connection still open (its handler thread then ends too)."""
+        with self.guard:
+            sockets = list(self.open)
+        for sock in sockets:
+            with contextlib.suppress(OSError):
+                sock.shutdown(socket.SHUT_RDWR)
 
 
 class LoopbackReceiver:
@@ -95,15 +135,12 @@ class LoopbackReceiver:
         self.state: str | None = None
         self._result: dict[str, str] | None = None
         self._done = threading.Event()
-        self._server = _Server((host, port), _Handler)
+        self._server = _Server((host, port))
         self._server.receiver = self
         self._server.timeout = 0.5
         name = "mcpsync-auth-loopback"
         self._thread = threading.Thread(
-            target=self._server.serve_forever,
-            kwargs={"poll_interval": 0.2},
-            name=name,
-            daemon=True,
+            target=self._server.serve_forever, kwargs={"poll_interval": 0.2}, name=name, daemon=True
         )
         self._thread.start()
 
@@ -132,6 +169,7 @@ class LoopbackReceiver:
     def close(self) -> None:
         self._done.set()
         self._server.shutdown()
+        self._server.drop_all()
         self._server.server_close()
         self._thread.join(5.0)
 
@@ -176,10 +214,7 @@ class LoopbackLogin:
         for port in ([preferred_port] if preferred_port else []) + [self.port]:
             try:
                 return LoopbackReceiver(
-                    host="127.0.0.1",
-                    port=port,
-                    path=self.path,
-                    success_text=self.success_text,
+                    host="127.0.0.1", port=port, path=self.path, success_text=self.success_text
                 )
             except OSError:
                 if port == self.port:

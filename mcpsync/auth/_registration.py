@@ -10,25 +10,66 @@ from __future__ import annotations
 
 import base64
 import logging
+import threading
 import time
 import uuid
 from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
 
 from ..exceptions import excerpt
-from ._discovery import UrlPolicy
+from ._discovery import UrlPolicy, same_issuer
 from ._dpop import DPoPKey, NonceCache
-from ._errors import DPoPNonceError, RegistrationError, TokenRequestError
+from ._errors import DPoPNonceError, IssuerMismatchError, RegistrationError, TokenRequestError
 from ._http import post_json
 
 if TYPE_CHECKING:  # pragma: no cover
     import requests
 
-__all__ = ["choose_auth_method", "register_client", "token_request"]
+__all__ = ["Preregistered", "choose_auth_method", "register_client", "token_request"]
 
 log = logging.getLogger("mcpsync.auth")
 
 _SECRET_METHODS = ("client_secret_basic", "client_secret_post")
+
+
+class Preregistered:
+    """A client registered out of band (``client_id``, maybe a secret) with ONE authorization server.
+
+    Its credentials go to that issuer only: the one given, else the one the token
+    store remembers, else the first one seen (which is then remembered).  Metadata
+    that names another authorization server later (a compromised or switched MCP
+    server) gets :class:`IssuerMismatchError` before anything is sent to it, as a
+    dynamically registered client is never shown to another issuer either.
+    """
+
+    __slots__ = ("_lock", "client_id", "issuer", "secret")
+
+    def __init__(self, client_id: str, secret: str | None, issuer: str | None) -> None:
+        self.client_id = client_id
+        self.secret = secret
+        #: The issuer the credentials belong to (``None``: not seen yet).
+        self.issuer = issuer
+        self._lock = threading.Lock()
+
+    def __repr__(self) -> str:
+        return f"<Preregistered client_id={self.client_id!r} issuer={self.issuer!r}>"
+
+    def check(self, issuer: str, stored: str | None) -> None:
+        """Allow *issuer* (the authorization server about to get the credentials) or raise.
+
+        :param stored: the issuer a token store record bound them to earlier, if any.
+        :raises IssuerMismatchError: *issuer* is another authorization server.
+        """
+        with self._lock:
+            expected = self.issuer or stored
+            if expected is None:
+                self.issuer = issuer
+            elif not same_issuer(expected, issuer):
+                raise IssuerMismatchError(
+                    "the MCP server now names another authorization server than the one the "
+                    "pre-registered client_id belongs to; its credentials are not sent there "
+                    "(pass issuer= or a client registered with the new server)"
+                )
 
 
 def choose_auth_method(meta: dict[str, Any], *, has_secret: bool, has_key: bool) -> str:
@@ -45,9 +86,7 @@ def choose_auth_method(meta: dict[str, Any], *, has_secret: bool, has_key: bool)
         return "client_secret_basic"
     if "none" in offered or not isinstance(supported, list):
         return "none"
-    for method in (
-        _SECRET_METHODS
-    ):  # the server wants a confidential client: DCR will give us a secret
+    for method in _SECRET_METHODS:  # the server wants a confidential client: DCR will give us a secret
         if method in offered:
             return method
     return "none"
@@ -70,10 +109,7 @@ def register_client(
     :raises RegistrationError: when the server offers neither.
     """
     issuer = meta["issuer"]
-    if (
-        client_metadata_url
-        and meta.get("client_id_metadata_document_supported") is True
-    ):
+    if client_metadata_url and meta.get("client_id_metadata_document_supported") is True:
         return {
             "issuer": issuer,
             "client_id": client_metadata_url,
@@ -106,8 +142,7 @@ def register_client(
     if status not in (200, 201) or not isinstance(data.get("client_id"), str):
         code = data.get("error") if isinstance(data.get("error"), str) else None
         raise RegistrationError(
-            f"dynamic client registration failed: HTTP {status}"
-            + (f" ({excerpt(code, 60)})" if code else "")
+            f"dynamic client registration failed: HTTP {status}" + (f" ({excerpt(code, 60)})" if code else "")
         )
     client: dict[str, Any] = {
         "issuer": issuer,
@@ -119,18 +154,13 @@ def register_client(
     }
     if isinstance(data.get("client_secret"), str):
         client["client_secret"] = data["client_secret"]
-    if (
-        isinstance(data.get("client_secret_expires_at"), (int, float))
-        and data["client_secret_expires_at"]
-    ):
+    if isinstance(data.get("client_secret_expires_at"), (int, float)) and data["client_secret_expires_at"]:
         client["client_secret_expires_at"] = data["client_secret_expires_at"]
     log.debug("registered a client with %s by dynamic registration", issuer)
     return client
 
 
-def _client_assertion(
-    client: dict[str, Any], meta: dict[str, Any], key: Any, algorithm: str | None
-) -> str:
+def _client_assertion(client: dict[str, Any], meta: dict[str, Any], key: Any, algorithm: str | None) -> str:
     try:
         import jwt
     except ImportError:
@@ -140,11 +170,7 @@ def _client_assertion(
     if algorithm is None:
         offered = meta.get("token_endpoint_auth_signing_alg_values_supported")
         pem = key if isinstance(key, (str, bytes)) else b""
-        guess = (
-            "ES256"
-            if b"EC " in (pem.encode() if isinstance(pem, str) else pem)
-            else "RS256"
-        )
+        guess = "ES256" if b"EC " in (pem.encode() if isinstance(pem, str) else pem) else "RS256"
         algorithm = offered[0] if isinstance(offered, list) and offered else guess
     now = int(time.time())
     claims = {
@@ -171,29 +197,20 @@ def _client_auth(
     one-time ``jti``.
     """
     form = dict(data)
-    headers = {
-        "Accept": "application/json",
-        "Content-Type": "application/x-www-form-urlencoded",
-    }
+    headers = {"Accept": "application/json", "Content-Type": "application/x-www-form-urlencoded"}
     method = client.get("token_endpoint_auth_method") or "none"
     secret = client.get("client_secret")
     if private_key is not None:
         form["client_id"] = client["client_id"]
-        form["client_assertion_type"] = (
-            "urn:ietf:params:oauth:client-assertion-type:jwt-bearer"
-        )
-        form["client_assertion"] = _client_assertion(
-            client, meta, private_key, signing_algorithm
-        )
+        form["client_assertion_type"] = "urn:ietf:params:oauth:client-assertion-type:jwt-bearer"
+        form["client_assertion"] = _client_assertion(client, meta, private_key, signing_algorithm)
     elif secret and method == "client_secret_post":
         form["client_id"] = client["client_id"]
         form["client_secret"] = secret
     elif secret:
         # RFC 6749 §2.3.1: form-encode both parts before base64.
         pair = f"{quote(client['client_id'], safe='')}:{quote(secret, safe='')}"
-        headers["Authorization"] = "Basic " + base64.b64encode(
-            pair.encode("utf-8")
-        ).decode("ascii")
+        headers["Authorization"] = "Basic " + base64.b64encode(pair.encode("utf-8")).decode("ascii")
     else:
         form["client_id"] = client["client_id"]
     return form, headers
@@ -261,16 +278,12 @@ def token_request(
         # RFC 9449 §5: a server that ignores the proof issues a bearer token; use it as one.
         token_type = "Bearer"
     else:
-        raise TokenRequestError(
-            f"token endpoint issued an unsupported token type {excerpt(token_type, 30)}"
-        )
+        raise TokenRequestError(f"token endpoint issued an unsupported token type {excerpt(token_type, 30)}")
     expires_in = body.get("expires_in")
     tokens: dict[str, Any] = {
         "access_token": body["access_token"],
         "token_type": token_type,
-        "expires_at": started + float(expires_in)
-        if isinstance(expires_in, (int, float))
-        else None,
+        "expires_at": started + float(expires_in) if isinstance(expires_in, (int, float)) else None,
     }
     if token_type == "DPoP" and dpop is not None:
         tokens["dpop_jkt"] = dpop.thumbprint

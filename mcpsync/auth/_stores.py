@@ -103,13 +103,9 @@ class _FileLock:
 
     @contextlib.contextmanager
     def held(self) -> Iterator[None]:
-        fd = os.open(
-            self._path, os.O_RDWR | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0), 0o600
-        )
+        fd = os.open(self._path, os.O_RDWR | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0), 0o600)
         try:
-            if (
-                sys.platform == "win32"
-            ):  # pragma: no cover - exercised on Windows CI only
+            if sys.platform == "win32":  # pragma: no cover - exercised on Windows CI only
                 import msvcrt
 
                 msvcrt.locking(fd, msvcrt.LK_LOCK, 1)  # type: ignore[attr-defined]
@@ -168,9 +164,7 @@ def _private_dir(directory: Path, what: str) -> None:
         directory.mkdir(mode=0o700, parents=True, exist_ok=True)
         info = os.lstat(directory)
     except OSError as exc:
-        raise TokenStoreError(
-            f"cannot create {what} {directory}: {exc.strerror}"
-        ) from None
+        raise TokenStoreError(f"cannot create {what} {directory}: {exc.strerror}") from None
     if stat.S_ISLNK(info.st_mode) or not stat.S_ISDIR(info.st_mode):
         raise TokenStoreError(f"{what} {directory} is a symlink or not a directory")
     if hasattr(os, "geteuid") and info.st_uid != os.geteuid():
@@ -219,15 +213,11 @@ class FileTokenStore(TokenStore):
         except FileNotFoundError:
             return None
         except OSError as exc:
-            raise TokenStoreError(
-                f"cannot open token file {path} (a symlink?): {exc.strerror}"
-            ) from None
+            raise TokenStoreError(f"cannot open token file {path} (a symlink?): {exc.strerror}") from None
         with os.fdopen(fd, "rb") as handle:
             info = os.fstat(handle.fileno())
             if hasattr(os, "geteuid") and info.st_uid != os.geteuid():
-                raise TokenStoreError(
-                    f"token file {path} belongs to another user; refusing to use it"
-                )
+                raise TokenStoreError(f"token file {path} belongs to another user; refusing to use it")
             if sys.platform != "win32" and stat.S_IMODE(info.st_mode) & 0o077:
                 raise TokenStoreError(
                     f"token file {path} is readable by other users; remove it or run `chmod 600 {path}`"
@@ -236,9 +226,7 @@ class FileTokenStore(TokenStore):
         try:
             record = json.loads(raw.decode("utf-8"))
         except ValueError:
-            raise TokenStoreError(
-                f"token file {path} is not valid JSON; delete it to log in again"
-            ) from None
+            raise TokenStoreError(f"token file {path} is not valid JSON; delete it to log in again") from None
         if not isinstance(record, dict):
             raise TokenStoreError(f"token file {path} does not hold a JSON object")
         return record
@@ -247,9 +235,7 @@ class FileTokenStore(TokenStore):
         self._prepare()
         data = json.dumps(record, separators=(",", ":")).encode("utf-8")
         path = self._path(key)
-        fd, tmp = tempfile.mkstemp(
-            prefix=".tmp-", dir=self.directory
-        )  # mkstemp creates 0600
+        fd, tmp = tempfile.mkstemp(prefix=".tmp-", dir=self.directory)  # mkstemp creates 0600
         try:
             with os.fdopen(fd, "wb") as handle:
                 os.fchmod(handle.fileno(), 0o600) if hasattr(os, "fchmod") else None
@@ -321,8 +307,7 @@ class KeyringTokenStore(TokenStore):
             import keyring.errors
         except ImportError:
             raise TokenStoreError(
-                "KeyringTokenStore needs the keyring package (pip install keyring); "
-                "or " + _REMEDY
+                "KeyringTokenStore needs the keyring package (pip install keyring); " "or " + _REMEDY
             ) from None
         if not self._checked:
             self._check_backend(keyring.get_keyring())
@@ -332,19 +317,13 @@ class KeyringTokenStore(TokenStore):
     @staticmethod
     def _check_backend(backend: Any) -> None:
         backends = list(getattr(backend, "backends", None) or [backend])
-        if type(backend).__name__ == "ChainerBackend" and not getattr(
-            backend, "backends", None
-        ):
-            raise InsecureTokenStoreError(
-                f"the keyring chainer has no usable backend; {_REMEDY}"
-            )
+        if type(backend).__name__ == "ChainerBackend" and not getattr(backend, "backends", None):
+            raise InsecureTokenStoreError(f"the keyring chainer has no usable backend; {_REMEDY}")
         for item in backends:
             module = type(item).__module__
             for prefix, why in _BAD_BACKENDS.items():
                 if module.startswith(prefix):
-                    raise InsecureTokenStoreError(
-                        f"{why} ({module}.{type(item).__name__}); {_REMEDY}"
-                    )
+                    raise InsecureTokenStoreError(f"{why} ({module}.{type(item).__name__}); {_REMEDY}")
 
     def _call(self, fn: Any, *args: Any) -> Any:
         try:
@@ -352,9 +331,7 @@ class KeyringTokenStore(TokenStore):
         except (
             Exception  # noqa: BLE001 - keyring backends raise anything
         ) as exc:  # keyring.errors.KeyringError and backend-specific errors
-            raise TokenStoreError(
-                f"keyring operation failed ({type(exc).__name__}); {_REMEDY}"
-            ) from None
+            raise TokenStoreError(f"keyring operation failed ({type(exc).__name__}); {_REMEDY}") from None
 
     def load(self, key: str) -> Record | None:
         kr = self._keyring()
@@ -364,10 +341,7 @@ class KeyringTokenStore(TokenStore):
         try:
             version, gen, count, digest = header.split(":")
             assert version == "v1"
-            parts = [
-                self._call(kr.get_password, self.service, f"{key}#{gen}#{i}")
-                for i in range(int(count))
-            ]
+            parts = [self._call(kr.get_password, self.service, f"{key}#{gen}#{i}") for i in range(int(count))]
             blob = "".join(p for p in parts if p is not None)
             if hashlib.sha256(blob.encode("ascii")).hexdigest()[:16] != digest:
                 raise ValueError("digest")
@@ -378,16 +352,12 @@ class KeyringTokenStore(TokenStore):
                 f"(service {self.service!r})"
             ) from None
         if not isinstance(record, dict):
-            raise TokenStoreError(
-                "the keyring entry for this server does not hold a JSON object"
-            )
+            raise TokenStoreError("the keyring entry for this server does not hold a JSON object")
         return record
 
     def save(self, key: str, record: Record) -> None:
         kr = self._keyring()
-        blob = base64.b64encode(
-            zlib.compress(json.dumps(record, separators=(",", ":")).encode("utf-8"), 9)
-        )
+        blob = base64.b64encode(zlib.compress(json.dumps(record, separators=(",", ":")).encode("utf-8"), 9))
         text = blob.decode("ascii")
         chunks = [text[i : i + _CHUNK] for i in range(0, len(text), _CHUNK)] or [""]
         old = self._call(kr.get_password, self.service, key)
@@ -397,9 +367,7 @@ class KeyringTokenStore(TokenStore):
         for i, chunk in enumerate(chunks):
             self._call(kr.set_password, self.service, f"{key}#{gen}#{i}", chunk)
         digest = hashlib.sha256(text.encode("ascii")).hexdigest()[:16]
-        self._call(
-            kr.set_password, self.service, key, f"v1:{gen}:{len(chunks)}:{digest}"
-        )
+        self._call(kr.set_password, self.service, key, f"v1:{gen}:{len(chunks)}:{digest}")
         self._drop_chunks(kr, key, old)
 
     def _drop_chunks(self, kr: Any, key: str, header: str | None) -> None:

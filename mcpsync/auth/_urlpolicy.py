@@ -51,16 +51,10 @@ def _kind(addr: _IPAddress) -> str:
     addr = _unmap(addr)
     if addr.is_loopback:
         return "loopback"
-    if (
-        addr.is_link_local
-        or addr.is_multicast
-        or addr.is_unspecified
-        or addr.is_reserved
-    ):
+    if addr.is_link_local or addr.is_multicast or addr.is_unspecified or addr.is_reserved:
         return "forbidden"
     if addr.is_private or (
-        isinstance(addr, ipaddress.IPv4Address)
-        and addr in ipaddress.ip_network("100.64.0.0/10")
+        isinstance(addr, ipaddress.IPv4Address) and addr in ipaddress.ip_network("100.64.0.0/10")
     ):
         return "private"
     return "public"
@@ -92,40 +86,22 @@ class UrlPolicy:
         literal = _literal(host)
         if literal is None and not self._resolve:
             return {"loopback"} if host.lower() == "localhost" else {"public"}
-        return {
-            _kind(a)
-            for a in ([literal] if literal is not None else _host_addresses(host))
-        }
+        return {_kind(a) for a in ([literal] if literal is not None else _host_addresses(host))}
 
     def check(self, url: str, what: str) -> str:
         """Return *url* if it may be used for *what*, else raise :class:`SSRFBlockedError`."""
         parts = urlsplit(url)
         scheme = parts.scheme.lower()
         host = parts.hostname or ""
-        if (
-            scheme not in ("https", "http")
-            or not host
-            or parts.username
-            or parts.password
-        ):
-            raise SSRFBlockedError(
-                f"{what}: only https URLs with a host are allowed (got scheme {scheme!r})"
-            )
+        if scheme not in ("https", "http") or not host or parts.username or parts.password:
+            raise SSRFBlockedError(f"{what}: only https URLs with a host are allowed (got scheme {scheme!r})")
         kinds = self._kinds(host)
         if scheme == "http" and not (self.local and kinds == {"loopback"}):
-            raise SSRFBlockedError(
-                f"{what}: plain http is allowed only between loopback hosts ({host})"
-            )
+            raise SSRFBlockedError(f"{what}: plain http is allowed only between loopback hosts ({host})")
         if "forbidden" in kinds:
-            raise SSRFBlockedError(
-                f"{what}: {host} resolves to a link-local, multicast or reserved address"
-            )
+            raise SSRFBlockedError(f"{what}: {host} resolves to a link-local, multicast or reserved address")
         if "loopback" in kinds and not self.local:
-            raise SSRFBlockedError(
-                f"{what}: {host} is a loopback address but the MCP server is not"
-            )
+            raise SSRFBlockedError(f"{what}: {host} is a loopback address but the MCP server is not")
         if "private" in kinds and not self.private:
-            raise SSRFBlockedError(
-                f"{what}: {host} is a private address but the MCP server is public"
-            )
+            raise SSRFBlockedError(f"{what}: {host} is a private address but the MCP server is public")
         return url

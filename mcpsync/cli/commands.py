@@ -177,12 +177,14 @@ def cmd_servers(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     if not path:
         raise UsageError("servers lists a config file: give --config FILE (or set MCPSYNC_CONFIG)")
     servers = load_config(path, expand_variables=False)
+    # As the file says it: the "auto" transport (Streamable HTTP, else legacy SSE) is type "http".
+    shown = {name: "http" if s.transport == "auto" else s.transport for name, s in servers.items()}
     if _json(args):
-        dump_json({name: {"transport": s.transport, "target": s.target, **s.options}
+        dump_json({name: {"transport": shown[name], "target": s.target, **s.options}
                    for name, s in servers.items()}, out)
         return 0
     print_table(["NAME", "TRANSPORT", "COMMAND OR URL"],
-                [[name, s.transport, s.target] for name, s in servers.items()], out)
+                [[name, shown[name], s.target] for name, s in servers.items()], out)
     return 0
 
 

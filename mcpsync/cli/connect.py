@@ -25,7 +25,7 @@ from mcpsync.auth import (
 )
 from mcpsync.cli.args import UsageError
 from mcpsync.client.era_cache import era_options
-from mcpsync.config import ServerConfig, load_config
+from mcpsync.config import MODES, ServerConfig, load_config
 
 if TYPE_CHECKING:
     from mcpsync.auth._loopback import LoopbackReceiver
@@ -70,7 +70,7 @@ def add_target_options(parser: argparse.ArgumentParser, *, top: bool) -> None:
                        help="an HTTP header for --url (repeatable)", **d)
     group.add_argument("--transport", choices=["auto", "streamable-http", "sse", "websocket"],
                        help="for --url: the transport (default: auto, or websocket for ws://)", **d)
-    timing = parser.add_argument_group("timing (seconds; defaults, or the config entry's)")
+    timing = parser.add_argument_group("timing and protocol (seconds; defaults, or the config entry's)")
     timing.add_argument("--timeout", type=_seconds, metavar="S",
                         help="per-request timeout (default 60; progress resets it)", **d)
     timing.add_argument("--discover-timeout", type=_seconds, metavar="S",
@@ -80,6 +80,10 @@ def add_target_options(parser: argparse.ArgumentParser, *, top: bool) -> None:
                         "SIGTERM (default 2)", **d)
     timing.add_argument("--terminate-grace", type=_seconds, metavar="S",
                         help="stdio: wait this long after SIGTERM, then SIGKILL (default 2)", **d)
+    timing.add_argument("--mode", choices=MODES, metavar="MODE",
+                        help="the protocol era: auto (default: probe with server/discover, fall back"
+                        " to the initialize handshake), legacy (the handshake only: no probe),"
+                        " modern, or a protocol version to pin", **d)
     other = parser.add_argument_group("output and other options")
     other.add_argument("-o", "--output", choices=["text", "json"],
                        help="output format: text (default) or json", **d)
@@ -161,15 +165,15 @@ def oauth_for(args: argparse.Namespace, url: str, *, interactive: bool) -> OAuth
                  client_id=_opt(args, "client_id"), scopes=_opt(args, "scope"), server_url=url)
 
 
-#: Timing options of the command line; each sets the client option of the same name.
-_TIMING = ("timeout", "discover_timeout", "close_grace", "terminate_grace")
+#: Timing and protocol options of the command line; each sets the client option of the same name.
+_TIMING = ("timeout", "discover_timeout", "close_grace", "terminate_grace", "mode")
 _STDIO_ONLY = ("close_grace", "terminate_grace")
 
 
 def open_client(args: argparse.Namespace, *, interactive_login: bool | None = None) -> Client:
     """A client for the chosen server (not yet connected).
 
-    Timing options given on the command line win over the config entry's,
+    Timing and ``--mode`` options given on the command line win over the config entry's,
     which win over the defaults (a 60 s request timeout for the CLI).
     """
     from mcpsync.client.client import Client

@@ -1,7 +1,10 @@
 """Integrations with web frameworks (optional extras).
 
-* :mod:`mcpsync.contrib.django`: ``pip install mcpsync[django]`` (see ``docs/django.rst``);
-* :mod:`mcpsync.contrib.flask`: ``pip install mcpsync[flask]`` (see ``docs/flask.rst``).
+* :mod:`mcpsync.contrib.django`: the ``django`` extra (see ``docs/django.rst``);
+* :mod:`mcpsync.contrib.flask`: the ``flask`` extra (see ``docs/flask.rst``).
+
+:func:`generate_key` makes the ``MCP_TOKEN_KEY`` both use:
+``python -c 'from mcpsync.contrib import generate_key; print(generate_key())'``.
 
 What both share lives in the private modules here: the server set read from an
 ``mcpServers``-shaped setting (:mod:`._servers`), encryption of token records
@@ -12,3 +15,7 @@ JavaScript in ``apps/``).  Nothing here imports a framework.
 May import: anything in mcpsync (it is the top layer); a framework only in its own
 subpackage, and only when that integration is used.
 """
+
+from ._cipher import generate_key
+
+__all__ = ["generate_key"]

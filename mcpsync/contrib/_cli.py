@@ -16,9 +16,11 @@ import tempfile
 from collections.abc import Iterator, Sequence
 from typing import TextIO
 
+from mcpsync.cli.args import UsageError
+
 from ._servers import EXTRA_KEYS, read_servers
 
-__all__ = ["COMMANDS", "run"]
+__all__ = ["COMMANDS", "UsageError", "argv_for", "run"]
 
 #: The subcommands offered, and their help.
 COMMANDS = {
@@ -47,11 +49,13 @@ def _config_file(servers: object) -> Iterator[str]:
         yield path
 
 
-def argv_for(command: str, rest: Sequence[str], names: Sequence[str]) -> list[str]:
-    """The ``mcpsync`` arguments after ``--config FILE`` for one framework command.
+def argv_for(prog: str, command: str, rest: Sequence[str], names: Sequence[str]) -> list[str]:
+    """The ``mcpsync`` arguments after ``--config FILE`` for ``PROG COMMAND REST``.
 
-    The server name may be left out when there is one server; ``call``'s first
-    argument is a server name only if it is one.
+    The server is the first argument, and may be left out when there is one
+    server (``call``'s first argument is a server name only if it is one).
+
+    :raises UsageError: no server (or an unknown one) named, said in *prog*'s own syntax.
     """
     args = list(rest)
     if command == "servers":
@@ -61,18 +65,25 @@ def argv_for(command: str, rest: Sequence[str], names: Sequence[str]) -> list[st
     elif len(names) == 1:
         server = names[0]
     else:
-        server = args.pop(0) if command == "tools" and args else ""
-    return ["--server", server, command, *args] if server else [command, *args]
+        usage = f"{prog} {command} SERVER" + (" TOOL key=value ..." if command == "call" else "")
+        named = f"no server {args[0]!r}" if args and not args[0].startswith("-") else "name a server"
+        raise UsageError(f"{named}: {usage} (servers: {', '.join(names) or 'none'})")
+    return ["--server", server, command, *args]
 
 
-def run(servers: object, command: str, rest: Sequence[str], *, timeout: float | None,
+def run(servers: object, prog: str, command: str, rest: Sequence[str], *, timeout: float | None,
         stdout: TextIO, stderr: TextIO) -> int:
-    """Run ``mcpsync --config <servers> ... COMMAND REST``; the exit status."""
+    """Run ``mcpsync --config <servers> ... COMMAND REST``; the exit status.
+
+    :param prog: the framework's command (``"manage.py mcp"``), for usage errors.
+    :raises UsageError: see :func:`argv_for`.
+    """
     from mcpsync.cli.main import main
 
     names = list(read_servers(servers)[0])
+    tail = argv_for(prog, command, rest, names)
     with _config_file(servers) as path:
-        argv = ["--config", path, *argv_for(command, rest, names)]
+        argv = ["--config", path, *tail]
         if timeout is not None:
             argv[2:2] = ["--timeout", str(timeout)]
         with contextlib.redirect_stdout(stdout), contextlib.redirect_stderr(stderr):

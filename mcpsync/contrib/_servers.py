@@ -61,9 +61,8 @@ __all__ = [
 log = logging.getLogger("mcpsync.contrib")
 
 #: Entry keys :mod:`mcpsync.config` reads.
-CONFIG_KEYS = frozenset(
-    {"command", "args", "env", "cwd", "url", "serverUrl", "headers", "type", "transport", "apps"}
-)
+CONFIG_KEYS = frozenset({"command", "args", "env", "cwd", "url", "serverUrl", "headers", "type", "transport",
+                         "timeout", "discoverTimeout", "closeGrace", "terminateGrace", "mode", "apps"})
 #: Entry keys the integrations add (``allow``/``deny``/``annotations``: ClientGroup filters).
 EXTRA_KEYS = frozenset({"options", "oauth", "allow", "deny", "annotations"})
 #: Keys of an entry's (or the defaults') ``oauth`` object: arguments of :class:`mcpsync.auth.OAuth`.
@@ -191,8 +190,7 @@ def _check_entry(
     problems = [
         Problem("warning", "mcpsync.W001", f"{where}: unknown key {key!r} (ignored)",
                 f"did you mean {close!r}?" if close else f"known keys: {', '.join(sorted(CONFIG_KEYS | EXTRA_KEYS))}")
-        for key, close in unknown_keys(raw)
-        if key not in EXTRA_KEYS
+        for key, close in unknown_keys(raw, also=EXTRA_KEYS)
     ]
     try:
         # Without this module's own keys (checked here), which no mcpServers file has.
@@ -211,7 +209,8 @@ def _check_entry(
     if not isinstance(options, Mapping):
         problems.append(Problem("error", "mcpsync.E001", f"{where}: 'options' must be a mapping"))
         options = {}
-    options = {**default_options, **options}
+    # The entry's own settings (timeout, mode, ...) win over MCP_DEFAULTS; its options over both.
+    options = {**default_options, **entry.options, **options}
     if isinstance(options.get("client_info"), list):
         options["client_info"] = tuple(options["client_info"])  # JSON has no tuples
     oauth, oauth_problems = _oauth_settings(raw.get("oauth"), defaults.get("oauth") or {}, where)

@@ -94,7 +94,9 @@ class ScopedTokenStore(TokenStore):
 class EncryptedTokenStore(TokenStore):
     """Another store's records, encrypted with :class:`~._cipher.RecordCipher` before they are saved.
 
-    The inner store sees ``{"sealed": "<Fernet token>"}`` only.
+    The inner store sees ``{"sealed": "<Fernet token>"}`` only; each sealed record is bound
+    to its key (under a :class:`ScopedTokenStore`, the user's prefix is part of it), so a
+    value copied to another key is refused.
     """
 
     def __init__(self, inner: TokenStore, cipher: RecordCipher) -> None:
@@ -106,10 +108,10 @@ class EncryptedTokenStore(TokenStore):
         found = self.inner.load(key)
         if found is None:
             return None
-        return self._cipher.decrypt(str(found.get("sealed", "")))
+        return self._cipher.decrypt(str(found.get("sealed", "")), key)
 
     def save(self, key: str, record: dict[str, Any]) -> None:
-        self.inner.save(key, {"sealed": self._cipher.encrypt(record)})
+        self.inner.save(key, {"sealed": self._cipher.encrypt(record, key)})
 
     def delete(self, key: str) -> None:
         self.inner.delete(key)

@@ -8,6 +8,8 @@
 * ``ts_sdk_server``: ``ts_server.mjs``, the TypeScript SDK's own authorization
   server (``mcpAuthRouter``) and an SDK MCP server behind its ``requireBearerAuth``.
   Yields the MCP endpoint URL; ``/test/stats`` on the same origin has the counters.
+* :func:`sdk_bearer_server`: ``sdk_bearer_server.py``, the official SDK's own Bearer-only
+  auth middleware for that issuer (no DPoP); ``/test/seen`` lists the headers it got.
 * :func:`oidc_provider` and :func:`protected_server`: the same two peers as
   context managers taking command-line options (``--dpop-nonce``, ...), for
   tests that need them configured otherwise.
@@ -41,6 +43,7 @@ __all__ = [
     "oidc_provider",
     "protected_server",
     "resource_server",
+    "sdk_bearer_server",
     "start_peer",
     "stop_peer",
     "ts_sdk_server",
@@ -160,6 +163,16 @@ def protected_server(issuer: str, *options: str) -> Iterator[str]:
     proc, port = start_peer(
         [sys.executable, "resource_server.py", "--issuer", issuer, *options], HERE
     )
+    try:
+        yield f"http://127.0.0.1:{port}/mcp"
+    finally:
+        stop_peer(proc)
+
+
+@contextlib.contextmanager
+def sdk_bearer_server(issuer: str) -> Iterator[str]:
+    """``sdk_bearer_server.py`` (the official SDK's Bearer-only auth) for *issuer*; the MCP endpoint URL."""
+    proc, port = start_peer([sys.executable, "sdk_bearer_server.py", "--issuer", issuer], HERE)
     try:
         yield f"http://127.0.0.1:{port}/mcp"
     finally:

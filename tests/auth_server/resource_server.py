@@ -20,7 +20,20 @@ Run as ``python tests/auth_server/resource_server.py --issuer URL``; it binds
   ``--dpop-nonce-loop``: every proof is answered with a new nonce (a broken server).
 * ``--json``: plain JSON replies (the SDK's ``json_response=True``) instead of SSE streams.
 * ``--legacy``: the HTTP+SSE transport of 2024-11-05 instead (stream ``GET /mcp``, POSTs to
-  ``/messages/``), every request behind the same token check.
+  ``/messages/``), every request behind the same token check.  Its metadata is the
+  origin's own (``/.well-known/oauth-protected-resource``, ``resource`` the origin), as the
+  SDK publishes it for ``resource_server_url`` = the origin: the message endpoint lies
+  outside ``/mcp``, and a token goes only where its resource covers.
+* ``--stream-metadata`` (with ``--legacy``): the metadata is the stream's own
+  (``/.well-known/oauth-protected-resource/mcp``, ``resource`` ``/mcp``), so the message
+  endpoint lies outside the token's resource: the client must still send the token there,
+  as the server named that endpoint itself.
+* ``--prm-resource URL``: publish *URL* as the ``resource`` (and take tokens for it): a
+  server at ``/mcp`` claiming more than itself.
+* ``tools/call`` of ``leak`` answers a JSON-RPC error whose message and data echo the
+  token the request carried (a hostile server).
+* ``GET /test/switch?issuer=URL``: from now on the metadata names *URL* as the
+  authorization server and only its tokens are taken (a server that moved, or was taken over).
 * ``GET /test/stats`` counts 401 and 403 answers, DPoP requests and nonce challenges.
 """
 
@@ -35,6 +48,7 @@ import socket
 import time
 import warnings
 from typing import Any
+from urllib.parse import parse_qs
 
 import jwt
 import uvicorn
@@ -99,7 +113,8 @@ class DPoPCheck:
         return None
 
 
-def build(issuer: str, base: str, dpop: DPoPCheck, json_response: bool = False, legacy: bool = False) -> Any:
+def build(issuer: str, base: str, dpop: DPoPCheck, json_response: bool = False, legacy: bool = False,
+          prm_resource: str | None = None, stream_metadata: bool = False) -> Any:
     server = MCPServer("protected-test-server")
 
     @server.tool()
@@ -118,8 +133,10 @@ def build(issuer: str, base: str, dpop: DPoPCheck, json_response: bool = False, 
     else:
         app = server.streamable_http_app(json_response=json_response)
     jwks = jwt.PyJWKClient(issuer + "/jwks")
-    resource = base + "/mcp"
-    metadata_url = base + "/.well-known/oauth-protected-resource/mcp"
+    current = {"issuer": issuer}
+    at_origin = legacy and not stream_metadata
+    resource = prm_resource or (base if at_origin else base + "/mcp")
+    metadata_url = base + "/.well-known/oauth-protected-resource" + ("" if at_origin else "/mcp")
 
     async def respond(
         send: Any, status: int, body: dict[str, Any], headers: list[tuple[bytes, bytes]]
@@ -153,13 +170,13 @@ def build(issuer: str, base: str, dpop: DPoPCheck, json_response: bool = False, 
             await app(scope, receive, send)
             return
         path = scope["path"]
-        if path == "/.well-known/oauth-protected-resource/mcp":
+        if base + path == metadata_url:
             await respond(
                 send,
                 200,
                 {
                     "resource": resource,
-                    "authorization_servers": [issuer],
+                    "authorization_servers": [current["issuer"]],
                     "scopes_supported": ["mcp:read", "mcp:write"],
                 },
                 [],
@@ -167,6 +184,10 @@ def build(issuer: str, base: str, dpop: DPoPCheck, json_response: bool = False, 
             return
         if path == "/test/stats":
             await respond(send, 200, stats, [])
+            return
+        if path == "/test/switch":
+            current["issuer"] = parse_qs(scope["query_string"].decode())["issuer"][0]
+            await respond(send, 200, current, [])
             return
         chunks = []
         while True:
@@ -187,7 +208,7 @@ def build(issuer: str, base: str, dpop: DPoPCheck, json_response: bool = False, 
                     key.key,
                     algorithms=["RS256"],
                     audience=resource,
-                    issuer=issuer,
+                    issuer=current["issuer"],
                 )
             except Exception:  # noqa: BLE001 - any bad token is a 401
                 claims = None
@@ -221,6 +242,10 @@ def build(issuer: str, base: str, dpop: DPoPCheck, json_response: bool = False, 
             and payload.get("params", {}).get("name") == "write"
         ):
             needed.add("mcp:write")
+        if isinstance(payload, dict) and payload.get("params", {}).get("name") == "leak":
+            error = {"code": -32602, "message": f"token {token} is not welcome here", "data": {"seen": auth}}
+            await respond(send, 200, {"jsonrpc": "2.0", "id": payload.get("id"), "error": error}, [])
+            return
         if not needed <= granted:
             stats["403"] += 1
             await respond(
@@ -264,6 +289,8 @@ def main() -> None:
     parser.add_argument("--port", type=int, default=0, help="0: an ephemeral port")
     parser.add_argument("--json", action="store_true", help="JSON replies instead of SSE streams")
     parser.add_argument("--legacy", action="store_true", help="the HTTP+SSE transport of 2024-11-05")
+    parser.add_argument("--stream-metadata", action="store_true", help="legacy: metadata naming /mcp")
+    parser.add_argument("--prm-resource", help="the resource to claim in the metadata")
     args = parser.parse_args()
     sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
@@ -276,6 +303,8 @@ def main() -> None:
         DPoPCheck(args.dpop_nonce, args.dpop_nonce_loop),
         args.json,
         args.legacy,
+        args.prm_resource,
+        args.stream_metadata,
     )
     print(f"PORT={port}", flush=True)
     uvicorn.Server(uvicorn.Config(app, log_level="warning", lifespan="on")).run(

@@ -42,7 +42,7 @@ MCP_SERVERS = os.environ.get("MCP_CONFIG") or {
 }
 if os.environ.get("MCP_URL") and isinstance(MCP_SERVERS, dict):
     MCP_SERVERS["remote"] = {"url": "${MCP_URL}", "oauth": {"client_name": "django-example"}}
-MCP_DEFAULTS = {"timeout": float(os.environ.get("MCP_TIMEOUT", "30"))}
+MCP_DEFAULTS = {"timeout": float(os.environ.get("MCP_TIMEOUT", "20"))}  # below gunicorn's 30 s
 MCP_TOKEN_KEY = os.environ.get("MCP_TOKEN_KEY")
 #: The example's stand-in for a real login page (never in production): /login?user=NAME.
 DEMO_LOGIN = os.environ.get("MCPSITE_DEMO_LOGIN") == "1"

@@ -15,8 +15,10 @@ from mcpsync.contrib.django import client_for_user, mcp
 
 
 def _failed(exc: mcpsync.McpError) -> JsonResponse:
-    # The MCP server is a backend: its failures are a 502, not a crash page.
-    return JsonResponse({"error": type(exc).__name__, "message": str(exc)}, status=502)
+    """What a view answers (docs/django.rst, "In a view"): the tool refused (422), no answer
+    in time (504), or the server failed: it is a backend, so a 502, not a crash page."""
+    status = 422 if isinstance(exc, mcpsync.ToolError) else 504 if isinstance(exc, mcpsync.RequestTimeout) else 502
+    return JsonResponse({"error": type(exc).__name__, "message": str(exc)}, status=status)
 
 
 def tools(request: HttpRequest) -> JsonResponse:
@@ -42,7 +44,8 @@ def slow(request: HttpRequest) -> JsonResponse:
     """A tool call that takes a while (the demo's countdown), bounded by ?timeout=."""
     try:
         result = mcp["demo"].call_tool("countdown", {"n": int(request.GET.get("n", "3"))},
-                                       timeout=float(request.GET.get("timeout", "30")))
+                                       timeout=float(request.GET.get("timeout", "20")))
+        result.raise_for_error()
     except mcpsync.McpError as exc:
         return _failed(exc)
     return JsonResponse({"text": result.text, "pid": os.getpid()})
@@ -63,7 +66,9 @@ def remote_tools(request: HttpRequest) -> JsonResponse:
 def remote_call(request: HttpRequest, name: str) -> JsonResponse:
     try:
         with client_for_user(request, "remote") as client:
-            return JsonResponse({"text": client.call_tool(name, dict(request.GET.items())).text})
+            result = client.call_tool(name, dict(request.GET.items()))
+            result.raise_for_error()
+            return JsonResponse({"text": result.text})
     except AuthorizationRequired:
         raise
     except mcpsync.McpError as exc:

@@ -28,7 +28,7 @@ from django.db import IntegrityError, OperationalError, connections, router, tra
 
 from ...auth import TokenStore, TokenStoreError, _deadline
 from ...auth._stores import _held
-from .._cipher import RecordCipher
+from .._cipher import RecordCipher, row_name
 
 __all__ = ["CacheTokenStore", "DatabaseTokenStore"]
 
@@ -78,12 +78,12 @@ class DatabaseTokenStore(TokenStore):
     def load(self, key: str) -> dict[str, Any] | None:
         sealed = self._rows(key).values_list("sealed", flat=True).first()
         # "": the empty row lock() made to have something to lock; no record yet.
-        return None if not sealed else self._cipher.decrypt(sealed)
+        return None if not sealed else self._cipher.decrypt(sealed, row_name(self.user_key, key))
 
     def save(self, key: str, record: dict[str, Any]) -> None:
         from .models import McpToken
 
-        sealed = self._cipher.encrypt(record)
+        sealed = self._cipher.encrypt(record, row_name(self.user_key, key))
         for _ in range(2):  # a concurrent first save from another process wins once
             if self._rows(key).update(sealed=sealed):
                 return
@@ -180,10 +180,10 @@ class CacheTokenStore(TokenStore):
 
     def load(self, key: str) -> dict[str, Any] | None:
         sealed = self._cache.get(self._key(key))
-        return None if sealed is None else self._cipher.decrypt(str(sealed))
+        return None if sealed is None else self._cipher.decrypt(str(sealed), row_name(self.user_key, key))
 
     def save(self, key: str, record: dict[str, Any]) -> None:
-        self._cache.set(self._key(key), self._cipher.encrypt(record), timeout=None)
+        self._cache.set(self._key(key), self._cipher.encrypt(record, row_name(self.user_key, key)), timeout=None)
 
     def delete(self, key: str) -> None:
         self._cache.delete(self._key(key))

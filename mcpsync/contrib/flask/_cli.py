@@ -8,7 +8,7 @@ import click
 import flask
 from flask.cli import AppGroup
 
-from .._cli import COMMANDS, run
+from .._cli import COMMANDS, UsageError, run
 
 __all__ = ["mcp_command"]
 
@@ -22,7 +22,10 @@ def _run(command: str, args: tuple[str, ...], timeout: float | None) -> None:
         raise click.UsageError("MCP_SERVERS is not set")
     if timeout is None:
         timeout = (config.get("MCP_DEFAULTS") or {}).get("timeout")
-    status = run(servers, command, args, timeout=timeout, stdout=sys.stdout, stderr=sys.stderr)
+    try:
+        status = run(servers, "flask mcp", command, args, timeout=timeout, stdout=sys.stdout, stderr=sys.stderr)
+    except UsageError as exc:
+        raise click.UsageError(str(exc)) from None
     if status:
         raise SystemExit(status)
 

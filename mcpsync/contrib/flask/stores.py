@@ -39,6 +39,7 @@ from sqlalchemy import exc as sa_exc
 
 from ...auth import TokenStore, TokenStoreError, _deadline
 from ...auth._stores import _held
+from .._cipher import row_name
 
 if TYPE_CHECKING:
     from .._cipher import RecordCipher
@@ -154,11 +155,12 @@ class SQLAlchemyTokens:
         """The condition selecting one user's row for *key*."""
         return sa.and_(self.table.c.user_key == user_key, self.table.c.key_hash == _hash(key))
 
-    def seal(self, record: dict[str, Any]) -> str:
-        return self._cipher.encrypt(record)
+    def seal(self, record: dict[str, Any], user_key: str, key: str) -> str:
+        return self._cipher.encrypt(record, row_name(user_key, key))
 
-    def unseal(self, sealed: str | None) -> dict[str, Any] | None:
-        return self._cipher.decrypt(sealed) if sealed else None
+    def unseal(self, sealed: str | None, user_key: str, key: str) -> dict[str, Any] | None:
+        """The record of a row, if it was sealed for that row (see :mod:`mcpsync.contrib._cipher`)."""
+        return self._cipher.decrypt(sealed, row_name(user_key, key)) if sealed else None
 
     def run(self, engine: sa.Engine, work: Callable[[sa.Connection], T]) -> T:
         """*work* in the transaction this thread's lock holds, else in a transaction of its own.
@@ -297,10 +299,10 @@ class SQLAlchemyTokenStore(TokenStore):
     def load(self, key: str) -> dict[str, Any] | None:
         query = sa.select(self.tokens.table.c.sealed).where(self.tokens.where(self.user_key, key))
         sealed = self.tokens.run(self._engine, lambda conn: conn.execute(query).scalar_one_or_none())
-        return self.tokens.unseal(sealed)
+        return self.tokens.unseal(sealed, self.user_key, key)
 
     def save(self, key: str, record: dict[str, Any]) -> None:
-        table, sealed = self.tokens.table, self.tokens.seal(record)
+        table, sealed = self.tokens.table, self.tokens.seal(record, self.user_key, key)
         update = sa.update(table).where(self.tokens.where(self.user_key, key))
         insert = sa.insert(table).values(user_key=self.user_key, key_hash=_hash(key))
 

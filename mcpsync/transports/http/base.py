@@ -70,7 +70,7 @@ class HttpTransport(Transport):
         self._headers = {"Accept-Encoding": ACCEPT_ENCODING, **(headers or {})}
         self._own_session = session is None
         self._session = session if session is not None else common.new_session()
-        self._sender = Sender(self._session, auth)
+        self._sender = Sender(self._session, auth, url)
         self._timeout: tuple[float, float] = (connect_timeout, read_timeout)
         self._max = max_message_bytes
         self._follow = follow_redirects

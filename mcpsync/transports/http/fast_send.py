@@ -27,11 +27,15 @@ from mcpsync.rpc.deadline import REQUEST_ATTRIBUTE, Deadline
 if TYPE_CHECKING:  # pragma: no cover
     import requests
 
-__all__ = ["Sender"]
+__all__ = ["SERVER_ATTRIBUTE", "Sender"]
 
 #: URLs whose settings are kept (the endpoint, a legacy message URL, a few redirect targets).
 _MAX_URLS = 16
 
+#: The ``PreparedRequest`` attribute naming the MCP server a request is for (the URL the
+#: client was given): the auth handler binds tokens by it, so a legacy HTTP+SSE message
+#: endpoint the server named gets that server's token.  Same string as in mcpsync.auth.
+SERVER_ATTRIBUTE = "mcpsync_server"
 
 class _Target:
     """What is fixed for one URL: its prepared form, its environment settings, its auth."""
@@ -50,9 +54,10 @@ class Sender:
     Thread-safe: the per-URL cache is filled under a lock, requests share nothing else.
     """
 
-    def __init__(self, session: requests.Session, auth: Any = None) -> None:
+    def __init__(self, session: requests.Session, auth: Any = None, server_url: str | None = None) -> None:
         self.session = session
         self.auth = auth
+        self.server_url = server_url
         self._targets: dict[str, _Target] = {}
         self._lock = threading.Lock()
 
@@ -123,6 +128,8 @@ class Sender:
         end = None if deadline is None else deadline.end
         if end is not None:
             setattr(prepared, REQUEST_ATTRIBUTE, end)
+        if self.server_url is not None:
+            setattr(prepared, SERVER_ATTRIBUTE, self.server_url)
         if target.auth is not None:
             prepared.prepare_auth(target.auth, target.url)
         prepared.prepare_hooks(session.hooks)

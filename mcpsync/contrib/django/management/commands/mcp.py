@@ -13,7 +13,7 @@ from typing import Any
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from mcpsync.contrib._cli import COMMANDS, run
+from mcpsync.contrib._cli import COMMANDS, UsageError, run
 
 
 class Command(BaseCommand):
@@ -36,8 +36,11 @@ class Command(BaseCommand):
         timeout = options["timeout"]
         if timeout is None:
             timeout = (getattr(settings, "MCP_DEFAULTS", None) or {}).get("timeout")
-        status = run(servers, options["subcommand"], options["arguments"], timeout=timeout,
-                     stdout=_stream(self.stdout), stderr=_stream(self.stderr))
+        try:
+            status = run(servers, "manage.py mcp", options["subcommand"], options["arguments"],
+                         timeout=timeout, stdout=_stream(self.stdout), stderr=_stream(self.stderr))
+        except UsageError as exc:
+            raise CommandError(str(exc), returncode=2) from None
         if status:
             raise CommandError(f"mcp {options['subcommand']} failed (exit status {status})",
                                returncode=status)
