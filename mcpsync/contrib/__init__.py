@@ -7,7 +7,7 @@
 ``python -c 'from mcpsync.contrib import generate_key; print(generate_key())'``.
 
 What both share lives in the private modules here: the server set read from an
-``mcpServers``-shaped setting (:mod:`._servers`), encryption of token records
+``mcpServers``-shaped setting (:mod:`._server_set`), encryption of token records
 (:mod:`._cipher`), per-user OAuth (:mod:`._useroauth`), the CLI bridge
 (:mod:`._cli`) and the MCP Apps host pages (:mod:`._apps`, with their HTML and
 JavaScript in ``apps/``).  Nothing here imports a framework.

@@ -18,7 +18,7 @@ from typing import TextIO
 
 from mcpsync.cli.args import UsageError
 
-from ._servers import EXTRA_KEYS, read_servers
+from ._server_set import EXTRA_KEYS, read_servers
 
 __all__ = ["COMMANDS", "UsageError", "argv_for", "run"]
 

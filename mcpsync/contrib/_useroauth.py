@@ -23,7 +23,7 @@ from ._cipher import RecordCipher
 
 if TYPE_CHECKING:
     from mcpsync.client.client import Client
-    from ._servers import ServerSpec
+    from ._server_set import ServerSpec
 
 __all__ = [
     "EncryptedTokenStore",

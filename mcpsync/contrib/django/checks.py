@@ -13,7 +13,7 @@ from typing import Any
 
 from django.core import checks
 
-from .._servers import Problem, validate
+from .._server_set import Problem, validate
 
 __all__ = ["check_mcp_settings", "register"]
 

@@ -16,7 +16,7 @@ import flask
 
 from ...auth import OAuth
 from ...exceptions import McpError
-from .._servers import ServerSpec
+from .._server_set import ServerSpec
 from .._useroauth import finish_login, is_safe_next
 from ._csrf import check_csrf, csrf_token
 

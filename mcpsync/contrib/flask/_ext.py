@@ -10,7 +10,7 @@ import flask
 
 from ...auth import AuthorizationRequired, FileTokenStore, OAuth, TokenStore
 from ...config import ConfigError
-from .._servers import NO_KEY_NEEDED, ServerSet, ServerSpec
+from .._server_set import NO_KEY_NEEDED, ServerSet, ServerSpec
 from .._useroauth import EncryptedTokenStore, ScopedTokenStore, is_safe_next, user_client, user_oauth
 from ._blueprint import EXTENSION_KEY, NEXT_KEY
 
@@ -123,7 +123,7 @@ class MCP:
     def init_app(self, app: flask.Flask) -> None:
         """Check the settings, make the (unconnected) shared clients, add blueprint and CLI.
 
-        :raises mcpsync.contrib._servers.ServerSetError: the settings have errors.
+        :raises mcpsync.contrib._server_set.ServerSetError: the settings have errors.
         """
         from . import _apps  # noqa: F401  (adds the MCP Apps routes to the blueprint)
         from ._blueprint import blueprint
