@@ -33,8 +33,8 @@
     ├── CapabilityNotSupported            the server did not declare the capability
     ├── UnsupportedProtocolVersion        no protocol version both sides speak
     ├── ToolError                         ``CallToolResult.raise_for_error()``
-    ├── UnknownName                       no such tool/prompt/resource/server in a ClientGroup
-    ├── ProviderResponseError             an LLM response :mod:`mcpsync.llm` cannot read
+    ├── UnknownName                       no such tool/prompt/resource/server (a ``KeyError``) [group]
+    ├── ProviderResponseError             an LLM response :mod:`mcpsync.llm` cannot read     [llm]
     ├── AppResourceError                  not an MCP Apps UI resource (``ui://``, its mimeType)
     ├── ToolNotVisible                    ``call_tool(caller=...)``: the tool's visibility lacks it
     ├── ConfigError                       a bad ``mcpServers`` file or entry (also ``ValueError``) [config]
@@ -64,8 +64,8 @@
         └── NotLoggedIn                   the CLI has no token for this server               [cli]
 
 Classes marked ``[package]`` are defined in that package (``mcpsync.auth``,
-``mcpsync.config``, ...) and exported from there; the rest are defined here and exported
-from :mod:`mcpsync`.
+``mcpsync.config``, ...) and exported from there; the rest are defined here.  Every class
+of this module, ``[group]`` and ``[llm]`` are exported from :mod:`mcpsync` too.
 
 A tool result with ``isError: true`` is *data*, not an exception: call
 ``result.raise_for_error()`` to opt into :class:`ToolError`.
@@ -81,43 +81,14 @@ import threading
 from typing import Any, ClassVar
 
 __all__ = [
-    "McpError",
-    "ServerError",
-    "ParseError",
-    "InvalidRequest",
-    "MethodNotFound",
-    "InvalidParams",
-    "InternalError",
-    "ResourceNotFound",
-    "UrlElicitationRequired",
-    "MissingClientCapability",
-    "TaskNotFound",
-    "TaskFailed",
-    "TaskCancelled",
-    "ServerUnsupportedProtocolVersion",
-    "TransportError",
-    "ConnectionClosed",
-    "ServerStartError",
-    "ClientClosed",
-    "MessageTooLarge",
-    "HTTPStatusError",
-    "SessionExpired",
-    "ForkedClientError",
-    "RequestTimeout",
-    "RequestCancelled",
-    "ProtocolError",
-    "SkillVerificationError",
-    "CapabilityNotSupported",
-    "UnsupportedProtocolVersion",
-    "ToolError",
-    "UnknownName",
-    "ProviderResponseError",
-    "AppResourceError",
-    "ToolNotVisible",
-    "AuthError",
-    "HTTPAuthError",
-    "error_from_response",
-    "excerpt",
+    "McpError", "ServerError", "ParseError", "InvalidRequest", "MethodNotFound", "InvalidParams",
+    "InternalError", "ResourceNotFound", "UrlElicitationRequired", "MissingClientCapability",
+    "TaskNotFound", "TaskFailed", "TaskCancelled", "ServerUnsupportedProtocolVersion",
+    "TransportError", "ConnectionClosed", "ServerStartError", "ClientClosed", "MessageTooLarge",
+    "HTTPStatusError", "SessionExpired", "ForkedClientError", "RequestTimeout", "RequestCancelled",
+    "ProtocolError", "SkillVerificationError", "CapabilityNotSupported",
+    "UnsupportedProtocolVersion", "ToolError", "AppResourceError", "ToolNotVisible", "AuthError",
+    "HTTPAuthError"
 ]
 
 _EXCERPT_LIMIT = 200
@@ -530,29 +501,6 @@ class ToolError(McpError):
     def __init__(self, message: str, result: Any = None) -> None:
         super().__init__(message)
         self.result = result
-
-
-class UnknownName(McpError, KeyError):
-    """A :class:`~mcpsync.ClientGroup` has no tool, prompt, resource or server of that name.
-
-    Also a ``KeyError`` (``group["nope"]``).
-
-    :ivar kind: ``"tool"``, ``"prompt"``, ``"resource"`` or ``"server"``.
-    :ivar name: the name asked for.
-    """
-
-    def __init__(self, kind: str, name: str, detail: str = "") -> None:
-        super().__init__(kind, name)
-        self.kind = kind
-        self.name = name
-        self.detail = detail
-
-    def __str__(self) -> str:
-        return f"no {self.kind} {excerpt(self.name, 120)!r}{self.detail}"
-
-
-class ProviderResponseError(McpError, ValueError):
-    """An LLM provider's response is not one :mod:`mcpsync.llm` can read."""
 
 
 class AppResourceError(McpError):

@@ -24,27 +24,21 @@ from mcpsync.cli.output import (
     wire,
 )
 from mcpsync.config import load_config
-from mcpsync.exceptions import McpError, MethodNotFound
+from mcpsync.exceptions import MethodNotFound
+from mcpsync.group.errors import UnknownName
 
 if TYPE_CHECKING:
     from mcpsync.client.client import Client
-
-__all__ = ["COMMANDS", "UnknownName"]
 
 #: Tool names listed when a name is not found.
 _NAMES_SHOWN = 30
 
 
-class UnknownName(McpError):
-    """A tool or prompt the server does not list (exit status 4, as the server would)."""
-
-    exit_status = 4
-
-
 def _unknown(kind: str, name: str, names: list[str]) -> UnknownName:
+    """A tool or prompt the server does not list (exit status 4, as if the server said so)."""
     names = sorted(names)
     shown = ", ".join(names[:_NAMES_SHOWN]) + (", ..." if len(names) > _NAMES_SHOWN else "")
-    return UnknownName(f"the server has no {kind} {name!r}; its {kind}s: {shown or 'none'}")
+    return UnknownName(kind, name, f" on the server; its {kind}s: {shown or 'none'}")
 
 
 def _json(args: argparse.Namespace) -> bool:

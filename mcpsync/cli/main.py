@@ -86,17 +86,15 @@ def exit_code(exc: BaseException) -> int:
         TransportError,
         UnsupportedProtocolVersion,
     )
+    from mcpsync.group.errors import UnknownName
 
-    status = getattr(exc, "exit_status", None)
-    if isinstance(status, int):
-        return status
     if isinstance(exc, ConfigError):
         return 2
     if isinstance(exc, AuthError):
         return 6
     if isinstance(exc, RequestTimeout):
         return 5
-    if isinstance(exc, (ServerError, CapabilityNotSupported)):
+    if isinstance(exc, (ServerError, CapabilityNotSupported, UnknownName)):
         return 4
     if isinstance(exc, (TransportError, UnsupportedProtocolVersion)):
         return 3

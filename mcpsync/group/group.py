@@ -48,8 +48,8 @@ from mcpsync.exceptions import (
     ProtocolError,
     RequestTimeout,
     TransportError,
-    UnknownName,
 )
+from mcpsync.group.errors import UnknownName
 
 if TYPE_CHECKING:
     from mcpsync.client.client import Client

@@ -33,7 +33,7 @@ from __future__ import annotations
 from typing import Any, Literal
 
 from mcpsync.client.options import DEFAULT, TimeoutArg
-from mcpsync.exceptions import ProviderResponseError
+from mcpsync.llm.errors import ProviderResponseError
 from mcpsync.llm._calls import parse_calls, run_calls
 from mcpsync.llm._names import ANTHROPIC_LIMIT, OPENAI_LIMIT, name_map
 from mcpsync.llm._sampling import anthropic_sampling_handler, openai_sampling_handler

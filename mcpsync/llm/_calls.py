@@ -17,7 +17,9 @@ import attrs
 
 from mcpsync import types
 from mcpsync.group.threads import budget, deadline_of, remaining, spawn
-from mcpsync.exceptions import McpError, ProviderResponseError, RequestTimeout, UnknownName, excerpt
+from mcpsync.exceptions import McpError, RequestTimeout, excerpt
+from mcpsync.group.errors import UnknownName
+from mcpsync.llm.errors import ProviderResponseError
 from mcpsync.llm._names import ANTHROPIC_LIMIT, OPENAI_LIMIT, NameMap, known_map, name_map
 from mcpsync.llm._results import Outcome, anthropic_results, chat_results, outcome, responses_results
 from mcpsync.llm._schema import for_model

@@ -27,7 +27,8 @@ from typing import Any, Union
 import attrs
 
 from mcpsync import types
-from mcpsync.exceptions import ProviderResponseError, ServerError
+from mcpsync.exceptions import ServerError
+from mcpsync.llm.errors import ProviderResponseError
 from mcpsync.llm._calls import field
 from mcpsync.llm._names import ANTHROPIC_LIMIT, OPENAI_LIMIT, NameMap
 from mcpsync.llm._results import IMAGE_TYPES, Image, Outcome, anthropic_results, chat_results, outcome
