@@ -57,7 +57,7 @@ __all__ = [
     "validate",
 ]
 
-log = logging.getLogger("mcpsync.contrib")
+log = logging.getLogger(__name__)
 
 #: Entry keys :mod:`mcpsync.config` reads.
 CONFIG_KEYS = frozenset({"command", "args", "env", "cwd", "url", "serverUrl", "headers", "type", "transport",

@@ -32,7 +32,7 @@ __all__ = [
     "tool_ui",
 ]
 
-log = logging.getLogger("mcpsync.apps")
+log = logging.getLogger(__name__)
 
 APPS_EXTENSION = "io.modelcontextprotocol/ui"
 APP_MIME_TYPE = "text/html;profile=mcp-app"

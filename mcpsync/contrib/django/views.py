@@ -28,7 +28,7 @@ from ._api import oauth_for_user
 
 __all__ = ["NEXT_KEY", "callback", "connect", "disconnect"]
 
-log = logging.getLogger("mcpsync.contrib")
+log = logging.getLogger(__name__)
 
 #: The session key holding where to go after the login.
 NEXT_KEY = "mcpsync.next"

@@ -19,7 +19,7 @@ from typing import Any
 import flask
 from itsdangerous import BadSignature, URLSafeSerializer
 
-from .. import _apps as host
+from .. import apps as host
 from ._blueprint import EXTENSION_KEY, blueprint
 from ._csrf import CSRF_HEADER, csrf_token
 

@@ -22,7 +22,7 @@ from ._csrf import check_csrf, csrf_token
 
 __all__ = ["blueprint", "EXTENSION_KEY", "NEXT_KEY"]
 
-log = logging.getLogger("mcpsync.contrib")
+log = logging.getLogger(__name__)
 
 #: Where ``MCP.init_app`` puts the extension, in ``app.extensions``.
 EXTENSION_KEY = "mcp.ext"
