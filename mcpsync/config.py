@@ -47,15 +47,7 @@ import attrs
 from mcpsync.exceptions import McpError
 from mcpsync.types.protocol import HANDSHAKE_VERSIONS, MODERN_VERSIONS
 
-__all__ = [
-    "ConfigError",
-    "ConfigWarning",
-    "unknown_keys",
-    "ServerConfig",
-    "UnsetVariableError",
-    "expand",
-    "load_config",
-]
+__all__ = ["ConfigError", "ConfigWarning", "ServerConfig", "UnsetVariableError", "expand", "load_config"]
 
 #: ``type``/``transport`` values and the transport they mean.
 _REMOTE_TYPES = {

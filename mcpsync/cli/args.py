@@ -17,16 +17,6 @@ from typing import Any
 
 from mcpsync.config import ConfigError
 
-__all__ = [
-    "UsageError",
-    "check_arguments",
-    "check_prompt_arguments",
-    "json_arguments",
-    "parse_arguments",
-    "signature",
-    "type_name",
-]
-
 
 class UsageError(ConfigError):
     """The command line is not usable: no server named, bad arguments (exit status 2)."""

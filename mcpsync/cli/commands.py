@@ -11,8 +11,8 @@ from typing import TYPE_CHECKING, Any, TextIO
 
 from mcpsync import types
 
-from mcpsync.cli.args import check_arguments, check_prompt_arguments, json_arguments, parse_arguments
-from mcpsync.cli.connect import UsageError, oauth_for, open_client, resolve
+from mcpsync.cli.args import UsageError, check_arguments, check_prompt_arguments, json_arguments, parse_arguments
+from mcpsync.cli.connect import oauth_for, open_client, resolve
 from mcpsync.cli.output import (
     ProgressBar,
     dump_json,

@@ -31,8 +31,6 @@ if TYPE_CHECKING:
     from mcpsync.auth._loopback import LoopbackReceiver
     from mcpsync.client.client import Client
 
-__all__ = ["NotLoggedIn", "UsageError", "add_target_options", "oauth_for", "open_client", "resolve"]
-
 
 class NotLoggedIn(AuthError):
     """The server needs a login and the command may not start one by itself."""

@@ -16,8 +16,6 @@ from mcpsync.demo import server_command
 if TYPE_CHECKING:
     from mcpsync.client.client import Client
 
-__all__ = ["run_demo"]
-
 
 
 class _ProgressPrinter:

@@ -23,8 +23,6 @@ from typing import TextIO
 
 from mcpsync._version import __version__
 
-__all__ = ["EXIT_CODES", "build_parser", "exit_code", "main"]
-
 #: What each exit status means; scripts may rely on these.
 EXIT_CODES = {
     0: "success",

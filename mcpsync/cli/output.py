@@ -19,17 +19,6 @@ from typing import Any, TextIO
 from mcpsync import types
 from mcpsync.cli.args import signature
 
-__all__ = [
-    "ProgressBar",
-    "Style",
-    "dump_json",
-    "print_content",
-    "print_signatures",
-    "print_table",
-    "printable",
-    "wire",
-]
-
 #: C0 controls but tab and newline (ESC starts every escape sequence, CR overwrites a line),
 #: DEL, the C1 controls (8-bit CSI, OSC, DCS...) and the bidi overrides that reorder a line.
 _CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")

@@ -24,8 +24,6 @@ from typing import Any
 from ..auth import TokenStoreError
 from ..config import ConfigError
 
-__all__ = ["RecordCipher", "generate_key", "row_name"]
-
 _ROW = "mcpsync_row"
 
 

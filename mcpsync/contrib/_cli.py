@@ -20,8 +20,6 @@ from mcpsync.cli.args import UsageError
 
 from ._server_set import EXTRA_KEYS, read_servers
 
-__all__ = ["COMMANDS", "UsageError", "argv_for", "run"]
-
 #: The subcommands offered, and their help.
 COMMANDS = {
     "servers": "list the configured MCP servers",

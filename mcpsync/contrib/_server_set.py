@@ -44,19 +44,6 @@ from ..exceptions import ClientClosed
 from ..group import ClientGroup
 from ..shared import SharedClient
 
-__all__ = [
-    "CONFIG_KEYS",
-    "EXTRA_KEYS",
-    "NO_KEY_NEEDED",
-    "OAUTH_KEYS",
-    "Problem",
-    "ServerSet",
-    "ServerSetError",
-    "ServerSpec",
-    "read_servers",
-    "validate",
-]
-
 log = logging.getLogger(__name__)
 
 #: Entry keys :mod:`mcpsync.config` reads.

@@ -25,15 +25,6 @@ if TYPE_CHECKING:
     from mcpsync.client.client import Client
     from ._server_set import ServerSpec
 
-__all__ = [
-    "EncryptedTokenStore",
-    "ScopedTokenStore",
-    "finish_login",
-    "is_safe_next",
-    "user_client",
-    "user_oauth",
-]
-
 
 def user_oauth(spec: ServerSpec, store: TokenStore, redirect_uri: str) -> OAuth:
     """The web-app OAuth of server *spec* with a store already bound to one user."""

@@ -54,8 +54,6 @@ from mcpsync.group.errors import UnknownName
 if TYPE_CHECKING:
     from mcpsync.client.client import Client
 
-__all__ = ["ClientGroup"]
-
 log = logging.getLogger(__name__)
 
 T = TypeVar("T")

@@ -24,18 +24,6 @@ from mcpsync.exceptions import ClientClosed, ConnectionClosed
 if TYPE_CHECKING:
     from mcpsync.client.client import Client
 
-__all__ = [
-    "ClientSource",
-    "Config",
-    "Member",
-    "ToolFilter",
-    "config_members",
-    "is_config",
-    "member",
-    "separator",
-    "template_pattern",
-]
-
 T = TypeVar("T")
 #: A server of a group: a client, or a callable that makes one (called again after a crash).
 ClientSource = Union["Client", Callable[[], "Client"]]

@@ -24,8 +24,6 @@ from mcpsync.llm._names import ANTHROPIC_LIMIT, OPENAI_LIMIT, NameMap, known_map
 from mcpsync.llm._results import Outcome, anthropic_results, chat_results, outcome, responses_results
 from mcpsync.llm._schema import for_model
 
-__all__ = ["ToolCall", "field", "parse_calls", "run_calls"]
-
 log = logging.getLogger(__name__)
 
 #: provider -> (name limit, formatter of the results)

@@ -17,8 +17,6 @@ import attrs
 
 from mcpsync import types
 
-__all__ = ["Image", "Outcome", "anthropic_results", "chat_results", "outcome", "responses_results"]
-
 #: Image types both OpenAI and Anthropic take.
 IMAGE_TYPES = frozenset({"image/png", "image/jpeg", "image/gif", "image/webp"})
 _EMPTY = "(the tool returned no content)"

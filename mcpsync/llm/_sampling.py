@@ -34,8 +34,6 @@ from mcpsync.llm._names import ANTHROPIC_LIMIT, OPENAI_LIMIT, NameMap
 from mcpsync.llm._results import IMAGE_TYPES, Image, Outcome, anthropic_results, chat_results, outcome
 from mcpsync.llm._schema import anthropic_tool, openai_tool
 
-__all__ = ["anthropic_sampling_handler", "openai_sampling_handler"]
-
 Handler = Callable[[types.CreateMessageRequestParams], types.CreateMessageResult]
 #: ``approve(request)``: ``True`` to send it, a request to send instead, ``False`` to refuse.
 Approve = Callable[[types.CreateMessageRequestParams], Union[bool, types.CreateMessageRequestParams]]

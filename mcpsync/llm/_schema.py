@@ -7,8 +7,6 @@ from typing import Any
 
 from mcpsync import types
 
-__all__ = ["for_model", "object_schema", "anthropic_tool", "openai_tool"]
-
 #: Top-level keywords OpenAI and Anthropic refuse in a tool's input schema.
 _COMBINATORS = ("anyOf", "oneOf", "allOf")
 _REFUSED_TOP = ("not", "enum", "const", "if", "then", "else")

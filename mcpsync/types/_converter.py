@@ -32,7 +32,7 @@ from cattrs.gen import make_dict_structure_fn, make_dict_unstructure_fn, overrid
 
 from ..exceptions import ProtocolError, excerpt
 
-__all__ = ["converter", "from_wire", "to_wire", "wire_name"]
+__all__ = ["converter", "from_wire", "to_wire"]
 
 T = TypeVar("T")
 _Hook = Callable[[Any, Any], Any]

@@ -22,15 +22,7 @@ import attrs
 
 from ..exceptions import AppResourceError, excerpt
 
-__all__ = [
-    "APPS_EXTENSION",
-    "APP_MIME_TYPE",
-    "AppCsp",
-    "AppResource",
-    "ToolUi",
-    "app_resource",
-    "tool_ui",
-]
+__all__ = ["APPS_EXTENSION", "APP_MIME_TYPE", "AppCsp", "AppResource", "ToolUi", "app_resource"]
 
 log = logging.getLogger(__name__)
 

@@ -37,8 +37,6 @@ from ...config import ConfigError
 from ...exceptions import McpError, ToolNotVisible
 from ...types import to_wire
 
-__all__ = ["Reply", "app_call", "app_page", "origin_of", "sandbox_origin", "sandbox_page"]
-
 log = logging.getLogger(__name__)
 
 _ASSETS = Path(__file__).resolve().parent

@@ -14,8 +14,6 @@ if TYPE_CHECKING:
     from mcpsync.client.client import Client
     from ...shared import SharedClient
 
-__all__ = ["client_for_user", "get_client", "mcp", "oauth_for_user", "token_store_for"]
-
 
 def get_client(name: str | None = None) -> SharedClient:
     """The shared client of server *name* (default: the only one), connected on first use.

@@ -12,8 +12,6 @@ from typing import Any
 
 from .._server_set import NO_KEY_NEEDED, ServerSet, ServerSetError
 
-__all__ = ["SETTINGS", "build", "reset", "servers", "token_key"]
-
 #: The settings this app reads; changing any of them rebuilds the server set.
 SETTINGS = frozenset(
     {"MCP_SERVERS", "MCP_DEFAULTS", "MCP_TOKEN_KEY", "MCP_TOKEN_STORE", "MCP_TOKEN_CACHE"}

@@ -26,8 +26,6 @@ from .. import apps as host
 from . import _state
 from ._api import client_for_user
 
-__all__ = ["app", "app_call", "app_sandbox"]
-
 _SALT = "mcpsync.contrib.apps.sandbox"
 
 

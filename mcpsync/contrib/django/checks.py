@@ -15,8 +15,6 @@ from django.core import checks
 
 from .._server_set import Problem, validate
 
-__all__ = ["check_mcp_settings", "register"]
-
 
 def _message(problem: Problem) -> checks.CheckMessage:
     kind = checks.Error if problem.level == "error" else checks.Warning

@@ -26,8 +26,6 @@ from ...auth import OAuth
 from . import _state
 from ._api import oauth_for_user
 
-__all__ = ["NEXT_KEY", "callback", "connect", "disconnect"]
-
 log = logging.getLogger(__name__)
 
 #: The session key holding where to go after the login.

@@ -23,8 +23,6 @@ from .. import apps as host
 from ._blueprint import EXTENSION_KEY, blueprint
 from ._csrf import CSRF_HEADER, csrf_token
 
-__all__: list[str] = []
-
 _SALT = "mcpsync.contrib.apps.sandbox"
 
 

@@ -20,8 +20,6 @@ from .._server_set import ServerSpec
 from .._useroauth import finish_login, is_safe_next
 from ._csrf import check_csrf, csrf_token
 
-__all__ = ["blueprint", "EXTENSION_KEY", "NEXT_KEY"]
-
 log = logging.getLogger(__name__)
 
 #: Where ``MCP.init_app`` puts the extension, in ``app.extensions``.

@@ -18,8 +18,6 @@ if TYPE_CHECKING:
     from mcpsync.client.client import Client
     from ...shared import SharedClient
 
-__all__ = ["MCP"]
-
 #: The session key of an anonymous user's id (the blueprint's NEXT_KEY is the other).
 ANON_KEY = "mcpsync.user"
 
