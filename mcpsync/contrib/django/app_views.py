@@ -24,7 +24,7 @@ from django.views.decorators.http import require_GET
 
 from .. import apps as host
 from . import _state
-from ._api import client_for_user
+from . import client_for_user
 
 _SALT = "mcpsync.contrib.apps.sandbox"
 

@@ -24,7 +24,7 @@ from ...exceptions import McpError
 from .._useroauth import finish_login, is_safe_next
 from ...auth import OAuth
 from . import _state
-from ._api import oauth_for_user
+from . import oauth_for_user
 
 log = logging.getLogger(__name__)
 
