@@ -81,14 +81,12 @@ import threading
 from typing import Any, ClassVar
 
 __all__ = [
-    "McpError", "ServerError", "ParseError", "InvalidRequest", "MethodNotFound", "InvalidParams",
-    "InternalError", "ResourceNotFound", "UrlElicitationRequired", "MissingClientCapability",
-    "TaskNotFound", "TaskFailed", "TaskCancelled", "ServerUnsupportedProtocolVersion",
-    "TransportError", "ConnectionClosed", "ServerStartError", "ClientClosed", "MessageTooLarge",
-    "HTTPStatusError", "SessionExpired", "ForkedClientError", "RequestTimeout", "RequestCancelled",
-    "ProtocolError", "SkillVerificationError", "CapabilityNotSupported",
-    "UnsupportedProtocolVersion", "ToolError", "AppResourceError", "ToolNotVisible", "AuthError",
-    "HTTPAuthError"
+    "McpError", "ServerError", "ParseError", "InvalidRequest", "MethodNotFound", "InvalidParams", "InternalError",
+    "ResourceNotFound", "UrlElicitationRequired", "MissingClientCapability", "TaskNotFound", "TaskFailed",
+    "TaskCancelled", "ServerUnsupportedProtocolVersion", "TransportError", "ConnectionClosed", "ServerStartError",
+    "ClientClosed", "MessageTooLarge", "HTTPStatusError", "SessionExpired", "ForkedClientError", "RequestTimeout",
+    "RequestCancelled", "ProtocolError", "SkillVerificationError", "CapabilityNotSupported",
+    "UnsupportedProtocolVersion", "ToolError", "AppResourceError", "ToolNotVisible", "AuthError", "HTTPAuthError"
 ]
 
 _EXCERPT_LIMIT = 200
@@ -264,13 +262,7 @@ class UnsupportedProtocolVersion(McpError):
     :ivar supported: the versions the other side says it supports.
     """
 
-    def __init__(
-        self,
-        message: str,
-        *,
-        requested: str | None = None,
-        supported: list[str] | None = None,
-    ) -> None:
+    def __init__(self, message: str, *, requested: str | None = None, supported: list[str] | None = None) -> None:
         super().__init__(message)
         self.requested = requested
         self.supported = list(supported or [])
@@ -283,33 +275,14 @@ class ServerUnsupportedProtocolVersion(ServerError, UnsupportedProtocolVersion):
 
     def __init__(self, code: int, message: str, data: Any = None) -> None:
         ServerError.__init__(self, code, message, data)
-        supported: list[str] = []
-        requested: str | None = None
-        if isinstance(data, dict):
-            raw = data.get("supported")
-            if isinstance(raw, list):
-                supported = [v for v in raw if isinstance(v, str)]
-            req = data.get("requested")
-            requested = req if isinstance(req, str) else None
-        self.supported = supported
-        self.requested = requested
+        raw, requested = (data.get("supported"), data.get("requested")) if isinstance(data, dict) else (None, None)
+        self.supported = [v for v in raw if isinstance(v, str)] if isinstance(raw, list) else []
+        self.requested = requested if isinstance(requested, str) else None
 
 
-_CODES: dict[int, type[ServerError]] = {
-    cls.CODE: cls
-    for cls in (
-        ParseError,
-        InvalidRequest,
-        MethodNotFound,
-        InvalidParams,
-        InternalError,
-        ResourceNotFound,
-        UrlElicitationRequired,
-        MissingClientCapability,
-        ServerUnsupportedProtocolVersion,
-    )
-    if cls.CODE is not None
-}
+_CODES: dict[int, type[ServerError]] = {cls.CODE: cls for cls in (
+    ParseError, InvalidRequest, MethodNotFound, InvalidParams, InternalError, ResourceNotFound, UrlElicitationRequired,
+    MissingClientCapability, ServerUnsupportedProtocolVersion) if cls.CODE is not None}
 
 
 def error_from_response(error: dict[str, Any]) -> ServerError:
@@ -340,19 +313,11 @@ class ConnectionClosed(TransportError):
         server before the connection died.
     """
 
-    def __init__(
-        self,
-        message: str = "connection closed",
-        *,
-        exit_code: int | None = None,
-        stderr_tail: str = "",
-        outcome_unknown: bool = False,
-    ) -> None:
+    def __init__(self, message: str = "connection closed", *, exit_code: int | None = None, stderr_tail: str = "",
+                 outcome_unknown: bool = False) -> None:
         super().__init__(message)
         self.message = message
-        self.exit_code = exit_code
-        self.stderr_tail = stderr_tail
-        self.outcome_unknown = outcome_unknown
+        self.exit_code, self.stderr_tail, self.outcome_unknown = exit_code, stderr_tail, outcome_unknown
 
     def __str__(self) -> str:
         text = self.message
@@ -387,19 +352,10 @@ class HTTPStatusError(TransportError):
     :ivar retry_after: seconds from ``Retry-After``, if given.
     """
 
-    def __init__(
-        self,
-        status: int,
-        message: str = "",
-        *,
-        body_excerpt: str = "",
-        retry_after: float | None = None,
-    ) -> None:
+    def __init__(self, status: int, message: str = "", *, body_excerpt: str = "",
+                 retry_after: float | None = None) -> None:
         super().__init__(status, message)
-        self.status = status
-        self.message = message
-        self.body_excerpt = body_excerpt
-        self.retry_after = retry_after
+        self.status, self.message, self.body_excerpt, self.retry_after = status, message, body_excerpt, retry_after
 
     def __str__(self) -> str:
         text = f"HTTP {self.status}"
@@ -463,18 +419,14 @@ class SkillVerificationError(ProtocolError):
     :ivar actual: what the read produced, in the same form (never the content itself).
     """
 
-    def __init__(self, uri: str, check: str, expected: object = None, actual: object = None,
-                 detail: str = "") -> None:
+    def __init__(self, uri: str, check: str, expected: object = None, actual: object = None, detail: str = "") -> None:
         message = f"skill file {excerpt(uri, 120)} failed {check} verification"
         if detail:
             message += f": {detail}"
         elif expected is not None or actual is not None:
             message += f" (expected {excerpt(expected, 80)}, got {excerpt(actual, 80)})"
         super().__init__(message)
-        self.uri = uri
-        self.check = check
-        self.expected = expected
-        self.actual = actual
+        self.uri, self.check, self.expected, self.actual = uri, check, expected, actual
 
 
 class CapabilityNotSupported(McpError):
