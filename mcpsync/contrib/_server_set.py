@@ -386,3 +386,46 @@ class ServerSet:
 
 def _factory(spec: ServerSpec) -> Any:
     return lambda: Client.from_server_config(spec.config, **spec.options)
+
+
+class ServerFront:
+    """The ``mcp`` object of both integrations: the app's servers (:meth:`_servers`) by name.
+
+    ``mcp["name"]`` is :meth:`get_client`; with one server configured, ``mcp.call_tool(...)``
+    (any client method) goes to it; ``for name in mcp`` lists the names; :meth:`group` is
+    every server as one.
+    """
+
+    def _servers(self) -> ServerSet:
+        raise NotImplementedError
+
+    def get_client(self, name: str | None = None) -> SharedClient:
+        """The shared client of server *name* (default: the only one), connected on first use.
+
+        One per server per process, shared by all threads; a forked worker gets its own.
+
+        :raises mcpsync.config.ConfigError: no such server, or it is a per-user (``oauth``) one.
+        """
+        servers = self._servers()
+        return servers.get_client(name if name is not None else servers.default_name())
+
+    def __getitem__(self, name: str) -> SharedClient:
+        return self.get_client(name)
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._servers())
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._servers()
+
+    def __len__(self) -> int:
+        return len(self._servers())
+
+    def group(self) -> ClientGroup:
+        """Every server as one :class:`~mcpsync.ClientGroup` (see :meth:`ServerSet.group`)."""
+        return self._servers().group()
+
+    def __getattr__(self, attr: str) -> Any:
+        if attr.startswith("_"):
+            raise AttributeError(attr)
+        return getattr(self.get_client(), attr)

@@ -22,9 +22,9 @@ May import: Django, :mod:`mcpsync.contrib` and everything below it.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
+from .._server_set import ServerFront, ServerSet
 from . import _state
 
 if TYPE_CHECKING:
@@ -36,14 +36,8 @@ if TYPE_CHECKING:
 
 
 def get_client(name: str | None = None) -> SharedClient:
-    """The shared client of server *name* (default: the only one), connected on first use.
-
-    One per server per process, shared by all threads; a forked worker gets its own.
-
-    :raises mcpsync.config.ConfigError: no such server, or it is a per-user (``oauth``) one.
-    """
-    servers = _state.servers()
-    return servers.get_client(name if name is not None else servers.default_name())
+    """The shared client of server *name* (default: the only one); see :meth:`McpServers.get_client`."""
+    return mcp.get_client(name)
 
 
 def _user_key(user: Any) -> str:
@@ -112,42 +106,15 @@ def client_for_user(request: HttpRequest, name: str) -> Client:
     return user_client(_state.servers().spec(name), oauth_for_user(request, name))
 
 
-class McpServers:
-    """``mcp``: the configured servers.
+class McpServers(ServerFront):
+    """``mcp``: the servers of ``MCP_SERVERS`` (see :class:`~mcpsync.contrib._server_set.ServerFront`)."""
 
-    ``mcp["name"]`` is :func:`get_client`; with one server configured,
-    ``mcp.call_tool(...)`` (any client method) goes to it; ``for name in mcp``
-    lists the names; :meth:`group` is every server as one.
-    """
-
-    def __getitem__(self, name: str) -> SharedClient:
-        return get_client(name)
-
-    def __iter__(self) -> Iterator[str]:
-        return iter(_state.servers())
-
-    def __contains__(self, name: object) -> bool:
-        return name in _state.servers()
-
-    def __len__(self) -> int:
-        return len(_state.servers())
-
-    def get_client(self, name: str | None = None) -> SharedClient:
-        """Same as :func:`get_client`."""
-        return get_client(name)
+    def _servers(self) -> ServerSet:
+        return _state.servers()
 
     def for_user(self, request: HttpRequest, name: str) -> Client:
         """Same as :func:`client_for_user`."""
         return client_for_user(request, name)
-
-    def group(self) -> Any:
-        """Every server as one ClientGroup (see :meth:`ServerSet.group`)."""
-        return _state.servers().group()
-
-    def __getattr__(self, attr: str) -> Any:
-        if attr.startswith("_"):
-            raise AttributeError(attr)
-        return getattr(get_client(), attr)
 
     def __repr__(self) -> str:
         return "<mcpsync.contrib.django.mcp>"
