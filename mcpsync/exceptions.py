@@ -146,6 +146,10 @@ class McpError(Exception):
     """Base class of every exception raised by mcpsync."""
 
 
+#: JSON-RPC error code -> its class (each ``class X(ServerError, code=...)`` adds itself).
+_CODES: dict[int, type[ServerError]] = {}
+
+
 class ServerError(McpError):
     """The server answered a request with a JSON-RPC error.
 
@@ -156,6 +160,13 @@ class ServerError(McpError):
 
     #: The JSON-RPC error code this class stands for (``None`` on the base).
     CODE: ClassVar[int | None] = None
+
+    def __init_subclass__(cls, code: int | None = None, **kwargs: Any) -> None:
+        # ``class ParseError(ServerError, code=-32700)``: the class of that code.
+        super().__init_subclass__(**kwargs)
+        if code is not None:
+            cls.CODE = code
+            _CODES[code] = cls
 
     def __init__(self, code: int, message: str, data: Any = None) -> None:
         # Not super(): with multiple inheritance (ServerUnsupportedProtocolVersion)
@@ -172,55 +183,39 @@ class ServerError(McpError):
         return f"[{self.code}] {excerpt(self.message, 500)}"
 
 
-class ParseError(ServerError):
+class ParseError(ServerError, code=-32700):
     """The server could not parse what we sent (-32700)."""
 
-    CODE = -32700
 
-
-class InvalidRequest(ServerError):
+class InvalidRequest(ServerError, code=-32600):
     """The server found our request invalid (-32600)."""
 
-    CODE = -32600
 
-
-class MethodNotFound(ServerError):
+class MethodNotFound(ServerError, code=-32601):
     """The server does not implement the method (-32601)."""
 
-    CODE = -32601
 
-
-class InvalidParams(ServerError):
+class InvalidParams(ServerError, code=-32602):
     """The server rejected the parameters (-32602)."""
 
-    CODE = -32602
 
-
-class InternalError(ServerError):
+class InternalError(ServerError, code=-32603):
     """The server failed internally (-32603)."""
 
-    CODE = -32603
 
-
-class ResourceNotFound(ServerError):
+class ResourceNotFound(ServerError, code=-32002):
     """The resource does not exist (-32002)."""
 
-    CODE = -32002
 
-
-class UrlElicitationRequired(ServerError):
+class UrlElicitationRequired(ServerError, code=-32042):
     """The server needs the user to visit a URL first (-32042)."""
 
-    CODE = -32042
 
-
-class MissingClientCapability(ServerError):
+class MissingClientCapability(ServerError, code=-32021):
     """The server needs a capability (often an extension) the request did not declare.
 
     :ivar required: the ``requiredCapabilities`` object the server named (may be empty).
     """
-
-    CODE = -32021
 
     def __init__(self, code: int, message: str, data: Any = None) -> None:
         super().__init__(code, message, data)
@@ -268,21 +263,14 @@ class UnsupportedProtocolVersion(McpError):
         self.supported = list(supported or [])
 
 
-class ServerUnsupportedProtocolVersion(ServerError, UnsupportedProtocolVersion):
+class ServerUnsupportedProtocolVersion(ServerError, UnsupportedProtocolVersion, code=-32022):
     """The server answered -32022: it does not speak the requested version."""
-
-    CODE = -32022
 
     def __init__(self, code: int, message: str, data: Any = None) -> None:
         ServerError.__init__(self, code, message, data)
         raw, requested = (data.get("supported"), data.get("requested")) if isinstance(data, dict) else (None, None)
         self.supported = [v for v in raw if isinstance(v, str)] if isinstance(raw, list) else []
         self.requested = requested if isinstance(requested, str) else None
-
-
-_CODES: dict[int, type[ServerError]] = {cls.CODE: cls for cls in (
-    ParseError, InvalidRequest, MethodNotFound, InvalidParams, InternalError, ResourceNotFound, UrlElicitationRequired,
-    MissingClientCapability, ServerUnsupportedProtocolVersion) if cls.CODE is not None}
 
 
 def error_from_response(error: dict[str, Any]) -> ServerError:
