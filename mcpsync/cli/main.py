@@ -76,8 +76,9 @@ def exit_code(exc: BaseException) -> int:
                                     UnsupportedProtocolVersion)
     from mcpsync.group.errors import UnknownName
 
-    statuses = ((ConfigError, 2), (AuthError, 6), (RequestTimeout, 5), ((ServerError, CapabilityNotSupported,
-                UnknownName), 4), ((TransportError, UnsupportedProtocolVersion), 3))
+    statuses = ((ConfigError, 2), (AuthError, 6), (RequestTimeout, 5),
+                ((ServerError, CapabilityNotSupported, UnknownName), 4),
+                ((TransportError, UnsupportedProtocolVersion), 3))
     return next((status for kinds, status in statuses if isinstance(exc, kinds)), 1)
 
 
