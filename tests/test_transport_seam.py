@@ -24,7 +24,8 @@ from mcpsync.transports.base import (
     Transport,
 )
 from mcpsync.transports.http import StreamableHTTPTransport
-from mcpsync.transports.legacy_sse import AutoHTTPTransport, LegacySSETransport
+from mcpsync.transports.http.auto import AutoHTTPTransport
+from mcpsync.transports.http.legacy import LegacySSETransport
 from mcpsync.transports.memory import MemoryTransport
 from mcpsync.transports.stdio import StdioTransport
 from mcpsync.transports.websocket import WebSocketTransport
