@@ -10,15 +10,13 @@ never echoed into errors.
 
 from __future__ import annotations
 
-import json
 import logging
 import re
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urljoin, urlsplit, urlunsplit
 
-from . import _deadline
 from ._errors import DiscoveryError, IssuerMismatchError, PKCENotSupportedError, ResourceMismatchError
-from ._http import MAX_JSON_BYTES, TIMEOUT
+from ._http import MAX_JSON_BYTES, json_object, send
 from ._urlpolicy import UrlPolicy
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -45,30 +43,11 @@ log = logging.getLogger("mcpsync.auth")
 MAX_REDIRECTS = 3
 
 _TOKEN = r"[!#$%&'*+\-.^_`|~0-9A-Za-z]+"
-_ITEM_PARAM = re.compile(r"\s*(" + _TOKEN + r")\s*=\s*(.*?)\s*$", re.DOTALL)
-_ITEM_SCHEME = re.compile(r"\s*(" + _TOKEN + r")(?:\s+(.*?))?\s*$", re.DOTALL)
-
-
-def _split_items(header: str) -> list[str]:
-    """Split at commas that are not inside a quoted string."""
-    items, buf, quoted, escaped = [], [], False, False
-    for ch in header:
-        if escaped:
-            buf.append(ch)
-            escaped = False
-        elif ch == "\\" and quoted:
-            buf.append(ch)
-            escaped = True
-        elif ch == '"':
-            buf.append(ch)
-            quoted = not quoted
-        elif ch == "," and not quoted:
-            items.append("".join(buf))
-            buf = []
-        else:
-            buf.append(ch)
-    items.append("".join(buf))
-    return [item for item in items if item.strip()]
+#: One element of a ``WWW-Authenticate`` value: ``name=value`` (quoted or not), or a scheme
+#: (with its token68, if any).  Commas and spaces between elements match neither.
+_ELEMENT = re.compile(
+    rf'({_TOKEN})\s*=\s*("(?:[^"\\]|\\.)*"|[^,]*)|({_TOKEN})(?:\s+[\w.~+/-]+=*(?=\s*(?:,|$)))?'
+)
 
 
 def _unquote(value: str) -> str:
@@ -85,21 +64,11 @@ def parse_challenges(header: str | None) -> list[tuple[str, dict[str, str]]]:
     token68 values.  Parameter names are lower-cased; the first occurrence wins.
     """
     challenges: list[tuple[str, dict[str, str]]] = []
-    for item in _split_items(header or ""):
-        head = _ITEM_SCHEME.match(item)
-        # "scheme" alone, "scheme param=value" or "scheme token68" starts a challenge;
-        # "param=value" continues the current one.
-        if head and not re.match(r"\s*" + _TOKEN + r"\s*=", item):
-            params: dict[str, str] = {}
-            challenges.append((head.group(1).lower(), params))
-            rest = head.group(2) or ""
-            pm = _ITEM_PARAM.match(rest)
-            if pm:
-                params.setdefault(pm.group(1).lower(), _unquote(pm.group(2)))
-            continue
-        pm = _ITEM_PARAM.match(item)
-        if pm and challenges:
-            challenges[-1][1].setdefault(pm.group(1).lower(), _unquote(pm.group(2)))
+    for name, value, scheme in _ELEMENT.findall(header or ""):
+        if scheme:
+            challenges.append((scheme.lower(), {}))
+        elif challenges:
+            challenges[-1][1].setdefault(name.lower(), _unquote(value.strip()))
     return challenges
 
 
@@ -184,57 +153,28 @@ def resource_matches(
     return prefix and within(server_url, resource)
 
 
-def fetch_json(
-    session: requests.Session,
-    url: str,
-    policy: UrlPolicy,
-    what: str,
-    *,
-    headers: dict[str, str] | None = None,
-) -> dict[str, Any] | None:
-    """GET *url* as JSON: ``None`` on 4xx (try the next location), the object on 200.
+def fetch_json(session: requests.Session, url: str, policy: UrlPolicy, what: str) -> dict[str, Any] | None:
+    """GET *url* as JSON, following redirects under *policy*: ``None`` on 4xx (try the next
+    location), the object on 200.
 
-    :raises DiscoveryError: on 5xx, a non-JSON body, or a too-large body.
+    :raises DiscoveryError: on 5xx, a body that is not a JSON object, or a too-large body.
     """
-    import requests as _requests
-    from urllib3.exceptions import HTTPError as _ReadError
-
     current = url
     for _ in range(MAX_REDIRECTS + 1):
         policy.check(current, what)
-        try:
-            response = session.get(
-                current,
-                headers={"Accept": "application/json", **(headers or {})},
-                timeout=_deadline.bounded(TIMEOUT, what),
-                allow_redirects=False,
-                stream=True,
-            )
-        except _requests.RequestException as exc:
-            if _deadline.passed():
-                raise _deadline.expired(what) from None
-            raise DiscoveryError(f"{what}: request failed ({type(exc).__name__})") from None
-        with response:
-            if response.status_code in (301, 302, 303, 307, 308) and "Location" in response.headers:
-                current = urljoin(current, response.headers["Location"])
-                continue
-            if 400 <= response.status_code < 500:
-                return None
-            if response.status_code != 200:
-                raise DiscoveryError(f"{what}: HTTP {response.status_code} from {_safe(current)}")
-            try:
-                body = response.raw.read(MAX_JSON_BYTES + 1, decode_content=True)
-            except (_ReadError, OSError) as exc:
-                if _deadline.passed():
-                    raise _deadline.expired(what) from None
-                raise DiscoveryError(f"{what}: reading failed ({type(exc).__name__})") from None
+        response, body = send(session, "GET", current, what, DiscoveryError)
+        status = response.status_code
+        if status in (301, 302, 303, 307, 308) and "Location" in response.headers:
+            current = urljoin(current, response.headers["Location"])
+            continue
+        if 400 <= status < 500:
+            return None
+        if status != 200:
+            raise DiscoveryError(f"{what}: HTTP {status} from {_safe(current)}")
         if len(body) > MAX_JSON_BYTES:
             raise DiscoveryError(f"{what}: document larger than {MAX_JSON_BYTES} bytes")
-        try:
-            data = json.loads(body)
-        except ValueError:
-            raise DiscoveryError(f"{what}: {_safe(current)} did not return JSON") from None
-        if not isinstance(data, dict):
+        data = json_object(body)
+        if data is None:
             raise DiscoveryError(f"{what}: {_safe(current)} did not return a JSON object")
         return data
     raise DiscoveryError(f"{what}: more than {MAX_REDIRECTS} redirects")

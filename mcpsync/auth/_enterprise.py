@@ -11,9 +11,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from ..exceptions import excerpt
 from ._errors import TokenRequestError
-from ._http import post_json
+from ._http import check_token, post_json
 
 if TYPE_CHECKING:  # pragma: no cover
     import requests
@@ -75,16 +74,7 @@ class IdJagAssertion:
         finally:
             if self._session is None:
                 session.close()
-        if response.status_code != 200 or not isinstance(body.get("access_token"), str):
-            code = body.get("error") if isinstance(body.get("error"), str) else None
-            raise TokenRequestError(
-                f"token exchange refused: HTTP {response.status_code}"
-                + (f" {excerpt(code, 60)}" if code else ""),
-                error=code,
-                status=response.status_code,
-            )
+        check_token(response, body, "token exchange")
         if body.get("issued_token_type") not in (None, _ID_JAG):
-            raise TokenRequestError(
-                "token exchange returned another token type than an ID-JAG"
-            )
+            raise TokenRequestError("token exchange returned another token type than an ID-JAG")
         return str(body["access_token"])

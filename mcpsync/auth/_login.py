@@ -1,12 +1,12 @@
 """The authorization-code login's pieces: the authorization URL, the callback's checks, pending logins.
 
-Both variants of :class:`~mcpsync.auth._flow.Authorizer`'s browser login use
+Both variants of the browser login in :mod:`mcpsync.auth._flow` use
 this module: the loopback one (a local receiver catches the redirect) and the
 web-app one (``begin()`` remembers a pending login in the token store under a
 key derived from its ``state``; ``complete()`` finds it again from the
 callback URL, once).  Every function here takes plain values (metadata, the
-client registration, a store and its key) and never the Authorizer, so this
-module depends on nothing above it.
+client ID, a store and its key) and never a binding, so this module depends on
+nothing above it.
 """
 
 from __future__ import annotations
@@ -31,14 +31,8 @@ PENDING_TTL = 900.0
 
 
 def authorization_url(
-    policy: UrlPolicy,
-    meta: dict[str, Any],
-    client: dict[str, Any],
-    redirect_uri: str,
-    state: str,
-    verifier: str,
-    resource: str,
-    scope: str | None,
+    policy: UrlPolicy, meta: dict[str, Any], client_id: str, redirect_uri: str, state: str, verifier: str,
+    resource: str, scope: str | None,
 ) -> str:
     """The URL the user's browser opens to log in (PKCE S256, RFC 8707 ``resource``)."""
     endpoint = meta.get("authorization_endpoint")
@@ -47,7 +41,7 @@ def authorization_url(
     policy.check(endpoint, "authorization_endpoint")  # F3: no javascript:, file:, ...
     query = {
         "response_type": "code",
-        "client_id": client["client_id"],
+        "client_id": client_id,
         "redirect_uri": redirect_uri,
         "state": state,
         "code_challenge": s256_challenge(verifier),
