@@ -17,15 +17,6 @@ from ._oauth import BearerToken, OAuth
 from ._stores import FileTokenStore, KeyringTokenStore, MemoryTokenStore, TokenStore
 from ._workload import WorkloadIdentityAssertion
 
-__all__ = [
-    "BearerToken",
-    "FileTokenStore",
-    "IdJagAssertion",
-    "KeyringTokenStore",
-    "LoopbackLogin",
-    "MemoryTokenStore",
-    "OAuth",
-    "TokenStore",
-    "WorkloadIdentityAssertion",
-]
+__all__ = ["BearerToken", "FileTokenStore", "IdJagAssertion", "KeyringTokenStore", "LoopbackLogin",
+    "MemoryTokenStore", "OAuth", "TokenStore", "WorkloadIdentityAssertion"]
 __all__ += _errors.__all__

@@ -17,12 +17,13 @@ boundary whether or not the package is installed.
 from __future__ import annotations
 
 import base64
+import contextlib
 import hashlib
 import importlib
 import importlib.util
 import json
-import secrets
 import logging
+import secrets
 import threading
 import time
 from collections.abc import Callable
@@ -32,16 +33,7 @@ from urllib.parse import urlsplit, urlunsplit
 from ._errors import DPoPError
 from ._record import Record, Tokens
 
-__all__ = [
-    "ALGORITHM",
-    "DPoPKey",
-    "DPoPKeys",
-    "NonceCache",
-    "available",
-    "htu",
-    "jwk_thumbprint",
-    "proof_nonce",
-]
+__all__ = ["ALGORITHM", "DPoPKey", "DPoPKeys", "NonceCache", "available", "htu", "jwk_thumbprint", "proof_nonce"]
 
 log = logging.getLogger("mcpsync.auth")
 
@@ -71,12 +63,10 @@ def available() -> bool:
 def _crypto() -> tuple[Any, Any, Any]:
     """``(ec, hashes, utils)`` from ``cryptography``, or a :class:`DPoPError` naming the extra."""
     try:
-        ec = importlib.import_module("cryptography.hazmat.primitives.asymmetric.ec")
-        hashes = importlib.import_module("cryptography.hazmat.primitives.hashes")
-        utils = importlib.import_module("cryptography.hazmat.primitives.asymmetric.utils")
+        return tuple(importlib.import_module(f"cryptography.hazmat.primitives.{name}")  # type: ignore[return-value]
+                     for name in ("asymmetric.ec", "hashes", "asymmetric.utils"))
     except ImportError:
         raise DPoPError(f"DPoP needs the cryptography package ({INSTALL})") from None
-    return ec, hashes, utils
 
 
 def htu(url: str) -> str:
@@ -119,12 +109,8 @@ class DPoPKey:
         numbers = private.public_key().public_numbers()
         self._private = private
         #: The public JWK sent in every proof's header.
-        self.public_jwk: dict[str, str] = {
-            "kty": "EC",
-            "crv": "P-256",
-            "x": _b64(numbers.x.to_bytes(_COORD, "big")),
-            "y": _b64(numbers.y.to_bytes(_COORD, "big")),
-        }
+        self.public_jwk: dict[str, str] = {"kty": "EC", "crv": "P-256", "x": _b64(numbers.x.to_bytes(_COORD, "big")),
+                                           "y": _b64(numbers.y.to_bytes(_COORD, "big"))}
         #: The RFC 7638 thumbprint of :attr:`public_jwk` (public).
         self.thumbprint = jwk_thumbprint(self.public_jwk)
 
@@ -148,23 +134,12 @@ class DPoPKey:
         :raises DPoPError: the stored value is not a P-256 private JWK whose public half matches.
         """
         ec, _, _ = _crypto()
-        damaged = DPoPError(
-            "the DPoP key in the token store is damaged; log out to make a new one"
-        )
-        if not (
-            isinstance(jwk, dict)
-            and jwk.get("kty") == "EC"
-            and jwk.get("crv") == "P-256"
-            and all(isinstance(jwk.get(name), str) for name in ("d", "x", "y"))
-        ):
-            raise damaged
-        try:
-            secret = int.from_bytes(_unb64(jwk["d"]), "big")
-            key = cls(ec.derive_private_key(secret, ec.SECP256R1()))
-        except (ValueError, TypeError):
-            raise damaged from None
-        if key.public_jwk["x"] != jwk["x"] or key.public_jwk["y"] != jwk["y"]:
-            raise damaged
+        key = None
+        if isinstance(jwk, dict) and (jwk.get("kty"), jwk.get("crv")) == ("EC", "P-256") and isinstance(jwk.get("d"), str):
+            with contextlib.suppress(ValueError, TypeError):
+                key = cls(ec.derive_private_key(int.from_bytes(_unb64(jwk["d"]), "big"), ec.SECP256R1()))
+        if key is None or (key.public_jwk["x"], key.public_jwk["y"]) != (jwk.get("x"), jwk.get("y")):
+            raise DPoPError("the DPoP key in the token store is damaged; log out to make a new one")
         return key
 
     def private_jwk(self) -> dict[str, str]:
@@ -180,12 +155,8 @@ class DPoPKey:
         """
         ec, hashes, utils = _crypto()
         header = {"typ": "dpop+jwt", "alg": ALGORITHM, "jwk": self.public_jwk}
-        claims: dict[str, Any] = {
-            "jti": secrets.token_urlsafe(18),
-            "htm": method.upper(),
-            "htu": htu(url),
-            "iat": int(time.time()),
-        }
+        claims: dict[str, Any] = {"jti": secrets.token_urlsafe(18), "htm": method.upper(), "htu": htu(url),
+                                  "iat": int(time.time())}
         if nonce:
             claims["nonce"] = nonce
         if access_token is not None:

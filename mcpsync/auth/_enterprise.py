@@ -11,6 +11,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+import attrs
+
 from ._errors import TokenRequestError
 from ._http import check_token, post_json
 
@@ -24,6 +26,7 @@ _ID_TOKEN = "urn:ietf:params:oauth:token-type:id_token"
 _ID_JAG = "urn:ietf:params:oauth:token-type:id-jag"
 
 
+@attrs.define(kw_only=True, eq=False)
 class IdJagAssertion:
     """Obtain an ID-JAG from the identity provider, for one authorization server and resource.
 
@@ -33,23 +36,11 @@ class IdJagAssertion:
     :param client_secret: its secret there, if it is a confidential client.
     """
 
-    def __init__(
-        self,
-        *,
-        token_endpoint: str,
-        id_token: str,
-        client_id: str,
-        client_secret: str | None = None,
-        session: requests.Session | None = None,
-    ) -> None:
-        self.token_endpoint = token_endpoint
-        self._id_token = id_token
-        self.client_id = client_id
-        self._client_secret = client_secret
-        self._session = session
-
-    def __repr__(self) -> str:
-        return f"<IdJagAssertion token_endpoint={self.token_endpoint!r} client_id={self.client_id!r}>"
+    token_endpoint: str
+    _id_token: str = attrs.field(repr=False)
+    client_id: str
+    _client_secret: str | None = attrs.field(default=None, repr=False)
+    _session: requests.Session | None = attrs.field(default=None, repr=False)
 
     def __call__(self, issuer: str, resource: str, scope: str | None) -> str:
         """The ID-JAG for the authorization server *issuer* and the MCP server *resource*."""

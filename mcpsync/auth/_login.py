@@ -39,15 +39,8 @@ def authorization_url(
     if not isinstance(endpoint, str):
         raise DiscoveryError("authorization server metadata has no authorization_endpoint")
     policy.check(endpoint, "authorization_endpoint")  # F3: no javascript:, file:, ...
-    query = {
-        "response_type": "code",
-        "client_id": client_id,
-        "redirect_uri": redirect_uri,
-        "state": state,
-        "code_challenge": s256_challenge(verifier),
-        "code_challenge_method": "S256",
-        "resource": resource,
-    }
+    query = {"response_type": "code", "client_id": client_id, "redirect_uri": redirect_uri, "state": state,
+             "code_challenge": s256_challenge(verifier), "code_challenge_method": "S256", "resource": resource}
     if scope:
         query["scope"] = scope
     if scope and "offline_access" in scope.split():
@@ -76,13 +69,8 @@ def check_callback(meta: dict[str, Any], params: Mapping[str, str], state: str) 
 
 def code_grant(code: str, redirect_uri: str, verifier: str, resource: str) -> dict[str, str]:
     """The token request form that trades an authorization code for tokens (PKCE, RFC 8707)."""
-    return {
-        "grant_type": "authorization_code",
-        "code": code,
-        "redirect_uri": redirect_uri,
-        "code_verifier": verifier,
-        "resource": resource,
-    }
+    return {"grant_type": "authorization_code", "code": code, "redirect_uri": redirect_uri,
+            "code_verifier": verifier, "resource": resource}
 
 
 # -- web-app flow: logins in progress, kept in the token store ---------------------------------
@@ -111,13 +99,9 @@ def _legacy_pending_key(key: str, state: str) -> str:
 
 def _current(logins: Any, now: float) -> dict[str, Any]:
     """The logins in progress that have not expired (malformed entries dropped)."""
-    if not isinstance(logins, dict):
-        return {}
-    return {
-        name: entry
-        for name, entry in logins.items()
-        if isinstance(entry, dict) and now - float(entry.get("created", 0)) <= PENDING_TTL
-    }
+    items = logins.items() if isinstance(logins, dict) else ()
+    return {name: entry for name, entry in items
+            if isinstance(entry, dict) and now - float(entry.get("created", 0)) <= PENDING_TTL}
 
 
 def save_pending(store: TokenStore, key: str, pending: dict[str, Any]) -> None:
@@ -130,10 +114,8 @@ def save_pending(store: TokenStore, key: str, pending: dict[str, Any]) -> None:
     with store.lock(record_key):  # two tabs starting a login at once must both be kept
         logins = _current((store.load(record_key) or {}).get("logins"), now)
         logins[_state_name(pending["state"])] = {**pending, "created": now}
-        if len(logins) > MAX_PENDING:
-            newest = sorted(logins.items(), key=lambda item: float(item[1]["created"]))[-MAX_PENDING:]
-            logins = dict(newest)
-        store.save(record_key, {"logins": logins})
+        newest = sorted(logins.items(), key=lambda item: float(item[1]["created"]))[-MAX_PENDING:]
+        store.save(record_key, {"logins": dict(newest)})
 
 
 def take_pending(store: TokenStore, key: str, callback_url: str) -> tuple[dict[str, Any], dict[str, str]]:
@@ -150,11 +132,8 @@ def take_pending(store: TokenStore, key: str, callback_url: str) -> tuple[dict[s
     now = time.time()
     record_key = _pending_key(key)
     with store.lock(record_key):
-        record = store.load(record_key) or {}
-        logins = record.get("logins")
-        if not isinstance(logins, dict):
-            logins = {}
-        pending = logins.pop(_state_name(state), None)
+        logins = (store.load(record_key) or {}).get("logins")
+        pending = logins.pop(_state_name(state), None) if isinstance(logins, dict) else None
         if pending is not None:  # one-shot: a replayed callback finds nothing
             left = _current(logins, now)
             if left:

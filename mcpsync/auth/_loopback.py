@@ -29,6 +29,8 @@ from collections.abc import Callable
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
+import attrs
+
 from ._errors import LoginCancelled, LoginTimeout
 from ._pkce import same_secret
 
@@ -61,14 +63,8 @@ class _Handler(http.server.BaseHTTPRequestHandler):
             self._reply(400, "Login failed", "The login response does not belong to the login in progress.")
             return
         if "error" in params:
-            self._reply(
-                400,
-                "Login failed",
-                "The authorization server said: "
-                + params["error"]
-                + " "
-                + params.get("error_description", ""),
-            )
+            said = f"{params['error']} {params.get('error_description', '')}"
+            self._reply(400, "Login failed", f"The authorization server said: {said}")
         else:
             self._reply(200, "Logged in", receiver.success_text)
         receiver.deliver(params)
@@ -180,6 +176,7 @@ class LoopbackReceiver:
         self.close()
 
 
+@attrs.define(kw_only=True, eq=False)
 class LoopbackLogin:
     """Log in through the user's browser and a redirect to 127.0.0.1 (scripts, CLIs, desktop apps).
 
@@ -191,23 +188,11 @@ class LoopbackLogin:
     :param port: 0 (default) for an ephemeral port.
     """
 
-    def __init__(
-        self,
-        *,
-        open_browser: Callable[[str], Any] = webbrowser.open,
-        timeout: float = 300.0,
-        port: int = 0,
-        path: str = "/callback",
-        success_text: str = "You are logged in. You can close this window.",
-    ) -> None:
-        self.open_browser = open_browser
-        self.timeout = timeout
-        self.port = port
-        self.path = path
-        self.success_text = success_text
-
-    def __repr__(self) -> str:
-        return f"<LoopbackLogin port={self.port} timeout={self.timeout}>"
+    open_browser: Callable[[str], Any] = attrs.field(default=webbrowser.open, repr=False)
+    timeout: float = 300.0
+    port: int = 0
+    path: str = "/callback"
+    success_text: str = attrs.field(default="You are logged in. You can close this window.", repr=False)
 
     def receiver(self, preferred_port: int | None = None) -> LoopbackReceiver:
         """Bind a listener: *preferred_port* (a registered redirect) if free, else :attr:`port`."""

@@ -23,7 +23,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import threading
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any
 
 import requests
@@ -223,14 +223,10 @@ class OAuth(AuthBase):
     def _only(self) -> str:
         return ", ".join(sorted(self._bindings)) or "no server yet"
 
-    @contextlib.contextmanager
-    def _locked(self, binding: Binding) -> Iterator[None]:
+    @staticmethod
+    def _locked(binding: Binding) -> contextlib.AbstractContextManager[None]:
         """Hold *binding*'s single-flight lock, waiting at most what is left of the request's deadline."""
-        _deadline.acquire(binding.lock, "waiting for another thread's token refresh")
-        try:
-            yield
-        finally:
-            binding.lock.release()
+        return _deadline.held(binding.lock, "waiting for another thread's token refresh")
 
     def _current_tokens(self, binding: Binding) -> Tokens | None:
         """Usable tokens (refreshed first when about to expire), or ``None``."""
