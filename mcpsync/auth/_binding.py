@@ -1,6 +1,7 @@
 """One MCP server's *binding* in an :class:`~mcpsync.auth.OAuth`: its record, tokens and lock.
 
-:class:`Settings` is what the ``OAuth`` was given, shared by all its bindings.  A
+:class:`Settings` is what the ``OAuth`` was given, shared by all its bindings (a
+pre-registered client among it: :class:`Preregistered`, bound to one issuer).  A
 :class:`Binding` is one server's part: the store key and record (:meth:`Binding.load`
 refuses another server's), the tokens in use, the lock that makes refresh and login
 single-flight, the URL policy and DPoP keys, and the :attr:`~Binding.scope` the tokens may
@@ -16,19 +17,58 @@ from typing import TYPE_CHECKING, Any
 
 import attrs
 
-from ._discovery import UrlPolicy, canonical_resource, within
+from ._discovery import UrlPolicy, canonical_resource, same_issuer, within
 from ._dpop import DPoPKeys
-from ._errors import TokenStoreError
+from ._errors import IssuerMismatchError, TokenStoreError
 from ._record import Record, Tokens, to_json
 
 if TYPE_CHECKING:  # pragma: no cover
     import requests
 
     from ._loopback import LoopbackLogin
-    from ._registration import Preregistered
     from ._stores import TokenStore
 
-__all__ = ["Binding", "Settings"]
+__all__ = ["Binding", "Preregistered", "Settings"]
+
+
+class Preregistered:
+    """A client registered out of band (``client_id``, maybe a secret) with ONE authorization server.
+
+    Its credentials go to that issuer only: the one given, else the one the token
+    store remembers, else the first one seen (which is then remembered).  Metadata
+    that names another authorization server later (a compromised or switched MCP
+    server) gets :class:`IssuerMismatchError` before anything is sent to it, as a
+    dynamically registered client is never shown to another issuer either.
+    """
+
+    __slots__ = ("_lock", "client_id", "issuer", "secret")
+
+    def __init__(self, client_id: str, secret: str | None, issuer: str | None) -> None:
+        self.client_id = client_id
+        self.secret = secret
+        #: The issuer the credentials belong to (``None``: not seen yet).
+        self.issuer = issuer
+        self._lock = threading.Lock()
+
+    def __repr__(self) -> str:
+        return f"<Preregistered client_id={self.client_id!r} issuer={self.issuer!r}>"
+
+    def check(self, issuer: str, stored: str | None) -> None:
+        """Allow *issuer* (the authorization server about to get the credentials) or raise.
+
+        :param stored: the issuer a token store record bound them to earlier, if any.
+        :raises IssuerMismatchError: *issuer* is another authorization server.
+        """
+        with self._lock:
+            expected = self.issuer or stored
+            if expected is None:
+                self.issuer = issuer
+            elif not same_issuer(expected, issuer):
+                raise IssuerMismatchError(
+                    "the MCP server now names another authorization server than the one the "
+                    "pre-registered client_id belongs to; its credentials are not sent there "
+                    "(pass issuer= or a client registered with the new server)"
+                )
 
 
 @attrs.frozen

@@ -46,15 +46,8 @@ class IdJagAssertion:
         """The ID-JAG for the authorization server *issuer* and the MCP server *resource*."""
         import requests as _requests
 
-        form = {
-            "grant_type": _TOKEN_EXCHANGE,
-            "subject_token": self._id_token,
-            "subject_token_type": _ID_TOKEN,
-            "requested_token_type": _ID_JAG,
-            "audience": issuer,
-            "resource": resource,
-            "client_id": self.client_id,
-        }
+        form = {"grant_type": _TOKEN_EXCHANGE, "subject_token": self._id_token, "subject_token_type": _ID_TOKEN,
+                "requested_token_type": _ID_JAG, "audience": issuer, "resource": resource, "client_id": self.client_id}
         if self._client_secret:
             form["client_secret"] = self._client_secret
         if scope:

@@ -16,7 +16,6 @@ from urllib.parse import urlsplit
 from . import _deadline, _login, _tokens
 from ._discovery import discover_resource_metadata, discover_server_metadata, legacy_server_metadata
 from ._errors import AuthorizationRequired, DiscoveryError, RegistrationError
-from ._pkce import new_state, new_verifier
 from ._record import Record, Registration, Tokens, join_scopes, parse, scope_set, to_json
 from ._registration import registration
 
@@ -81,7 +80,7 @@ def authorize(binding: Binding, challenge: dict[str, str], granted: set[str], *,
     preferred = urlsplit(registered[0]).port if registered[0].startswith("http://127.0.0.1:") else None
     with login.receiver(preferred) as receiver:
         client = registration(binding, meta, record, receiver.redirect_uri)
-        state, verifier = new_state(), new_verifier()
+        state, verifier = _login.new_state(), _login.new_verifier()
         url = _login.authorization_url(binding.policy, meta, client.client_id, receiver.redirect_uri, state,
                                        verifier, resource, scope)
         receiver.state = state  # before the browser: a fast callback must find it
@@ -115,7 +114,7 @@ def _start(binding: Binding, prm: dict[str, Any] | None, meta: dict[str, Any], r
     if redirect_uri is None:
         raise RegistrationError("the web-app flow (login=None) needs redirect_uri=")
     client = registration(binding, meta, record, redirect_uri)
-    state, verifier = new_state(), new_verifier()
+    state, verifier = _login.new_state(), _login.new_verifier()
     _login.save_pending(binding.settings.store, binding.key, {
         "state": state, "verifier": verifier, "scope": scope, "resource": resource, "server_metadata": meta,
         "client": to_json(client), "resource_metadata": prm, "dpop_offered": dpop_offered,

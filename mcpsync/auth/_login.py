@@ -1,4 +1,5 @@
-"""The authorization-code login's pieces: the authorization URL, the callback's checks, pending logins.
+"""The authorization-code login's pieces: PKCE and state, the authorization URL, the callback's
+checks, pending logins.
 
 Both variants of the browser login in :mod:`mcpsync.auth._flow` use
 this module: the loopback one (a local receiver catches the redirect) and the
@@ -11,23 +12,46 @@ nothing above it.
 
 from __future__ import annotations
 
+import base64
 import hashlib
+import hmac
+import secrets
 import time
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 from urllib.parse import parse_qs, urlencode, urlsplit
 
 from ._errors import CallbackError, DiscoveryError, IssuerMismatchError, StateMismatchError
-from ._pkce import s256_challenge, same_secret
 
 if TYPE_CHECKING:  # pragma: no cover
     from ._discovery import UrlPolicy
     from ._stores import TokenStore
 
-__all__ = ["PENDING_TTL", "authorization_url", "check_callback", "code_grant", "save_pending", "take_pending"]
+__all__ = ["PENDING_TTL", "authorization_url", "check_callback", "code_grant", "new_state", "new_verifier",
+           "s256_challenge", "same_secret", "save_pending", "take_pending"]
 
 #: Seconds a web-app login started by ``begin()`` may take before ``complete()``.
 PENDING_TTL = 900.0
+
+
+def new_verifier() -> str:
+    """A 64-character PKCE code verifier (RFC 7636 §4.1 allows 43-128 unreserved characters)."""
+    return secrets.token_urlsafe(48)  # 48 random bytes: 384 bits of entropy
+
+
+def s256_challenge(verifier: str) -> str:
+    """``BASE64URL(SHA256(verifier))`` without padding (RFC 7636 §4.2)."""
+    return base64.urlsafe_b64encode(hashlib.sha256(verifier.encode("ascii")).digest()).rstrip(b"=").decode("ascii")
+
+
+def new_state() -> str:
+    """An unguessable ``state`` value (256 bits, from :mod:`secrets`)."""
+    return secrets.token_urlsafe(32)
+
+
+def same_secret(a: str | None, b: str | None) -> bool:
+    """Constant-time comparison; ``None`` never matches."""
+    return a is not None and b is not None and hmac.compare_digest(a.encode("utf-8"), b.encode("utf-8"))
 
 
 def authorization_url(

@@ -32,7 +32,7 @@ from urllib.parse import parse_qs, urlsplit
 import attrs
 
 from ._errors import LoginCancelled, LoginTimeout
-from ._pkce import same_secret
+from ._login import same_secret
 
 __all__ = ["LoopbackLogin", "LoopbackReceiver"]
 
@@ -72,10 +72,9 @@ class _Handler(http.server.BaseHTTPRequestHandler):
     def _reply(self, status: int, title: str, body: str) -> None:
         page = _PAGE.format(title=html.escape(title), body=html.escape(body[:500])).encode("utf-8")
         self.send_response(status)
-        self.send_header("Content-Type", "text/html; charset=utf-8")
-        self.send_header("Content-Length", str(len(page)))
-        self.send_header("Cache-Control", "no-store")
-        self.send_header("Referrer-Policy", "no-referrer")
+        for name, value in (("Content-Type", "text/html; charset=utf-8"), ("Content-Length", str(len(page))),
+                            ("Cache-Control", "no-store"), ("Referrer-Policy", "no-referrer")):
+            self.send_header(name, value)
         self.end_headers()
         self.wfile.write(page)
 

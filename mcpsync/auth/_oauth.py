@@ -31,14 +31,13 @@ from requests.auth import AuthBase
 
 from . import _deadline, _flow, _tokens
 from ..exceptions import remember_secret
-from ._binding import Binding, Settings
+from ._binding import Binding, Preregistered, Settings
 from ._discovery import canonical_resource, offers_dpop, parse_www_authenticate, wants_dpop_nonce
 from ._dpop import proof_nonce
 from ._errors import AuthError, DPoPNonceError, UnboundServerError
 from ._http import discard
 from ._loopback import LoopbackLogin
 from ._record import Tokens, scope_set
-from ._registration import Preregistered
 from ._stores import MemoryTokenStore, TokenStore
 
 __all__ = ["BearerToken", "OAuth"]
@@ -129,28 +128,13 @@ class OAuth(AuthBase):
     """
 
     def __init__(
-        self,
-        *,
-        store: TokenStore | None = None,
-        login: LoopbackLogin | None = _DEFAULT,
-        client_name: str = "mcpsync",
-        scopes: Iterable[str] | str | None = None,
-        client_id: str | None = None,
-        client_secret: str | None = None,
-        issuer: str | None = None,
-        client_metadata_url: str | None = None,
-        redirect_uri: str | None = None,
-        grant_type: str = "authorization_code",
-        private_key: Any = None,
-        signing_algorithm: str | None = None,
-        server_url: str | None = None,
-        key: str | None = None,
-        session: requests.Session | None = None,
-        max_auth_attempts: int = 3,
-        refresh_margin: float = 30.0,
-        resolve_hosts: bool = True,
-        assertion: Callable[[str, str, str | None], str] | None = None,
-        dpop: bool | None = None,
+        self, *, store: TokenStore | None = None, login: LoopbackLogin | None = _DEFAULT, client_name: str = "mcpsync",
+        scopes: Iterable[str] | str | None = None, client_id: str | None = None, client_secret: str | None = None,
+        issuer: str | None = None, client_metadata_url: str | None = None, redirect_uri: str | None = None,
+        grant_type: str = "authorization_code", private_key: Any = None, signing_algorithm: str | None = None,
+        server_url: str | None = None, key: str | None = None, session: requests.Session | None = None,
+        max_auth_attempts: int = 3, refresh_margin: float = 30.0, resolve_hosts: bool = True,
+        assertion: Callable[[str, str, str | None], str] | None = None, dpop: bool | None = None,
         resource_prefix: bool = False,
     ) -> None:
         if grant_type not in ("authorization_code", "client_credentials", "jwt_bearer"):
@@ -325,11 +309,8 @@ class OAuth(AuthBase):
             # loop (each re-send alternates with an authorization, so the number of sends stays
             # bounded by max_auth_attempts).
             if after_nonce or nonce is None or nonce == proof_nonce(proof):
-                raise DPoPNonceError(
-                    "the MCP server asked for a new DPoP nonce again"
-                    if after_nonce
-                    else "the MCP server asked for a DPoP nonce but sent none (or the same)"
-                )
+                raise DPoPNonceError("the MCP server asked for a new DPoP nonce again" if after_nonce
+                                     else "the MCP server asked for a DPoP nonce but sent none (or the same)")
             with self._locked(binding):
                 tokens = binding.tokens
             if tokens and tokens.access_token:

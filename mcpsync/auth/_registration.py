@@ -9,64 +9,22 @@ A registration is bound to the issuer that made it and never shown to another.
 from __future__ import annotations
 
 import logging
-import threading
 import time
 from typing import TYPE_CHECKING, Any
 
 from ..exceptions import excerpt
-from ._discovery import same_issuer
-from ._errors import IssuerMismatchError, RegistrationError
+from ._errors import RegistrationError
 from ._http import error_code, post_json
 from ._record import Record, Registration
 
 if TYPE_CHECKING:  # pragma: no cover
     from ._binding import Binding
 
-__all__ = ["Preregistered", "choose_auth_method", "registration"]
+__all__ = ["choose_auth_method", "registration"]
 
 log = logging.getLogger("mcpsync.auth")
 
 _SECRET_METHODS = ("client_secret_basic", "client_secret_post")
-
-
-class Preregistered:
-    """A client registered out of band (``client_id``, maybe a secret) with ONE authorization server.
-
-    Its credentials go to that issuer only: the one given, else the one the token
-    store remembers, else the first one seen (which is then remembered).  Metadata
-    that names another authorization server later (a compromised or switched MCP
-    server) gets :class:`IssuerMismatchError` before anything is sent to it, as a
-    dynamically registered client is never shown to another issuer either.
-    """
-
-    __slots__ = ("_lock", "client_id", "issuer", "secret")
-
-    def __init__(self, client_id: str, secret: str | None, issuer: str | None) -> None:
-        self.client_id = client_id
-        self.secret = secret
-        #: The issuer the credentials belong to (``None``: not seen yet).
-        self.issuer = issuer
-        self._lock = threading.Lock()
-
-    def __repr__(self) -> str:
-        return f"<Preregistered client_id={self.client_id!r} issuer={self.issuer!r}>"
-
-    def check(self, issuer: str, stored: str | None) -> None:
-        """Allow *issuer* (the authorization server about to get the credentials) or raise.
-
-        :param stored: the issuer a token store record bound them to earlier, if any.
-        :raises IssuerMismatchError: *issuer* is another authorization server.
-        """
-        with self._lock:
-            expected = self.issuer or stored
-            if expected is None:
-                self.issuer = issuer
-            elif not same_issuer(expected, issuer):
-                raise IssuerMismatchError(
-                    "the MCP server now names another authorization server than the one the "
-                    "pre-registered client_id belongs to; its credentials are not sent there "
-                    "(pass issuer= or a client registered with the new server)"
-                )
 
 
 def choose_auth_method(meta: dict[str, Any], *, has_secret: bool, has_key: bool) -> str:
@@ -118,14 +76,10 @@ def _register(binding: Binding, meta: dict[str, Any], redirect_uri: str) -> Regi
         )
     binding.policy.check(endpoint, "registration_endpoint")
     method = choose_auth_method(meta, has_secret=False, has_key=False)
-    body: dict[str, Any] = {
-        "client_name": binding.settings.client_name,
-        "redirect_uris": [redirect_uri],
-        "grant_types": ["authorization_code", "refresh_token"],
-        "response_types": ["code"],
-        "token_endpoint_auth_method": method,
-        "application_type": "native" if binding.settings.login is not None else "web",
-    }
+    body = {"client_name": binding.settings.client_name, "redirect_uris": [redirect_uri],
+            "grant_types": ["authorization_code", "refresh_token"], "response_types": ["code"],
+            "token_endpoint_auth_method": method,
+            "application_type": "native" if binding.settings.login is not None else "web"}
     # No "scope" in the registration: servers treat it as a ceiling, which would
     # make a later step-up to more scopes impossible for this client.
     response, data = post_json(

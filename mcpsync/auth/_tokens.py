@@ -14,9 +14,10 @@ import logging
 import time
 import uuid
 from typing import TYPE_CHECKING, Any
-from urllib.parse import quote, urlsplit
+from urllib.parse import quote
 
 from ..exceptions import excerpt
+from ._discovery import origin
 from ._errors import DPoPNonceError, TokenRequestError
 from ._http import check_token, post_json
 from ._record import Registration, Tokens
@@ -101,11 +102,8 @@ def request(
         if body.get("error") != "use_dpop_nonce":
             break
         if attempt or nonce is None or nonce == used:
-            raise DPoPNonceError(
-                "the authorization server asked for a new DPoP nonce again"
-                if attempt
-                else "the authorization server asked for a DPoP nonce but sent none (or the same)"
-            )
+            raise DPoPNonceError("the authorization server asked for a new DPoP nonce again" if attempt
+                                 else "the authorization server asked for a DPoP nonce but sent none (or the same)")
         log.debug("the token endpoint wants a DPoP nonce; retrying once with it")
     check_token(response, body, f"token request ({data.get('grant_type')})")
     token_type = str(body.get("token_type", "Bearer"))
@@ -138,9 +136,7 @@ def keep(binding: Binding, prm: dict[str, Any] | None, meta: dict[str, Any], cli
     """Save new tokens in the binding's record, with what they came from; *tokens*."""
     # Where the tokens may go: their resource; after the 2025-03-26 discovery (no
     # resource metadata: the server's origin is its authorization server) the origin.
-    parts = urlsplit(binding.canonical)
-    tokens.issuer, tokens.resource = meta["issuer"], resource
-    tokens.bound_to = resource if prm else f"{parts.scheme}://{parts.netloc}"
+    tokens.issuer, tokens.resource, tokens.bound_to = meta["issuer"], resource, resource if prm else origin(binding.canonical)
     with binding.settings.store.lock(binding.key):
         record = binding.load()
         record.resource_metadata, record.server_metadata, record.resource = prm, meta, resource

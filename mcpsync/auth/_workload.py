@@ -59,13 +59,10 @@ class WorkloadIdentityAssertion:
             with open(self.token_file, "rb") as handle:
                 raw = handle.read(_MAX_TOKEN + 1)
         except OSError as exc:
-            raise TokenRequestError(
-                f"cannot read the workload identity token {self.token_file}: {exc.strerror}"
-            ) from None
+            raise TokenRequestError(f"cannot read the workload identity token {self.token_file}: {exc.strerror}"
+                                    ) from None
         if len(raw) > _MAX_TOKEN:
-            raise TokenRequestError(
-                f"the workload identity token file {self.token_file} is too large for a JWT"
-            )
+            raise TokenRequestError(f"the workload identity token file {self.token_file} is too large for a JWT")
         return raw.decode("ascii", "replace").strip()
 
     def __call__(self, issuer: str, resource: str, scope: str | None) -> str:
