@@ -84,8 +84,12 @@ def test_interrupting_a_cell_blocked_in_call_tool_cancels_the_call(
     manager, client = kernel
     opened = run(client, f"import mcpsync\nclient = mcpsync.Client.stdio({sdk_server!r}).connect()")
     assert opened["status"] == "ok", opened
-    blocked = client.execute('print("calling", flush=True)\nclient.call_tool("slow", {"steps": 100, "delay": 0.1})')
-    wait_for_output(client, "calling", CELL)
+    # Interrupted only once the server runs the tool (its first progress report): an interrupt
+    # before the request is written cancels nothing on the server.
+    blocked = client.execute(
+        'client.call_tool("slow", {"steps": 100, "delay": 0.1}, progress=lambda *a: print("running", flush=True))'
+    )
+    wait_for_output(client, "running", CELL)
     manager.interrupt_kernel()
     interrupted = reply_to(client, blocked, 5.0)  # at once: the tool would run 10 s
     assert interrupted["status"] == "error" and interrupted["ename"] == "KeyboardInterrupt", interrupted

@@ -264,3 +264,13 @@ def test_a_forked_childs_death_kills_its_own_servers_and_not_its_parents(live: L
         assert live.wait_all_closed(GONE_WITHIN), f"left running: {live.open_roles()}"
     finally:
         stop_host(host)
+
+
+@pytest.mark.timeout(60)
+def test_a_fork_pool_process_that_exits_leaves_no_server() -> None:
+    """A multiprocessing (or Celery prefork) pool process ends with os._exit(), so no atexit
+    hook closes its client: its guardian must end the server that ignores EOF."""
+    script = Path(__file__).parent / "envs" / "prefork_orphan.py"
+    proc = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=45)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "left running after their pool process exited: []" in proc.stdout

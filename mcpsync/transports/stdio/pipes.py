@@ -22,6 +22,7 @@ from mcpsync.exceptions import excerpt
 __all__ = [
     "JsonLineFramer",
     "LineTooLong",
+    "new_poller",
     "readable_waiter",
     "wait_readable",
     "wait_writable",
@@ -38,12 +39,43 @@ _WARN_BURST = 5  # skipped-line warnings per window; the rest are only counted
 _WARN_WINDOW = 60.0
 
 
+class _SelectPoll:
+    """:class:`select.poll`'s interface over ``select.select``.
+
+    ``eventlet.monkey_patch()`` deletes ``select.poll`` (its green ``select``
+    module has only ``select()``); there this is the fallback, limited to
+    FD_SETSIZE descriptors like everything else under eventlet.
+    """
+
+    def __init__(self) -> None:
+        self._fds: dict[int, int] = {}
+
+    def register(self, fd: int, mask: int) -> None:
+        self._fds[fd] = mask
+
+    def unregister(self, fd: int) -> None:
+        del self._fds[fd]
+
+    def poll(self, timeout_ms: int) -> list[tuple[int, int]]:
+        read, write = ([fd for fd, ev in self._fds.items() if ev & bit] for bit in (select.POLLIN, select.POLLOUT))
+        readable, writable, _ = select.select(read, write, [], timeout_ms / 1000)
+        return [(fd, select.POLLIN) for fd in readable] + [(fd, select.POLLOUT) for fd in writable]
+
+
+def new_poller() -> select.poll:
+    """A new ``select.poll()``, or :class:`_SelectPoll` where the module has none.
+
+    ``poll`` rather than ``select``: a busy web process may hold more than
+    FD_SETSIZE descriptors.  Looked up at each call: monkey-patching (gevent's
+    green ``poll``, eventlet's removal of it) may happen after this import.
+    """
+    return select.poll() if hasattr(select, "poll") else cast("select.poll", _SelectPoll())
+
+
 def wait_readable(fd: int, timeout: float) -> bool:
     """Whether ``fd`` became readable (data, EOF or error) within ``timeout``.
 
-    ``poll`` rather than ``select``: a busy web process may hold more than
-    FD_SETSIZE descriptors.  Windows pipes cannot be polled; there the caller
-    simply blocks in ``os.read``.
+    Windows pipes cannot be polled; there the caller simply blocks in ``os.read``.
     """
     return readable_waiter(fd)(timeout)
 
@@ -52,7 +84,7 @@ def readable_waiter(fd: int) -> Callable[[float], bool]:
     """:func:`wait_readable` for one ``fd``, set up once for a reading loop."""
     if _WINDOWS:
         return lambda timeout: True
-    poll = select.poll()
+    poll = new_poller()
     poll.register(fd, select.POLLIN | select.POLLHUP | select.POLLERR)
     wait = poll.poll
 
@@ -66,7 +98,7 @@ def wait_writable(fd: int, timeout: float) -> None:
     """Block until ``fd`` can take more bytes (or broke), at most ``timeout`` seconds."""
     if _WINDOWS:
         return
-    poller = select.poll()
+    poller = new_poller()
     poller.register(fd, select.POLLOUT | select.POLLERR | select.POLLHUP)
     poller.poll(int(timeout * 1000))
 

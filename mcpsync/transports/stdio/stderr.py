@@ -32,7 +32,7 @@ from collections.abc import Callable
 from typing import IO, Any, Union
 
 from mcpsync import _fork
-from mcpsync.transports.stdio.pipes import wait_readable
+from mcpsync.transports.stdio.pipes import new_poller, wait_readable
 
 __all__ = ["StderrDrain", "StderrOption"]
 
@@ -337,7 +337,7 @@ class _SharedDrain:
         self._wake_r = self._wake_w = -1
 
     def _run(self) -> None:
-        poller = select.poll()
+        poller = new_poller()
         poller.register(self._wake_r, select.POLLIN)
         drains = self._drains
         finished: list[StderrDrain] = []

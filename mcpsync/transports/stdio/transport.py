@@ -240,7 +240,9 @@ class StdioTransport(StdoutReading, Transport):
                 proc.stdout.close()
             if self._drain is None or not self._drain.running:
                 proc.stderr.close()
-            raise ServerStartError(f"cannot start the threads for {self.describe()}") from exc
+            raise ServerStartError(
+                f"cannot start the threads for {self.describe()}: {type(exc).__name__}: {exc}"
+            ) from exc
         log.info("started MCP server %s (pid %d)", self.describe(), proc.pid)
 
     def close(self) -> None:
