@@ -213,16 +213,14 @@ class FileTokenStore(TokenStore):
 
     def save(self, key: str, record: dict[str, Any]) -> None:
         self._prepare()
-        data = json.dumps(record, separators=(",", ":")).encode("utf-8")
-        path = self._path(key)
         fd, tmp = tempfile.mkstemp(prefix=".tmp-", dir=self.directory)  # mkstemp creates 0600
         try:
             with os.fdopen(fd, "wb") as handle:
                 os.fchmod(handle.fileno(), 0o600) if hasattr(os, "fchmod") else None
-                handle.write(data)
+                handle.write(json.dumps(record, separators=(",", ":")).encode("utf-8"))
                 handle.flush()
                 os.fsync(handle.fileno())
-            os.replace(tmp, path)
+            os.replace(tmp, self._path(key))
         except BaseException:
             with contextlib.suppress(OSError):
                 os.unlink(tmp)

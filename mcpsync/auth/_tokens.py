@@ -43,7 +43,8 @@ def _client_assertion(client: Registration, meta: dict[str, Any], key: Any, algo
     if algorithm is None:
         offered = meta.get("token_endpoint_auth_signing_alg_values_supported")
         pem = key.encode() if isinstance(key, str) else key if isinstance(key, bytes) else b""
-        algorithm = offered[0] if isinstance(offered, list) and offered else "ES256" if b"EC " in pem else "RS256"
+        guess = "ES256" if b"EC " in pem else "RS256"
+        algorithm = offered[0] if isinstance(offered, list) and offered else guess
     now = int(time.time())
     claims = {"iss": client.client_id, "sub": client.client_id, "aud": meta["issuer"],
               "iat": now, "exp": now + 300, "jti": str(uuid.uuid4())}
