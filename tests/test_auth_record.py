@@ -24,7 +24,7 @@ import responses
 from mcpsync.auth import FileTokenStore, KeyringTokenStore, MemoryTokenStore, TokenStore
 from mcpsync.auth._record import Record, Registration, Tokens, to_json
 from tests.test_auth_dpop import Servers, _call
-from tests.test_auth_stores import DictKeyring, dict_keyring  # noqa: F401
+from tests.test_auth_stores import dict_keyring  # noqa: F401
 from tests.test_auth_unit import AS, MCP, SECRET, _oauth, rsps  # noqa: F401
 
 pytestmark = pytest.mark.timeout(60)

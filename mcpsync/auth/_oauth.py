@@ -24,7 +24,7 @@ import contextlib
 import logging
 import threading
 from collections.abc import Callable, Iterable
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import requests
 from requests.auth import AuthBase
