@@ -20,6 +20,9 @@ Not verbatim, and why:
 
 * ``$MCPSYNC_CLONE`` is this checkout: the quickstart's ``export MCPSYNC_CLONE="$PWD"`` runs in
   it; the other pages start with the variable set, as the quickstart leaves it.
+* deployment.rst: uWSGI listens on a free port too, serving an ``app.py`` the test writes; the
+  Celery module's ``my-mcp-server`` is a script the test puts on PATH, and its task runs eagerly
+  (``apply()``), so no Redis broker is needed.
 * gunicorn listens on a free port (``GUNICORN_CMD_ARGS=--bind``), not 8000, and the ``curl``
   lines get that port: 8000 may be taken on a shared machine. It runs in the background while
   the next block runs, and is stopped (SIGTERM) after it.
@@ -36,6 +39,7 @@ import subprocess
 import sys
 import textwrap
 import time
+import urllib.request
 import warnings
 from collections.abc import Iterator
 from pathlib import Path
@@ -523,6 +527,12 @@ def test_the_deployment_page_shows_the_examples_as_they_are(tmp_path: Path) -> N
             example_matches(block)
         elif block.kind == "literal" and block.text.startswith("signal.signal(signal.SIGTERM,"):
             a_sigterm_handler_closes_the_client(block, tmp_path)
+        elif block.kind == "literal" and "monkey" in block.text:
+            each_monkey_patch_line_works(block, tmp_path)
+        elif block.kind == "literal" and block.text.startswith("uwsgi "):
+            the_uwsgi_command_serves_a_module_level_client(block, tmp_path)
+        elif block.kind == "literal" and "from celery import Celery" in block.text:
+            the_celery_module_runs_its_task_and_closes(block, tmp_path)
         else:
             raise AssertionError(f"{block}: not run by tests/test_docs_pages.py")
 
@@ -550,6 +560,96 @@ def a_sigterm_handler_closes_the_client(block: Block, tmp_path: Path) -> None:
     while Path(f"/proc/{server}").exists() and time.monotonic() < deadline:
         time.sleep(0.05)
     assert not Path(f"/proc/{server}").exists(), "the server outlived the process"
+
+
+def each_monkey_patch_line_works(block: Block, tmp_path: Path) -> None:
+    """Each line, first thing in a program that then calls a stdio server."""
+    for line in block.text.splitlines():
+        script = tmp_path / "patched.py"
+        script.write_text(line + textwrap.dedent("""
+            import sys
+            import mcpsync
+
+            with mcpsync.Client.stdio([sys.executable, "-m", "mcpsync.demo"], timeout=30) as client:
+                print(client.call_tool("add", {"a": 1, "b": 2}).text)
+            """))
+        done = subprocess.run([sys.executable, str(script)], capture_output=True, text=True,
+                              timeout=COMMAND_TIMEOUT)
+        assert (done.returncode, done.stdout) == (0, "3\n"), f"{line}: {done.stderr[-3000:]}"
+
+
+def the_uwsgi_command_serves_a_module_level_client(block: Block, tmp_path: Path) -> None:
+    """The command as printed (on a free port, not 8000), serving an ``app.py`` with a
+    module-level client; SIGTERM stops it (``--die-on-term``)."""
+    port = free_port()
+    command = block.text.replace("127.0.0.1:8000", f"127.0.0.1:{port}")
+    # Under uWSGI, sys.executable is not a Python: the app names the interpreter.
+    (tmp_path / "app.py").write_text(textwrap.dedent(f"""\
+        import mcpsync
+
+        client = mcpsync.Client.stdio([{sys.executable!r}, "-m", "mcpsync.demo"], timeout=20)
+
+        def application(environ, start_response):
+            text = client.call_tool("add", {{"a": 2, "b": 3}}).text
+            start_response("200 OK", [("Content-Type", "text/plain")])
+            return [text.encode()]
+        """))
+    env = {**os.environ, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}"}
+    with subprocess.Popen(["bash", "-c", command], cwd=tmp_path, env=env, stdout=subprocess.DEVNULL,
+                          stderr=subprocess.PIPE, text=True, start_new_session=True) as proc:
+        try:
+            body = ""
+            deadline = time.monotonic() + COMMAND_TIMEOUT
+            while time.monotonic() < deadline and proc.poll() is None:
+                try:
+                    with urllib.request.urlopen(f"http://127.0.0.1:{port}/", timeout=30) as reply:
+                        body = reply.read().decode()
+                    break
+                except OSError:
+                    time.sleep(0.2)
+            assert body == "5", f"uwsgi answered {body!r} (exit {proc.poll()})"
+            # To the master (bash ran the one command with exec), as systemd sends it: a SIGTERM
+            # to the whole group also reaches each worker, which takes it as a slow reload.
+            proc.send_signal(signal.SIGTERM)
+            assert proc.wait(timeout=60) == 0
+        finally:
+            if proc.poll() is None:
+                os.killpg(proc.pid, signal.SIGKILL)
+                proc.wait()
+
+
+def the_celery_module_runs_its_task_and_closes(block: Block, tmp_path: Path) -> None:
+    """The module as printed, run eagerly (``apply()``: no broker, so no Redis); its
+    ``my-mcp-server`` is a script on PATH serving ``lookup``; the shutdown handler closes the
+    client."""
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    server = bin_dir / "my-mcp-server"
+    server.write_text(f"#!{sys.executable}\n" + textwrap.dedent("""\
+        from mcpsync.testing import FakeServer
+
+        server = FakeServer("lookup")
+
+        @server.tool()
+        def lookup(query: str) -> str:
+            return f"found {query}"
+
+        server.run_stdio()
+        """))
+    server.chmod(0o755)
+    (tmp_path / "tasks.py").write_text(block.text + "\n")
+    driver = textwrap.dedent("""\
+        from celery.signals import worker_process_shutdown
+        import tasks
+
+        print(tasks.lookup.apply(("mcp",)).get(timeout=30))
+        worker_process_shutdown.send(sender=None)
+        print(tasks.client.closed)
+        """)
+    env = {**os.environ, "PATH": f"{bin_dir}{os.pathsep}{os.environ['PATH']}"}
+    done = subprocess.run([sys.executable, "-c", driver], cwd=tmp_path, env=env, capture_output=True,
+                          text=True, timeout=COMMAND_TIMEOUT)
+    assert (done.returncode, done.stdout) == (0, "found mcp\nTrue\n"), done.stderr[-3000:]
 
 
 def test_no_page_includes_code_that_a_repository_page_would_not_show() -> None:

@@ -29,6 +29,7 @@ registered, then SIGKILL a second later, and exits.
 from __future__ import annotations
 
 import logging
+import os
 import socket
 import subprocess
 import sys
@@ -96,6 +97,10 @@ def _start() -> socket.socket | None:
         return None
     ours, theirs = socket.socketpair()
     try:
+        # gevent's and eventlet's sockets are non-blocking: the reaper's `read` would meet
+        # EAGAIN, take it for EOF and kill every server at once.  The flag belongs to the
+        # file, which the child shares: make its end blocking.
+        os.set_blocking(theirs.fileno(), True)
         with theirs:
             starter = subprocess.Popen(
                 ["/bin/sh", "-c", _SCRIPT], stdin=theirs.fileno(), stdout=subprocess.DEVNULL,
