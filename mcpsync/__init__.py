@@ -12,6 +12,7 @@ A :class:`Client` can be shared between threads; create it once per process.
 
 from __future__ import annotations
 
+import importlib as _importlib
 import logging
 import typing as _typing
 
@@ -27,7 +28,8 @@ from mcpsync.exceptions import *  # noqa: E402,F401,F403
 from mcpsync.exceptions import __all__ as _exc_all  # noqa: E402
 
 if _typing.TYPE_CHECKING:
-    from mcpsync.group import ClientGroup
+    from mcpsync.group import ClientGroup, UnknownName
+    from mcpsync.llm import ProviderResponseError
 
 __all__ = [
     "__version__",
@@ -43,19 +45,22 @@ __all__ = [
     "OutgoingRequest",
     "types",
     *_exc_all,
+    "UnknownName",
+    "ProviderResponseError",
 ]
 
 logging.getLogger(__name__).addHandler(logging.NullHandler())
 
 
-def __getattr__(name: str) -> object:
-    # ClientGroup is imported on first use: a process with one server should not pay for it.
-    if name == "ClientGroup":
-        from mcpsync.group import ClientGroup
+#: Imported on first use: a process with one server should not pay for the group or the LLM bridge.
+_LAZY = {"ClientGroup": "mcpsync.group", "UnknownName": "mcpsync.group", "ProviderResponseError": "mcpsync.llm"}
 
-        return ClientGroup
+
+def __getattr__(name: str) -> object:
+    if name in _LAZY:
+        return getattr(_importlib.import_module(_LAZY[name]), name)
     raise AttributeError(f"module 'mcpsync' has no attribute {name!r}")
 
 
 def __dir__() -> list[str]:
-    return sorted({*globals(), "ClientGroup"})
+    return sorted({*globals(), *_LAZY})

@@ -47,15 +47,7 @@ import attrs
 from mcpsync.exceptions import McpError
 from mcpsync.types.protocol import HANDSHAKE_VERSIONS, MODERN_VERSIONS
 
-__all__ = [
-    "ConfigError",
-    "ConfigWarning",
-    "unknown_keys",
-    "ServerConfig",
-    "UnsetVariableError",
-    "expand",
-    "load_config",
-]
+__all__ = ["ConfigError", "ConfigWarning", "ServerConfig", "UnsetVariableError", "expand", "load_config"]
 
 #: ``type``/``transport`` values and the transport they mean.
 _REMOTE_TYPES = {
@@ -81,7 +73,8 @@ _SETTINGS = {
 _STDIO_ONLY = frozenset({"closeGrace", "terminateGrace"})
 #: The values of ``mode`` (the client's ``mode=``): an era, or a protocol version to pin.
 MODES = ("auto", "legacy", "modern", *MODERN_VERSIONS, *HANDSHAKE_VERSIONS)
-_OURS = frozenset({"command", "args", "env", "cwd", "url", "serverUrl", "headers", "type",
+#: The keys of an entry mcpsync reads.
+ENTRY_KEYS = frozenset({"command", "args", "env", "cwd", "url", "serverUrl", "headers", "type",
                    "transport", "allow", "deny", "annotations", "apps", "mode", *_SETTINGS})
 #: Keys other MCP clients put in the same entries; a shared file must not warn about them.
 _FOREIGN = frozenset({
@@ -234,7 +227,8 @@ def _filters(raw: dict[str, Any], where: str) -> dict[str, Any]:
     return found
 
 
-def unknown_keys(entry: Mapping[str, Any], also: frozenset[str] = frozenset()) -> list[tuple[str, str | None]]:
+def unknown_keys(entry: Mapping[str, Any], also: frozenset[str] = frozenset(),
+                 known: frozenset[str] | None = None) -> list[tuple[str, str | None]]:
     """The keys of an ``mcpServers`` entry that neither mcpsync nor other MCP clients use,
     each with the known key it resembles (``None``: none).
 
@@ -242,16 +236,17 @@ def unknown_keys(entry: Mapping[str, Any], also: frozenset[str] = frozenset()) -
     reports them its own way (Django's system checks) passes ``warn_unknown=False``.
 
     :param also: keys the caller reads besides these (known, and offered as hints).
+    :param known: the keys of another mapping than an entry, instead of all those.
     """
-    known = sorted(_OURS | also)
+    names = sorted(ENTRY_KEYS | also if known is None else known)
     found: list[tuple[str, str | None]] = []
     for key in entry:
-        if key in known or key in _FOREIGN:
+        if key in names or (known is None and key in _FOREIGN):
             continue
         name = str(key)
-        close = difflib.get_close_matches(name, known, n=1, cutoff=0.6)
+        close = difflib.get_close_matches(name, names, n=1, cutoff=0.6)
         if not close:
-            close = [k for k in known if k.lower() == name.replace("_", "").lower()]
+            close = [k for k in names if k.lower() == name.replace("_", "").lower()]
         found.append((name, close[0] if close else None))
     return found
 
@@ -329,7 +324,11 @@ def _entry(name: str, raw: Any, environ: Mapping[str, str] | None, warn: bool = 
     raise ConfigError(f"{where}: needs 'command' (stdio) or 'url' (remote)")
 
 
-def _document(source: str | os.PathLike[str] | Mapping[str, Any]) -> tuple[Mapping[str, Any], str]:
+def read_document(source: str | os.PathLike[str] | Mapping[str, Any]) -> tuple[Mapping[str, Any], str]:
+    """The JSON object of a file (``~`` expanded) or a mapping as it is, and where it came from.
+
+    :raises ConfigError: unreadable file, bad JSON, not an object.
+    """
     if isinstance(source, Mapping):
         return source, "the configuration"
     path = Path(source).expanduser()  # "~/.cursor/mcp.json", as the shell would
@@ -347,7 +346,7 @@ def _document(source: str | os.PathLike[str] | Mapping[str, Any]) -> tuple[Mappi
 
 
 def _servers(source: str | os.PathLike[str] | Mapping[str, Any]) -> tuple[dict[str, Any], str]:
-    data, origin = _document(source)
+    data, origin = read_document(source)
     servers = data.get("mcpServers", data.get("servers"))
     if servers is None:
         raise ConfigError(f"{origin} has no 'mcpServers' (or 'servers') object")

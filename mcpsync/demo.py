@@ -22,7 +22,7 @@ from typing import Any, TextIO
 from mcpsync._version import __version__
 from mcpsync.testing import FakeServer, ToolContext
 
-__all__ = ["build_server", "main", "print_config", "server_command"]
+__all__ = ["build_server", "main"]
 
 _README = """\
 mcpsync demo server

@@ -33,8 +33,8 @@
     ├── CapabilityNotSupported            the server did not declare the capability
     ├── UnsupportedProtocolVersion        no protocol version both sides speak
     ├── ToolError                         ``CallToolResult.raise_for_error()``
-    ├── UnknownName                       no such tool/prompt/resource/server in a ClientGroup
-    ├── ProviderResponseError             an LLM response :mod:`mcpsync.llm` cannot read
+    ├── UnknownName                       no such tool/prompt/resource/server (a ``KeyError``) [group]
+    ├── ProviderResponseError             an LLM response :mod:`mcpsync.llm` cannot read     [llm]
     ├── AppResourceError                  not an MCP Apps UI resource (``ui://``, its mimeType)
     ├── ToolNotVisible                    ``call_tool(caller=...)``: the tool's visibility lacks it
     ├── ConfigError                       a bad ``mcpServers`` file or entry (also ``ValueError``) [config]
@@ -64,8 +64,8 @@
         └── NotLoggedIn                   the CLI has no token for this server               [cli]
 
 Classes marked ``[package]`` are defined in that package (``mcpsync.auth``,
-``mcpsync.config``, ...) and exported from there; the rest are defined here and exported
-from :mod:`mcpsync`.
+``mcpsync.config``, ...) and exported from there; the rest are defined here.  Every class
+of this module, ``[group]`` and ``[llm]`` are exported from :mod:`mcpsync` too.
 
 A tool result with ``isError: true`` is *data*, not an exception: call
 ``result.raise_for_error()`` to opt into :class:`ToolError`.
@@ -81,43 +81,12 @@ import threading
 from typing import Any, ClassVar
 
 __all__ = [
-    "McpError",
-    "ServerError",
-    "ParseError",
-    "InvalidRequest",
-    "MethodNotFound",
-    "InvalidParams",
-    "InternalError",
-    "ResourceNotFound",
-    "UrlElicitationRequired",
-    "MissingClientCapability",
-    "TaskNotFound",
-    "TaskFailed",
-    "TaskCancelled",
-    "ServerUnsupportedProtocolVersion",
-    "TransportError",
-    "ConnectionClosed",
-    "ServerStartError",
-    "ClientClosed",
-    "MessageTooLarge",
-    "HTTPStatusError",
-    "SessionExpired",
-    "ForkedClientError",
-    "RequestTimeout",
-    "RequestCancelled",
-    "ProtocolError",
-    "SkillVerificationError",
-    "CapabilityNotSupported",
-    "UnsupportedProtocolVersion",
-    "ToolError",
-    "UnknownName",
-    "ProviderResponseError",
-    "AppResourceError",
-    "ToolNotVisible",
-    "AuthError",
-    "HTTPAuthError",
-    "error_from_response",
-    "excerpt",
+    "McpError", "ServerError", "ParseError", "InvalidRequest", "MethodNotFound", "InvalidParams", "InternalError",
+    "ResourceNotFound", "UrlElicitationRequired", "MissingClientCapability", "TaskNotFound", "TaskFailed",
+    "TaskCancelled", "ServerUnsupportedProtocolVersion", "TransportError", "ConnectionClosed", "ServerStartError",
+    "ClientClosed", "MessageTooLarge", "HTTPStatusError", "SessionExpired", "ForkedClientError", "RequestTimeout",
+    "RequestCancelled", "ProtocolError", "SkillVerificationError", "CapabilityNotSupported",
+    "UnsupportedProtocolVersion", "ToolError", "AppResourceError", "ToolNotVisible", "AuthError", "HTTPAuthError"
 ]
 
 _EXCERPT_LIMIT = 200
@@ -177,6 +146,10 @@ class McpError(Exception):
     """Base class of every exception raised by mcpsync."""
 
 
+#: JSON-RPC error code -> its class (each ``class X(ServerError, code=...)`` adds itself).
+_CODES: dict[int, type[ServerError]] = {}
+
+
 class ServerError(McpError):
     """The server answered a request with a JSON-RPC error.
 
@@ -187,6 +160,13 @@ class ServerError(McpError):
 
     #: The JSON-RPC error code this class stands for (``None`` on the base).
     CODE: ClassVar[int | None] = None
+
+    def __init_subclass__(cls, code: int | None = None, **kwargs: Any) -> None:
+        # ``class ParseError(ServerError, code=-32700)``: the class of that code.
+        super().__init_subclass__(**kwargs)
+        if code is not None:
+            cls.CODE = code
+            _CODES[code] = cls
 
     def __init__(self, code: int, message: str, data: Any = None) -> None:
         # Not super(): with multiple inheritance (ServerUnsupportedProtocolVersion)
@@ -203,55 +183,39 @@ class ServerError(McpError):
         return f"[{self.code}] {excerpt(self.message, 500)}"
 
 
-class ParseError(ServerError):
+class ParseError(ServerError, code=-32700):
     """The server could not parse what we sent (-32700)."""
 
-    CODE = -32700
 
-
-class InvalidRequest(ServerError):
+class InvalidRequest(ServerError, code=-32600):
     """The server found our request invalid (-32600)."""
 
-    CODE = -32600
 
-
-class MethodNotFound(ServerError):
+class MethodNotFound(ServerError, code=-32601):
     """The server does not implement the method (-32601)."""
 
-    CODE = -32601
 
-
-class InvalidParams(ServerError):
+class InvalidParams(ServerError, code=-32602):
     """The server rejected the parameters (-32602)."""
 
-    CODE = -32602
 
-
-class InternalError(ServerError):
+class InternalError(ServerError, code=-32603):
     """The server failed internally (-32603)."""
 
-    CODE = -32603
 
-
-class ResourceNotFound(ServerError):
+class ResourceNotFound(ServerError, code=-32002):
     """The resource does not exist (-32002)."""
 
-    CODE = -32002
 
-
-class UrlElicitationRequired(ServerError):
+class UrlElicitationRequired(ServerError, code=-32042):
     """The server needs the user to visit a URL first (-32042)."""
 
-    CODE = -32042
 
-
-class MissingClientCapability(ServerError):
+class MissingClientCapability(ServerError, code=-32021):
     """The server needs a capability (often an extension) the request did not declare.
 
     :ivar required: the ``requiredCapabilities`` object the server named (may be empty).
     """
-
-    CODE = -32021
 
     def __init__(self, code: int, message: str, data: Any = None) -> None:
         super().__init__(code, message, data)
@@ -293,52 +257,20 @@ class UnsupportedProtocolVersion(McpError):
     :ivar supported: the versions the other side says it supports.
     """
 
-    def __init__(
-        self,
-        message: str,
-        *,
-        requested: str | None = None,
-        supported: list[str] | None = None,
-    ) -> None:
+    def __init__(self, message: str, *, requested: str | None = None, supported: list[str] | None = None) -> None:
         super().__init__(message)
         self.requested = requested
         self.supported = list(supported or [])
 
 
-class ServerUnsupportedProtocolVersion(ServerError, UnsupportedProtocolVersion):
+class ServerUnsupportedProtocolVersion(ServerError, UnsupportedProtocolVersion, code=-32022):
     """The server answered -32022: it does not speak the requested version."""
-
-    CODE = -32022
 
     def __init__(self, code: int, message: str, data: Any = None) -> None:
         ServerError.__init__(self, code, message, data)
-        supported: list[str] = []
-        requested: str | None = None
-        if isinstance(data, dict):
-            raw = data.get("supported")
-            if isinstance(raw, list):
-                supported = [v for v in raw if isinstance(v, str)]
-            req = data.get("requested")
-            requested = req if isinstance(req, str) else None
-        self.supported = supported
-        self.requested = requested
-
-
-_CODES: dict[int, type[ServerError]] = {
-    cls.CODE: cls
-    for cls in (
-        ParseError,
-        InvalidRequest,
-        MethodNotFound,
-        InvalidParams,
-        InternalError,
-        ResourceNotFound,
-        UrlElicitationRequired,
-        MissingClientCapability,
-        ServerUnsupportedProtocolVersion,
-    )
-    if cls.CODE is not None
-}
+        raw, requested = (data.get("supported"), data.get("requested")) if isinstance(data, dict) else (None, None)
+        self.supported = [v for v in raw if isinstance(v, str)] if isinstance(raw, list) else []
+        self.requested = requested if isinstance(requested, str) else None
 
 
 def error_from_response(error: dict[str, Any]) -> ServerError:
@@ -369,19 +301,11 @@ class ConnectionClosed(TransportError):
         server before the connection died.
     """
 
-    def __init__(
-        self,
-        message: str = "connection closed",
-        *,
-        exit_code: int | None = None,
-        stderr_tail: str = "",
-        outcome_unknown: bool = False,
-    ) -> None:
+    def __init__(self, message: str = "connection closed", *, exit_code: int | None = None, stderr_tail: str = "",
+                 outcome_unknown: bool = False) -> None:
         super().__init__(message)
         self.message = message
-        self.exit_code = exit_code
-        self.stderr_tail = stderr_tail
-        self.outcome_unknown = outcome_unknown
+        self.exit_code, self.stderr_tail, self.outcome_unknown = exit_code, stderr_tail, outcome_unknown
 
     def __str__(self) -> str:
         text = self.message
@@ -416,19 +340,10 @@ class HTTPStatusError(TransportError):
     :ivar retry_after: seconds from ``Retry-After``, if given.
     """
 
-    def __init__(
-        self,
-        status: int,
-        message: str = "",
-        *,
-        body_excerpt: str = "",
-        retry_after: float | None = None,
-    ) -> None:
+    def __init__(self, status: int, message: str = "", *, body_excerpt: str = "",
+                 retry_after: float | None = None) -> None:
         super().__init__(status, message)
-        self.status = status
-        self.message = message
-        self.body_excerpt = body_excerpt
-        self.retry_after = retry_after
+        self.status, self.message, self.body_excerpt, self.retry_after = status, message, body_excerpt, retry_after
 
     def __str__(self) -> str:
         text = f"HTTP {self.status}"
@@ -492,18 +407,14 @@ class SkillVerificationError(ProtocolError):
     :ivar actual: what the read produced, in the same form (never the content itself).
     """
 
-    def __init__(self, uri: str, check: str, expected: object = None, actual: object = None,
-                 detail: str = "") -> None:
+    def __init__(self, uri: str, check: str, expected: object = None, actual: object = None, detail: str = "") -> None:
         message = f"skill file {excerpt(uri, 120)} failed {check} verification"
         if detail:
             message += f": {detail}"
         elif expected is not None or actual is not None:
             message += f" (expected {excerpt(expected, 80)}, got {excerpt(actual, 80)})"
         super().__init__(message)
-        self.uri = uri
-        self.check = check
-        self.expected = expected
-        self.actual = actual
+        self.uri, self.check, self.expected, self.actual = uri, check, expected, actual
 
 
 class CapabilityNotSupported(McpError):
@@ -530,29 +441,6 @@ class ToolError(McpError):
     def __init__(self, message: str, result: Any = None) -> None:
         super().__init__(message)
         self.result = result
-
-
-class UnknownName(McpError, KeyError):
-    """A :class:`~mcpsync.ClientGroup` has no tool, prompt, resource or server of that name.
-
-    Also a ``KeyError`` (``group["nope"]``).
-
-    :ivar kind: ``"tool"``, ``"prompt"``, ``"resource"`` or ``"server"``.
-    :ivar name: the name asked for.
-    """
-
-    def __init__(self, kind: str, name: str, detail: str = "") -> None:
-        super().__init__(kind, name)
-        self.kind = kind
-        self.name = name
-        self.detail = detail
-
-    def __str__(self) -> str:
-        return f"no {self.kind} {excerpt(self.name, 120)!r}{self.detail}"
-
-
-class ProviderResponseError(McpError, ValueError):
-    """An LLM provider's response is not one :mod:`mcpsync.llm` can read."""
 
 
 class AppResourceError(McpError):

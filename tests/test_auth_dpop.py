@@ -399,10 +399,10 @@ def test_choosing_dpop(rsps: responses.RequestsMock, monkeypatch: pytest.MonkeyP
     assert record is not None and "dpop_key" not in record
     assert record["tokens"]["token_type"] == "Bearer"
     assert servers.token_requests[-1]["proof"] is None
-    from mcpsync.auth._flow import Authorizer
+    from mcpsync.auth._binding import Binding
 
     flow = _oauth()._binding(MCP)
-    assert isinstance(flow, Authorizer)
+    assert isinstance(flow, Binding)
     meta = _as_meta(dpop_signing_alg_values_supported=["ES256"])
     # The AS offers DPoP; the MCP server decides: nothing said (a Bearer-only server) -> bearer;
     # a DPoP challenge or DPoP in its metadata -> DPoP; its algorithms without ES256 -> bearer.

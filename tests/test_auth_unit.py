@@ -37,7 +37,7 @@ from mcpsync.auth._discovery import (
     parse_www_authenticate,
     resource_matches,
 )
-from mcpsync.auth._pkce import new_verifier, s256_challenge
+from mcpsync.auth._login import new_verifier, s256_challenge
 from tests.contrib_support import free_port
 
 pytestmark = pytest.mark.timeout(30)

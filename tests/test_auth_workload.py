@@ -242,7 +242,7 @@ def test_identity_provider_refusals_are_typed_and_secret_free(
     with pytest.raises(TokenRequestError) as info:
         _call(auth)
     assert seen == []  # nothing reached the MCP server's authorization server
-    texts = [str(info.value), repr(info.value), repr(auth), repr(auth._assertion)]
+    texts = [str(info.value), repr(info.value), repr(auth), repr(auth.settings.assertion), repr(auth.settings)]
     texts += [r.getMessage() for r in caplog.records]
     assert not [t for t in texts if SECRET in t]
 

@@ -135,7 +135,7 @@ def test_tool_error_exits_1_with_the_content_printed(sdk_cmd: str) -> None:
         (["--config", "/nonexistent.json", "--server", "x", "tools"], 2, "cannot read"),
         (["--stdio", DEMO, "call", "add", "oops"], 2, "expected key=value"),
         (["--stdio", DEMO, "call", "add", "--args", "[1]"], 2, "must be a JSON object"),
-        (["--stdio", DEMO, "call", "nope"], 4, "the server has no tool 'nope'; its tools: add, "),
+        (["--stdio", DEMO, "call", "nope"], 4, "no tool 'nope' on the server; its tools: add, "),
         (["--stdio", DEMO, "call", "nope", "--no-check"], 4, "InvalidParams"),
         (["--stdio", "/nonexistent/server-binary", "tools"], 3, "ServerStartError"),
         # The server exits at once: it "closed its stdout", or (when that is seen first)
@@ -161,7 +161,7 @@ def test_debug_shows_the_traceback() -> None:
     proc = mcpsync("--debug", "--stdio", DEMO, "call", "nope")
     assert proc.returncode == 4
     assert "Traceback (most recent call last)" in proc.stderr
-    assert proc.stderr.rstrip().endswith("mcpsync: error: UnknownName: the server has no tool 'nope';"
+    assert proc.stderr.rstrip().endswith("mcpsync: error: UnknownName: no tool 'nope' on the server;"
                                          " its tools: add, countdown, echo, weather")
 
 
@@ -407,7 +407,7 @@ def test_refused_connection_says_so_with_the_whole_url() -> None:
     [
         (["greet"], 2, "UsageError: prompt 'greet': missing required argument 'name'"),
         (["greet", "name=Ada", "tone=x"], 2, "UsageError: prompt 'greet': unknown argument 'tone'"),
-        (["gree", "name=Ada"], 4, "UnknownName: the server has no prompt 'gree'; its prompts: greet"),
+        (["gree", "name=Ada"], 4, "UnknownName: no prompt 'gree' on the server; its prompts: greet"),
     ],
 )
 def test_prompt_checks_its_arguments_before_sending(argv: list[str], code: int, first: str) -> None:

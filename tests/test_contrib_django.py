@@ -228,7 +228,8 @@ def test_a_sealed_record_copied_to_another_users_row_is_refused(kind: str) -> No
     from mcpsync.auth import TokenStoreError
     from mcpsync.contrib._cipher import RecordCipher
     from mcpsync.contrib.django.models import McpToken
-    from mcpsync.contrib.django.stores import CacheTokenStore, DatabaseTokenStore, _hash
+    from mcpsync.contrib._cipher import digest
+    from mcpsync.contrib.django.stores import CacheTokenStore, DatabaseTokenStore
 
     cls = DatabaseTokenStore if kind == "database" else CacheTokenStore
     victim, attacker = cls("victim", RecordCipher(TEST_KEY)), cls("attacker", RecordCipher(TEST_KEY))
@@ -237,9 +238,9 @@ def test_a_sealed_record_copied_to_another_users_row_is_refused(kind: str) -> No
     attacker.save(url, {"tokens": {"access_token": "attacker"}})
     victim.save(other, {"tokens": {"access_token": "victim-other"}})
     if kind == "database":
-        stolen = McpToken.objects.get(user_key="victim", key_hash=_hash(url)).sealed
-        McpToken.objects.filter(user_key="attacker", key_hash=_hash(url)).update(sealed=stolen)
-        McpToken.objects.filter(user_key="victim", key_hash=_hash(other)).update(sealed=stolen)
+        stolen = McpToken.objects.get(user_key="victim", key_hash=digest(url)).sealed
+        McpToken.objects.filter(user_key="attacker", key_hash=digest(url)).update(sealed=stolen)
+        McpToken.objects.filter(user_key="victim", key_hash=digest(other)).update(sealed=stolen)
     else:
         stolen = cache.get(victim._key(url))
         cache.set(attacker._key(url), stolen)

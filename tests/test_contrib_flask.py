@@ -17,7 +17,7 @@ from cryptography.fernet import Fernet
 
 from mcpsync.config import ConfigError
 from mcpsync.exceptions import McpError
-from mcpsync.contrib._servers import ServerSetError
+from mcpsync.contrib._server_set import ServerSetError
 from mcpsync.contrib.flask import MCP
 from tests.auth_server.conftest_auth import (  # noqa: F401
     auth_server,

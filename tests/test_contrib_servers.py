@@ -12,7 +12,7 @@ from mcpsync.auth import MemoryTokenStore, TokenStoreError
 from mcpsync.config import ConfigError, ConfigWarning
 from mcpsync.contrib._cipher import RecordCipher, generate_key
 from mcpsync.contrib._cli import argv_for
-from mcpsync.contrib._servers import ServerSet, ServerSetError, validate
+from mcpsync.contrib._server_set import ServerSet, ServerSetError, validate
 from mcpsync.contrib._useroauth import EncryptedTokenStore, ScopedTokenStore, is_safe_next
 from mcpsync.testing.token_store import TokenStoreContract
 from tests.contrib_support import DEMO, TEST_KEY

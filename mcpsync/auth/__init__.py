@@ -9,58 +9,14 @@ it through ``requests``' auth hooks, and it never imports a transport or the cli
 
 from __future__ import annotations
 
+from . import _errors
 from ._enterprise import IdJagAssertion
-from ._errors import (
-    AuthError,
-    AuthorizationRequired,
-    CallbackError,
-    DiscoveryError,
-    DPoPError,
-    DPoPNonceError,
-    InsecureTokenStoreError,
-    IssuerMismatchError,
-    LoginCancelled,
-    LoginTimeout,
-    PKCENotSupportedError,
-    RegistrationError,
-    ResourceMismatchError,
-    SSRFBlockedError,
-    StateMismatchError,
-    TokenRequestError,
-    TokenStoreError,
-    UnboundServerError,
-)
+from ._errors import *  # noqa: F403 - every error, as listed in _errors.__all__
 from ._loopback import LoopbackLogin
 from ._oauth import BearerToken, OAuth
 from ._stores import FileTokenStore, KeyringTokenStore, MemoryTokenStore, TokenStore
 from ._workload import WorkloadIdentityAssertion
 
-__all__ = [
-    "AuthError",
-    "AuthorizationRequired",
-    "BearerToken",
-    "CallbackError",
-    "DPoPError",
-    "DPoPNonceError",
-    "DiscoveryError",
-    "FileTokenStore",
-    "IdJagAssertion",
-    "InsecureTokenStoreError",
-    "IssuerMismatchError",
-    "KeyringTokenStore",
-    "LoginCancelled",
-    "LoginTimeout",
-    "LoopbackLogin",
-    "MemoryTokenStore",
-    "OAuth",
-    "PKCENotSupportedError",
-    "RegistrationError",
-    "ResourceMismatchError",
-    "SSRFBlockedError",
-    "StateMismatchError",
-    "TokenRequestError",
-    "TokenStore",
-    "TokenStoreError",
-    "UnboundServerError",
-    "WorkloadIdentityAssertion",
-]
+__all__ = ["BearerToken", "FileTokenStore", "IdJagAssertion", "KeyringTokenStore", "LoopbackLogin",
+    "MemoryTokenStore", "OAuth", "TokenStore", "WorkloadIdentityAssertion"]
+__all__ += _errors.__all__

@@ -7,7 +7,7 @@ A transport that bounds a request by a deadline puts it on the
 makes it the current thread's budget with :func:`within`.  Everything the
 handler then does on the network (discovery, registration, the token request)
 waits at most what is left (:func:`bounded`), and each lock it takes is
-waited for only as long (:func:`acquire`); past the deadline it raises
+waited for only as long (:func:`held`); past the deadline it raises
 :class:`~mcpsync.exceptions.RequestTimeout`, not an :class:`AuthError`.
 
 An interactive loopback login is the one exception (:func:`suspended`): the
@@ -28,7 +28,7 @@ from typing import Any
 
 from ..exceptions import RequestTimeout
 
-__all__ = ["ATTRIBUTE", "acquire", "bounded", "capped", "expired", "of", "remaining", "suspended", "within"]
+__all__ = ["ATTRIBUTE", "bounded", "capped", "expired", "held", "of", "passed", "remaining", "suspended", "within"]
 
 #: The ``PreparedRequest`` attribute a transport sets to the request's deadline.
 ATTRIBUTE = "mcpsync_deadline"
@@ -105,14 +105,18 @@ def passed() -> bool:
     return left is not None and left <= 0.01
 
 
-def acquire(lock: Any, what: str) -> None:
-    """Take *lock* (a ``threading`` lock), waiting at most what is left of the budget.
+@contextlib.contextmanager
+def held(lock: Any, what: str) -> Iterator[None]:
+    """Hold *lock* (a ``threading`` lock), waiting at most what is left of the budget.
 
     :raises RequestTimeout: when the budget runs out first (*lock* not held).
     """
     left = remaining()
     if left is None:
         lock.acquire()
-        return
-    if left <= 0 or not lock.acquire(timeout=left):
+    elif left <= 0 or not lock.acquire(timeout=left):
         raise expired(what)
+    try:
+        yield
+    finally:
+        lock.release()

@@ -10,65 +10,32 @@ never echoed into errors.
 
 from __future__ import annotations
 
-import json
 import logging
 import re
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urljoin, urlsplit, urlunsplit
 
-from . import _deadline
 from ._errors import DiscoveryError, IssuerMismatchError, PKCENotSupportedError, ResourceMismatchError
-from ._http import MAX_JSON_BYTES, TIMEOUT
+from ._http import MAX_JSON_BYTES, json_object, send
 from ._urlpolicy import UrlPolicy
 
 if TYPE_CHECKING:  # pragma: no cover
     import requests
 
-__all__ = [
-    "UrlPolicy",
-    "canonical_resource",
-    "discover_resource_metadata",
-    "discover_server_metadata",
-    "fetch_json",
-    "legacy_server_metadata",
-    "offers_dpop",
-    "parse_challenges",
-    "parse_www_authenticate",
-    "resource_matches",
-    "same_issuer",
-    "wants_dpop_nonce",
-    "within",
-]
+__all__ = ["UrlPolicy", "canonical_resource", "discover_resource_metadata", "discover_server_metadata",
+    "fetch_json", "legacy_server_metadata", "offers_dpop", "origin", "parse_challenges", "parse_www_authenticate",
+    "resource_matches", "same_issuer", "wants_dpop_nonce", "within"]
 
 log = logging.getLogger("mcpsync.auth")
 
 MAX_REDIRECTS = 3
 
 _TOKEN = r"[!#$%&'*+\-.^_`|~0-9A-Za-z]+"
-_ITEM_PARAM = re.compile(r"\s*(" + _TOKEN + r")\s*=\s*(.*?)\s*$", re.DOTALL)
-_ITEM_SCHEME = re.compile(r"\s*(" + _TOKEN + r")(?:\s+(.*?))?\s*$", re.DOTALL)
-
-
-def _split_items(header: str) -> list[str]:
-    """Split at commas that are not inside a quoted string."""
-    items, buf, quoted, escaped = [], [], False, False
-    for ch in header:
-        if escaped:
-            buf.append(ch)
-            escaped = False
-        elif ch == "\\" and quoted:
-            buf.append(ch)
-            escaped = True
-        elif ch == '"':
-            buf.append(ch)
-            quoted = not quoted
-        elif ch == "," and not quoted:
-            items.append("".join(buf))
-            buf = []
-        else:
-            buf.append(ch)
-    items.append("".join(buf))
-    return [item for item in items if item.strip()]
+#: One element of a ``WWW-Authenticate`` value: ``name=value`` (quoted or not), or a scheme
+#: (with its token68, if any).  Commas and spaces between elements match neither.
+_ELEMENT = re.compile(
+    rf'({_TOKEN})\s*=\s*("(?:[^"\\]|\\.)*"|[^,]*)|({_TOKEN})(?:\s+[\w.~+/-]+=*(?=\s*(?:,|$)))?'
+)
 
 
 def _unquote(value: str) -> str:
@@ -85,21 +52,11 @@ def parse_challenges(header: str | None) -> list[tuple[str, dict[str, str]]]:
     token68 values.  Parameter names are lower-cased; the first occurrence wins.
     """
     challenges: list[tuple[str, dict[str, str]]] = []
-    for item in _split_items(header or ""):
-        head = _ITEM_SCHEME.match(item)
-        # "scheme" alone, "scheme param=value" or "scheme token68" starts a challenge;
-        # "param=value" continues the current one.
-        if head and not re.match(r"\s*" + _TOKEN + r"\s*=", item):
-            params: dict[str, str] = {}
-            challenges.append((head.group(1).lower(), params))
-            rest = head.group(2) or ""
-            pm = _ITEM_PARAM.match(rest)
-            if pm:
-                params.setdefault(pm.group(1).lower(), _unquote(pm.group(2)))
-            continue
-        pm = _ITEM_PARAM.match(item)
-        if pm and challenges:
-            challenges[-1][1].setdefault(pm.group(1).lower(), _unquote(pm.group(2)))
+    for name, value, scheme in _ELEMENT.findall(header or ""):
+        if scheme:
+            challenges.append((scheme.lower(), {}))
+        elif challenges:
+            challenges[-1][1].setdefault(name.lower(), _unquote(value.strip()))
     return challenges
 
 
@@ -131,6 +88,12 @@ def wants_dpop_nonce(header: str | None) -> bool:
     )
 
 
+def origin(url: str) -> str:
+    """``scheme://host[:port]`` of *url*, as written."""
+    parts = urlsplit(url)
+    return f"{parts.scheme}://{parts.netloc}"
+
+
 def canonical_resource(url: str) -> str:
     """The canonical resource URI of an MCP server URL (RFC 8707 / MCP §Resource Parameter).
 
@@ -139,30 +102,23 @@ def canonical_resource(url: str) -> str:
     """
     parts = urlsplit(url)
     host = (parts.hostname or "").lower()
-    if ":" in host:
-        host = f"[{host}]"
-    default = {"http": 80, "https": 443}.get(parts.scheme.lower())
-    if parts.port and parts.port != default:
+    host = f"[{host}]" if ":" in host else host
+    if parts.port and parts.port != {"http": 80, "https": 443}.get(parts.scheme.lower()):
         host += f":{parts.port}"
-    path = parts.path.rstrip("/")
-    return urlunsplit((parts.scheme.lower(), host, path, "", ""))
+    return urlunsplit((parts.scheme.lower(), host, parts.path.rstrip("/"), "", ""))
 
 
 def within(url: str, resource: str) -> bool:
     """Whether *url* lies in *resource* (RFC 8707): same origin, and the resource's path or below it."""
-    res, target = urlsplit(canonical_resource(resource)), urlsplit(canonical_resource(url))
-    if (res.scheme, res.netloc) != (target.scheme, target.netloc):
-        return False
-    return target.path == res.path or target.path.startswith(res.path + "/")
+    res, target = canonical_resource(resource), canonical_resource(url)
+    return origin(res) == origin(target) and (target == res or target.startswith(res + "/"))
 
 
 #: The path of an origin's own RFC 9728 metadata document (no resource path inserted).
 ROOT_METADATA = "/.well-known/oauth-protected-resource"
 
 
-def resource_matches(
-    resource: str, server_url: str, metadata_url: str | None = None, *, prefix: bool = False
-) -> bool:
+def resource_matches(resource: str, server_url: str, metadata_url: str | None = None, *, prefix: bool = False) -> bool:
     """Whether metadata naming *resource* may be used for *server_url* (RFC 9728 §3.3).
 
     The resource must be the server's own URL (in canonical form), or its origin when the
@@ -171,70 +127,32 @@ def resource_matches(
     (an opt-in): a server at ``/mcp`` must not get a token for the whole origin.
     """
     res, srv = canonical_resource(resource), canonical_resource(server_url)
-    if res == srv:
-        return True
-    parts = urlsplit(srv)
-    origin = urlunsplit((parts.scheme, parts.netloc, "", "", ""))
-    if (
-        res == origin
-        and metadata_url is not None
-        and canonical_resource(metadata_url) == origin + ROOT_METADATA
-    ):
-        return True
-    return prefix and within(server_url, resource)
+    root = res == origin(srv) and canonical_resource(metadata_url or "") == origin(srv) + ROOT_METADATA
+    return res == srv or root or (prefix and within(server_url, resource))
 
 
-def fetch_json(
-    session: requests.Session,
-    url: str,
-    policy: UrlPolicy,
-    what: str,
-    *,
-    headers: dict[str, str] | None = None,
-) -> dict[str, Any] | None:
-    """GET *url* as JSON: ``None`` on 4xx (try the next location), the object on 200.
+def fetch_json(session: requests.Session, url: str, policy: UrlPolicy, what: str) -> dict[str, Any] | None:
+    """GET *url* as JSON, following redirects under *policy*: ``None`` on 4xx (try the next
+    location), the object on 200.
 
-    :raises DiscoveryError: on 5xx, a non-JSON body, or a too-large body.
+    :raises DiscoveryError: on 5xx, a body that is not a JSON object, or a too-large body.
     """
-    import requests as _requests
-    from urllib3.exceptions import HTTPError as _ReadError
-
     current = url
     for _ in range(MAX_REDIRECTS + 1):
         policy.check(current, what)
-        try:
-            response = session.get(
-                current,
-                headers={"Accept": "application/json", **(headers or {})},
-                timeout=_deadline.bounded(TIMEOUT, what),
-                allow_redirects=False,
-                stream=True,
-            )
-        except _requests.RequestException as exc:
-            if _deadline.passed():
-                raise _deadline.expired(what) from None
-            raise DiscoveryError(f"{what}: request failed ({type(exc).__name__})") from None
-        with response:
-            if response.status_code in (301, 302, 303, 307, 308) and "Location" in response.headers:
-                current = urljoin(current, response.headers["Location"])
-                continue
-            if 400 <= response.status_code < 500:
-                return None
-            if response.status_code != 200:
-                raise DiscoveryError(f"{what}: HTTP {response.status_code} from {_safe(current)}")
-            try:
-                body = response.raw.read(MAX_JSON_BYTES + 1, decode_content=True)
-            except (_ReadError, OSError) as exc:
-                if _deadline.passed():
-                    raise _deadline.expired(what) from None
-                raise DiscoveryError(f"{what}: reading failed ({type(exc).__name__})") from None
+        response, body = send(session, "GET", current, what, DiscoveryError)
+        status = response.status_code
+        if status in (301, 302, 303, 307, 308) and "Location" in response.headers:
+            current = urljoin(current, response.headers["Location"])
+            continue
+        if 400 <= status < 500:
+            return None
+        if status != 200:
+            raise DiscoveryError(f"{what}: HTTP {status} from {_safe(current)}")
         if len(body) > MAX_JSON_BYTES:
             raise DiscoveryError(f"{what}: document larger than {MAX_JSON_BYTES} bytes")
-        try:
-            data = json.loads(body)
-        except ValueError:
-            raise DiscoveryError(f"{what}: {_safe(current)} did not return JSON") from None
-        if not isinstance(data, dict):
+        data = json_object(body)
+        if data is None:
             raise DiscoveryError(f"{what}: {_safe(current)} did not return a JSON object")
         return data
     raise DiscoveryError(f"{what}: more than {MAX_REDIRECTS} redirects")
@@ -246,19 +164,12 @@ def _safe(url: str) -> str:
 
 
 def _well_known(url: str, suffix: str, *, insert: bool = True) -> str:
-    parts = urlsplit(url)
-    path = parts.path.rstrip("/")
-    new = f"/.well-known/{suffix}{path}" if insert else f"{path}/.well-known/{suffix}"
-    return urlunsplit((parts.scheme, parts.netloc, new, "", ""))
+    path = urlsplit(url).path.rstrip("/")
+    return origin(url) + (f"/.well-known/{suffix}{path}" if insert else f"{path}/.well-known/{suffix}")
 
 
 def discover_resource_metadata(
-    session: requests.Session,
-    server_url: str,
-    policy: UrlPolicy,
-    header_url: str | None,
-    *,
-    prefix: bool = False,
+    session: requests.Session, server_url: str, policy: UrlPolicy, header_url: str | None, *, prefix: bool = False
 ) -> dict[str, Any] | None:
     """RFC 9728 metadata: the header's URL, then the path-based, then the root well-known URL.
 
@@ -271,34 +182,18 @@ def discover_resource_metadata(
     candidates = [header_url] if header_url else []
     if urlsplit(server_url).path.strip("/"):
         candidates.append(_well_known(server_url, "oauth-protected-resource"))
-    parts = urlsplit(server_url)
-    candidates.append(urlunsplit((parts.scheme, parts.netloc, ROOT_METADATA, "", "")))
-    for url in candidates:
+    for url in [*candidates, origin(server_url) + ROOT_METADATA]:
         doc = fetch_json(session, url, policy, "protected resource metadata")
         if doc is None:
             continue
-        resource = doc.get("resource")
+        resource, servers = doc.get("resource"), doc.get("authorization_servers")
         if not isinstance(resource, str) or not resource_matches(resource, server_url, url, prefix=prefix):
-            raise ResourceMismatchError(
-                "protected resource metadata names another resource than this MCP server; refusing it"
-            )
-        servers = doc.get("authorization_servers")
+            raise ResourceMismatchError("protected resource metadata names another resource than this MCP server; "
+                                        "refusing it")
         if not isinstance(servers, list) or not servers or not all(isinstance(s, str) for s in servers):
             raise DiscoveryError("protected resource metadata lists no authorization_servers")
         return doc
     return None
-
-
-def _server_metadata_urls(issuer: str) -> list[str]:
-    # MCP 2025-11-25 §Authorization Server Metadata Discovery: with a path, try
-    # RFC 8414 path insertion, OIDC path insertion, then OIDC path appending.
-    if urlsplit(issuer).path.strip("/"):
-        return [
-            _well_known(issuer, "oauth-authorization-server"),
-            _well_known(issuer, "openid-configuration"),
-            _well_known(issuer, "openid-configuration", insert=False),
-        ]
-    return [_well_known(issuer, "oauth-authorization-server"), _well_known(issuer, "openid-configuration")]
 
 
 def same_issuer(a: str, b: str) -> bool:
@@ -318,20 +213,25 @@ def validate_server_metadata(meta: dict[str, Any], issuer: str, policy: UrlPolic
         )
     for name in ("authorization_endpoint", "token_endpoint", "registration_endpoint", "revocation_endpoint"):
         value = meta.get(name)
+        if value is not None and not isinstance(value, str):
+            raise DiscoveryError(f"authorization server metadata: {name} is not a string")
         if value is not None:
-            if not isinstance(value, str):
-                raise DiscoveryError(f"authorization server metadata: {name} is not a string")
             policy.check(value, name)
     if not isinstance(meta.get("token_endpoint"), str):
         raise DiscoveryError("authorization server metadata has no token_endpoint")
     return meta
 
 
-def discover_server_metadata(
-    session: requests.Session, issuer: str, policy: UrlPolicy
-) -> dict[str, Any] | None:
-    """The first metadata document found for *issuer*, validated; ``None`` when there is none."""
-    for url in _server_metadata_urls(issuer):
+def discover_server_metadata(session: requests.Session, issuer: str, policy: UrlPolicy) -> dict[str, Any] | None:
+    """The first metadata document found for *issuer*, validated; ``None`` when there is none.
+
+    MCP 2025-11-25 §Authorization Server Metadata Discovery: with a path, RFC 8414 path
+    insertion, OIDC path insertion, then OIDC path appending.
+    """
+    urls = [_well_known(issuer, "oauth-authorization-server"), _well_known(issuer, "openid-configuration")]
+    if urlsplit(issuer).path.strip("/"):
+        urls.append(_well_known(issuer, "openid-configuration", insert=False))
+    for url in urls:
         doc = fetch_json(session, url, policy, "authorization server metadata")
         if doc is not None:
             return validate_server_metadata(doc, issuer, policy)
@@ -345,19 +245,11 @@ def legacy_server_metadata(session: requests.Session, server_url: str, policy: U
     and ``/register`` endpoints (2025-03-26 §Fallbacks).  PKCE S256 is
     assumed for the defaults, as that revision made it mandatory for servers.
     """
-    parts = urlsplit(server_url)
-    origin = urlunsplit((parts.scheme, parts.netloc, "", "", ""))
-    doc = fetch_json(
-        session, origin + "/.well-known/oauth-authorization-server", policy, "authorization server metadata"
-    )
-    if doc is not None:
-        return validate_server_metadata(doc, origin, policy)
-    meta = {
-        "issuer": origin,
-        "authorization_endpoint": origin + "/authorize",
-        "token_endpoint": origin + "/token",
-        "registration_endpoint": origin + "/register",
-        "code_challenge_methods_supported": ["S256"],
-        "_fallback": True,
+    issuer = origin(server_url)
+    doc = fetch_json(session, issuer + "/.well-known/oauth-authorization-server", policy,
+                     "authorization server metadata")
+    meta = doc if doc is not None else {
+        "issuer": issuer, "authorization_endpoint": issuer + "/authorize", "token_endpoint": issuer + "/token",
+        "registration_endpoint": issuer + "/register", "code_challenge_methods_supported": ["S256"], "_fallback": True,
     }
-    return validate_server_metadata(meta, origin, policy)
+    return validate_server_metadata(meta, issuer, policy)

@@ -17,12 +17,13 @@ boundary whether or not the package is installed.
 from __future__ import annotations
 
 import base64
+import contextlib
 import hashlib
 import importlib
 import importlib.util
 import json
-import secrets
 import logging
+import secrets
 import threading
 import time
 from collections.abc import Callable
@@ -30,17 +31,9 @@ from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
 from ._errors import DPoPError
+from ._record import Record, Tokens
 
-__all__ = [
-    "ALGORITHM",
-    "DPoPKey",
-    "DPoPKeys",
-    "NonceCache",
-    "available",
-    "htu",
-    "jwk_thumbprint",
-    "proof_nonce",
-]
+__all__ = ["ALGORITHM", "DPoPKey", "DPoPKeys", "NonceCache", "available", "htu", "jwk_thumbprint", "proof_nonce"]
 
 log = logging.getLogger("mcpsync.auth")
 
@@ -70,12 +63,10 @@ def available() -> bool:
 def _crypto() -> tuple[Any, Any, Any]:
     """``(ec, hashes, utils)`` from ``cryptography``, or a :class:`DPoPError` naming the extra."""
     try:
-        ec = importlib.import_module("cryptography.hazmat.primitives.asymmetric.ec")
-        hashes = importlib.import_module("cryptography.hazmat.primitives.hashes")
-        utils = importlib.import_module("cryptography.hazmat.primitives.asymmetric.utils")
+        return tuple(importlib.import_module(f"cryptography.hazmat.primitives.{name}")  # type: ignore[return-value]
+                     for name in ("asymmetric.ec", "hashes", "asymmetric.utils"))
     except ImportError:
         raise DPoPError(f"DPoP needs the cryptography package ({INSTALL})") from None
-    return ec, hashes, utils
 
 
 def htu(url: str) -> str:
@@ -118,12 +109,8 @@ class DPoPKey:
         numbers = private.public_key().public_numbers()
         self._private = private
         #: The public JWK sent in every proof's header.
-        self.public_jwk: dict[str, str] = {
-            "kty": "EC",
-            "crv": "P-256",
-            "x": _b64(numbers.x.to_bytes(_COORD, "big")),
-            "y": _b64(numbers.y.to_bytes(_COORD, "big")),
-        }
+        self.public_jwk: dict[str, str] = {"kty": "EC", "crv": "P-256", "x": _b64(numbers.x.to_bytes(_COORD, "big")),
+                                           "y": _b64(numbers.y.to_bytes(_COORD, "big"))}
         #: The RFC 7638 thumbprint of :attr:`public_jwk` (public).
         self.thumbprint = jwk_thumbprint(self.public_jwk)
 
@@ -147,23 +134,12 @@ class DPoPKey:
         :raises DPoPError: the stored value is not a P-256 private JWK whose public half matches.
         """
         ec, _, _ = _crypto()
-        damaged = DPoPError(
-            "the DPoP key in the token store is damaged; log out to make a new one"
-        )
-        if not (
-            isinstance(jwk, dict)
-            and jwk.get("kty") == "EC"
-            and jwk.get("crv") == "P-256"
-            and all(isinstance(jwk.get(name), str) for name in ("d", "x", "y"))
-        ):
-            raise damaged
-        try:
-            secret = int.from_bytes(_unb64(jwk["d"]), "big")
-            key = cls(ec.derive_private_key(secret, ec.SECP256R1()))
-        except (ValueError, TypeError):
-            raise damaged from None
-        if key.public_jwk["x"] != jwk["x"] or key.public_jwk["y"] != jwk["y"]:
-            raise damaged
+        key = None
+        if isinstance(jwk, dict) and (jwk.get("kty"), jwk.get("crv")) == ("EC", "P-256") and isinstance(jwk.get("d"), str):
+            with contextlib.suppress(ValueError, TypeError):
+                key = cls(ec.derive_private_key(int.from_bytes(_unb64(jwk["d"]), "big"), ec.SECP256R1()))
+        if key is None or (key.public_jwk["x"], key.public_jwk["y"]) != (jwk.get("x"), jwk.get("y")):
+            raise DPoPError("the DPoP key in the token store is damaged; log out to make a new one")
         return key
 
     def private_jwk(self) -> dict[str, str]:
@@ -171,14 +147,7 @@ class DPoPKey:
         d = self._private.private_numbers().private_value
         return {**self.public_jwk, "d": _b64(d.to_bytes(_COORD, "big"))}
 
-    def proof(
-        self,
-        method: str,
-        url: str,
-        *,
-        nonce: str | None = None,
-        access_token: str | None = None,
-    ) -> str:
+    def proof(self, method: str, url: str, *, nonce: str | None = None, access_token: str | None = None) -> str:
         """A fresh DPoP proof JWT for one HTTP request (RFC 9449 §4.2).
 
         :param access_token: the token the request presents; adds ``ath``
@@ -186,12 +155,8 @@ class DPoPKey:
         """
         ec, hashes, utils = _crypto()
         header = {"typ": "dpop+jwt", "alg": ALGORITHM, "jwk": self.public_jwk}
-        claims: dict[str, Any] = {
-            "jti": secrets.token_urlsafe(18),
-            "htm": method.upper(),
-            "htu": htu(url),
-            "iat": int(time.time()),
-        }
+        claims: dict[str, Any] = {"jti": secrets.token_urlsafe(18), "htm": method.upper(), "htu": htu(url),
+                                  "iat": int(time.time())}
         if nonce:
             claims["nonce"] = nonce
         if access_token is not None:
@@ -234,14 +199,14 @@ class NonceCache:
 class DPoPKeys:
     """The DPoP side of one token store key: when to bind, the key, the servers' nonces.
 
-    The key lives in the store record beside the tokens bound to it (``"dpop_key"``);
+    The key lives in the store record beside the tokens bound to it (``dpop_key``);
     *load* reads that record when the caller has none at hand.
 
     :param setting: ``True``: DPoP or fail; ``False``: bearer tokens only; ``None``: DPoP
         where the MCP server takes it and the authorization server offers it.
     """
 
-    def __init__(self, setting: bool | None, load: Callable[[], dict[str, Any]]) -> None:
+    def __init__(self, setting: bool | None, load: Callable[[], Record]) -> None:
         self.setting = setting
         self._load = load
         self._key: DPoPKey | None = None
@@ -249,7 +214,11 @@ class DPoPKeys:
         #: The latest ``DPoP-Nonce`` of each server (authorization and MCP server).
         self.nonces = NonceCache()
 
-    def key(self, record: dict[str, Any] | None = None) -> DPoPKey:
+    def _stored(self, record: Record | None) -> DPoPKey | None:
+        stored = (record if record is not None else self._load()).dpop_key
+        return DPoPKey.from_jwk(stored) if stored is not None else None
+
+    def key(self, record: Record | None = None) -> DPoPKey:
         """The key in the record (*record*, or loaded), else a new one.
 
         A new key is saved together with the first tokens bound to it (:meth:`keep`),
@@ -257,27 +226,21 @@ class DPoPKeys:
         use to anyone.
         """
         if self._key is None:
-            stored = (record if record is not None else self._load()).get("dpop_key")
-            self._key = DPoPKey.from_jwk(stored) if stored is not None else DPoPKey.generate()
+            self._key = self._stored(record) or DPoPKey.generate()
         return self._key
 
     def forget(self) -> None:
         """After a logout: the next login binds its tokens to a new key."""
         self._key = None
 
-    def keep(self, record: dict[str, Any], tokens: dict[str, Any]) -> None:
-        """Put the key *tokens* are bound to into *record*, which is about to be saved with them."""
-        key = self._key
-        if tokens.get("token_type") == "DPoP" and key and tokens.get("dpop_jkt") == key.thumbprint:
-            record["dpop_key"] = key.private_jwk()
+    def keep(self, record: Record) -> None:
+        """Put the key the record's tokens are bound to into *record*, which is about to be saved."""
+        key, tokens = self._key, record.tokens
+        if tokens and tokens.token_type == "DPoP" and key and tokens.dpop_jkt == key.thumbprint:
+            record.dpop_key = key.private_jwk()
 
     def for_new_tokens(
-        self,
-        meta: dict[str, Any],
-        prm: dict[str, Any] | None,
-        record: dict[str, Any] | None = None,
-        *,
-        offered: bool = False,
+        self, meta: dict[str, Any], prm: dict[str, Any] | None, record: Record | None = None, *, offered: bool = False
     ) -> DPoPKey | None:
         """The key to bind new tokens to, or ``None`` for bearer tokens.
 
@@ -292,39 +255,34 @@ class DPoPKeys:
         if self.setting is False:
             return None
         prm = prm or {}
-        required = prm.get("dpop_bound_access_tokens_required") is True
-        rs_algs = prm.get("dpop_signing_alg_values_supported")
-        if not (self.setting or required or offered or isinstance(rs_algs, list)):
+        required = self.setting or prm.get("dpop_bound_access_tokens_required") is True
+        as_algs, rs_algs = meta.get("dpop_signing_alg_values_supported"), prm.get("dpop_signing_alg_values_supported")
+        if not (required or offered or isinstance(rs_algs, list)):
             return None
-        for algs, who in ((meta.get("dpop_signing_alg_values_supported"), "authorization server"),
-                          (rs_algs, "MCP server")):
+        for algs, who in ((as_algs, "authorization server"), (rs_algs, "MCP server")):
             if isinstance(algs, list) and ALGORITHM not in algs:
-                if self.setting or required:
+                if required:
                     raise DPoPError(f"the {who} accepts no {ALGORITHM} DPoP proofs, the only kind mcpsync signs")
                 return None
-        if not (self.setting or required):
-            if not isinstance(meta.get("dpop_signing_alg_values_supported"), list):
-                return None
-            if not available():
-                if not self._warned_no_crypto:
-                    self._warned_no_crypto = True
-                    log.warning("the servers offer DPoP but the cryptography package is missing; "
-                                "using bearer tokens (%s)", INSTALL)
-                return None
+        if not required and not isinstance(as_algs, list):
+            return None
+        if not required and not available():
+            if not self._warned_no_crypto:
+                self._warned_no_crypto = True
+                log.warning("the servers offer DPoP but the cryptography package is missing; "
+                            "using bearer tokens (%s)", INSTALL)
+            return None
         return self.key(record)
 
-    def of_tokens(self, tokens: dict[str, Any], record: dict[str, Any] | None = None) -> DPoPKey | None:
+    def of_tokens(self, tokens: Tokens, record: Record | None = None) -> DPoPKey | None:
         """The key *tokens* are bound to (``None`` for bearer tokens)."""
-        if tokens.get("token_type") != "DPoP":
+        if tokens.token_type != "DPoP":
             return None
-        jkt = tokens.get("dpop_jkt")
         key = self.key(record)
-        if jkt not in (None, key.thumbprint):
+        if tokens.dpop_jkt not in (None, key.thumbprint):
             # Another process bound newer tokens to its own key and saved both: use that key.
-            stored = (record if record is not None else self._load()).get("dpop_key")
-            if stored is not None:
-                key = DPoPKey.from_jwk(stored)
-            if key.thumbprint != jkt:
+            key = self._stored(record) or key
+            if key.thumbprint != tokens.dpop_jkt:
                 raise DPoPError("the stored tokens are bound to another DPoP key than the stored one; log in again")
             self._key = key
         return key

@@ -11,9 +11,10 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from ..exceptions import excerpt
+import attrs
+
 from ._errors import TokenRequestError
-from ._http import post_json
+from ._http import check_token, post_json
 
 if TYPE_CHECKING:  # pragma: no cover
     import requests
@@ -25,6 +26,7 @@ _ID_TOKEN = "urn:ietf:params:oauth:token-type:id_token"
 _ID_JAG = "urn:ietf:params:oauth:token-type:id-jag"
 
 
+@attrs.define(kw_only=True, eq=False)
 class IdJagAssertion:
     """Obtain an ID-JAG from the identity provider, for one authorization server and resource.
 
@@ -34,37 +36,18 @@ class IdJagAssertion:
     :param client_secret: its secret there, if it is a confidential client.
     """
 
-    def __init__(
-        self,
-        *,
-        token_endpoint: str,
-        id_token: str,
-        client_id: str,
-        client_secret: str | None = None,
-        session: requests.Session | None = None,
-    ) -> None:
-        self.token_endpoint = token_endpoint
-        self._id_token = id_token
-        self.client_id = client_id
-        self._client_secret = client_secret
-        self._session = session
-
-    def __repr__(self) -> str:
-        return f"<IdJagAssertion token_endpoint={self.token_endpoint!r} client_id={self.client_id!r}>"
+    token_endpoint: str
+    _id_token: str = attrs.field(repr=False)
+    client_id: str
+    _client_secret: str | None = attrs.field(default=None, repr=False)
+    _session: requests.Session | None = attrs.field(default=None, repr=False)
 
     def __call__(self, issuer: str, resource: str, scope: str | None) -> str:
         """The ID-JAG for the authorization server *issuer* and the MCP server *resource*."""
         import requests as _requests
 
-        form = {
-            "grant_type": _TOKEN_EXCHANGE,
-            "subject_token": self._id_token,
-            "subject_token_type": _ID_TOKEN,
-            "requested_token_type": _ID_JAG,
-            "audience": issuer,
-            "resource": resource,
-            "client_id": self.client_id,
-        }
+        form = {"grant_type": _TOKEN_EXCHANGE, "subject_token": self._id_token, "subject_token_type": _ID_TOKEN,
+                "requested_token_type": _ID_JAG, "audience": issuer, "resource": resource, "client_id": self.client_id}
         if self._client_secret:
             form["client_secret"] = self._client_secret
         if scope:
@@ -75,16 +58,7 @@ class IdJagAssertion:
         finally:
             if self._session is None:
                 session.close()
-        if response.status_code != 200 or not isinstance(body.get("access_token"), str):
-            code = body.get("error") if isinstance(body.get("error"), str) else None
-            raise TokenRequestError(
-                f"token exchange refused: HTTP {response.status_code}"
-                + (f" {excerpt(code, 60)}" if code else ""),
-                error=code,
-                status=response.status_code,
-            )
+        check_token(response, body, "token exchange")
         if body.get("issued_token_type") not in (None, _ID_JAG):
-            raise TokenRequestError(
-                "token exchange returned another token type than an ID-JAG"
-            )
+            raise TokenRequestError("token exchange returned another token type than an ID-JAG")
         return str(body["access_token"])

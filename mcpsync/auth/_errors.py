@@ -9,26 +9,10 @@ from __future__ import annotations
 
 from ..exceptions import AuthError
 
-__all__ = [
-    "AuthError",
-    "AuthorizationRequired",
-    "CallbackError",
-    "DPoPError",
-    "DPoPNonceError",
-    "DiscoveryError",
-    "InsecureTokenStoreError",
-    "IssuerMismatchError",
-    "LoginCancelled",
-    "LoginTimeout",
-    "PKCENotSupportedError",
-    "RegistrationError",
-    "ResourceMismatchError",
-    "SSRFBlockedError",
-    "StateMismatchError",
-    "TokenRequestError",
-    "TokenStoreError",
-    "UnboundServerError",
-]
+__all__ = ["AuthError", "AuthorizationRequired", "CallbackError", "DPoPError", "DPoPNonceError",
+    "DiscoveryError", "InsecureTokenStoreError", "IssuerMismatchError", "LoginCancelled", "LoginTimeout",
+    "PKCENotSupportedError", "RegistrationError", "ResourceMismatchError", "SSRFBlockedError",
+    "StateMismatchError", "TokenRequestError", "TokenStoreError", "UnboundServerError"]
 
 
 class AuthorizationRequired(AuthError):

@@ -1,9 +1,9 @@
-"""Bounded HTTP exchanges with an authorization server: the timeouts and :func:`post_json`.
+"""Bounded HTTP exchanges with an authorization server: :func:`send` and what builds on it.
 
-Every request the auth package makes has the same connect/read timeouts and reads at most
-:data:`MAX_JSON_BYTES` of the answer, so a hostile or broken server cannot hang a login or
-fill the memory.  (The GETs of discovery, which also follow redirects under the URL policy,
-are :func:`mcpsync.auth._discovery.fetch_json`.)
+Every request the auth package makes goes through :func:`send`: the same connect/read
+timeouts cut to the calling request's deadline, no redirect followed (discovery follows
+them by hand, each hop checked), and at most :data:`MAX_JSON_BYTES` of the answer read, so
+a hostile or broken server cannot hang a login or fill the memory.
 """
 
 from __future__ import annotations
@@ -11,13 +11,14 @@ from __future__ import annotations
 import json
 from typing import TYPE_CHECKING, Any
 
+from ..exceptions import excerpt
 from . import _deadline
-from ._errors import AuthError
+from ._errors import AuthError, TokenRequestError
 
 if TYPE_CHECKING:  # pragma: no cover
     import requests
 
-__all__ = ["MAX_DISCARD_BYTES", "MAX_JSON_BYTES", "TIMEOUT", "discard", "post_json"]
+__all__ = ["MAX_DISCARD_BYTES", "MAX_JSON_BYTES", "TIMEOUT", "check_token", "discard", "post_json", "send"]
 
 #: (connect, read) seconds for every request to an authorization server.
 TIMEOUT = (10.0, 20.0)
@@ -45,15 +46,14 @@ def discard(response: requests.Response, limit: int = MAX_DISCARD_BYTES) -> None
     response.close()
 
 
-def post_json(
-    session: requests.Session, url: str, what: str, error: type[AuthError], **kwargs: Any
-) -> tuple[requests.Response, dict[str, Any]]:
-    """POST (no redirects) and read a JSON object of at most :data:`MAX_JSON_BYTES`.
+def send(
+    session: requests.Session, method: str, url: str, what: str, error: type[AuthError], **kwargs: Any
+) -> tuple[requests.Response, bytes]:
+    """One request; the response (closed) and at most ``MAX_JSON_BYTES + 1`` bytes of its body.
 
     :param what: names the request in the error (``"token request"``).
     :param error: raised, with only the exception's class name, when the request fails.
-    :param kwargs: for ``session.post`` (``data=``, ``json=``, ``headers=``, ...).
-    :returns: the response (closed) and the object, or ``{}`` when the body is not one.
+    :param kwargs: for ``session.request`` (``data=``, ``json=``, ``headers=``, ...).
     :raises ~mcpsync.exceptions.RequestTimeout: the deadline of the call that triggered this
         request (:mod:`._deadline`) passed first.
     """
@@ -62,22 +62,48 @@ def post_json(
 
     headers = {"Accept": "application/json", **kwargs.pop("headers", {})}
     try:
-        response = session.post(
-            url,
-            headers=headers,
-            timeout=_deadline.bounded(TIMEOUT, what),
-            allow_redirects=False,
-            stream=True,
-            **kwargs,
+        response = session.request(
+            method, url, headers=headers, timeout=_deadline.bounded(TIMEOUT, what), allow_redirects=False,
+            stream=True, **kwargs,
         )
         with response:
-            raw = response.raw.read(MAX_JSON_BYTES, decode_content=True)
+            return response, response.raw.read(MAX_JSON_BYTES + 1, decode_content=True)
     except (_requests.RequestException, _ReadError, OSError) as exc:
         if _deadline.passed():
             raise _deadline.expired(what) from None
         raise error(f"{what} failed ({type(exc).__name__})") from None
+
+
+def json_object(body: bytes) -> dict[str, Any] | None:
+    """*body* as a JSON object (``None``: not one)."""
     try:
-        data = json.loads(raw) if raw else {}
+        data = json.loads(body) if body else None
     except ValueError:
-        data = {}
-    return response, data if isinstance(data, dict) else {}
+        return None
+    return data if isinstance(data, dict) else None
+
+
+def post_json(
+    session: requests.Session, url: str, what: str, error: type[AuthError], **kwargs: Any
+) -> tuple[requests.Response, dict[str, Any]]:
+    """POST with :func:`send`; the response and its JSON object (``{}``: none, or too large)."""
+    response, body = send(session, "POST", url, what, error, **kwargs)
+    return response, (json_object(body) if len(body) <= MAX_JSON_BYTES else None) or {}
+
+
+def error_code(body: dict[str, Any]) -> str | None:
+    """The OAuth ``error`` code of an answer, if it has one."""
+    code = body.get("error")
+    return code if isinstance(code, str) else None
+
+
+def check_token(response: requests.Response, body: dict[str, Any], what: str) -> None:
+    """:raises TokenRequestError: *response* issued no token (a refusal, with its ``error`` code)."""
+    if response.status_code != 200 or not isinstance(body.get("access_token"), str):
+        code = error_code(body)
+        # error_description is server text: never shown; the code only as a short excerpt.
+        raise TokenRequestError(
+            f"{what} refused: HTTP {response.status_code}" + (f" {excerpt(code, 60)}" if code else ""),
+            error=code,
+            status=response.status_code,
+        )

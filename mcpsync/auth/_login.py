@@ -1,59 +1,70 @@
-"""The authorization-code login's pieces: the authorization URL, the callback's checks, pending logins.
+"""The authorization-code login's pieces: PKCE and state, the authorization URL, the callback's
+checks, pending logins.
 
-Both variants of :class:`~mcpsync.auth._flow.Authorizer`'s browser login use
+Both variants of the browser login in :mod:`mcpsync.auth._flow` use
 this module: the loopback one (a local receiver catches the redirect) and the
 web-app one (``begin()`` remembers a pending login in the token store under a
 key derived from its ``state``; ``complete()`` finds it again from the
 callback URL, once).  Every function here takes plain values (metadata, the
-client registration, a store and its key) and never the Authorizer, so this
-module depends on nothing above it.
+client ID, a store and its key) and never a binding, so this module depends on
+nothing above it.
 """
 
 from __future__ import annotations
 
+import base64
 import hashlib
+import hmac
+import secrets
 import time
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 from urllib.parse import parse_qs, urlencode, urlsplit
 
 from ._errors import CallbackError, DiscoveryError, IssuerMismatchError, StateMismatchError
-from ._pkce import s256_challenge, same_secret
 
 if TYPE_CHECKING:  # pragma: no cover
     from ._discovery import UrlPolicy
     from ._stores import TokenStore
 
-__all__ = ["PENDING_TTL", "authorization_url", "check_callback", "code_grant", "save_pending", "take_pending"]
+__all__ = ["PENDING_TTL", "authorization_url", "check_callback", "code_grant", "new_state", "new_verifier",
+           "s256_challenge", "same_secret", "save_pending", "take_pending"]
 
 #: Seconds a web-app login started by ``begin()`` may take before ``complete()``.
 PENDING_TTL = 900.0
 
 
+def new_verifier() -> str:
+    """A 64-character PKCE code verifier (RFC 7636 §4.1 allows 43-128 unreserved characters)."""
+    return secrets.token_urlsafe(48)  # 48 random bytes: 384 bits of entropy
+
+
+def s256_challenge(verifier: str) -> str:
+    """``BASE64URL(SHA256(verifier))`` without padding (RFC 7636 §4.2)."""
+    return base64.urlsafe_b64encode(hashlib.sha256(verifier.encode("ascii")).digest()).rstrip(b"=").decode("ascii")
+
+
+def new_state() -> str:
+    """An unguessable ``state`` value (256 bits, from :mod:`secrets`)."""
+    return secrets.token_urlsafe(32)
+
+
+def same_secret(a: str | None, b: str | None) -> bool:
+    """Constant-time comparison; ``None`` never matches."""
+    return a is not None and b is not None and hmac.compare_digest(a.encode("utf-8"), b.encode("utf-8"))
+
+
 def authorization_url(
-    policy: UrlPolicy,
-    meta: dict[str, Any],
-    client: dict[str, Any],
-    redirect_uri: str,
-    state: str,
-    verifier: str,
-    resource: str,
-    scope: str | None,
+    policy: UrlPolicy, meta: dict[str, Any], client_id: str, redirect_uri: str, state: str, verifier: str,
+    resource: str, scope: str | None,
 ) -> str:
     """The URL the user's browser opens to log in (PKCE S256, RFC 8707 ``resource``)."""
     endpoint = meta.get("authorization_endpoint")
     if not isinstance(endpoint, str):
         raise DiscoveryError("authorization server metadata has no authorization_endpoint")
     policy.check(endpoint, "authorization_endpoint")  # F3: no javascript:, file:, ...
-    query = {
-        "response_type": "code",
-        "client_id": client["client_id"],
-        "redirect_uri": redirect_uri,
-        "state": state,
-        "code_challenge": s256_challenge(verifier),
-        "code_challenge_method": "S256",
-        "resource": resource,
-    }
+    query = {"response_type": "code", "client_id": client_id, "redirect_uri": redirect_uri, "state": state,
+             "code_challenge": s256_challenge(verifier), "code_challenge_method": "S256", "resource": resource}
     if scope:
         query["scope"] = scope
     if scope and "offline_access" in scope.split():
@@ -82,13 +93,8 @@ def check_callback(meta: dict[str, Any], params: Mapping[str, str], state: str) 
 
 def code_grant(code: str, redirect_uri: str, verifier: str, resource: str) -> dict[str, str]:
     """The token request form that trades an authorization code for tokens (PKCE, RFC 8707)."""
-    return {
-        "grant_type": "authorization_code",
-        "code": code,
-        "redirect_uri": redirect_uri,
-        "code_verifier": verifier,
-        "resource": resource,
-    }
+    return {"grant_type": "authorization_code", "code": code, "redirect_uri": redirect_uri,
+            "code_verifier": verifier, "resource": resource}
 
 
 # -- web-app flow: logins in progress, kept in the token store ---------------------------------
@@ -117,13 +123,9 @@ def _legacy_pending_key(key: str, state: str) -> str:
 
 def _current(logins: Any, now: float) -> dict[str, Any]:
     """The logins in progress that have not expired (malformed entries dropped)."""
-    if not isinstance(logins, dict):
-        return {}
-    return {
-        name: entry
-        for name, entry in logins.items()
-        if isinstance(entry, dict) and now - float(entry.get("created", 0)) <= PENDING_TTL
-    }
+    items = logins.items() if isinstance(logins, dict) else ()
+    return {name: entry for name, entry in items
+            if isinstance(entry, dict) and now - float(entry.get("created", 0)) <= PENDING_TTL}
 
 
 def save_pending(store: TokenStore, key: str, pending: dict[str, Any]) -> None:
@@ -136,10 +138,8 @@ def save_pending(store: TokenStore, key: str, pending: dict[str, Any]) -> None:
     with store.lock(record_key):  # two tabs starting a login at once must both be kept
         logins = _current((store.load(record_key) or {}).get("logins"), now)
         logins[_state_name(pending["state"])] = {**pending, "created": now}
-        if len(logins) > MAX_PENDING:
-            newest = sorted(logins.items(), key=lambda item: float(item[1]["created"]))[-MAX_PENDING:]
-            logins = dict(newest)
-        store.save(record_key, {"logins": logins})
+        newest = sorted(logins.items(), key=lambda item: float(item[1]["created"]))[-MAX_PENDING:]
+        store.save(record_key, {"logins": dict(newest)})
 
 
 def take_pending(store: TokenStore, key: str, callback_url: str) -> tuple[dict[str, Any], dict[str, str]]:
@@ -156,11 +156,8 @@ def take_pending(store: TokenStore, key: str, callback_url: str) -> tuple[dict[s
     now = time.time()
     record_key = _pending_key(key)
     with store.lock(record_key):
-        record = store.load(record_key) or {}
-        logins = record.get("logins")
-        if not isinstance(logins, dict):
-            logins = {}
-        pending = logins.pop(_state_name(state), None)
+        logins = (store.load(record_key) or {}).get("logins")
+        pending = logins.pop(_state_name(state), None) if isinstance(logins, dict) else None
         if pending is not None:  # one-shot: a replayed callback finds nothing
             left = _current(logins, now)
             if left:

@@ -29,8 +29,10 @@ from collections.abc import Callable
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
+import attrs
+
 from ._errors import LoginCancelled, LoginTimeout
-from ._pkce import same_secret
+from ._login import same_secret
 
 __all__ = ["LoopbackLogin", "LoopbackReceiver"]
 
@@ -61,14 +63,8 @@ class _Handler(http.server.BaseHTTPRequestHandler):
             self._reply(400, "Login failed", "The login response does not belong to the login in progress.")
             return
         if "error" in params:
-            self._reply(
-                400,
-                "Login failed",
-                "The authorization server said: "
-                + params["error"]
-                + " "
-                + params.get("error_description", ""),
-            )
+            said = f"{params['error']} {params.get('error_description', '')}"
+            self._reply(400, "Login failed", f"The authorization server said: {said}")
         else:
             self._reply(200, "Logged in", receiver.success_text)
         receiver.deliver(params)
@@ -76,10 +72,9 @@ class _Handler(http.server.BaseHTTPRequestHandler):
     def _reply(self, status: int, title: str, body: str) -> None:
         page = _PAGE.format(title=html.escape(title), body=html.escape(body[:500])).encode("utf-8")
         self.send_response(status)
-        self.send_header("Content-Type", "text/html; charset=utf-8")
-        self.send_header("Content-Length", str(len(page)))
-        self.send_header("Cache-Control", "no-store")
-        self.send_header("Referrer-Policy", "no-referrer")
+        for name, value in (("Content-Type", "text/html; charset=utf-8"), ("Content-Length", str(len(page))),
+                            ("Cache-Control", "no-store"), ("Referrer-Policy", "no-referrer")):
+            self.send_header(name, value)
         self.end_headers()
         self.wfile.write(page)
 
@@ -180,6 +175,7 @@ class LoopbackReceiver:
         self.close()
 
 
+@attrs.define(kw_only=True, eq=False)
 class LoopbackLogin:
     """Log in through the user's browser and a redirect to 127.0.0.1 (scripts, CLIs, desktop apps).
 
@@ -191,23 +187,11 @@ class LoopbackLogin:
     :param port: 0 (default) for an ephemeral port.
     """
 
-    def __init__(
-        self,
-        *,
-        open_browser: Callable[[str], Any] = webbrowser.open,
-        timeout: float = 300.0,
-        port: int = 0,
-        path: str = "/callback",
-        success_text: str = "You are logged in. You can close this window.",
-    ) -> None:
-        self.open_browser = open_browser
-        self.timeout = timeout
-        self.port = port
-        self.path = path
-        self.success_text = success_text
-
-    def __repr__(self) -> str:
-        return f"<LoopbackLogin port={self.port} timeout={self.timeout}>"
+    open_browser: Callable[[str], Any] = attrs.field(default=webbrowser.open, repr=False)
+    timeout: float = 300.0
+    port: int = 0
+    path: str = "/callback"
+    success_text: str = attrs.field(default="You are logged in. You can close this window.", repr=False)
 
     def receiver(self, preferred_port: int | None = None) -> LoopbackReceiver:
         """Bind a listener: *preferred_port* (a registered redirect) if free, else :attr:`port`."""

@@ -8,7 +8,7 @@ auth, the token is shared: refresh and login are single-flight under one lock
 per server for all threads, and the store's lock extends that to other processes.
 
 Tokens are bound to the resource they were issued for (RFC 8707): each MCP server
-an ``OAuth`` meets gets its own binding (an :class:`~._flow.Authorizer`: its store
+an ``OAuth`` meets gets its own binding (a :class:`~._binding.Binding`: its store
 record, tokens and lock), and a request carries a binding's token only when its URL
 lies in that resource (origin and path).  A server's 401 never makes another server's
 token go out or another server's login run.
@@ -23,25 +23,22 @@ from __future__ import annotations
 import contextlib
 import logging
 import threading
-from collections.abc import Callable, Iterable, Iterator
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable, Iterable
+from typing import Any
 
+import requests
 from requests.auth import AuthBase
 
-from . import _deadline
+from . import _deadline, _flow, _tokens
 from ..exceptions import remember_secret
+from ._binding import Binding, Preregistered, Settings
 from ._discovery import canonical_resource, offers_dpop, parse_www_authenticate, wants_dpop_nonce
 from ._dpop import proof_nonce
 from ._errors import AuthError, DPoPNonceError, UnboundServerError
-from ._flow import Authorizer, expiring
 from ._http import discard
 from ._loopback import LoopbackLogin
-from ._registration import Preregistered
-from ._scopes import scope_set as _scope_set
+from ._record import Tokens, scope_set
 from ._stores import MemoryTokenStore, TokenStore
-
-if TYPE_CHECKING:  # pragma: no cover
-    import requests
 
 __all__ = ["BearerToken", "OAuth"]
 
@@ -131,28 +128,13 @@ class OAuth(AuthBase):
     """
 
     def __init__(
-        self,
-        *,
-        store: TokenStore | None = None,
-        login: LoopbackLogin | None = _DEFAULT,
-        client_name: str = "mcpsync",
-        scopes: Iterable[str] | str | None = None,
-        client_id: str | None = None,
-        client_secret: str | None = None,
-        issuer: str | None = None,
-        client_metadata_url: str | None = None,
-        redirect_uri: str | None = None,
-        grant_type: str = "authorization_code",
-        private_key: Any = None,
-        signing_algorithm: str | None = None,
-        server_url: str | None = None,
-        key: str | None = None,
-        session: requests.Session | None = None,
-        max_auth_attempts: int = 3,
-        refresh_margin: float = 30.0,
-        resolve_hosts: bool = True,
-        assertion: Callable[[str, str, str | None], str] | None = None,
-        dpop: bool | None = None,
+        self, *, store: TokenStore | None = None, login: LoopbackLogin | None = _DEFAULT, client_name: str = "mcpsync",
+        scopes: Iterable[str] | str | None = None, client_id: str | None = None, client_secret: str | None = None,
+        issuer: str | None = None, client_metadata_url: str | None = None, redirect_uri: str | None = None,
+        grant_type: str = "authorization_code", private_key: Any = None, signing_algorithm: str | None = None,
+        server_url: str | None = None, key: str | None = None, session: requests.Session | None = None,
+        max_auth_attempts: int = 3, refresh_margin: float = 30.0, resolve_hosts: bool = True,
+        assertion: Callable[[str, str, str | None], str] | None = None, dpop: bool | None = None,
         resource_prefix: bool = False,
     ) -> None:
         if grant_type not in ("authorization_code", "client_credentials", "jwt_bearer"):
@@ -164,25 +146,17 @@ class OAuth(AuthBase):
         self.store = store if store is not None else MemoryTokenStore()
         self.login = LoopbackLogin() if login is _DEFAULT and redirect_uri is None else (
             None if login is _DEFAULT else login)
-        self.client_name = client_name
-        self.scopes = _scope_set(scopes)
-        self.client_id = client_id
-        self._client = Preregistered(client_id, client_secret, issuer) if client_id else None
-        self.client_metadata_url = client_metadata_url
-        self.redirect_uri = redirect_uri
-        self.grant_type = grant_type
-        self._private_key = private_key
-        self.signing_algorithm = signing_algorithm
         self.max_auth_attempts = max_auth_attempts
         self.refresh_margin = refresh_margin
-        self._resolve_hosts = resolve_hosts
-        self._session = session
-        self._assertion = assertion
-        self.dpop = dpop
-        self.resource_prefix = resource_prefix
-        self._key = key
+        #: What every binding of this ``OAuth`` shares.
+        self.settings = Settings(
+            self.store, self.login, session or requests.Session(), client_name, frozenset(scope_set(scopes)),
+            Preregistered(client_id, client_secret, issuer) if client_id else None, client_metadata_url,
+            redirect_uri, grant_type, private_key, signing_algorithm, resolve_hosts, assertion, dpop,
+            resource_prefix, key,
+        )
         #: One binding per server, by canonical URL.
-        self._bindings: dict[str, Authorizer] = {}
+        self._bindings: dict[str, Binding] = {}
         self._guard = threading.Lock()
         #: Serves one server only: the one given, or the first one met (a key holds one server).
         self._pinned = server_url is not None or key is not None
@@ -190,27 +164,12 @@ class OAuth(AuthBase):
             self._binding(server_url)
 
     def __repr__(self) -> str:
-        return (f"<OAuth servers={sorted(self._bindings)!r} client_name={self.client_name!r} "
-                f"grant_type={self.grant_type!r} store={self.store!r}>")
+        return (f"<OAuth servers={sorted(self._bindings)!r} client_name={self.settings.client_name!r} "
+                f"grant_type={self.settings.grant_type!r} store={self.store!r}>")
 
     # -- bindings ----------------------------------------------------------------------------
 
-    def _new_binding(self, url: str) -> Authorizer:
-        """A binding for the server at *url* (its URL policy resolves the host: no lock held)."""
-        if self._session is None:
-            import requests
-
-            self._session = requests.Session()  # one for all bindings (a race makes a spare)
-        return Authorizer(
-            store=self.store, key=self._key or canonical_resource(url), server_url=url,
-            session=self._session, login=self.login, client_name=self.client_name,
-            scopes=self.scopes, client=self._client, client_metadata_url=self.client_metadata_url,
-            redirect_uri=self.redirect_uri, grant_type=self.grant_type, private_key=self._private_key,
-            signing_algorithm=self.signing_algorithm, resolve_hosts=self._resolve_hosts,
-            assertion=self._assertion, dpop=self.dpop, resource_prefix=self.resource_prefix,
-        )
-
-    def _find(self, url: str, canonical: str) -> Authorizer | None:
+    def _find(self, url: str, canonical: str) -> Binding | None:
         """The server's own binding, else the one whose tokens' resource contains *url* (the most specific)."""
         found = self._bindings.get(canonical)
         if found is None:
@@ -218,33 +177,29 @@ class OAuth(AuthBase):
             found = max(covering, key=lambda b: len(b.scope), default=None)
         return found
 
-    def _binding(self, url: str) -> Authorizer | None:
+    def _binding(self, url: str) -> Binding | None:
         """The binding whose tokens a request to *url* may carry, made now for a new server;
         ``None`` when an ``OAuth`` that serves one server (or :data:`MAX_SERVERS`) meets another."""
         canonical = canonical_resource(url)
-        with self._guard:
-            found = self._find(url, canonical)
-            if found is not None or self._full():
-                return found
-        new = self._new_binding(url)
-        with self._guard:
-            found = self._find(url, canonical)
-            if found is not None or self._full():
-                return found
-            self._bindings[canonical] = new
-            return new
+        new: Binding | None = None
+        while True:
+            with self._guard:
+                found = self._find(url, canonical)
+                # A server naming new URLs without end (a legacy endpoint per reconnect) cannot grow this.
+                if found is not None or len(self._bindings) >= (1 if self._pinned else MAX_SERVERS):
+                    return found
+                if new is not None:
+                    self._bindings[canonical] = new
+                    return new
+            new = Binding(self.settings, url)  # outside the lock: its URL policy resolves the host
 
-    def _full(self) -> bool:
-        # A server naming new URLs without end (a legacy endpoint per reconnect) cannot grow this.
-        return len(self._bindings) >= (1 if self._pinned else MAX_SERVERS)
-
-    def _bound(self, server_url: str | None) -> Authorizer:
+    def _bound(self, server_url: str | None) -> Binding:
         """The binding for an explicit call (:meth:`login_now`, :meth:`begin`, ...)."""
         if server_url is not None:
-            flow = self._binding(server_url)
-            if flow is None:
+            binding = self._binding(server_url)
+            if binding is None:
                 raise UnboundServerError(f"this OAuth serves {self._only()} only")
-            return flow
+            return binding
         if len(self._bindings) != 1:
             raise ValueError("pass the MCP server URL (server_url=)")
         return next(iter(self._bindings.values()))
@@ -252,55 +207,50 @@ class OAuth(AuthBase):
     def _only(self) -> str:
         return ", ".join(sorted(self._bindings)) or "no server yet"
 
-    @contextlib.contextmanager
-    def _locked(self, flow: Authorizer) -> Iterator[None]:
-        """Hold *flow*'s single-flight lock, waiting at most what is left of the request's deadline."""
-        _deadline.acquire(flow.lock, "waiting for another thread's token refresh")
-        try:
-            yield
-        finally:
-            flow.lock.release()
+    @staticmethod
+    def _locked(binding: Binding) -> contextlib.AbstractContextManager[None]:
+        """Hold *binding*'s single-flight lock, waiting at most what is left of the request's deadline."""
+        return _deadline.held(binding.lock, "waiting for another thread's token refresh")
 
-    def _current_tokens(self, flow: Authorizer) -> dict[str, Any] | None:
+    def _current_tokens(self, binding: Binding) -> Tokens | None:
         """Usable tokens (refreshed first when about to expire), or ``None``."""
-        with self._locked(flow):
-            if flow.tokens is None:
-                flow.tokens = flow.load().get("tokens")
-            tokens = flow.tokens
-            if not tokens:
-                return None
-            if expiring(tokens, self.refresh_margin):
-                flow.tokens = tokens = flow.refresh(tokens.get("access_token"))
-            return tokens if tokens and tokens.get("access_token") else None
+        with self._locked(binding):
+            if binding.tokens is None:
+                binding.tokens = binding.load().tokens
+            tokens = binding.tokens
+            if tokens and tokens.expiring(self.refresh_margin):
+                binding.tokens = tokens = _tokens.refresh(binding, tokens.access_token)
+            return tokens if tokens and tokens.access_token else None
 
     @staticmethod
-    def _present(flow: Authorizer, r: requests.PreparedRequest, tokens: dict[str, Any]) -> None:
+    def _present(binding: Binding, r: requests.PreparedRequest, tokens: Tokens) -> None:
         """Put *tokens* on *r*: ``Bearer``, or ``DPoP`` with a fresh proof (RFC 9449 §7.1)."""
-        token = str(tokens["access_token"])
+        token = tokens.access_token
         remember_secret(token)
-        key = flow.tokens_key(tokens)
+        key = binding.dpop.of_tokens(tokens)
         if key is None:
             r.headers["Authorization"] = f"Bearer {token}"
             r.headers.pop("DPoP", None)
             return
         url = str(r.url)
         r.headers["Authorization"] = f"DPoP {token}"
-        r.headers["DPoP"] = key.proof(str(r.method or "GET"), url, nonce=flow.nonces.get(url), access_token=token)
+        r.headers["DPoP"] = key.proof(str(r.method or "GET"), url, nonce=binding.dpop.nonces.get(url),
+                                      access_token=token)
 
     # -- requests hooks ---------------------------------------------------------------------
 
     def __call__(self, r: requests.PreparedRequest) -> requests.PreparedRequest:
-        flow = self._binding(_server_of(r))
-        if flow is not None:
+        binding = self._binding(_server_of(r))
+        if binding is not None:
             with _deadline.within(_deadline.of(r)):
-                tokens = self._current_tokens(flow)
+                tokens = self._current_tokens(binding)
             if tokens is not None:
-                self._present(flow, r, tokens)
+                self._present(binding, r, tokens)
         r.register_hook("response", self._handle_response)  # type: ignore[no-untyped-call]
         return r
 
     def _resend(
-        self, flow: Authorizer, refused: requests.Response, tokens: dict[str, Any], kwargs: dict[str, Any]
+        self, binding: Binding, refused: requests.Response, tokens: Tokens, kwargs: dict[str, Any]
     ) -> requests.Response:
         """Send *refused*'s request again with *tokens* (and a new proof)."""
         # Read (a bounded part of) the refused body, so a short one's connection is reused.
@@ -314,7 +264,7 @@ class OAuth(AuthBase):
             parts = given if isinstance(given, tuple) else (given, given)
             connect, read = (float("inf") if part is None else float(part) for part in parts)
             kwargs = {**kwargs, "timeout": _deadline.bounded((connect, read), "re-sending the request")}
-        self._present(flow, prep, tokens)
+        self._present(binding, prep, tokens)
         assert refused.connection is not None
         retried: requests.Response = refused.connection.send(prep, **kwargs)
         retried.history.append(refused)
@@ -322,97 +272,91 @@ class OAuth(AuthBase):
         return retried
 
     def _handle_response(self, response: requests.Response, **kwargs: Any) -> requests.Response:
+        """The response hook: answer 401s (and 403 step-ups), within the request's deadline."""
         with _deadline.within(_deadline.of(response.request)):
-            return self._answer(response, kwargs)
-
-    def _answer(self, response: requests.Response, kwargs: dict[str, Any]) -> requests.Response:
-        """The response hook's work: answer 401s (and 403 step-ups), within the request's deadline."""
-        current = response
-        attempts = 0
-        after_nonce = False  # *current* answers a re-send made only to add a nonce
-        url = str(current.request.url)  # DPoP nonces are the URL's
-        server = _server_of(current.request)
-        flow = self._binding(server)
-        try:
-            if flow is None:
-                if current.status_code == 401:  # it got no token: it never answers 403 then
-                    raise UnboundServerError(
-                        f"a server this OAuth is not bound to asked for authorization; it serves "
-                        f"{self._only()} only: give each server an OAuth of its own"
-                    )
-                return current
-            while True:
-                status = current.status_code
-                header = current.headers.get("WWW-Authenticate")
-                nonce = flow.nonces.update(url, current.headers.get("DPoP-Nonce"))
-                proof = current.request.headers.get("DPoP")
-                if status == 401 and isinstance(proof, str) and wants_dpop_nonce(header):
-                    # RFC 9449 §9: one re-send with the server's nonce; a second demand in a
-                    # row is a loop (each re-send alternates with an authorization, so the
-                    # number of sends stays bounded by max_auth_attempts).
-                    if after_nonce or nonce is None or nonce == proof_nonce(proof):
-                        raise DPoPNonceError(
-                            "the MCP server asked for a new DPoP nonce again"
-                            if after_nonce
-                            else "the MCP server asked for a DPoP nonce but sent none (or the same)"
+            current = response
+            try:
+                server = _server_of(current.request)
+                binding = self._binding(server)
+                if binding is None:
+                    if current.status_code == 401:  # it got no token: it never answers 403 then
+                        raise UnboundServerError(
+                            f"a server this OAuth is not bound to asked for authorization; it serves "
+                            f"{self._only()} only: give each server an OAuth of its own"
                         )
-                    with self._locked(flow):
-                        tokens = flow.tokens
-                    if tokens and tokens.get("access_token"):
-                        current = self._resend(flow, current, tokens, kwargs)
-                        after_nonce = True
-                        continue
-                after_nonce = False
-                challenge = parse_www_authenticate(header)
-                step_up = status == 403 and challenge.get("error") == "insufficient_scope"
-                if (status != 401 and not step_up) or attempts >= self.max_auth_attempts:
                     return current
-                attempts += 1
-                sent = current.request.headers.get("Authorization")
-                tokens = self._reauthorize(
-                    flow, status, challenge, sent if isinstance(sent, str) else None, offers_dpop(header)
-                )
-                if tokens is None or not flow.covers(server):
-                    return current
-                current = self._resend(flow, current, tokens, kwargs)
-        except BaseException:
-            current.close()  # refused, and nobody else will read it: free its connection
-            raise
+                attempts, after_nonce = 0, False  # after_nonce: *current* answers a re-send made to add a nonce
+                while True:
+                    tokens, after_nonce = self._answer(binding, server, current, attempts, after_nonce)
+                    if tokens is None:
+                        return current
+                    attempts += not after_nonce
+                    current = self._resend(binding, current, tokens, kwargs)
+            except BaseException:
+                current.close()  # refused, and nobody else will read it: free its connection
+                raise
+
+    def _answer(self, binding: Binding, server: str, response: requests.Response, attempts: int, after_nonce: bool
+                ) -> tuple[Tokens | None, bool]:
+        """The tokens to send *response*'s request again with (``None``: give it to the caller),
+        and whether that re-send only adds a DPoP nonce."""
+        status, header = response.status_code, response.headers.get("WWW-Authenticate")
+        url = str(response.request.url)  # DPoP nonces are the URL's
+        nonce = binding.dpop.nonces.update(url, response.headers.get("DPoP-Nonce"))
+        proof = response.request.headers.get("DPoP")
+        if status == 401 and isinstance(proof, str) and wants_dpop_nonce(header):
+            # RFC 9449 §9: one re-send with the server's nonce; a second demand in a row is a
+            # loop (each re-send alternates with an authorization, so the number of sends stays
+            # bounded by max_auth_attempts).
+            if after_nonce or nonce is None or nonce == proof_nonce(proof):
+                raise DPoPNonceError("the MCP server asked for a new DPoP nonce again" if after_nonce
+                                     else "the MCP server asked for a DPoP nonce but sent none (or the same)")
+            with self._locked(binding):
+                tokens = binding.tokens
+            if tokens and tokens.access_token:
+                return tokens, True
+        challenge = parse_www_authenticate(header)
+        step_up = status == 403 and challenge.get("error") == "insufficient_scope"
+        if (status != 401 and not step_up) or attempts >= self.max_auth_attempts:
+            return None, False
+        sent = response.request.headers.get("Authorization")
+        tokens = self._reauthorize(binding, status, challenge, sent if isinstance(sent, str) else None,
+                                   offers_dpop(header))
+        return (tokens if binding.covers(server) else None), False
 
     def _reauthorize(
-        self, flow: Authorizer, status: int, challenge: dict[str, str], sent: str | None, dpop_offered: bool
-    ) -> dict[str, Any] | None:
+        self, binding: Binding, status: int, challenge: dict[str, str], sent: str | None, dpop_offered: bool
+    ) -> Tokens | None:
         """Tokens to retry with, or ``None`` to give the refusal to the caller."""
         sent_token = sent.split(" ", 1)[-1] if sent else None
-        with self._locked(flow):
-            tokens = flow.load().get("tokens") or flow.tokens
-            current = tokens.get("access_token") if tokens else None
-            if status == 401 and tokens and current and sent_token != current and not expiring(tokens):
-                flow.tokens = tokens
+        with self._locked(binding):
+            tokens = binding.load().tokens or binding.tokens
+            current = tokens.access_token if tokens else None
+            if status == 401 and tokens and current and sent_token != current and not tokens.expiring():
+                binding.tokens = tokens
                 return tokens  # another thread (or process) got a new token meanwhile
-            granted = _scope_set((tokens or {}).get("scope")) if sent else set()
-            if status == 401 and sent and tokens and tokens.get("refresh_token"):
-                refreshed = flow.refresh(current)
+            granted = scope_set(tokens.scope) if sent and tokens else set()
+            if status == 401 and sent and tokens and tokens.refresh_token:
+                refreshed = _tokens.refresh(binding, current)
                 if refreshed:
-                    flow.tokens = refreshed
+                    binding.tokens = refreshed
                     return refreshed
-            if status == 403:
-                required = _scope_set(challenge.get("scope"))
-                if required and required <= granted:
-                    # The server refuses scopes we were already granted: asking again cannot help.
-                    log.warning("the server still wants scopes it was granted; not authorizing again")
-                    return None
-            log.info("authorization needed for %s (HTTP %s)", flow.canonical, status)
-            flow.tokens = flow.authorize(challenge, granted, dpop_offered=dpop_offered)
-            return flow.tokens
+            required = scope_set(challenge.get("scope"))
+            if status == 403 and required and required <= granted:
+                # The server refuses scopes we were already granted: asking again cannot help.
+                log.warning("the server still wants scopes it was granted; not authorizing again")
+                return None
+            log.info("authorization needed for %s (HTTP %s)", binding.canonical, status)
+            binding.tokens = _flow.authorize(binding, challenge, granted, dpop_offered=dpop_offered)
+            return binding.tokens
 
     # -- explicit flows -----------------------------------------------------------------------
 
     def login_now(self, server_url: str | None = None) -> None:
         """Log in now (e.g. from a ``login`` command) instead of on the first 401."""
-        flow = self._bound(server_url)
-        with flow.lock:
-            flow.tokens = flow.authorize({}, set())
+        binding = self._bound(server_url)
+        with binding.lock:
+            binding.tokens = _flow.authorize(binding, {}, set())
 
     def begin(self, server_url: str | None = None) -> str:
         """Web-app flow, step 1: the authorization URL to redirect the user's browser to.
@@ -422,7 +366,7 @@ class OAuth(AuthBase):
         """
         if server_url is None and not self._bindings:
             raise ValueError("begin() needs the MCP server URL")
-        return self._bound(server_url).begin()
+        return _flow.begin(self._bound(server_url))
 
     def complete(self, callback_url: str, server_url: str | None = None) -> None:
         """Web-app flow, step 2: in the callback view, with the full callback URL.
@@ -435,18 +379,17 @@ class OAuth(AuthBase):
         """
         if server_url is None and not self._bindings:
             raise AuthError("complete() before begin(): pass server_url= to OAuth or call begin()")
-        flow = self._bound(server_url)
-        with flow.lock:
-            flow.tokens = flow.complete(callback_url)
+        binding = self._bound(server_url)
+        with binding.lock:
+            binding.tokens = _flow.complete(binding, callback_url)
 
     def logout(self, server_url: str | None = None) -> None:
         """Forget a server's tokens and registration in the store (default: every server's)."""
-        flows = [self._bound(server_url)] if server_url else list(self._bindings.values())
-        for flow in flows:
-            with flow.lock:
-                flow.tokens = None
-                self.store.delete(flow.key)
-                flow.forget_dpop_key()
+        for binding in [self._bound(server_url)] if server_url else list(self._bindings.values()):
+            with binding.lock:
+                binding.tokens = None
+                self.store.delete(binding.key)
+                binding.dpop.forget()
 
 
 #: The ``PreparedRequest`` attribute an mcpsync transport sets to the MCP server URL the

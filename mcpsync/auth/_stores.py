@@ -14,7 +14,6 @@ from __future__ import annotations
 import abc
 import base64
 import contextlib
-import copy
 import hashlib
 import json
 import os
@@ -22,6 +21,7 @@ import stat
 import sys
 import tempfile
 import threading
+import time
 import zlib
 from collections.abc import Iterator
 from pathlib import Path
@@ -31,9 +31,6 @@ from . import _deadline
 from ._errors import InsecureTokenStoreError, TokenStoreError
 
 __all__ = ["FileTokenStore", "KeyringTokenStore", "MemoryTokenStore", "TokenStore"]
-
-Record = dict[str, Any]
-
 
 class TokenStore(abc.ABC):
     """Where :class:`~mcpsync.auth.OAuth` keeps its state (abstract).
@@ -48,11 +45,11 @@ class TokenStore(abc.ABC):
         self._guard = threading.Lock()
 
     @abc.abstractmethod
-    def load(self, key: str) -> Record | None:
+    def load(self, key: str) -> dict[str, Any] | None:
         """The record saved under *key*, or ``None``."""
 
     @abc.abstractmethod
-    def save(self, key: str, record: Record) -> None:
+    def save(self, key: str, record: dict[str, Any]) -> None:
         """Replace the record under *key* (atomically: readers see old or new, never half)."""
 
     def delete(self, key: str) -> None:
@@ -78,52 +75,39 @@ class MemoryTokenStore(TokenStore):
 
     def __init__(self) -> None:
         super().__init__()
-        self._data: dict[str, Record] = {}
+        self._data: dict[str, str] = {}
 
-    def load(self, key: str) -> Record | None:
-        with self._guard:
-            found = self._data.get(key)
-            return copy.deepcopy(found) if found is not None else None
+    def load(self, key: str) -> dict[str, Any] | None:
+        found = self._data.get(key)
+        return None if found is None else json.loads(found)
 
-    def save(self, key: str, record: Record) -> None:
-        json.dumps(record)  # the same contract as the persistent stores: JSON-able only
-        with self._guard:
-            self._data[key] = copy.deepcopy(record)
+    def save(self, key: str, record: dict[str, Any]) -> None:
+        self._data[key] = json.dumps(record)  # the same contract as the persistent stores: JSON only
 
     def delete(self, key: str) -> None:
         with self._guard:
             self._data.pop(key, None)
 
 
-class _FileLock:
-    """An advisory exclusive lock on a file, across processes (flock / msvcrt)."""
-
-    def __init__(self, path: Path) -> None:
-        self._path = path
-
-    @contextlib.contextmanager
-    def held(self) -> Iterator[None]:
-        fd = os.open(self._path, os.O_RDWR | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0), 0o600)
-        try:
-            if sys.platform == "win32":  # pragma: no cover - exercised on Windows CI only
-                import msvcrt
-
-                msvcrt.locking(fd, msvcrt.LK_LOCK, 1)  # type: ignore[attr-defined]
-            else:
-                _flock(fd)
-            yield
-        finally:
-            os.close(fd)  # closing releases the lock on every platform
-
-
 @contextlib.contextmanager
-def _held(lock: threading.RLock) -> Iterator[None]:
-    """Hold *lock*, waiting at most what is left of the calling request's deadline."""
-    _deadline.acquire(lock, "waiting for the token store's lock")
+def _file_lock(path: Path) -> Iterator[None]:
+    """An advisory exclusive lock on a file, across processes (flock / msvcrt)."""
+    fd = os.open(path, os.O_RDWR | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0), 0o600)
     try:
+        if sys.platform == "win32":  # pragma: no cover - exercised on Windows CI only
+            import msvcrt
+
+            msvcrt.locking(fd, msvcrt.LK_LOCK, 1)  # type: ignore[attr-defined]
+        else:
+            _flock(fd)
         yield
     finally:
-        lock.release()
+        os.close(fd)  # closing releases the lock on every platform
+
+
+def _held(lock: threading.RLock) -> contextlib.AbstractContextManager[None]:
+    """Hold *lock*, waiting at most what is left of the calling request's deadline."""
+    return _deadline.held(lock, "waiting for the token store's lock")
 
 
 _FLOCK_POLL = 0.02
@@ -132,7 +116,6 @@ _FLOCK_POLL = 0.02
 def _flock(fd: int) -> None:
     """Lock *fd* exclusively; within a request's deadline, poll so the wait ends by it."""
     import fcntl
-    import time
 
     if _deadline.remaining() is None:
         fcntl.flock(fd, fcntl.LOCK_EX)
@@ -197,15 +180,14 @@ class FileTokenStore(TokenStore):
         return f"<FileTokenStore {str(self.directory)!r}>"
 
     def _prepare(self) -> None:
-        if self._prepared:
-            return
-        _private_dir(self.directory, "token directory")
-        self._prepared = True
+        if not self._prepared:
+            _private_dir(self.directory, "token directory")
+            self._prepared = True
 
     def _path(self, key: str, suffix: str = ".json") -> Path:
         return self.directory / (_key_name(key) + suffix)
 
-    def load(self, key: str) -> Record | None:
+    def load(self, key: str) -> dict[str, Any] | None:
         self._prepare()
         path = self._path(key)
         try:
@@ -219,9 +201,7 @@ class FileTokenStore(TokenStore):
             if hasattr(os, "geteuid") and info.st_uid != os.geteuid():
                 raise TokenStoreError(f"token file {path} belongs to another user; refusing to use it")
             if sys.platform != "win32" and stat.S_IMODE(info.st_mode) & 0o077:
-                raise TokenStoreError(
-                    f"token file {path} is readable by other users; remove it or run `chmod 600 {path}`"
-                )
+                raise TokenStoreError(f"token file {path} is readable by other users; remove it or run `chmod 600 {path}`")
             raw = handle.read()
         try:
             record = json.loads(raw.decode("utf-8"))
@@ -231,18 +211,16 @@ class FileTokenStore(TokenStore):
             raise TokenStoreError(f"token file {path} does not hold a JSON object")
         return record
 
-    def save(self, key: str, record: Record) -> None:
+    def save(self, key: str, record: dict[str, Any]) -> None:
         self._prepare()
-        data = json.dumps(record, separators=(",", ":")).encode("utf-8")
-        path = self._path(key)
         fd, tmp = tempfile.mkstemp(prefix=".tmp-", dir=self.directory)  # mkstemp creates 0600
         try:
             with os.fdopen(fd, "wb") as handle:
                 os.fchmod(handle.fileno(), 0o600) if hasattr(os, "fchmod") else None
-                handle.write(data)
+                handle.write(json.dumps(record, separators=(",", ":")).encode("utf-8"))
                 handle.flush()
                 os.fsync(handle.fileno())
-            os.replace(tmp, path)
+            os.replace(tmp, self._path(key))
         except BaseException:
             with contextlib.suppress(OSError):
                 os.unlink(tmp)
@@ -262,7 +240,7 @@ class FileTokenStore(TokenStore):
     @contextlib.contextmanager
     def lock(self, key: str) -> Iterator[None]:
         self._prepare()
-        with _held(self._thread_lock(key)), _FileLock(self._path(key, ".lock")).held():
+        with _held(self._thread_lock(key)), _file_lock(self._path(key, ".lock")):
             yield
 
 
@@ -304,11 +282,9 @@ class KeyringTokenStore(TokenStore):
     def _keyring(self) -> Any:
         try:
             import keyring
-            import keyring.errors
         except ImportError:
-            raise TokenStoreError(
-                "KeyringTokenStore needs the keyring package (pip install keyring); " "or " + _REMEDY
-            ) from None
+            raise TokenStoreError(f"KeyringTokenStore needs the keyring package (pip install keyring); or {_REMEDY}"
+                                  ) from None
         if not self._checked:
             self._check_backend(keyring.get_keyring())
             self._checked = True
@@ -328,12 +304,10 @@ class KeyringTokenStore(TokenStore):
     def _call(self, fn: Any, *args: Any) -> Any:
         try:
             return fn(*args)
-        except (
-            Exception  # noqa: BLE001 - keyring backends raise anything
-        ) as exc:  # keyring.errors.KeyringError and backend-specific errors
+        except Exception as exc:  # noqa: BLE001 - KeyringError, and backends raise anything
             raise TokenStoreError(f"keyring operation failed ({type(exc).__name__}); {_REMEDY}") from None
 
-    def load(self, key: str) -> Record | None:
+    def load(self, key: str) -> dict[str, Any] | None:
         kr = self._keyring()
         header = self._call(kr.get_password, self.service, key)
         if header is None:
@@ -347,15 +321,13 @@ class KeyringTokenStore(TokenStore):
                 raise ValueError("digest")
             record = json.loads(zlib.decompress(base64.b64decode(blob)).decode("utf-8"))
         except (ValueError, AssertionError, zlib.error, TypeError):
-            raise TokenStoreError(
-                f"the keyring entry for this server is damaged; run logout to reset it "
-                f"(service {self.service!r})"
-            ) from None
+            raise TokenStoreError(f"the keyring entry for this server is damaged; run logout to reset it "
+                                  f"(service {self.service!r})") from None
         if not isinstance(record, dict):
             raise TokenStoreError("the keyring entry for this server does not hold a JSON object")
         return record
 
-    def save(self, key: str, record: Record) -> None:
+    def save(self, key: str, record: dict[str, Any]) -> None:
         kr = self._keyring()
         blob = base64.b64encode(zlib.compress(json.dumps(record, separators=(",", ":")).encode("utf-8"), 9))
         text = blob.decode("ascii")
@@ -392,7 +364,7 @@ class KeyringTokenStore(TokenStore):
         if self._lock_dir is None:
             self._lock_dir = _keyring_lock_dir()
         name = _key_name(f"{self.service}\0{key}") + ".lock"
-        with _held(self._thread_lock(key)), _FileLock(self._lock_dir / name).held():
+        with _held(self._thread_lock(key)), _file_lock(self._lock_dir / name):
             yield
 
 

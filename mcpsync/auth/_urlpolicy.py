@@ -41,14 +41,9 @@ def _host_addresses(host: str) -> list[_IPAddress]:
     return addresses
 
 
-def _unmap(addr: _IPAddress) -> _IPAddress:
-    if isinstance(addr, ipaddress.IPv6Address) and addr.ipv4_mapped is not None:
-        return addr.ipv4_mapped
-    return addr
-
-
 def _kind(addr: _IPAddress) -> str:
-    addr = _unmap(addr)
+    if isinstance(addr, ipaddress.IPv6Address) and addr.ipv4_mapped is not None:
+        addr = addr.ipv4_mapped  # ::ffff:127.0.0.1 is 127.0.0.1
     if addr.is_loopback:
         return "loopback"
     if addr.is_link_local or addr.is_multicast or addr.is_unspecified or addr.is_reserved:

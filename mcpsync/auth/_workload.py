@@ -13,6 +13,8 @@ import os
 from collections.abc import Callable
 from pathlib import Path
 
+import attrs
+
 from ._errors import TokenRequestError
 
 __all__ = ["WorkloadIdentityAssertion"]
@@ -21,6 +23,11 @@ __all__ = ["WorkloadIdentityAssertion"]
 _MAX_TOKEN = 64 * 1024
 
 
+def _path(value: str | os.PathLike[str]) -> Path:
+    return Path(value).expanduser()
+
+
+@attrs.define(kw_only=True, eq=False)
 class WorkloadIdentityAssertion:
     """The workload's JWT, read afresh for every token request.
 
@@ -34,26 +41,13 @@ class WorkloadIdentityAssertion:
         cloud metadata service).
     """
 
-    def __init__(
-        self,
-        *,
-        token_file: str | os.PathLike[str] | None = None,
-        token: str | None = None,
-        provider: Callable[[], str] | None = None,
-    ) -> None:
-        if sum(source is not None for source in (token_file, token, provider)) != 1:
-            raise ValueError("give exactly one of token_file=, token= or provider=")
-        self.token_file = Path(token_file).expanduser() if token_file is not None else None
-        self._token = token
-        self._provider = provider
+    token_file: Path | None = attrs.field(default=None, converter=attrs.converters.optional(_path))
+    _token: str | None = attrs.field(default=None, repr=lambda token: "[redacted]" if token else "None")
+    _provider: Callable[[], str] | None = None
 
-    def __repr__(self) -> str:
-        source = (
-            f"token_file={str(self.token_file)!r}"
-            if self.token_file is not None
-            else ("token=[redacted]" if self._token is not None else "provider=...")
-        )
-        return f"<WorkloadIdentityAssertion {source}>"
+    def __attrs_post_init__(self) -> None:
+        if sum(source is not None for source in (self.token_file, self._token, self._provider)) != 1:
+            raise ValueError("give exactly one of token_file=, token= or provider=")
 
     def _read(self) -> str:
         if self._token is not None:
@@ -65,13 +59,10 @@ class WorkloadIdentityAssertion:
             with open(self.token_file, "rb") as handle:
                 raw = handle.read(_MAX_TOKEN + 1)
         except OSError as exc:
-            raise TokenRequestError(
-                f"cannot read the workload identity token {self.token_file}: {exc.strerror}"
-            ) from None
+            raise TokenRequestError(f"cannot read the workload identity token {self.token_file}: {exc.strerror}"
+                                    ) from None
         if len(raw) > _MAX_TOKEN:
-            raise TokenRequestError(
-                f"the workload identity token file {self.token_file} is too large for a JWT"
-            )
+            raise TokenRequestError(f"the workload identity token file {self.token_file} is too large for a JWT")
         return raw.decode("ascii", "replace").strip()
 
     def __call__(self, issuer: str, resource: str, scope: str | None) -> str:

@@ -7,6 +7,6 @@ May import anything below it: client, config, auth, testing (for ``mcpsync demo`
 
 from __future__ import annotations
 
-from mcpsync.cli.main import EXIT_CODES, build_parser, exit_code, main
+from mcpsync.cli.main import EXIT_CODES, main
 
-__all__ = ["EXIT_CODES", "build_parser", "exit_code", "main"]
+__all__ = ["EXIT_CODES", "main"]

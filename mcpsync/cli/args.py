@@ -17,16 +17,6 @@ from typing import Any
 
 from mcpsync.config import ConfigError
 
-__all__ = [
-    "UsageError",
-    "check_arguments",
-    "check_prompt_arguments",
-    "json_arguments",
-    "parse_arguments",
-    "signature",
-    "type_name",
-]
-
 
 class UsageError(ConfigError):
     """The command line is not usable: no server named, bad arguments (exit status 2)."""
@@ -95,6 +85,11 @@ def signature(name: str, schema: Any) -> str:
     props = schema.get("properties") or {}
     params = [f"{p}{'' if p in required else '?'}: {type_name(s)}" for p, s in props.items()]
     return f"{name}({', '.join(params)})"
+
+
+def prompt_params(prompt: Any) -> str:
+    """``name, style?``: a prompt's arguments, ``?`` marking optional ones."""
+    return ", ".join(a.name + ("" if a.required else "?") for a in prompt.arguments or [])
 
 
 def _types(spec: Any) -> set[str] | None:
@@ -224,17 +219,15 @@ def check_arguments(name: str, schema: Any, arguments: dict[str, Any]) -> None:
         )
 
 
-def check_prompt_arguments(name: str, params: list[tuple[str, bool]], arguments: dict[str, Any]) -> None:
+def check_prompt_arguments(prompt: Any, arguments: dict[str, Any]) -> None:
     """Check a prompt's arguments (all strings): required ones given, no unknown names.
 
-    :param params: the prompt's (argument name, required) pairs.
+    :param prompt: the :class:`~mcpsync.types.Prompt`.
     :raises UsageError: every problem found, and the prompt's signature.
     """
-    known = {param for param, _ in params}
-    problems = [f"missing required argument {param!r}" for param, required in params
-                if required and param not in arguments]
-    problems += [f"unknown argument {key!r}" for key in arguments if key not in known]
+    params = prompt.arguments or []
+    problems = [f"missing required argument {p.name!r}" for p in params if p.required and p.name not in arguments]
+    problems += [f"unknown argument {key!r}" for key in arguments if key not in {p.name for p in params}]
     if problems:
-        shown = ", ".join(param + ("" if required else "?") for param, required in params)
-        raise UsageError(f"prompt {name!r}: " + "; ".join(problems)
-                         + f"\nusage: {name}({shown})  (? marks optional)")
+        raise UsageError(f"prompt {prompt.name!r}: " + "; ".join(problems)
+                         + f"\nusage: {prompt.name}({prompt_params(prompt)})  (? marks optional)")

@@ -7,59 +7,49 @@ raised and turned into one line (and an exit code) by :func:`mcpsync.cli.main.ma
 from __future__ import annotations
 
 import argparse
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, TextIO
 
 from mcpsync import types
 
-from mcpsync.cli.args import check_arguments, check_prompt_arguments, json_arguments, parse_arguments
-from mcpsync.cli.connect import UsageError, oauth_for, open_client, resolve
-from mcpsync.cli.output import (
-    ProgressBar,
-    dump_json,
-    print_content,
-    printable,
-    print_signatures,
-    print_table,
-    tool_signatures,
-    wire,
-)
+from mcpsync.cli.args import (UsageError, check_arguments, check_prompt_arguments, json_arguments, parse_arguments,
+                              prompt_params, signature)
+from mcpsync.cli.connect import oauth_for, open_client, resolve
+from mcpsync.cli.output import ProgressBar, dump_json, print_content, print_signatures, print_table, printable, wire
 from mcpsync.config import load_config
-from mcpsync.exceptions import McpError, MethodNotFound
+from mcpsync.exceptions import MethodNotFound
+from mcpsync.group.errors import UnknownName
 
 if TYPE_CHECKING:
     from mcpsync.client.client import Client
-
-__all__ = ["COMMANDS", "UnknownName"]
 
 #: Tool names listed when a name is not found.
 _NAMES_SHOWN = 30
 
 
-class UnknownName(McpError):
-    """A tool or prompt the server does not list (exit status 4, as the server would)."""
-
-    exit_status = 4
-
-
 def _unknown(kind: str, name: str, names: list[str]) -> UnknownName:
+    """A tool or prompt the server does not list (exit status 4, as if the server said so)."""
     names = sorted(names)
     shown = ", ".join(names[:_NAMES_SHOWN]) + (", ..." if len(names) > _NAMES_SHOWN else "")
-    return UnknownName(f"the server has no {kind} {name!r}; its {kind}s: {shown or 'none'}")
+    return UnknownName(kind, name, f" on the server; its {kind}s: {shown or 'none'}")
 
 
 def _json(args: argparse.Namespace) -> bool:
     return getattr(args, "output", None) == "json"
 
 
+def _listed(client: Client, capability: str, list_items: Callable[[], list[Any]]) -> list[Any]:
+    """What the server lists of a feature it declares, else nothing."""
+    return list_items() if getattr(client.server_capabilities, capability) is not None else []
+
+
 def cmd_tools(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
-    tools: list[types.Tool] = []
     with open_client(args) as client:
-        if client.server_capabilities.tools is not None:
-            tools = client.list_tools()
+        tools: list[types.Tool] = _listed(client, "tools", client.list_tools)
     if _json(args):
         dump_json(wire(tools), out)
     else:
-        print_signatures(tool_signatures(tools), out)
+        print_signatures([(t.name, signature(t.name, t.input_schema), t.description) for t in tools], out)
     return 0
 
 
@@ -103,16 +93,17 @@ def cmd_call(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     return 0
 
 
+def _templates(client: Client) -> list[types.ResourceTemplate]:
+    try:
+        return client.list_resource_templates()
+    except MethodNotFound:  # common with servers on the official SDK 1.x
+        return []
+
+
 def cmd_resources(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
-    resources: list[types.Resource] = []
-    templates: list[types.ResourceTemplate] = []
     with open_client(args) as client:
-        if client.server_capabilities.resources is not None:
-            resources = client.list_resources()
-            try:
-                templates = client.list_resource_templates()
-            except MethodNotFound:  # common with servers on the official SDK 1.x
-                pass
+        resources: list[types.Resource] = _listed(client, "resources", client.list_resources)
+        templates = _listed(client, "resources", lambda: _templates(client))
     if _json(args):
         dump_json({"resources": wire(resources), "resourceTemplates": wire(templates)}, out)
         return 0
@@ -134,18 +125,12 @@ def cmd_read(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
 
 
 def cmd_prompts(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
-    prompts: list[types.Prompt] = []
     with open_client(args) as client:
-        if client.server_capabilities.prompts is not None:
-            prompts = client.list_prompts()
+        prompts: list[types.Prompt] = _listed(client, "prompts", client.list_prompts)
     if _json(args):
         dump_json(wire(prompts), out)
         return 0
-    items = []
-    for prompt in prompts:
-        params = ", ".join(a.name + ("" if a.required else "?") for a in prompt.arguments or [])
-        items.append((prompt.name, f"{prompt.name}({params})", prompt.description))
-    print_signatures(items, out)
+    print_signatures([(p.name, f"{p.name}({prompt_params(p)})", p.description) for p in prompts], out)
     return 0
 
 
@@ -158,8 +143,7 @@ def cmd_prompt(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
             prompt = next((p for p in known if p.name == args.name), None)
             if prompt is None:
                 raise _unknown("prompt", args.name, [p.name for p in known])
-            params = [(a.name, bool(a.required)) for a in prompt.arguments or []]
-            check_prompt_arguments(prompt.name, params, arguments)
+            check_prompt_arguments(prompt, arguments)
         result = client.get_prompt(args.name, arguments)
     if _json(args):
         dump_json(wire(result), out)

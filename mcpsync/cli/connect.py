@@ -15,14 +15,8 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from mcpsync.auth import (
-    AuthError,
-    FileTokenStore,
-    KeyringTokenStore,
-    LoopbackLogin,
-    OAuth,
-    TokenStore,
-)
+from mcpsync._version import __version__
+from mcpsync.auth import AuthError, FileTokenStore, KeyringTokenStore, LoopbackLogin, OAuth, TokenStore
 from mcpsync.cli.args import UsageError
 from mcpsync.client.era_cache import era_options
 from mcpsync.config import MODES, ServerConfig, load_config
@@ -30,8 +24,6 @@ from mcpsync.config import MODES, ServerConfig, load_config
 if TYPE_CHECKING:
     from mcpsync.auth._loopback import LoopbackReceiver
     from mcpsync.client.client import Client
-
-__all__ = ["NotLoggedIn", "UsageError", "add_target_options", "oauth_for", "open_client", "resolve"]
 
 
 class NotLoggedIn(AuthError):
@@ -46,9 +38,7 @@ class _NoLogin(LoopbackLogin):
         self._url = url
 
     def receiver(self, preferred_port: int | None = None) -> LoopbackReceiver:
-        raise NotLoggedIn(
-            f"{self._url} needs a login: run `mcpsync --url {self._url} login` first"
-        )
+        raise NotLoggedIn(f"{self._url} needs a login: run `mcpsync --url {self._url} login` first")
 
 
 def add_target_options(parser: argparse.ArgumentParser, *, top: bool) -> None:
@@ -130,9 +120,7 @@ def resolve(args: argparse.Namespace) -> ServerConfig:
             if not sep or not key.strip():
                 raise UsageError(f"--header must look like 'Name: value', got {header.split(':')[0]!r}")
             headers[key.strip()] = value.strip()
-        transport = _opt(args, "transport") or (
-            "websocket" if url.startswith(("ws://", "wss://")) else "auto"
-        )
+        transport = _opt(args, "transport") or ("websocket" if url.startswith(("ws://", "wss://")) else "auto")
         return ServerConfig(name="url", transport=transport, url=url, headers=headers or None)
     if config:
         name = _opt(args, "server") or os.environ.get("MCPSYNC_SERVER")
@@ -179,9 +167,9 @@ def open_client(args: argparse.Namespace, *, interactive_login: bool | None = No
     from mcpsync.client.client import Client
 
     entry = resolve(args)
-    options: dict[str, Any] = {"timeout": 60.0, "client_info": ("mcpsync-cli", _version())}
-    options.update(entry.options)
-    options.update(era_options(entry))  # remembered era: no probe for a server met before
+    # era_options: the remembered era, so no probe for a server met before.
+    options: dict[str, Any] = {"timeout": 60.0, "client_info": ("mcpsync-cli", __version__), **entry.options,
+                               **era_options(entry)}
     for name in _TIMING:
         value = _opt(args, name)
         if value is None:
@@ -189,20 +177,11 @@ def open_client(args: argparse.Namespace, *, interactive_login: bool | None = No
         if name in _STDIO_ONLY and entry.transport != "stdio":
             raise UsageError(f"--{name.replace('_', '-')} applies to stdio servers only")
         options[name] = value
-    if entry.transport == "stdio":
-        # The server's stderr goes to the mcpsync.server logger (shown with --debug); a
-        # server that dies has its first and last stderr lines in the error anyway.
-        return Client.from_server_config(entry, **options)
-    assert entry.url is not None
+    # A stdio server's stderr goes to the mcpsync.server logger (shown with --debug); a server
+    # that dies has its first and last stderr lines in the error anyway.
     headers = {k.lower() for k in entry.headers or {}}
-    if "authorization" not in headers and entry.transport != "websocket":
+    if entry.url is not None and "authorization" not in headers and entry.transport != "websocket":
         if interactive_login is None:
             interactive_login = sys.stdin.isatty() and sys.stderr.isatty()
         options["auth"] = oauth_for(args, entry.url, interactive=interactive_login)
     return Client.from_server_config(entry, **options)
-
-
-def _version() -> str:
-    from mcpsync._version import __version__
-
-    return __version__

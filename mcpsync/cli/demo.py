@@ -4,20 +4,19 @@ printed step by step.
 
 from __future__ import annotations
 
+import argparse
 import json
 import sys
 import threading
 from typing import TYPE_CHECKING, TextIO
 
 from mcpsync._version import __version__
-from mcpsync.cli.args import signature
+from mcpsync.cli.args import prompt_params, signature
+from mcpsync.cli.output import bar
 from mcpsync.demo import server_command
 
 if TYPE_CHECKING:
     from mcpsync.client.client import Client
-
-__all__ = ["run_demo"]
-
 
 
 class _ProgressPrinter:
@@ -33,11 +32,7 @@ class _ProgressPrinter:
 
     def __call__(self, progress: float, total: float | None, message: str | None) -> None:
         with self._lock:
-            if total:
-                filled = int(self.WIDTH * min(progress / total, 1.0))
-                text = f"[{'#' * filled}{'-' * (self.WIDTH - filled)}] {progress:g}/{total:g}"
-            else:
-                text = f"{progress:g}"
+            text = bar(progress, total, self.WIDTH, "-") if total else f"{progress:g}"
             if message:
                 text += f"  {message}"
             if self._tty:
@@ -83,10 +78,7 @@ def _session(client: Client, out: TextIO) -> None:
     printer.finished.wait(2.0)
     print(f"  -> {result.text}", file=out)
     report = client.call_tool("weather", {"city": "Paris"})
-    print(
-        f"  weather(city='Paris') -> structured content {json.dumps(report.structured_content)}",
-        file=out,
-    )
+    print(f"  weather(city='Paris') -> structured content {json.dumps(report.structured_content)}", file=out)
 
     _section(out, "Resources")
     for resource in client.list_resources():
@@ -102,19 +94,29 @@ def _session(client: Client, out: TextIO) -> None:
 
     _section(out, "Prompts")
     for prompt in client.list_prompts():
-        args = ", ".join(a.name + ("" if a.required else "?") for a in (prompt.arguments or []))
-        print(f"  {prompt.name}({args})  {prompt.description or ''}", file=out)
+        print(f"  {prompt.name}({prompt_params(prompt)})  {prompt.description or ''}", file=out)
     styles = client.complete(PromptReference(name="greet"), "style", "f").values
     print(f"  completions for greet style 'f': {', '.join(styles)}", file=out)
     got = client.get_prompt("greet", {"name": "Ada", "style": "pirate"})
     print("  greet(name='Ada', style='pirate'):", file=out)
     for message in got.messages:
-        text = (
-            message.content.text
-            if isinstance(message.content, TextContent)
-            else repr(message.content)
-        )
+        text = message.content.text if isinstance(message.content, TextContent) else repr(message.content)
         print(f"    {message.role}: {text}", file=out)
+
+
+def cmd_demo(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+    """``mcpsync demo``: the guided tour, or (``--serve``) the demo server, or its config."""
+    from mcpsync import demo
+
+    if args.serve:
+        if sys.stdin.isatty():  # a person, not an MCP client: say what this is
+            print("mcpsync demo --serve: the demo MCP server, speaking JSON-RPC on stdin/stdout.\n"
+                  "Run it as a server command instead, e.g.\n"
+                  "  mcpsync --stdio 'mcpsync demo --serve' tools\n"
+                  "(waiting for messages; Ctrl-D or Ctrl-C stops it)", file=err)
+        demo.main()
+        return 0
+    return demo.print_config(out) if args.print_config else run_demo(out)
 
 
 def run_demo(out: TextIO | None = None) -> int:
@@ -131,11 +133,7 @@ def run_demo(out: TextIO | None = None) -> int:
     print("  (the server is `mcpsync demo --serve`; here it runs as", file=out)
     print(f"   {' '.join(server_command())})", file=out)
     try:
-        with Client.stdio(
-            server_command(),
-            client_info=("mcpsync-demo-client", __version__),
-            timeout=30.0,
-        ) as client:
+        with Client.stdio(server_command(), client_info=("mcpsync-demo-client", __version__), timeout=30.0) as client:
             _session(client, out)
     except McpError as exc:
         print(f"\ndemo failed: {type(exc).__name__}: {exc}", file=sys.stderr)

@@ -19,11 +19,9 @@ import textwrap
 import traceback
 import warnings
 from collections.abc import Callable, Sequence
-from typing import TextIO
+from typing import Any, TextIO
 
 from mcpsync._version import __version__
-
-__all__ = ["EXIT_CODES", "build_parser", "exit_code", "main"]
 
 #: What each exit status means; scripts may rely on these.
 EXIT_CODES = {
@@ -70,90 +68,51 @@ _EXAMPLES: dict[str, list[str]] = {
 }
 
 
-def _command_epilog(name: str) -> str:
-    lines = [f"  {example}" for example in _EXAMPLES[name]]
-    return "examples:\n" + "\n".join(lines) + "\n\nexit codes: see `mcpsync --help`"
-
-
 def exit_code(exc: BaseException) -> int:
     """The exit status for an exception (see :data:`EXIT_CODES`)."""
     from mcpsync.auth import AuthError
     from mcpsync.config import ConfigError
-    from mcpsync.exceptions import (
-        CapabilityNotSupported,
-        RequestTimeout,
-        ServerError,
-        TransportError,
-        UnsupportedProtocolVersion,
-    )
+    from mcpsync.exceptions import (CapabilityNotSupported, RequestTimeout, ServerError, TransportError,
+                                    UnsupportedProtocolVersion)
+    from mcpsync.group.errors import UnknownName
 
-    status = getattr(exc, "exit_status", None)
-    if isinstance(status, int):
-        return status
-    if isinstance(exc, ConfigError):
-        return 2
-    if isinstance(exc, AuthError):
-        return 6
-    if isinstance(exc, RequestTimeout):
-        return 5
-    if isinstance(exc, (ServerError, CapabilityNotSupported)):
-        return 4
-    if isinstance(exc, (TransportError, UnsupportedProtocolVersion)):
-        return 3
-    return 1
-
-
-def _cmd_demo(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
-    from mcpsync import demo
-
-    if args.serve:
-        if sys.stdin.isatty():  # a person, not an MCP client: say what this is
-            print("mcpsync demo --serve: the demo MCP server, speaking JSON-RPC on stdin/stdout.\n"
-                  "Run it as a server command instead, e.g.\n"
-                  "  mcpsync --stdio 'mcpsync demo --serve' tools\n"
-                  "(waiting for messages; Ctrl-D or Ctrl-C stops it)", file=err)
-        demo.main()
-        return 0
-    if args.print_config:
-        return demo.print_config(out)
-    from mcpsync.cli.demo import run_demo
-
-    return run_demo(out)
+    statuses = ((ConfigError, 2), (AuthError, 6), (RequestTimeout, 5),
+                ((ServerError, CapabilityNotSupported, UnknownName), 4),
+                ((TransportError, UnsupportedProtocolVersion), 3))
+    return next((status for kinds, status in statuses if isinstance(exc, kinds)), 1)
 
 
 _Func = Callable[[argparse.Namespace, TextIO, TextIO], int]
 
-# name: (one-line help, description, arguments adder)
+#: Each command's one-line help and its description.
 _HELP: dict[str, tuple[str, str]] = {
     "tools": ("list the server's tools and their parameters",
-              ("List every tool (all pages) as name(param: type, optional?: type) with its "
-              "description.")),
+              "List every tool (all pages) as name(param: type, optional?: type) with its description."),
     "call": ("call a tool: call TOOL key=value ... | call TOOL --args '{...}'",
-             ("Call TOOL and print its result. Arguments are key=value pairs; a value is read as "
-             "JSON (2, true, [1,2], {\"k\":1}) unless the tool's schema says the parameter is a "
-             "string. They are checked against the tool's input schema before sending. Progress "
-             "is drawn on stderr. Exits 1 when the tool reports an error.")),
-    "resources": ("list resources and resource templates", ("List the server's resources "
-                  "(URI, name, MIME type) and resource templates; nothing when the server has "
-                  "none.")),
-    "read": ("read a resource by URI", ("Read the resource URI and print its contents "
-             "(text as is; binary as a summary, or in full with -o json).")),
-    "prompts": ("list prompts and their arguments", ("List the server's prompts; arguments "
-                "marked ? are optional. Nothing when the server has no prompts.")),
-    "prompt": ("get a prompt: prompt NAME key=value ...", ("Get prompt NAME with the given "
-               "arguments (all strings) and print its messages.")),
-    "servers": ("list the servers of a config file", ("List the entries of the mcpServers "
-                "file given with --config: name, transport, command or URL.")),
-    "login": ("log in to an OAuth-protected HTTP server", ("Run the OAuth login for the server "
-              "(--url or a config entry with url): a browser opens at the server's login page "
-              "(or the URL is printed when none can open), tokens are saved in the token "
-              "store and later commands use and refresh them.")),
-    "logout": ("forget the tokens of an HTTP server", ("Delete the saved tokens and client "
-               "registration of the server from the token store.")),
+             "Call TOOL and print its result. Arguments are key=value pairs; a value is read as JSON (2, true,"
+             " [1,2], {\"k\":1}) unless the tool's schema says the parameter is a string. They are checked"
+             " against the tool's input schema before sending. Progress is drawn on stderr. Exits 1 when the"
+             " tool reports an error."),
+    "resources": ("list resources and resource templates", "List the server's resources (URI, name, MIME"
+                  " type) and resource templates; nothing when the server has none."),
+    "read": ("read a resource by URI", "Read the resource URI and print its contents (text as is; binary as"
+             " a summary, or in full with -o json)."),
+    "prompts": ("list prompts and their arguments", "List the server's prompts; arguments marked ? are"
+                " optional. Nothing when the server has no prompts."),
+    "prompt": ("get a prompt: prompt NAME key=value ...", "Get prompt NAME with the given arguments (all"
+               " strings) and print its messages."),
+    "servers": ("list the servers of a config file", "List the entries of the mcpServers file given with"
+                " --config: name, transport, command or URL."),
+    "login": ("log in to an OAuth-protected HTTP server", "Run the OAuth login for the server (--url or a"
+              " config entry with url): a browser opens at the server's login page (or the URL is printed"
+              " when none can open), tokens are saved in the token store and later commands use and"
+              " refresh them."),
+    "logout": ("forget the tokens of an HTTP server", "Delete the saved tokens and client registration of"
+               " the server from the token store."),
     "demo": ("a guided tour: run the bundled demo server and show a session with it",
-             ("Start the bundled demo server over stdio and print a real session with it: "
-              "server info, tools, a tool call with progress, resources and a prompt. "
-              "--serve runs the demo server itself on stdin/stdout, for any MCP client.")),
+             "Start the bundled demo server over stdio and print a real session with it: server info, tools,"
+             " a tool call with progress, resources and a prompt. --serve runs the demo server itself on"
+             " stdin/stdout, for any MCP client."),
 }
 
 
@@ -161,82 +120,54 @@ def build_parser() -> argparse.ArgumentParser:
     """The argument parser with every subcommand registered."""
     from mcpsync.cli.commands import COMMANDS
     from mcpsync.cli.connect import add_target_options
+    from mcpsync.cli.demo import cmd_demo
 
-    parser = argparse.ArgumentParser(
-        prog="mcpsync",
-        description=textwrap.fill("Talk to an MCP (Model Context Protocol) server from the "
-                                  "command line: list and call its tools, read its resources, "
-                                  "get its prompts.", 79),
-        epilog=_EPILOG,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-    )
+    raw = argparse.RawDescriptionHelpFormatter
+    parser = argparse.ArgumentParser(prog="mcpsync", epilog=_EPILOG, formatter_class=raw, description=textwrap.fill(
+        "Talk to an MCP (Model Context Protocol) server from the command line: list and call its tools, read"
+        " its resources, get its prompts.", 79))
     parser.add_argument("--version", action="version", version=f"mcpsync {__version__}")
     add_target_options(parser, top=True)
     subparsers = parser.add_subparsers(title="commands", metavar="COMMAND")
-
-    commands: dict[str, _Func] = {"demo": _cmd_demo, **COMMANDS}
+    commands: dict[str, _Func] = {"demo": cmd_demo, **COMMANDS}
     for name, func in commands.items():
         short, long = _HELP[name]
-        sub = subparsers.add_parser(name, help=short, description=textwrap.fill(long, 79),
-                                    epilog=_command_epilog(name),
-                                    formatter_class=argparse.RawDescriptionHelpFormatter)
-        _ARGUMENTS.get(name, _no_arguments)(sub)
-        if name != "demo":
+        examples = "".join(f"  {example}\n" for example in _EXAMPLES[name])
+        sub = subparsers.add_parser(name, help=short, description=textwrap.fill(long, 79), formatter_class=raw,
+                                    epilog=f"examples:\n{examples}\nexit codes: see `mcpsync --help`")
+        for argument, options in _ARGUMENTS.get(name, ()):
+            sub.add_argument(argument, **options)
+        if name == "call":
+            given = sub.add_argument_group("arguments as JSON (instead of key=value)")
+            given.add_argument("--args", dest="args_json", metavar="JSON",
+                               help="all arguments as one JSON object ('-': read it from stdin)")
+            given.add_argument("--args-file", metavar="FILE", help="read the JSON object from FILE ('-': stdin)")
+        if name == "demo":
+            mode = sub.add_mutually_exclusive_group()
+            mode.add_argument("--serve", action="store_true",
+                              help="be the demo server: speak MCP on stdin/stdout (for --stdio or a client)")
+            mode.add_argument("--print-config", action="store_true",
+                              help="print an mcpServers file with the demo server in it")
+        else:
             add_target_options(sub, top=False)
         sub.set_defaults(func=func)
     return parser
 
 
-def _no_arguments(sub: argparse.ArgumentParser) -> None:
-    pass
-
-
-def _call_arguments(sub: argparse.ArgumentParser) -> None:
-    sub.add_argument("tool", metavar="TOOL", help="the tool's name (see `tools`)")
-    sub.add_argument("arguments", metavar="key=value", nargs="*",
-                     help="a tool argument, e.g. a=2 or name=Ada")
-    given = sub.add_argument_group("arguments as JSON (instead of key=value)")
-    given.add_argument("--args", dest="args_json", metavar="JSON",
-                       help="all arguments as one JSON object ('-': read it from stdin)")
-    given.add_argument("--args-file", metavar="FILE",
-                       help="read the JSON object from FILE ('-': stdin)")
-    sub.add_argument("--no-check", action="store_true",
-                     help="send the arguments without checking them against the tool's schema")
-
-
-def _read_arguments(sub: argparse.ArgumentParser) -> None:
-    sub.add_argument("uri", metavar="URI", help="the resource URI (see `resources`)")
-
-
-def _prompt_arguments(sub: argparse.ArgumentParser) -> None:
-    sub.add_argument("name", metavar="NAME", help="the prompt's name (see `prompts`)")
-    sub.add_argument("arguments", metavar="key=value", nargs="*",
-                     help="a prompt argument, e.g. name=Ada")
-
-
-def _login_arguments(sub: argparse.ArgumentParser) -> None:
-    sub.add_argument("--client-id", metavar="ID",
-                     help="a client registered beforehand (default: register one)")
-    sub.add_argument("--scope", metavar="SCOPES",
-                     help="scopes to ask for beyond what the server requires")
-    sub.add_argument("--login-timeout", type=float, metavar="SECONDS", default=300.0,
-                     help="how long to wait for the browser login (default 300)")
-
-
-def _demo_arguments(sub: argparse.ArgumentParser) -> None:
-    mode = sub.add_mutually_exclusive_group()
-    mode.add_argument("--serve", action="store_true",
-                      help="be the demo server: speak MCP on stdin/stdout (for --stdio or a client)")
-    mode.add_argument("--print-config", action="store_true",
-                      help="print an mcpServers file with the demo server in it")
-
-
-_ARGUMENTS: dict[str, Callable[[argparse.ArgumentParser], None]] = {
-    "call": _call_arguments,
-    "read": _read_arguments,
-    "prompt": _prompt_arguments,
-    "login": _login_arguments,
-    "demo": _demo_arguments,
+_Arguments = list[tuple[str, dict[str, Any]]]
+#: The positional arguments and options of each command (beside the shared ones).
+_ARGUMENTS: dict[str, _Arguments] = {
+    "call": [("tool", {"metavar": "TOOL", "help": "the tool's name (see `tools`)"}),
+             ("arguments", {"metavar": "key=value", "nargs": "*", "help": "a tool argument, e.g. a=2 or name=Ada"}),
+             ("--no-check", {"action": "store_true",
+                             "help": "send the arguments without checking them against the tool's schema"})],
+    "read": [("uri", {"metavar": "URI", "help": "the resource URI (see `resources`)"})],
+    "prompt": [("name", {"metavar": "NAME", "help": "the prompt's name (see `prompts`)"}),
+               ("arguments", {"metavar": "key=value", "nargs": "*", "help": "a prompt argument, e.g. name=Ada"})],
+    "login": [("--client-id", {"metavar": "ID", "help": "a client registered beforehand (default: register one)"}),
+              ("--scope", {"metavar": "SCOPES", "help": "scopes to ask for beyond what the server requires"}),
+              ("--login-timeout", {"type": float, "metavar": "SECONDS", "default": 300.0,
+                                   "help": "how long to wait for the browser login (default 300)"})],
 }
 
 
@@ -244,25 +175,22 @@ def _error_lines(exc: BaseException) -> list[str]:
     """The error as lines: the message on the first, what it quotes (server stderr) below."""
     from mcpsync.cli.output import printable
 
-    text = str(exc).strip()
-    first, _, rest = text.partition("\n")
+    first, _, rest = str(exc).strip().partition("\n")
     lines = [f"{type(exc).__name__}: {printable(' '.join(first.split())) or type(exc).__name__}"]
-    lines += [f"    {printable(line.rstrip())}" for line in rest.splitlines()]
-    return lines
+    return lines + [f"    {printable(line.rstrip())}" for line in rest.splitlines()]
 
 
-class _Warnings:
-    """Shows each warning once, as ``mcpsync: warning: ...`` (a file may be read twice)."""
+def _show_warnings_once() -> Callable[..., None]:
+    """``warnings.showwarning`` printing each warning once as ``mcpsync: warning: ...`` (a file may
+    be read twice)."""
+    shown: set[str] = set()
 
-    def __init__(self) -> None:
-        self._shown: set[str] = set()
+    def show(message: Warning | str, *args: object, **kwargs: object) -> None:
+        if str(message) not in shown:
+            shown.add(str(message))
+            print(f"mcpsync: warning: {message}", file=sys.stderr)
 
-    def show(self, message: Warning | str, category: type[Warning], filename: str, lineno: int,
-             file: TextIO | None = None, line: str | None = None) -> None:
-        text = str(message)
-        if text not in self._shown:
-            self._shown.add(text)
-            print(f"mcpsync: warning: {text}", file=sys.stderr)
+    return show
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -285,7 +213,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("always", ConfigWarning)
-            warnings.showwarning = _Warnings().show
+            warnings.showwarning = _show_warnings_once()
             return func(args, sys.stdout, sys.stderr)
     except KeyboardInterrupt:
         return 130

@@ -17,18 +17,6 @@ from collections.abc import Callable, Sequence
 from typing import Any, TextIO
 
 from mcpsync import types
-from mcpsync.cli.args import signature
-
-__all__ = [
-    "ProgressBar",
-    "Style",
-    "dump_json",
-    "print_content",
-    "print_signatures",
-    "print_table",
-    "printable",
-    "wire",
-]
 
 #: C0 controls but tab and newline (ESC starts every escape sequence, CR overwrites a line),
 #: DEL, the C1 controls (8-bit CSI, OSC, DCS...) and the bidi overrides that reorder a line.
@@ -103,10 +91,6 @@ def print_signatures(items: Sequence[tuple[str, str, str | None]], out: TextIO) 
             print("    " + style.dim(first), file=out)
 
 
-def tool_signatures(tools: list[types.Tool]) -> list[tuple[str, str, str | None]]:
-    return [(t.name, signature(t.name, t.input_schema), t.description) for t in tools]
-
-
 def print_table(headers: Sequence[str], rows: Sequence[Sequence[str]], out: TextIO) -> None:
     """Columns padded to their widest cell; the header in bold on a terminal."""
     style = Style(out)
@@ -139,6 +123,12 @@ def print_content(blocks: list[Any], out: TextIO) -> None:
         else:
             text = json.dumps(wire(block))
         print(printable(text), file=out)
+
+
+def bar(progress: float, total: float, width: int, empty: str) -> str:
+    """``[####....] 2/5``: *width* cells, the done part filled."""
+    filled = int(width * min(max(progress / total, 0.0), 1.0))
+    return f"[{'#' * filled}{empty * (width - filled)}] {progress:g}/{total:g}"
 
 
 class ProgressBar:
@@ -183,11 +173,7 @@ class ProgressBar:
                 self._drawn = True
 
     def __call__(self, progress: float, total: float | None, message: str | None) -> None:
-        if total:
-            filled = int(self.WIDTH * min(max(progress / total, 0.0), 1.0))
-            text = f"[{'#' * filled}{'.' * (self.WIDTH - filled)}] {progress:g}/{total:g}"
-        else:
-            text = f"[{progress:g}]"
+        text = bar(progress, total, self.WIDTH, ".") if total else f"[{progress:g}]"
         if message:
             text += f" {printable(message)}"
         with self._lock:

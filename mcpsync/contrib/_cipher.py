@@ -24,8 +24,6 @@ from typing import Any
 from ..auth import TokenStoreError
 from ..config import ConfigError
 
-__all__ = ["RecordCipher", "generate_key", "row_name"]
-
 _ROW = "mcpsync_row"
 
 
@@ -34,8 +32,9 @@ def row_name(user: str, key: str) -> str:
     return f"{user}\0{key}"
 
 
-def _row_tag(row: str) -> str:
-    return hashlib.sha256(row.encode("utf-8")).hexdigest()
+def digest(text: str) -> str:
+    """SHA-256 of *text*, in hex: how a row names its user and key without keeping them."""
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
 def _fernet() -> Any:
@@ -82,7 +81,7 @@ class RecordCipher:
 
     def encrypt(self, record: dict[str, Any], row: str) -> str:
         """The record as an encrypted, ASCII string, bound to *row* (who and what it is for)."""
-        data = json.dumps({_ROW: _row_tag(row), "record": record}, separators=(",", ":")).encode("utf-8")
+        data = json.dumps({_ROW: digest(row), "record": record}, separators=(",", ":")).encode("utf-8")
         return str(self._fernet.encrypt(data).decode("ascii"))
 
     def decrypt(self, text: str, row: str) -> dict[str, Any]:
@@ -99,7 +98,7 @@ class RecordCipher:
                 "the old key?); the user has to connect the server again"
             ) from None
         if isinstance(sealed, dict) and _ROW in sealed:
-            if not hmac.compare_digest(str(sealed[_ROW]), _row_tag(row)):
+            if not hmac.compare_digest(str(sealed[_ROW]), digest(row)):
                 raise TokenStoreError(
                     "a stored token record was sealed for another user or server (copied or swapped "
                     "in the database?); it is not used: the user has to connect the server again"

@@ -18,9 +18,7 @@ from typing import TextIO
 
 from mcpsync.cli.args import UsageError
 
-from ._servers import EXTRA_KEYS, read_servers
-
-__all__ = ["COMMANDS", "UsageError", "argv_for", "run"]
+from ._server_set import EXTRA_KEYS, read_servers
 
 #: The subcommands offered, and their help.
 COMMANDS = {

@@ -13,35 +13,27 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import logging
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
 from ..auth import OAuth, TokenStore
 from ..client.client import Client
+from ..exceptions import McpError
 from ._cipher import RecordCipher
 
 if TYPE_CHECKING:
-    from mcpsync.client.client import Client
-    from ._servers import ServerSpec
+    from ._server_set import ServerSpec
 
-__all__ = [
-    "EncryptedTokenStore",
-    "ScopedTokenStore",
-    "finish_login",
-    "is_safe_next",
-    "user_client",
-    "user_oauth",
-]
+log = logging.getLogger(__name__)
 
 
 def user_oauth(spec: ServerSpec, store: TokenStore, redirect_uri: str) -> OAuth:
     """The web-app OAuth of server *spec* with a store already bound to one user."""
     assert spec.oauth is not None and spec.config.url is not None
-    settings = dict(spec.oauth)
-    settings.setdefault("client_name", "mcpsync")
-    return OAuth(store=store, login=None, redirect_uri=redirect_uri,
-                 server_url=spec.config.url, **settings)
+    settings = {"client_name": "mcpsync", **spec.oauth}
+    return OAuth(store=store, login=None, redirect_uri=redirect_uri, server_url=spec.config.url, **settings)
 
 
 def user_client(spec: ServerSpec, oauth: OAuth) -> Client:
@@ -57,21 +49,15 @@ def is_safe_next(url: str | None) -> bool:
     return not parts.scheme and not parts.netloc
 
 
-class ScopedTokenStore(TokenStore):
-    """Another store's records under one *scope* (a user id): keys are prefixed, locks too.
+class _Layered(TokenStore):
+    """Another store's records, seen through a key (:meth:`_key`) and value layer."""
 
-    :param inner: the shared store (e.g. a :class:`~mcpsync.auth.FileTokenStore` every
-        worker sees, or an :class:`EncryptedTokenStore` around it).
-    :param scope: who the records belong to; any string (it is hashed into the key).
-    """
-
-    def __init__(self, inner: TokenStore, scope: str) -> None:
+    def __init__(self, inner: TokenStore) -> None:
         super().__init__()
         self.inner = inner
-        self._prefix = hashlib.sha256(scope.encode("utf-8")).hexdigest()[:32] + "/"
 
     def _key(self, key: str) -> str:
-        return self._prefix + key
+        return key
 
     def load(self, key: str) -> dict[str, Any] | None:
         return self.inner.load(self._key(key))
@@ -88,10 +74,26 @@ class ScopedTokenStore(TokenStore):
             yield
 
     def __repr__(self) -> str:
-        return f"<ScopedTokenStore {self.inner!r}>"
+        return f"<{type(self).__name__} {self.inner!r}>"
 
 
-class EncryptedTokenStore(TokenStore):
+class ScopedTokenStore(_Layered):
+    """Another store's records under one *scope* (a user id): keys are prefixed, locks too.
+
+    :param inner: the shared store (e.g. a :class:`~mcpsync.auth.FileTokenStore` every
+        worker sees, or an :class:`EncryptedTokenStore` around it).
+    :param scope: who the records belong to; any string (it is hashed into the key).
+    """
+
+    def __init__(self, inner: TokenStore, scope: str) -> None:
+        super().__init__(inner)
+        self._prefix = hashlib.sha256(scope.encode("utf-8")).hexdigest()[:32] + "/"
+
+    def _key(self, key: str) -> str:
+        return self._prefix + key
+
+
+class EncryptedTokenStore(_Layered):
     """Another store's records, encrypted with :class:`~._cipher.RecordCipher` before they are saved.
 
     The inner store sees ``{"sealed": "<Fernet token>"}`` only; each sealed record is bound
@@ -100,29 +102,25 @@ class EncryptedTokenStore(TokenStore):
     """
 
     def __init__(self, inner: TokenStore, cipher: RecordCipher) -> None:
-        super().__init__()
-        self.inner = inner
+        super().__init__(inner)
         self._cipher = cipher
 
     def load(self, key: str) -> dict[str, Any] | None:
         found = self.inner.load(key)
-        if found is None:
-            return None
-        return self._cipher.decrypt(str(found.get("sealed", "")), key)
+        return None if found is None else self._cipher.decrypt(str(found.get("sealed", "")), key)
 
     def save(self, key: str, record: dict[str, Any]) -> None:
         self.inner.save(key, {"sealed": self._cipher.encrypt(record, key)})
 
-    def delete(self, key: str) -> None:
-        self.inner.delete(key)
 
-    @contextlib.contextmanager
-    def lock(self, key: str) -> Iterator[None]:
-        with self.inner.lock(key):
-            yield
-
-    def __repr__(self) -> str:
-        return f"<EncryptedTokenStore {self.inner!r}>"
+def login_url(oauth: OAuth, server: str) -> tuple[int, str]:
+    """Start a web-app login: (302, the authorization URL), or (502, text for the user) when
+    the server or its authorization server cannot be reached (logged)."""
+    try:
+        return 302, oauth.begin()
+    except McpError as exc:
+        log.warning("MCP server %r: %s: %s", server, type(exc).__name__, exc)
+        return 502, f"the MCP server {server!r} cannot be reached for a login ({type(exc).__name__})"
 
 
 def finish_login(oauth: OAuth, callback_url: str) -> tuple[int, str] | None:

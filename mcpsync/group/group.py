@@ -28,33 +28,16 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import attrs
 
 from mcpsync import types
-from mcpsync.group.members import (
-    ClientSource,
-    Config,
-    Member,
-    ToolFilter,
-    config_members,
-    is_config,
-    member,
-    separator,
-    template_pattern,
-)
 from mcpsync.client.options import DEFAULT, Default, TimeoutArg
+from mcpsync.exceptions import (CapabilityNotSupported, ClientClosed, McpError, ProtocolError, RequestTimeout,
+                                TransportError)
+from mcpsync.group.errors import UnknownName
+from mcpsync.group.members import (ClientSource, Config, Member, ToolFilter, config_members, is_config, member,
+                                   separator, template_pattern)
 from mcpsync.rpc.deadline import Deadline
-from mcpsync.exceptions import (
-    CapabilityNotSupported,
-    ClientClosed,
-    McpError,
-    ProtocolError,
-    RequestTimeout,
-    TransportError,
-    UnknownName,
-)
 
 if TYPE_CHECKING:
     from mcpsync.client.client import Client
-
-__all__ = ["ClientGroup"]
 
 log = logging.getLogger(__name__)
 
@@ -128,9 +111,7 @@ class ClientGroup:
         for name, wanted in (server_filters or {}).items():
             if name not in self._members:
                 raise ValueError(f"server_filters names {name!r}, which is not a server of the group")
-            self._members[name].filter = ToolFilter(
-                wanted.get("allow"), wanted.get("deny"), wanted.get("annotations")
-            )
+            self._members[name].filter = ToolFilter(wanted.get("allow"), wanted.get("deny"), wanted.get("annotations"))
 
     @classmethod
     def from_config(
@@ -213,9 +194,7 @@ class ClientGroup:
         routes: dict[str, tuple[Member, str]] = {}
         hidden: set[str] = set()
         for member, tool, prefixed in named:
-            if self._filter.keeps(tool, prefixed, self._separator) and member.filter.keeps(
-                tool, prefixed, self._separator
-            ):
+            if all(f.keeps(tool, prefixed, self._separator) for f in (self._filter, member.filter)):
                 tools.append(attrs.evolve(tool, name=prefixed))
                 routes[prefixed] = (member, tool.name)
             else:
@@ -224,14 +203,8 @@ class ClientGroup:
             self._tools, self._hidden = routes, hidden
         return tools
 
-    def call_tool(
-        self,
-        name: str,
-        arguments: Mapping[str, Any] | None = None,
-        *,
-        timeout: TimeoutArg = DEFAULT,
-        **kwargs: Any,
-    ) -> types.CallToolResult:
+    def call_tool(self, name: str, arguments: Mapping[str, Any] | None = None, *, timeout: TimeoutArg = DEFAULT,
+                  **kwargs: Any) -> types.CallToolResult:
         """Call a tool by the name :meth:`list_tools` gave it; see :meth:`mcpsync.Client.call_tool`.
 
         :raises UnknownName: no server has that tool, or it was filtered out.
@@ -254,18 +227,13 @@ class ClientGroup:
             self._prompts = {prefixed: (member, prompt.name) for member, prompt, prefixed in named}
         return [attrs.evolve(prompt, name=prefixed) for _, prompt, prefixed in named]
 
-    def get_prompt(
-        self, name: str, arguments: Mapping[str, str] | None = None, *, timeout: TimeoutArg = DEFAULT
-    ) -> types.GetPromptResult:
+    def get_prompt(self, name: str, arguments: Mapping[str, str] | None = None, *,
+                   timeout: TimeoutArg = DEFAULT) -> types.GetPromptResult:
         """Render a prompt by the name :meth:`list_prompts` gave it."""
         deadline = self._deadline(timeout)
         member, bare = self._resolve("prompt", name, self.list_prompts, deadline)
-        return self._one(
-            member,
-            "prompts/get",
-            lambda c: c.get_prompt(bare, arguments, timeout=deadline or DEFAULT),
-            deadline,
-        )
+        return self._one(member, "prompts/get", lambda c: c.get_prompt(bare, arguments, timeout=deadline or DEFAULT),
+                         deadline)
 
     # -- resources -----------------------------------------------------------
 
@@ -274,49 +242,34 @@ class ClientGroup:
         listed = self._gather("resources/list", lambda c, t: c.list_resources(timeout=t), timeout)
         with self._lock:
             self._uris = {res.uri: member for member, items in listed for res in items}
-        return [
-            attrs.evolve(res, name=self._prefix.format(server=member.name, tool=res.name))
-            for member, items in listed
-            for res in items
-        ]
+        return self._prefixed(listed)
 
     def list_resource_templates(self, *, timeout: TimeoutArg = DEFAULT) -> list[types.ResourceTemplate]:
         """The resource templates of every server that answers; names prefixed."""
-        listed = self._gather(
-            "resources/templates/list", lambda c, t: c.list_resource_templates(timeout=t), timeout
-        )
+        listed = self._gather("resources/templates/list", lambda c, t: c.list_resource_templates(timeout=t), timeout)
         with self._lock:
-            self._templates = [
-                (template_pattern(t.uri_template), m) for m, items in listed for t in items
-            ]
-        return [
-            attrs.evolve(tpl, name=self._prefix.format(server=member.name, tool=tpl.name))
-            for member, items in listed
-            for tpl in items
-        ]
+            self._templates = [(template_pattern(t.uri_template), m) for m, items in listed for t in items]
+        return self._prefixed(listed)
 
-    def read_resource(
-        self, uri: str, *, server: str | None = None, timeout: TimeoutArg = DEFAULT
-    ) -> types.ReadResourceResult:
+    def _prefixed(self, listed: list[tuple[Member, list[Any]]]) -> list[Any]:
+        return [attrs.evolve(item, name=self._prefix.format(server=member.name, tool=item.name))
+                for member, items in listed for item in items]
+
+    def read_resource(self, uri: str, *, server: str | None = None,
+                      timeout: TimeoutArg = DEFAULT) -> types.ReadResourceResult:
         """Read *uri* from the server that listed it (or matches a template), or from *server*.
 
         :raises UnknownName: no server listed the URI or a template matching it.
         """
         deadline = self._deadline(timeout)
         member = self._member(server) if server is not None else self._resource_member(uri, deadline)
-        return self._one(
-            member,
-            "resources/read",
-            lambda c: c.read_resource(uri, timeout=deadline or DEFAULT),
-            deadline,
-        )
+        return self._one(member, "resources/read", lambda c: c.read_resource(uri, timeout=deadline or DEFAULT),
+                         deadline)
 
     def _resource_member(self, uri: str, deadline: Deadline | None) -> Member:
         for attempt in range(2):
             with self._lock:
-                member = self._uris.get(uri) or next(
-                    (m for p, m in self._templates if p.fullmatch(uri)), None
-                )
+                member = self._uris.get(uri) or next((m for p, m in self._templates if p.fullmatch(uri)), None)
             if member is not None:
                 return member
             if attempt == 0:
@@ -363,27 +316,19 @@ class ClientGroup:
     def _member(self, server: str) -> Member:
         member = self._members.get(server)
         if member is None:
-            raise UnknownName(
-                "server", server, f" in the group (servers: {', '.join(self._members) or 'none'})"
-            )
+            raise UnknownName("server", server, f" in the group (servers: {', '.join(self._members) or 'none'})")
         return member
 
-    def _gather(
-        self, op: str, fn: Callable[[Client, TimeoutArg], Any], timeout: TimeoutArg
-    ) -> list[tuple[Member, list[Any]]]:
+    def _gather(self, op: str, fn: Callable[[Client, TimeoutArg], Any],
+                timeout: TimeoutArg) -> list[tuple[Member, list[Any]]]:
         """``fn(client, seconds_left)`` on every server at once; what answered in time, in order."""
         deadline = self._deadline(timeout)
-        futures = {
-            member: member.run(op, lambda client: fn(client, deadline or DEFAULT), shared=True)
-            for member in self._members.values()
-        }
+        futures = {m: m.run(op, lambda c: fn(c, deadline or DEFAULT), shared=True) for m in self._members.values()}
         wait(futures.values(), timeout=None if deadline is None else deadline.remaining())
         answered: list[tuple[Member, list[Any]]] = []
         for member, future in futures.items():
             if not future.done():
-                self._failed(
-                    member, RequestTimeout(f"server {member.name!r}: no {op} answer in time", method=op)
-                )
+                self._failed(member, RequestTimeout(f"server {member.name!r}: no {op} answer in time", method=op))
                 continue
             exc = future.exception()
             if exc is None:
@@ -413,11 +358,8 @@ class ClientGroup:
 
     def _named(self, listed: list[tuple[Member, list[Any]]]) -> list[tuple[Member, Any, str]]:
         """Each item with its prefixed name; a name that collides gets ``_2``, ``_3``..."""
-        plain = [
-            (member, item, self._prefix.format(server=member.name, tool=item.name))
-            for member, items in listed
-            for item in items
-        ]
+        plain = [(member, item, self._prefix.format(server=member.name, tool=item.name))
+                 for member, items in listed for item in items]
         taken = {name for _, _, name in plain}
         seen: set[str] = set()
         named = []
@@ -432,9 +374,7 @@ class ClientGroup:
             named.append((member, item, name))
         return named
 
-    def _resolve(
-        self, kind: str, name: str, relist: Callable[..., Any], deadline: Deadline | None
-    ) -> tuple[Member, str]:
+    def _resolve(self, kind: str, name: str, relist: Callable[..., Any], deadline: Deadline | None) -> tuple[Member, str]:
         """Where *name* goes; listed again once when it is not known (yet)."""
         for attempt in range(2):
             with self._lock:

@@ -24,18 +24,6 @@ from mcpsync.exceptions import ClientClosed, ConnectionClosed
 if TYPE_CHECKING:
     from mcpsync.client.client import Client
 
-__all__ = [
-    "ClientSource",
-    "Config",
-    "Member",
-    "ToolFilter",
-    "config_members",
-    "is_config",
-    "member",
-    "separator",
-    "template_pattern",
-]
-
 T = TypeVar("T")
 #: A server of a group: a client, or a callable that makes one (called again after a crash).
 ClientSource = Union["Client", Callable[[], "Client"]]
@@ -56,30 +44,21 @@ class ToolFilter:
     Deny globs match both names.
     """
 
-    def __init__(
-        self,
-        allow: Iterable[str] | None = None,
-        deny: Iterable[str] | None = None,
-        annotations: Mapping[str, Any] | None = None,
-    ) -> None:
+    def __init__(self, allow: Iterable[str] | None = None, deny: Iterable[str] | None = None,
+                 annotations: Mapping[str, Any] | None = None) -> None:
         for value, what in ((allow, "allow"), (deny, "deny")):
             if isinstance(value, str):
                 raise TypeError(f"{what} must be a list of names or globs, not a string")
         self.allow = None if allow is None else tuple(allow)
         self.deny = tuple(deny or ())
-        self.annotations = {
-            _CAMEL.sub(lambda m: m.group(1).upper(), key): value
-            for key, value in (annotations or {}).items()
-        }
+        self.annotations = {_CAMEL.sub(lambda m: m.group(1).upper(), k): v for k, v in (annotations or {}).items()}
 
     def keeps(self, tool: types.Tool, prefixed: str, separator: str = "") -> bool:
         """Whether *tool* (listed as *prefixed* by the group) passes this filter."""
 
         def matches(patterns: Iterable[str], bare: Callable[[str], bool]) -> bool:
-            return any(
-                fnmatch.fnmatchcase(prefixed, p) or (bare(p) and fnmatch.fnmatchcase(tool.name, p))
-                for p in patterns
-            )
+            return any(fnmatch.fnmatchcase(prefixed, p) or (bare(p) and fnmatch.fnmatchcase(tool.name, p))
+                       for p in patterns)
 
         if self.deny and matches(self.deny, lambda p: True):
             return False
@@ -94,13 +73,8 @@ class ToolFilter:
 class Member:
     """One server of a group: its client, made by *factory* on first use."""
 
-    def __init__(
-        self,
-        name: str,
-        client: Client | None,
-        factory: Callable[[], Client] | None,
-        tool_filter: ToolFilter,
-    ) -> None:
+    def __init__(self, name: str, client: Client | None, factory: Callable[[], Client] | None,
+                 tool_filter: ToolFilter) -> None:
         self.name = name
         self.filter = tool_filter
         self._client = client
@@ -175,9 +149,7 @@ def is_config(value: object) -> bool:
     """Whether *value* is an ``mcpServers`` document rather than a mapping of clients."""
     if isinstance(value, (str, os.PathLike)):
         return True
-    return isinstance(value, Mapping) and any(
-        isinstance(value.get(key), Mapping) for key in ("mcpServers", "servers")
-    )
+    return isinstance(value, Mapping) and any(isinstance(value.get(key), Mapping) for key in ("mcpServers", "servers"))
 
 
 def member(name: str, source: ClientSource) -> Member:
@@ -189,26 +161,15 @@ def member(name: str, source: ClientSource) -> Member:
     return Member(name, None, source, ToolFilter())
 
 
-def config_members(
-    source: Config, servers: Sequence[str] | None, options: dict[str, Any]
-) -> dict[str, Member]:
+def config_members(source: Config, servers: Sequence[str] | None, options: dict[str, Any]) -> dict[str, Member]:
     """A member per entry of an ``mcpServers`` document (or of its entries *servers*)."""
     from mcpsync.client.client import Client
     from mcpsync.config import load_config
 
-    if servers is None:
-        entries = load_config(source)
-    else:
-        entries = {name: load_config(source, name)[name] for name in servers}
-    return {
-        name: Member(
-            name,
-            None,
-            lambda entry=entry: Client.from_server_config(entry, **options),  # type: ignore[misc]
-            ToolFilter(entry.allow, entry.deny, entry.annotations),
-        )
-        for name, entry in entries.items()
-    }
+    entries = load_config(source) if servers is None else {n: load_config(source, n)[n] for n in servers}
+    make = Client.from_server_config
+    return {name: Member(name, None, lambda entry=entry: make(entry, **options),  # type: ignore[misc]
+                         ToolFilter(entry.allow, entry.deny, entry.annotations)) for name, entry in entries.items()}
 
 
 def separator(prefix: str) -> str:

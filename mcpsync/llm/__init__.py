@@ -33,26 +33,18 @@ from __future__ import annotations
 from typing import Any, Literal
 
 from mcpsync.client.options import DEFAULT, TimeoutArg
-from mcpsync.exceptions import ProviderResponseError
+from mcpsync.llm.errors import ProviderResponseError
 from mcpsync.llm._calls import parse_calls, run_calls
 from mcpsync.llm._names import ANTHROPIC_LIMIT, OPENAI_LIMIT, name_map
 from mcpsync.llm._sampling import anthropic_sampling_handler, openai_sampling_handler
 from mcpsync.llm._schema import anthropic_tool, for_model, object_schema, openai_tool
 
-__all__ = [
-    "ProviderResponseError",
-    "anthropic_sampling_handler",
-    "anthropic_tools",
-    "object_schema",
-    "openai_sampling_handler",
-    "openai_tools",
-    "run_tool_calls",
-]
+__all__ = ["ProviderResponseError", "anthropic_sampling_handler", "anthropic_tools", "object_schema",
+           "openai_sampling_handler", "openai_tools", "run_tool_calls"]
 
 
-def openai_tools(
-    source: Any, *, api: Literal["chat", "responses"] = "chat", timeout: TimeoutArg = DEFAULT
-) -> list[dict[str, Any]]:
+def openai_tools(source: Any, *, api: Literal["chat", "responses"] = "chat",
+                 timeout: TimeoutArg = DEFAULT) -> list[dict[str, Any]]:
     """The tools of *source* as OpenAI function tools, for ``tools=``.
 
     ``api="chat"`` (Chat Completions) or ``"responses"`` (the Responses API;
@@ -65,9 +57,7 @@ def openai_tools(
     """
     if api not in ("chat", "responses"):
         raise ValueError(f"api must be 'chat' or 'responses', not {api!r}")
-    tools = for_model(source.list_tools(timeout=timeout))
-    names = name_map(source, [t.name for t in tools], OPENAI_LIMIT).to_provider
-    return [openai_tool(tool, names[tool.name], api) for tool in tools]
+    return [openai_tool(tool, name, api) for tool, name in _offered(source, OPENAI_LIMIT, timeout)]
 
 
 def anthropic_tools(source: Any, *, timeout: TimeoutArg = DEFAULT) -> list[dict[str, Any]]:
@@ -76,9 +66,14 @@ def anthropic_tools(source: Any, *, timeout: TimeoutArg = DEFAULT) -> list[dict[
     Names are made to fit (128 characters of ``[a-zA-Z0-9_-]``) and mapped
     back by :func:`run_tool_calls`; schemas are object schemas.
     """
+    return [anthropic_tool(tool, name) for tool, name in _offered(source, ANTHROPIC_LIMIT, timeout)]
+
+
+def _offered(source: Any, limit: int, timeout: TimeoutArg) -> list[tuple[Any, str]]:
+    """The tools a model may be offered, each with its provider name (remembered for the way back)."""
     tools = for_model(source.list_tools(timeout=timeout))
-    names = name_map(source, [t.name for t in tools], ANTHROPIC_LIMIT).to_provider
-    return [anthropic_tool(tool, names[tool.name]) for tool in tools]
+    names = name_map(source, [t.name for t in tools], limit).to_provider
+    return [(tool, names[tool.name]) for tool in tools]
 
 
 def run_tool_calls(source: Any, response: Any, *, timeout: float | None = None) -> list[dict[str, Any]]:

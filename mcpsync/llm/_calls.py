@@ -19,21 +19,19 @@ from mcpsync import types
 from mcpsync.client.options import DEFAULT
 from mcpsync.group.threads import spawn
 from mcpsync.rpc.deadline import Deadline
-from mcpsync.exceptions import McpError, ProviderResponseError, RequestTimeout, UnknownName, excerpt
+from mcpsync.exceptions import McpError, RequestTimeout, excerpt
+from mcpsync.group.errors import UnknownName
+from mcpsync.llm.errors import ProviderResponseError
 from mcpsync.llm._names import ANTHROPIC_LIMIT, OPENAI_LIMIT, NameMap, known_map, name_map
 from mcpsync.llm._results import Outcome, anthropic_results, chat_results, outcome, responses_results
 from mcpsync.llm._schema import for_model
-
-__all__ = ["ToolCall", "field", "parse_calls", "run_calls"]
 
 log = logging.getLogger(__name__)
 
 #: provider -> (name limit, formatter of the results)
 FORMATS: dict[str, tuple[int, Callable[[list[Outcome]], list[dict[str, Any]]]]] = {
-    "chat": (OPENAI_LIMIT, chat_results),
-    "responses": (OPENAI_LIMIT, responses_results),
-    "anthropic": (ANTHROPIC_LIMIT, anthropic_results),
-}
+    "chat": (OPENAI_LIMIT, chat_results), "responses": (OPENAI_LIMIT, responses_results),
+    "anthropic": (ANTHROPIC_LIMIT, anthropic_results)}
 
 
 def field(obj: Any, key: str) -> Any:
@@ -70,21 +68,17 @@ def parse_calls(response: Any) -> tuple[str, list[ToolCall]]:
         output = field(response, "output")
         if not isinstance(output, list):
             raise ProviderResponseError("a Responses result's 'output' must be a list")
-        calls = [item for item in output if field(item, "type") == "function_call"]
-        return "responses", [
-            _call(field(i, "call_id"), field(i, "name"), field(i, "arguments")) for i in calls
-        ]
+        return "responses", [_call(field(i, "call_id"), field(i, "name"), field(i, "arguments"))
+                             for i in output if field(i, "type") == "function_call"]
     role, content = field(response, "role"), field(response, "content")
     anthropic = field(response, "type") == "message"
-    if not anthropic and (
-        "tool_calls" in _keys(response) or (role == "assistant" and not isinstance(content, list))
-    ):
+    if not anthropic and ("tool_calls" in _keys(response) or (role == "assistant" and not isinstance(content, list))):
         return "chat", _chat_calls(response)  # the message itself: response.choices[0].message
     if anthropic or role == "assistant":
         if not isinstance(content, list):
             raise ProviderResponseError("an Anthropic message's 'content' must be a list")
-        uses = [block for block in content if field(block, "type") == "tool_use"]
-        return "anthropic", [_call(field(b, "id"), field(b, "name"), field(b, "input")) for b in uses]
+        return "anthropic", [_call(field(b, "id"), field(b, "name"), field(b, "input"))
+                             for b in content if field(b, "type") == "tool_use"]
     raise ProviderResponseError(
         "not an OpenAI chat completion or Responses result, nor an Anthropic message:"
         f" {excerpt(type(response).__name__, 80)}"
@@ -105,10 +99,8 @@ def _chat_calls(message: Any) -> list[ToolCall]:
         if field(call, "type") not in (None, "function") or function is None:
             # A custom tool, not one of ours: the ":" keeps it from matching any
             # provider name, so it is answered as an unknown tool.
-            custom = field(call, "custom")
-            calls.append(
-                _call(field(call, "id"), f"{field(call, 'type')}:{field(custom, 'name')}", None)
-            )
+            name = f"{field(call, 'type')}:{field(field(call, 'custom'), 'name')}"
+            calls.append(_call(field(call, "id"), name, None))
             continue
         calls.append(_call(field(call, "id"), field(function, "name"), field(function, "arguments")))
     return calls
@@ -139,9 +131,7 @@ def _arguments(call: ToolCall) -> dict[str, Any] | str:
     return arguments
 
 
-def run_calls(
-    source: Any, provider: str, calls: list[ToolCall], timeout: float | None
-) -> list[dict[str, Any]]:
+def run_calls(source: Any, provider: str, calls: list[ToolCall], timeout: float | None) -> list[dict[str, Any]]:
     """Run *calls* concurrently through *source*; the provider's messages for their results."""
     limit, render = FORMATS[provider]
     if not calls:
@@ -175,9 +165,7 @@ def run_calls(
     return render([outcomes[n] for n in range(len(calls))])
 
 
-def _call_tool(
-    source: Any, name: str, arguments: dict[str, Any], deadline: Deadline | None
-) -> types.CallToolResult:
+def _call_tool(source: Any, name: str, arguments: dict[str, Any], deadline: Deadline | None) -> types.CallToolResult:
     result: types.CallToolResult = source.call_tool(name, arguments, timeout=deadline or DEFAULT)
     return result
 

@@ -17,8 +17,6 @@ import weakref
 from collections.abc import Iterable
 from typing import Any
 
-__all__ = ["ANTHROPIC_LIMIT", "OPENAI_LIMIT", "NameMap", "known_map", "name_map"]
-
 OPENAI_LIMIT = 64
 ANTHROPIC_LIMIT = 128
 _REFUSED = re.compile(r"[^A-Za-z0-9_-]")

@@ -17,8 +17,6 @@ import attrs
 
 from mcpsync import types
 
-__all__ = ["Image", "Outcome", "anthropic_results", "chat_results", "outcome", "responses_results"]
-
 #: Image types both OpenAI and Anthropic take.
 IMAGE_TYPES = frozenset({"image/png", "image/jpeg", "image/gif", "image/webp"})
 _EMPTY = "(the tool returned no content)"
@@ -55,10 +53,8 @@ class Outcome:
 
     def text(self, image_note: str = "[image {n}: {mime}]") -> str:
         """The text parts joined (images as *image_note*); ``"Error: "`` first on a failure."""
-        lines: list[str] = []
-        for n, part in enumerate(self.images_and_text(), 1):
-            lines.append(part if isinstance(part, str) else image_note.format(n=n, mime=part.mime_type))
-        text = "\n".join(lines) or _EMPTY
+        text = "\n".join(part if isinstance(part, str) else image_note.format(n=n, mime=part.mime_type)
+                         for n, part in enumerate(self.images_and_text(), 1)) or _EMPTY
         return f"Error: {text}" if self.is_error else text
 
     def images_and_text(self) -> list[Part]:
@@ -72,9 +68,7 @@ class Outcome:
 def outcome(call_id: str, name: str, result: types.CallToolResult) -> Outcome:
     """The :class:`Outcome` of a tool's result."""
     parts: list[Part] = [_part(block) for block in result.content]
-    if result.structured_content is not None and not any(
-        isinstance(b, types.TextContent) for b in result.content
-    ):
+    if result.structured_content is not None and not any(isinstance(b, types.TextContent) for b in result.content):
         parts.append(json.dumps(result.structured_content, ensure_ascii=False, default=str))
     return Outcome(call_id, name, parts, bool(result.is_error))
 
@@ -89,9 +83,7 @@ def _part(block: Any) -> Part:
     if isinstance(block, types.AudioContent):
         return f"[audio ({block.mime_type}), which cannot be played here]"
     if isinstance(block, types.ResourceLink):
-        return f"[resource {block.name}: {block.uri}" + (
-            f" ({block.mime_type})]" if block.mime_type else "]"
-        )
+        return f"[resource {block.name}: {block.uri}" + (f" ({block.mime_type})]" if block.mime_type else "]")
     if isinstance(block, types.EmbeddedResource):
         res = block.resource
         if isinstance(res, types.TextResourceContents):
@@ -105,19 +97,13 @@ def _part(block: Any) -> Part:
 def chat_results(outcomes: Sequence[Outcome]) -> list[dict[str, Any]]:
     """OpenAI Chat Completions: a ``tool`` message per call, then one user message with the images."""
     messages: list[dict[str, Any]] = [
-        {
-            "role": "tool",
-            "tool_call_id": o.call_id,
-            "content": o.text("[image {n}: {mime}, attached below]"),
-        }
+        {"role": "tool", "tool_call_id": o.call_id, "content": o.text("[image {n}: {mime}, attached below]")}
         for o in outcomes
     ]
     images: list[dict[str, Any]] = []
     for o in outcomes:
         for n, image in enumerate(o.images, 1):
-            images.append(
-                {"type": "text", "text": f"Image {n} returned by {o.name} (call {o.call_id}):"}
-            )
+            images.append({"type": "text", "text": f"Image {n} returned by {o.name} (call {o.call_id}):"})
             images.append({"type": "image_url", "image_url": {"url": image.data_url}})
     if images:
         # Tool messages carry text only; the images follow as the user's.
@@ -142,20 +128,8 @@ def anthropic_results(outcomes: Sequence[Outcome]) -> list[dict[str, Any]]:
     """Anthropic Messages: one user message of ``tool_result`` blocks."""
     blocks: list[dict[str, Any]] = []
     for o in outcomes:
-        content: list[dict[str, Any]] = []
-        for part in o.images_and_text():
-            if isinstance(part, str):
-                content.append({"type": "text", "text": part})
-            else:
-                content.append(
-                    {
-                        "type": "image",
-                        "source": {"type": "base64", "media_type": part.mime_type, "data": part.data},
-                    }
-                )
-        if not content:
-            content.append({"type": "text", "text": _EMPTY})
-        blocks.append(
-            {"type": "tool_result", "tool_use_id": o.call_id, "content": content, "is_error": o.is_error}
-        )
+        content = [{"type": "text", "text": part} if isinstance(part, str) else
+                   {"type": "image", "source": {"type": "base64", "media_type": part.mime_type, "data": part.data}}
+                   for part in o.images_and_text()] or [{"type": "text", "text": _EMPTY}]
+        blocks.append({"type": "tool_result", "tool_use_id": o.call_id, "content": content, "is_error": o.is_error})
     return [{"role": "user", "content": blocks}] if blocks else []

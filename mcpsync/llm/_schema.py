@@ -7,8 +7,6 @@ from typing import Any
 
 from mcpsync import types
 
-__all__ = ["for_model", "object_schema", "anthropic_tool", "openai_tool"]
-
 #: Top-level keywords OpenAI and Anthropic refuse in a tool's input schema.
 _COMBINATORS = ("anyOf", "oneOf", "allOf")
 _REFUSED_TOP = ("not", "enum", "const", "if", "then", "else")
@@ -49,31 +47,18 @@ def for_model(tools: list[types.Tool]) -> list[types.Tool]:
     return [tool for tool in tools if tool.ui is None or tool.ui.model_visible]
 
 
-def _description(tool: types.Tool) -> str:
-    return tool.description or tool.title or ""
-
-
 def openai_tool(tool: types.Tool, name: str, api: str) -> dict[str, Any]:
     """One tool for OpenAI Chat Completions (``api="chat"``) or Responses."""
-    parameters = object_schema(tool.input_schema)
-    if api == "responses":
-        # Responses defaults to strict mode, which most MCP schemas do not meet.
-        return {
-            "type": "function",
-            "name": name,
-            "description": _description(tool),
-            "parameters": parameters,
-            "strict": False,
-        }
-    return {
-        "type": "function",
-        "function": {"name": name, "description": _description(tool), "parameters": parameters},
-    }
+    function = {"name": name, "description": tool.description or tool.title or "",
+                "parameters": object_schema(tool.input_schema)}
+    if api == "responses":  # it defaults to strict mode, which most MCP schemas do not meet
+        return {"type": "function", **function, "strict": False}
+    return {"type": "function", "function": function}
 
 
 def anthropic_tool(tool: types.Tool, name: str) -> dict[str, Any]:
     """One tool for the Anthropic Messages API."""
     definition: dict[str, Any] = {"name": name, "input_schema": object_schema(tool.input_schema)}
-    if _description(tool):
-        definition["description"] = _description(tool)
+    if tool.description or tool.title:
+        definition["description"] = tool.description or tool.title
     return definition

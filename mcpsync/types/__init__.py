@@ -48,7 +48,6 @@ if _typing.TYPE_CHECKING:
     from ._converter import converter as converter
     from ._converter import from_wire as from_wire
     from ._converter import to_wire as to_wire
-    from ._converter import wire_name as wire_name
     from .content import *
     from .elicitation import *
     from .lifecycle import *
@@ -69,7 +68,7 @@ if _typing.TYPE_CHECKING:
 
 #: Submodule -> the names it exports (its ``__all__``, in that order).
 _EXPORTS: dict[str, tuple[str, ...]] = {
-    "_converter": ("converter", "to_wire", "from_wire", "wire_name"),
+    "_converter": ("converter", "to_wire", "from_wire"),
     "lifecycle": (
         "ClientCapabilities", "ElicitationCapability", "Icon", "Implementation",
         "InitializeRequestParams", "InitializeResult", "PromptsCapability",
@@ -131,7 +130,7 @@ _EXPORTS: dict[str, tuple[str, ...]] = {
         "SkillFile", "SkillResource",
     ),
     "extensions": ("check_extension_id", "meta_field", "result_field"),
-    "apps": ("APPS_EXTENSION", "APP_MIME_TYPE", "AppCsp", "AppResource", "ToolUi", "app_resource", "tool_ui"),
+    "apps": ("APPS_EXTENSION", "APP_MIME_TYPE", "AppCsp", "AppResource", "ToolUi", "app_resource"),
 }  # fmt: skip
 
 _WHERE = {name: module for module, names in _EXPORTS.items() for name in names}

@@ -32,7 +32,7 @@ from cattrs.gen import make_dict_structure_fn, make_dict_unstructure_fn, overrid
 
 from ..exceptions import ProtocolError, excerpt
 
-__all__ = ["converter", "from_wire", "to_wire", "wire_name"]
+__all__ = ["converter", "from_wire", "to_wire"]
 
 T = TypeVar("T")
 _Hook = Callable[[Any, Any], Any]
@@ -139,21 +139,20 @@ def _list_structure_factory(tp: Any) -> _Hook:
 # --- attrs classes -----------------------------------------------------------
 
 
+def _fields(cls: type[Any]) -> tuple[bool, list[Any], dict[str, Any]]:
+    """Whether *cls* keeps unknown keys in ``extra``, its other fields, and the overrides leaving
+    ``extra`` out of the generated code."""
+    fields = [field for field in attrs.fields(cls) if field.name != "extra"]
+    has_extra = len(fields) < len(attrs.fields(cls))
+    return has_extra, fields, {"extra": override(omit=True)} if has_extra else {}
+
+
 def _structure_factory(cls: type[Any]) -> _Hook:
-    overrides: dict[str, Any] = {}
-    known: set[str] = set()
-    has_extra = False
-    for field in attrs.fields(cls):
-        if field.name == "extra":
-            has_extra = True
-            overrides["extra"] = override(omit=True)
-            continue
-        wire = wire_name(field.name)
-        # init=False fields (fixed tags) are not structured but are known keys.
-        known.add(wire)
-        overrides[field.name] = override(rename=wire)
+    has_extra, fields, overrides = _fields(cls)
+    # init=False fields (fixed tags) are not structured but are known keys.
+    known_keys = frozenset(wire_name(field.name) for field in fields)
+    overrides.update({field.name: override(rename=wire_name(field.name)) for field in fields})
     generated = make_dict_structure_fn(cls, converter, **overrides)
-    known_keys = frozenset(known)
     name = cls.__name__
 
     def structure(data: Any, _: Any) -> Any:
@@ -168,21 +167,11 @@ def _structure_factory(cls: type[Any]) -> _Hook:
 
 
 def _unstructure_factory(cls: type[Any]) -> Callable[[Any], dict[str, Any]]:
-    overrides: dict[str, Any] = {}
-    has_extra = False
-    for field in attrs.fields(cls):
-        if field.name == "extra":
-            has_extra = True
-            overrides["extra"] = override(omit=True)
-            continue
-        # Only optional (default None) fields are left out; fixed tags and
-        # lists the schema requires are always sent.
-        overrides[field.name] = override(
-            rename=wire_name(field.name), omit_if_default=field.default is None
-        )
-    generated = make_dict_unstructure_fn(
-        cls, converter, _cattrs_include_init_false=True, **overrides
-    )
+    has_extra, fields, overrides = _fields(cls)
+    # Only optional (default None) fields are left out; fixed tags and lists the schema
+    # requires are always sent.
+    overrides.update({f.name: override(rename=wire_name(f.name), omit_if_default=f.default is None) for f in fields})
+    generated = make_dict_unstructure_fn(cls, converter, _cattrs_include_init_false=True, **overrides)
     if not has_extra:
         return generated
 

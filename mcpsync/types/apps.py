@@ -22,17 +22,9 @@ import attrs
 
 from ..exceptions import AppResourceError, excerpt
 
-__all__ = [
-    "APPS_EXTENSION",
-    "APP_MIME_TYPE",
-    "AppCsp",
-    "AppResource",
-    "ToolUi",
-    "app_resource",
-    "tool_ui",
-]
+__all__ = ["APPS_EXTENSION", "APP_MIME_TYPE", "AppCsp", "AppResource", "ToolUi", "app_resource"]
 
-log = logging.getLogger("mcpsync.apps")
+log = logging.getLogger(__name__)
 
 APPS_EXTENSION = "io.modelcontextprotocol/ui"
 APP_MIME_TYPE = "text/html;profile=mcp-app"

@@ -13,15 +13,8 @@ from . import _converter
 from ._base import WireObject
 
 __all__ = [
-    "CompleteRequestParams",
-    "CompleteResult",
-    "Completion",
-    "CompletionArgument",
-    "CompletionContext",
-    "CompletionReference",
-    "PromptReference",
-    "ResourceReference",
-    "ResourceTemplateReference",
+    "CompleteRequestParams", "CompleteResult", "Completion", "CompletionArgument", "CompletionContext",
+    "CompletionReference", "PromptReference", "ResourceReference", "ResourceTemplateReference"
 ]
 
 

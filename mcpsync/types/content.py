@@ -24,21 +24,9 @@ from ._base import WireObject
 from .lifecycle import Icon
 
 __all__ = [
-    "Annotations",
-    "AudioContent",
-    "BlobResourceContents",
-    "ContentBlock",
-    "EmbeddedResource",
-    "ImageContent",
-    "ResourceContents",
-    "ResourceLink",
-    "Role",
-    "SamplingContent",
-    "TextContent",
-    "TextResourceContents",
-    "ToolResultContent",
-    "ToolUseContent",
-    "UnknownContent",
+    "Annotations", "AudioContent", "BlobResourceContents", "ContentBlock", "EmbeddedResource", "ImageContent",
+    "ResourceContents", "ResourceLink", "Role", "SamplingContent", "TextContent", "TextResourceContents",
+    "ToolResultContent", "ToolUseContent", "UnknownContent"
 ]
 
 #: The sender or recipient of a message.

@@ -17,11 +17,8 @@ from ._base import WireObject
 from ._task_metadata import TaskMetadata
 
 __all__ = [
-    "ElicitRequestFormParams",
-    "ElicitRequestParams",
-    "ElicitRequestURLParams",
-    "ElicitResult",
-    "ElicitationCompleteNotificationParams",
+    "ElicitRequestFormParams", "ElicitRequestParams", "ElicitRequestURLParams", "ElicitResult",
+    "ElicitationCompleteNotificationParams"
 ]
 
 

@@ -17,18 +17,9 @@ import attrs
 from ._base import WireObject
 
 __all__ = [
-    "ClientCapabilities",
-    "ElicitationCapability",
-    "Icon",
-    "Implementation",
-    "InitializeRequestParams",
-    "InitializeResult",
-    "PromptsCapability",
-    "ResourcesCapability",
-    "RootsCapability",
-    "SamplingCapability",
-    "ServerCapabilities",
-    "ToolsCapability",
+    "ClientCapabilities", "ElicitationCapability", "Icon", "Implementation", "InitializeRequestParams",
+    "InitializeResult", "PromptsCapability", "ResourcesCapability", "RootsCapability", "SamplingCapability",
+    "ServerCapabilities", "ToolsCapability"
 ]
 
 

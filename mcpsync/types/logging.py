@@ -12,11 +12,7 @@ import attrs
 from . import protocol as _protocol
 from ._base import WireObject
 
-__all__ = [
-    "LoggingLevel",
-    "LoggingMessageNotificationParams",
-    "SetLevelRequestParams",
-]
+__all__ = ["LoggingLevel", "LoggingMessageNotificationParams", "SetLevelRequestParams"]
 
 
 #: Severity of a log message, as in RFC 5424 (syslog); defined in :mod:`.protocol`.

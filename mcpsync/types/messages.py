@@ -12,13 +12,7 @@ import attrs
 
 from ._base import WireObject
 
-__all__ = [
-    "EmptyResult",
-    "NotificationParams",
-    "PaginatedRequestParams",
-    "RequestId",
-    "RequestParams",
-]
+__all__ = ["EmptyResult", "NotificationParams", "PaginatedRequestParams", "RequestId", "RequestParams"]
 
 
 #: A JSON-RPC request id.

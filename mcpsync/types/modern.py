@@ -13,19 +13,9 @@ from ._base import WireObject
 from .lifecycle import ServerCapabilities
 
 __all__ = [
-    "PROTOCOL_VERSION_KEY",
-    "CLIENT_INFO_KEY",
-    "CLIENT_CAPABILITIES_KEY",
-    "LOG_LEVEL_KEY",
-    "SERVER_INFO_KEY",
-    "SUBSCRIPTION_ID_KEY",
-    "CacheScope",
-    "DiscoverResult",
-    "InputRequest",
-    "InputRequiredResult",
-    "SubscriptionFilter",
-    "SubscriptionsListenRequestParams",
-    "SubscriptionsAcknowledgedNotificationParams",
+    "PROTOCOL_VERSION_KEY", "CLIENT_INFO_KEY", "CLIENT_CAPABILITIES_KEY", "LOG_LEVEL_KEY", "SERVER_INFO_KEY",
+    "SUBSCRIPTION_ID_KEY", "CacheScope", "DiscoverResult", "InputRequest", "InputRequiredResult",
+    "SubscriptionFilter", "SubscriptionsListenRequestParams", "SubscriptionsAcknowledgedNotificationParams"
 ]
 
 #: ``_meta`` keys every modern request carries (and the optional log level).

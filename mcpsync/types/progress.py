@@ -12,11 +12,7 @@ import attrs
 from ._base import WireObject
 from .messages import RequestId
 
-__all__ = [
-    "CancelledNotificationParams",
-    "ProgressNotificationParams",
-    "ProgressToken",
-]
+__all__ = ["CancelledNotificationParams", "ProgressNotificationParams", "ProgressToken"]
 
 
 #: A progress token: chosen by the requester, echoed in progress notifications.

@@ -14,12 +14,7 @@ from .content import ContentBlock, Role
 from .lifecycle import Icon
 
 __all__ = [
-    "GetPromptRequestParams",
-    "GetPromptResult",
-    "ListPromptsResult",
-    "Prompt",
-    "PromptArgument",
-    "PromptMessage",
+    "GetPromptRequestParams", "GetPromptResult", "ListPromptsResult", "Prompt", "PromptArgument", "PromptMessage"
 ]
 
 

@@ -10,12 +10,8 @@ from __future__ import annotations
 from typing import Literal, get_args
 
 __all__ = [
-    "HANDSHAKE_VERSIONS",
-    "LATEST_HANDSHAKE_VERSION",
-    "LOGGING_LEVELS",
-    "LoggingLevel",
-    "MODERN_VERSIONS",
-    "wire_name",
+    "HANDSHAKE_VERSIONS", "LATEST_HANDSHAKE_VERSION", "LOGGING_LEVELS", "LoggingLevel", "MODERN_VERSIONS",
+    "wire_name"
 ]
 
 #: The handshake-era revisions (``initialize``), newest first.

@@ -14,15 +14,9 @@ from .content import Annotations, ResourceContents
 from .lifecycle import Icon
 
 __all__ = [
-    "ResourceUpdatedNotificationParams",
-    "ListResourceTemplatesResult",
-    "ListResourcesResult",
-    "ReadResourceRequestParams",
-    "ReadResourceResult",
-    "Resource",
-    "ResourceTemplate",
-    "SubscribeRequestParams",
-    "UnsubscribeRequestParams",
+    "ResourceUpdatedNotificationParams", "ListResourceTemplatesResult", "ListResourcesResult",
+    "ReadResourceRequestParams", "ReadResourceResult", "Resource", "ResourceTemplate", "SubscribeRequestParams",
+    "UnsubscribeRequestParams"
 ]
 
 

@@ -11,10 +11,7 @@ import attrs
 
 from ._base import WireObject
 
-__all__ = [
-    "ListRootsResult",
-    "Root",
-]
+__all__ = ["ListRootsResult", "Root"]
 
 
 @attrs.define(repr=False, eq=False)

@@ -19,12 +19,8 @@ from .content import Role, SamplingContent
 from .tools import Tool, ToolChoice
 
 __all__ = [
-    "CreateMessageRequestParams",
-    "CreateMessageResult",
-    "ModelHint",
-    "ModelPreferences",
-    "SamplingMessage",
-    "SamplingMessageContent",
+    "CreateMessageRequestParams", "CreateMessageResult", "ModelHint", "ModelPreferences", "SamplingMessage",
+    "SamplingMessageContent"
 ]
 
 #: One content block or a list of them.

@@ -19,13 +19,7 @@ from . import _converter
 from ._base import WireObject
 
 __all__ = [
-    "SKILLS_EXTENSION",
-    "GetSkillResult",
-    "ListSkillsResult",
-    "LoadedSkill",
-    "Skill",
-    "SkillFile",
-    "SkillResource",
+    "SKILLS_EXTENSION", "GetSkillResult", "ListSkillsResult", "LoadedSkill", "Skill", "SkillFile", "SkillResource"
 ]
 
 #: The extension's identifier in ``capabilities.extensions``.

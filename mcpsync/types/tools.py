@@ -17,13 +17,8 @@ from .content import ContentBlock, TextContent
 from .lifecycle import Icon
 
 __all__ = [
-    "CallToolRequestParams",
-    "CallToolResult",
-    "ListToolsResult",
-    "Tool",
-    "ToolAnnotations",
-    "ToolChoice",
-    "ToolExecution",
+    "CallToolRequestParams", "CallToolResult", "ListToolsResult", "Tool", "ToolAnnotations", "ToolChoice",
+    "ToolExecution"
 ]
 
 

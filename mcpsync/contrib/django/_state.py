@@ -1,4 +1,4 @@
-"""The process-wide :class:`~mcpsync.contrib._servers.ServerSet` built from the Django settings.
+"""The process-wide :class:`~mcpsync.contrib._server_set.ServerSet` built from the Django settings.
 
 Built by :meth:`McpConfig.ready` (so a bad ``MCP_SERVERS`` stops the app at
 startup: ``runserver``, ``migrate`` and a WSGI server alike), closed at exit,
@@ -10,9 +10,7 @@ from __future__ import annotations
 import threading
 from typing import Any
 
-from .._servers import NO_KEY_NEEDED, ServerSet, ServerSetError
-
-__all__ = ["SETTINGS", "build", "reset", "servers", "token_key"]
+from .._server_set import NO_KEY_NEEDED, ServerSet, ServerSetError
 
 #: The settings this app reads; changing any of them rebuilds the server set.
 SETTINGS = frozenset(

@@ -22,16 +22,14 @@ from django.views.decorators.clickjacking import xframe_options_exempt
 from django.views.decorators.csrf import csrf_protect, ensure_csrf_cookie
 from django.views.decorators.http import require_GET
 
-from .. import _apps
+from .. import apps as host
 from . import _state
-from ._api import client_for_user
-
-__all__ = ["app", "app_call", "app_sandbox"]
+from . import client_for_user
 
 _SALT = "mcpsync.contrib.apps.sandbox"
 
 
-def _respond(reply: _apps.Reply) -> HttpResponse:
+def _respond(reply: host.Reply) -> HttpResponse:
     if isinstance(reply.body, str):
         response = HttpResponse(reply.body, status=reply.status, content_type="text/html; charset=utf-8")
     else:
@@ -52,8 +50,8 @@ def _client(request: HttpRequest, server: str) -> Any:
 
 
 def _origins(request: HttpRequest) -> tuple[str, str]:
-    host = _apps.origin_of(request.build_absolute_uri("/"))
-    return host, _apps.sandbox_origin(getattr(settings, "MCP_APPS_SANDBOX_ORIGIN", None), host)
+    origin = host.origin_of(request.build_absolute_uri("/"))
+    return origin, host.sandbox_origin(getattr(settings, "MCP_APPS_SANDBOX_ORIGIN", None), origin)
 
 
 @login_required
@@ -61,11 +59,11 @@ def _origins(request: HttpRequest) -> tuple[str, str]:
 @require_GET
 def app(request: HttpRequest, server: str, tool: str) -> HttpResponse:
     """The host page of *tool*'s app; a 404 for a tool without a UI."""
-    host, sandbox = _origins(request)
+    origin, sandbox = _origins(request)
     path = reverse("mcpsync:app-sandbox")
     with _client(request, server) as client:
-        return _respond(_apps.app_page(
-            client, server, tool, request.GET.get("arguments"), host_origin=host, sandbox=sandbox,
+        return _respond(host.app_page(
+            client, server, tool, request.GET.get("arguments"), host_origin=origin, sandbox=sandbox,
             sandbox_url=lambda payload: f"{sandbox}{path}?s={signing.dumps(payload, salt=_SALT, compress=True)}",
             call_url=reverse("mcpsync:app-call", args=[server]), csrf=("X-CSRFToken", get_token(request)),
         ))
@@ -80,18 +78,18 @@ def app_call(request: HttpRequest, server: str) -> HttpResponse:
     if request.method != "POST":
         return HttpResponseNotAllowed(["GET", "POST"])
     with _client(request, server) as client:
-        return _respond(_apps.app_call(client, server, request.body))
+        return _respond(host.app_call(client, server, request.body))
 
 
 @xframe_options_exempt
 @require_GET
 def app_sandbox(request: HttpRequest) -> HttpResponse:
     """The sandbox proxy page, on the sandbox origin only."""
-    own = _apps.origin_of(request.build_absolute_uri("/"))
-    if own != _apps.origin_of(str(getattr(settings, "MCP_APPS_SANDBOX_ORIGIN", ""))):
+    own = host.origin_of(request.build_absolute_uri("/"))
+    if own != host.origin_of(str(getattr(settings, "MCP_APPS_SANDBOX_ORIGIN", ""))):
         raise Http404("the MCP Apps sandbox is served on MCP_APPS_SANDBOX_ORIGIN only")
     try:
         payload = signing.loads(request.GET.get("s", ""), salt=_SALT)
     except signing.BadSignature:
         payload = None
-    return _respond(_apps.sandbox_page(payload))
+    return _respond(host.sandbox_page(payload))

@@ -13,9 +13,7 @@ from typing import Any
 
 from django.core import checks
 
-from .._servers import Problem, validate
-
-__all__ = ["check_mcp_settings", "register"]
+from .._server_set import Problem, validate
 
 
 def _message(problem: Problem) -> checks.CheckMessage:

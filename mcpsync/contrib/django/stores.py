@@ -17,7 +17,6 @@ Every wait for a lock ends by the deadline of the call that needs the token
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import secrets
 import threading
 import time
@@ -28,16 +27,12 @@ from django.db import IntegrityError, OperationalError, connections, router, tra
 
 from ...auth import TokenStore, TokenStoreError, _deadline
 from ...auth._stores import _held
-from .._cipher import RecordCipher, row_name
+from .._cipher import RecordCipher, digest, row_name
 
 __all__ = ["CacheTokenStore", "DatabaseTokenStore"]
 
 #: Seconds a cache lock lives if its holder dies; a waiter gives up after as long.
 LOCK_TTL = 60.0
-
-
-def _hash(key: str) -> str:
-    return hashlib.sha256(key.encode("utf-8")).hexdigest()
 
 
 _thread_locks: dict[tuple[str, str, str], threading.RLock] = {}
@@ -73,7 +68,7 @@ class DatabaseTokenStore(TokenStore):
     def _rows(self, key: str) -> Any:
         from .models import McpToken
 
-        return McpToken.objects.filter(user_key=self.user_key, key_hash=_hash(key))
+        return McpToken.objects.filter(user_key=self.user_key, key_hash=digest(key))
 
     def load(self, key: str) -> dict[str, Any] | None:
         sealed = self._rows(key).values_list("sealed", flat=True).first()
@@ -89,7 +84,7 @@ class DatabaseTokenStore(TokenStore):
                 return
             try:
                 with transaction.atomic(using=router.db_for_write(McpToken)):
-                    McpToken.objects.create(user_key=self.user_key, key_hash=_hash(key), sealed=sealed)
+                    McpToken.objects.create(user_key=self.user_key, key_hash=digest(key), sealed=sealed)
                 return
             except IntegrityError:
                 continue
@@ -144,7 +139,7 @@ class DatabaseTokenStore(TokenStore):
             except OperationalError:
                 raise _gave_up("waiting for another process's token refresh") from None
             with contextlib.suppress(IntegrityError), transaction.atomic(using=alias):
-                McpToken.objects.using(alias).create(user_key=self.user_key, key_hash=_hash(key), sealed="")
+                McpToken.objects.using(alias).create(user_key=self.user_key, key_hash=digest(key), sealed="")
         raise TokenStoreError("cannot lock the token record (it was deleted while locking, 3 times)")
 
     def __repr__(self) -> str:
@@ -176,7 +171,7 @@ class CacheTokenStore(TokenStore):
         return caches[self.alias]
 
     def _key(self, key: str, kind: str = "token") -> str:
-        return f"mcpsync:{kind}:{_hash(self.user_key)[:32]}:{_hash(key)[:40]}"
+        return f"mcpsync:{kind}:{digest(self.user_key)[:32]}:{digest(key)[:40]}"
 
     def load(self, key: str) -> dict[str, Any] | None:
         sealed = self._cache.get(self._key(key))

@@ -13,22 +13,15 @@
 
 from __future__ import annotations
 
-import logging
-
 from django.conf import settings
 from django.contrib.auth.decorators import login_required
 from django.http import Http404, HttpRequest, HttpResponse, HttpResponseRedirect
 from django.views.decorators.http import require_GET, require_POST
 
-from ...exceptions import McpError
-from .._useroauth import finish_login, is_safe_next
+from .._useroauth import finish_login, is_safe_next, login_url
 from ...auth import OAuth
 from . import _state
-from ._api import oauth_for_user
-
-__all__ = ["NEXT_KEY", "callback", "connect", "disconnect"]
-
-log = logging.getLogger("mcpsync.contrib")
+from . import oauth_for_user
 
 #: The session key holding where to go after the login.
 NEXT_KEY = "mcpsync.next"
@@ -54,22 +47,15 @@ def _after_login(request: HttpRequest) -> HttpResponseRedirect:
     return HttpResponseRedirect(target)
 
 
-def _bad_gateway(server: str, exc: McpError) -> HttpResponse:
-    log.warning("MCP server %r: %s: %s", server, type(exc).__name__, exc)
-    return HttpResponse(f"the MCP server {server!r} cannot be reached for a login ({type(exc).__name__})",
-                        status=502, content_type="text/plain")
-
-
 @login_required
 @require_GET
 def connect(request: HttpRequest, server: str) -> HttpResponse:
     """Redirect the user to the server's authorization page."""
     _remember_next(request, request.GET.get("next"))
-    try:
-        url = _oauth(request, server).begin()
-    except McpError as exc:
-        return _bad_gateway(server, exc)
-    return HttpResponseRedirect(url)
+    status, url_or_text = login_url(_oauth(request, server), server)
+    if status != 302:
+        return HttpResponse(url_or_text, status=status, content_type="text/plain")
+    return HttpResponseRedirect(url_or_text)
 
 
 @login_required
@@ -78,8 +64,7 @@ def callback(request: HttpRequest, server: str) -> HttpResponse:
     """Finish the login the callback belongs to (this user's, with this ``state``)."""
     failed = finish_login(_oauth(request, server), request.build_absolute_uri())
     if failed is not None:
-        status, text = failed
-        return HttpResponse(text, status=status, content_type="text/plain")
+        return HttpResponse(failed[1], status=failed[0], content_type="text/plain")
     return _after_login(request)
 
 

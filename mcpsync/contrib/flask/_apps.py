@@ -19,11 +19,9 @@ from typing import Any
 import flask
 from itsdangerous import BadSignature, URLSafeSerializer
 
-from .. import _apps as host
+from .. import apps as host
 from ._blueprint import EXTENSION_KEY, blueprint
 from ._csrf import CSRF_HEADER, csrf_token
-
-__all__: list[str] = []
 
 _SALT = "mcpsync.contrib.apps.sandbox"
 

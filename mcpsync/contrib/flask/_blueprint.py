@@ -9,20 +9,14 @@ other than GET, HEAD and OPTIONS must carry the session's CSRF token
 
 from __future__ import annotations
 
-import logging
 from typing import Any, Protocol, runtime_checkable
 
 import flask
 
 from ...auth import OAuth
-from ...exceptions import McpError
-from .._servers import ServerSpec
-from .._useroauth import finish_login, is_safe_next
+from .._server_set import ServerSpec
+from .._useroauth import finish_login, is_safe_next, login_url
 from ._csrf import check_csrf, csrf_token
-
-__all__ = ["blueprint", "EXTENSION_KEY", "NEXT_KEY"]
-
-log = logging.getLogger("mcpsync.contrib")
 
 #: Where ``MCP.init_app`` puts the extension, in ``app.extensions``.
 EXTENSION_KEY = "mcp.ext"
@@ -77,12 +71,8 @@ def _after_login() -> Any:
 def connect(server: str) -> Any:
     """Redirect the user to the server's authorization page."""
     _remember_next(flask.request.args.get("next"))
-    try:
-        url = _oauth(server).begin()
-    except McpError as exc:
-        log.warning("MCP server %r: %s: %s", server, type(exc).__name__, exc)
-        return f"the MCP server {server!r} cannot be reached for a login ({type(exc).__name__})", 502
-    return flask.redirect(url)
+    status, url_or_text = login_url(_oauth(server), server)
+    return flask.redirect(url_or_text) if status == 302 else (url_or_text, status)
 
 
 @blueprint.get("/callback/<server>")
@@ -90,8 +80,7 @@ def callback(server: str) -> Any:
     """Finish the login this callback belongs to (this user's, with this ``state``)."""
     failed = finish_login(_oauth(server), flask.request.url)
     if failed is not None:
-        status, text = failed
-        return text, status, {"Content-Type": "text/plain; charset=utf-8"}
+        return failed[1], failed[0], {"Content-Type": "text/plain; charset=utf-8"}
     return _after_login()
 
 

@@ -8,9 +8,8 @@ import click
 import flask
 from flask.cli import AppGroup
 
-from .._cli import COMMANDS, UsageError, run
-
-__all__ = ["mcp_command"]
+from ...cli.args import UsageError
+from .._cli import COMMANDS, run
 
 mcp_command = AppGroup("mcp", help="The app's MCP servers (MCP_SERVERS).")
 

@@ -17,8 +17,6 @@ import secrets
 
 import flask
 
-__all__ = ["CSRF_FIELD", "CSRF_HEADER", "CSRF_KEY", "check_csrf", "csrf_token"]
-
 #: The form field and the header that carry the token back.
 CSRF_FIELD, CSRF_HEADER = "csrf_token", "X-CSRFToken"
 #: The session key of this session's token.

@@ -3,22 +3,19 @@
 from __future__ import annotations
 
 import secrets
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 import flask
 
 from ...auth import AuthorizationRequired, FileTokenStore, OAuth, TokenStore
 from ...config import ConfigError
-from .._servers import NO_KEY_NEEDED, ServerSet, ServerSpec
+from .._server_set import NO_KEY_NEEDED, ServerFront, ServerSet, ServerSpec
 from .._useroauth import EncryptedTokenStore, ScopedTokenStore, is_safe_next, user_client, user_oauth
 from ._blueprint import EXTENSION_KEY, NEXT_KEY
 
 if TYPE_CHECKING:
-    from mcpsync.client.client import Client
-    from ...shared import SharedClient
-
-__all__ = ["MCP"]
+    from ...client.client import Client
 
 #: The session key of an anonymous user's id (the blueprint's NEXT_KEY is the other).
 ANON_KEY = "mcpsync.user"
@@ -86,7 +83,7 @@ def _user_stores(app: flask.Flask, key: Any) -> Callable[[str], TokenStore]:
                       "MCP_TOKEN_DIR (with MCP_TOKEN_KEY), or MCP(token_store=...)")
 
 
-class MCP:
+class MCP(ServerFront):
     """Flask extension: ``mcp = MCP(app)`` or ``mcp = MCP(); mcp.init_app(app)``.
 
     Reads ``MCP_SERVERS`` (the ``mcpServers`` shape, or a file path) and
@@ -123,7 +120,7 @@ class MCP:
     def init_app(self, app: flask.Flask) -> None:
         """Check the settings, make the (unconnected) shared clients, add blueprint and CLI.
 
-        :raises mcpsync.contrib._servers.ServerSetError: the settings have errors.
+        :raises mcpsync.contrib._server_set.ServerSetError: the settings have errors.
         """
         from . import _apps  # noqa: F401  (adds the MCP Apps routes to the blueprint)
         from ._blueprint import blueprint
@@ -163,32 +160,12 @@ class MCP:
 
     # -- shared clients --------------------------------------------------------------------
 
+    def _servers(self) -> ServerSet:
+        return self._state().servers
+
     def spec(self, name: str) -> ServerSpec:
         """The validated settings of server *name* (:class:`ConfigError` if unknown)."""
-        return self._state().servers.spec(name)
-
-    def get_client(self, name: str | None = None) -> SharedClient:
-        """The shared client of server *name* (default: the only one); one per process."""
-        servers = self._state().servers
-        return servers.get_client(name if name is not None else servers.default_name())
-
-    def __getitem__(self, name: str) -> SharedClient:
-        return self.get_client(name)
-
-    def __iter__(self) -> Iterator[str]:
-        return iter(self._state().servers)
-
-    def __contains__(self, name: object) -> bool:
-        return name in self._state().servers
-
-    def group(self) -> Any:
-        """Every server as one ClientGroup (see ``ServerSet.group``)."""
-        return self._state().servers.group()
-
-    def __getattr__(self, attr: str) -> Any:
-        if attr.startswith("_"):
-            raise AttributeError(attr)
-        return getattr(self.get_client(), attr)
+        return self._servers().spec(name)
 
     def close(self) -> None:
         """Close the shared clients of the app (also done at exit)."""

@@ -28,7 +28,6 @@ from __future__ import annotations
 
 import contextlib
 import datetime
-import hashlib
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -39,7 +38,7 @@ from sqlalchemy import exc as sa_exc
 
 from ...auth import TokenStore, TokenStoreError, _deadline
 from ...auth._stores import _held
-from .._cipher import row_name
+from .._cipher import digest, row_name
 
 if TYPE_CHECKING:
     from .._cipher import RecordCipher
@@ -76,10 +75,6 @@ def token_table(metadata: sa.MetaData) -> sa.Table:
         sa.Column("sealed", sa.Text(), nullable=False),
         sa.Column("updated", sa.DateTime(timezone=True), nullable=False),
     )
-
-
-def _hash(key: str) -> str:
-    return hashlib.sha256(key.encode("utf-8")).hexdigest()
 
 
 def _now() -> datetime.datetime:
@@ -153,7 +148,7 @@ class SQLAlchemyTokens:
 
     def where(self, user_key: str, key: str) -> Any:
         """The condition selecting one user's row for *key*."""
-        return sa.and_(self.table.c.user_key == user_key, self.table.c.key_hash == _hash(key))
+        return sa.and_(self.table.c.user_key == user_key, self.table.c.key_hash == digest(key))
 
     def seal(self, record: dict[str, Any], user_key: str, key: str) -> str:
         return self._cipher.encrypt(record, row_name(user_key, key))
@@ -266,7 +261,7 @@ class SQLAlchemyTokens:
             # insert's conflict cannot spoil this transaction), then lock it.
             with contextlib.suppress(sa_exc.IntegrityError), conn.engine.begin() as other:
                 other.execute(sa.insert(self.table).values(
-                    user_key=user_key, key_hash=_hash(key), sealed="", updated=_now()))
+                    user_key=user_key, key_hash=digest(key), sealed="", updated=_now()))
         raise TokenStoreError("cannot lock the token record (it was deleted while locking, 3 times)")
 
     @staticmethod
@@ -304,7 +299,7 @@ class SQLAlchemyTokenStore(TokenStore):
     def save(self, key: str, record: dict[str, Any]) -> None:
         table, sealed = self.tokens.table, self.tokens.seal(record, self.user_key, key)
         update = sa.update(table).where(self.tokens.where(self.user_key, key))
-        insert = sa.insert(table).values(user_key=self.user_key, key_hash=_hash(key))
+        insert = sa.insert(table).values(user_key=self.user_key, key_hash=digest(key))
 
         def write(conn: sa.Connection) -> None:
             now = _now()

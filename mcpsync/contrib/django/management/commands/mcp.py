@@ -13,7 +13,8 @@ from typing import Any
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from mcpsync.contrib._cli import COMMANDS, UsageError, run
+from mcpsync.cli.args import UsageError
+from mcpsync.contrib._cli import COMMANDS, run
 
 
 class Command(BaseCommand):

@@ -26,8 +26,6 @@ first call in a process, and a forked worker makes its own connection.
 from __future__ import annotations
 
 import atexit
-import difflib
-import json
 import logging
 import os
 import shutil
@@ -40,29 +38,14 @@ import attrs
 
 from .. import _fork
 from ..client.client import Client
-from ..config import ConfigError, ServerConfig, UnsetVariableError, load_config, unknown_keys
+from ..config import (ENTRY_KEYS, ConfigError, ServerConfig, UnsetVariableError, load_config, read_document,
+                      unknown_keys)
 from ..exceptions import ClientClosed
 from ..group import ClientGroup
 from ..shared import SharedClient
 
-__all__ = [
-    "CONFIG_KEYS",
-    "EXTRA_KEYS",
-    "NO_KEY_NEEDED",
-    "OAUTH_KEYS",
-    "Problem",
-    "ServerSet",
-    "ServerSetError",
-    "ServerSpec",
-    "read_servers",
-    "validate",
-]
+log = logging.getLogger(__name__)
 
-log = logging.getLogger("mcpsync.contrib")
-
-#: Entry keys :mod:`mcpsync.config` reads.
-CONFIG_KEYS = frozenset({"command", "args", "env", "cwd", "url", "serverUrl", "headers", "type", "transport",
-                         "timeout", "discoverTimeout", "closeGrace", "terminateGrace", "mode", "apps"})
 #: Entry keys the integrations add (``allow``/``deny``/``annotations``: ClientGroup filters).
 EXTRA_KEYS = frozenset({"options", "oauth", "allow", "deny", "annotations"})
 #: Keys of an entry's (or the defaults') ``oauth`` object: arguments of :class:`mcpsync.auth.OAuth`.
@@ -119,14 +102,10 @@ def read_servers(source: Any) -> tuple[dict[str, Any], str]:
     :raises ConfigError: unreadable file, bad JSON, not a mapping.
     """
     if isinstance(source, (str, os.PathLike)):
-        path = Path(source)
         try:
-            data = json.loads(path.read_text(encoding="utf-8"))
-        except OSError as exc:
-            raise ConfigError(f"MCP_SERVERS: cannot read {path}: {exc.strerror or exc}") from None
-        except ValueError as exc:
-            raise ConfigError(f"MCP_SERVERS: {path} is not valid JSON: {exc}") from None
-        origin = str(path)
+            data, origin = read_document(source)
+        except ConfigError as exc:
+            raise ConfigError(f"MCP_SERVERS: {exc}") from None
     else:
         data, origin = source, "MCP_SERVERS"
     if not isinstance(data, Mapping):
@@ -138,15 +117,11 @@ def read_servers(source: Any) -> tuple[dict[str, Any], str]:
     return dict(data), origin
 
 
-def _unknown(keys: Any, known: frozenset[str], where: str) -> list[Problem]:
-    found = []
-    for key in keys:
-        if key in known:
-            continue
-        close = difflib.get_close_matches(str(key), known, n=1)
-        hint = f"did you mean {close[0]!r}?" if close else f"known keys: {', '.join(sorted(known))}"
-        found.append(Problem("warning", "mcpsync.W001", f"{where}: unknown key {key!r} (ignored)", hint))
-    return found
+def _unknown(found: list[tuple[str, str | None]], known: frozenset[str], where: str) -> list[Problem]:
+    """A warning per unknown key (*found*: each with the known key it resembles)."""
+    return [Problem("warning", "mcpsync.W001", f"{where}: unknown key {key!r} (ignored)",
+                    f"did you mean {close!r}?" if close else f"known keys: {', '.join(sorted(known))}")
+            for key, close in found]
 
 
 def _command_problem(entry: ServerConfig, where: str) -> Problem | None:
@@ -174,7 +149,7 @@ def _oauth_settings(value: Any, defaults: Mapping[str, Any], where: str) -> tupl
         value = {}
     if not isinstance(value, Mapping):
         return None, [Problem("error", "mcpsync.E001", f"{where}: 'oauth' must be true or a mapping")]
-    problems = _unknown(value, OAUTH_KEYS, f"{where}.oauth")
+    problems = _unknown(unknown_keys(value, known=OAUTH_KEYS), OAUTH_KEYS, f"{where}.oauth")
     merged = {k: v for k, v in {**defaults, **value}.items() if k in OAUTH_KEYS}
     return merged, problems
 
@@ -187,11 +162,7 @@ def _check_entry(
         return None, [Problem("error", "mcpsync.E001", f"{where}: an entry must be a mapping")]
     # The keys load_config knows (its settings, and other clients' keys it ignores quietly),
     # reported once, as a check: load_config's own warning is turned off below.
-    problems = [
-        Problem("warning", "mcpsync.W001", f"{where}: unknown key {key!r} (ignored)",
-                f"did you mean {close!r}?" if close else f"known keys: {', '.join(sorted(CONFIG_KEYS | EXTRA_KEYS))}")
-        for key, close in unknown_keys(raw, also=EXTRA_KEYS)
-    ]
+    problems = _unknown(unknown_keys(raw, also=EXTRA_KEYS), ENTRY_KEYS | EXTRA_KEYS, where)
     try:
         # Without this module's own keys (checked here), which no mcpServers file has.
         plain = {key: value for key, value in raw.items() if key not in ("options", "oauth")}
@@ -396,3 +367,46 @@ class ServerSet:
 
 def _factory(spec: ServerSpec) -> Any:
     return lambda: Client.from_server_config(spec.config, **spec.options)
+
+
+class ServerFront:
+    """The ``mcp`` object of both integrations: the app's servers (:meth:`_servers`) by name.
+
+    ``mcp["name"]`` is :meth:`get_client`; with one server configured, ``mcp.call_tool(...)``
+    (any client method) goes to it; ``for name in mcp`` lists the names; :meth:`group` is
+    every server as one.
+    """
+
+    def _servers(self) -> ServerSet:
+        raise NotImplementedError
+
+    def get_client(self, name: str | None = None) -> SharedClient:
+        """The shared client of server *name* (default: the only one), connected on first use.
+
+        One per server per process, shared by all threads; a forked worker gets its own.
+
+        :raises mcpsync.config.ConfigError: no such server, or it is a per-user (``oauth``) one.
+        """
+        servers = self._servers()
+        return servers.get_client(name if name is not None else servers.default_name())
+
+    def __getitem__(self, name: str) -> SharedClient:
+        return self.get_client(name)
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._servers())
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._servers()
+
+    def __len__(self) -> int:
+        return len(self._servers())
+
+    def group(self) -> ClientGroup:
+        """Every server as one :class:`~mcpsync.ClientGroup` (see :meth:`ServerSet.group`)."""
+        return self._servers().group()
+
+    def __getattr__(self, attr: str) -> Any:
+        if attr.startswith("_"):
+            raise AttributeError(attr)
+        return getattr(self.get_client(), attr)

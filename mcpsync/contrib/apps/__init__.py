@@ -12,7 +12,10 @@
   the user's client, with ``caller="app"`` (visibility enforced; a tool that server does
   not list, such as another server's, is refused).
 
-Nothing here imports a framework; each reply is a :class:`Reply`.
+Nothing here imports a framework; each reply is a :class:`Reply`.  The pages' HTML and
+JavaScript are beside this module (``host.html``, ``host.js``, ``sandbox.html``).
+
+May import: :mod:`mcpsync.contrib`'s own modules and everything below it; no framework.
 """
 
 from __future__ import annotations
@@ -28,17 +31,15 @@ from urllib.parse import urlsplit
 
 import attrs
 
-from .._version import __version__
-from ..auth import AuthorizationRequired
-from ..config import ConfigError
-from ..exceptions import McpError, ToolNotVisible
-from ..types import to_wire
+from ..._version import __version__
+from ...auth import AuthorizationRequired
+from ...config import ConfigError
+from ...exceptions import McpError, ToolNotVisible
+from ...types import to_wire
 
-__all__ = ["Reply", "app_call", "app_page", "origin_of", "sandbox_origin", "sandbox_page"]
+log = logging.getLogger(__name__)
 
-log = logging.getLogger("mcpsync.contrib.apps")
-
-_ASSETS = Path(__file__).resolve().parent / "apps"
+_ASSETS = Path(__file__).resolve().parent
 #: Permission Policy features of the declared ``_meta.ui.permissions``.
 _FEATURES = {"camera": "camera", "microphone": "microphone", "geolocation": "geolocation",
              "clipboardWrite": "clipboard-write"}
