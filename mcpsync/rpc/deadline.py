@@ -24,8 +24,9 @@ __all__ = ["Deadline", "REQUEST_ATTRIBUTE", "now"]
 #: The clock (tests replace it).
 now = time.monotonic
 
-#: The ``requests.PreparedRequest`` attribute the HTTP transports set to the call's end
-#: (a ``time.monotonic()`` value), so that the auth handler's token requests end by it too.
+#: The ``requests.PreparedRequest`` attribute the HTTP transports set to the call's
+#: :class:`Deadline`, so that the auth handler's token requests end by it too
+#: (:mod:`mcpsync.auth._deadline` reads it).
 REQUEST_ATTRIBUTE = "mcpsync_deadline"
 
 

@@ -104,7 +104,7 @@ class Sender:
 
         :param deadline: the request's deadline, handed to its auth handler as the
             ``PreparedRequest`` attribute :data:`~mcpsync.rpc.deadline.REQUEST_ATTRIBUTE`
-            (its end, a ``time.monotonic()`` value); *timeout* is the caller's to bound.
+            (the :class:`Deadline` itself); *timeout* is the caller's to bound.
         """
         from requests.cookies import RequestsCookieJar, merge_cookies
         from requests.models import PreparedRequest
@@ -125,9 +125,8 @@ class Sender:
         else:
             prepared._cookies = cookies  # type: ignore[attr-defined]
         prepared.prepare_body(data, None, None)
-        end = None if deadline is None else deadline.end
-        if end is not None:
-            setattr(prepared, REQUEST_ATTRIBUTE, end)
+        if deadline is not None:
+            setattr(prepared, REQUEST_ATTRIBUTE, deadline)
         if self.server_url is not None:
             setattr(prepared, SERVER_ATTRIBUTE, self.server_url)
         if target.auth is not None:
