@@ -152,20 +152,10 @@ class Client:
         self._listeners.after_fork()
 
     @classmethod
-    def stdio(
-        cls,
-        command: str | Sequence[str],
-        *,
-        args: Sequence[str] | None = None,
-        env: Mapping[str, str] | None = None,
-        cwd: str | os.PathLike[str] | None = None,
-        stderr: Any = None,
-        max_message_bytes: int = 32 * 1024 * 1024,
-        close_grace: float = 2.0,
-        terminate_grace: float = 2.0,
-        write_timeout: float | None = 60.0,
-        **options: Any,
-    ) -> Client:
+    def stdio(cls, command: str | Sequence[str], *, args: Sequence[str] | None = None,
+              env: Mapping[str, str] | None = None, cwd: str | os.PathLike[str] | None = None, stderr: Any = None,
+              max_message_bytes: int = 32 * 1024 * 1024, close_grace: float = 2.0, terminate_grace: float = 2.0,
+              write_timeout: float | None = 60.0, **options: Any) -> Client:
         """A client for a server run as a subprocess speaking MCP over stdio.
 
         :param command: the program, or a list of program and arguments.
@@ -180,31 +170,14 @@ class Client:
         from mcpsync.transports.stdio.transport import StdioTransport
 
         def factory() -> Transport:
-            return StdioTransport(
-                command,
-                args,
-                env=env,
-                cwd=cwd,
-                stderr=stderr,
-                max_message_bytes=max_message_bytes,
-                close_grace=close_grace,
-                terminate_grace=terminate_grace,
-                write_timeout=write_timeout,
-            )
+            return StdioTransport(command, args, env=env, cwd=cwd, stderr=stderr, max_message_bytes=max_message_bytes,
+                                  close_grace=close_grace, terminate_grace=terminate_grace, write_timeout=write_timeout)
 
         return cls(factory(), _transport_factory=factory, **options)
 
     @classmethod
-    def http(
-        cls,
-        url: str,
-        *,
-        auth: Any = None,
-        headers: Mapping[str, str] | None = None,
-        session: Any = None,
-        transport: str = "auto",
-        **options: Any,
-    ) -> Client:
+    def http(cls, url: str, *, auth: Any = None, headers: Mapping[str, str] | None = None, session: Any = None,
+             transport: str = "auto", **options: Any) -> Client:
         """A client for a server reached over HTTP.
 
         :param transport: ``"auto"`` (Streamable HTTP, falling back to legacy
@@ -219,20 +192,13 @@ class Client:
         """
         from mcpsync.transports.http.factory import http_transport_factory
 
-        factory, options = http_transport_factory(
-            url, auth=auth, headers=headers, session=session, transport=transport, options=options
-        )
+        factory, options = http_transport_factory(url, auth=auth, headers=headers, session=session, transport=transport,
+                                                  options=options)
         return cls(factory(), _transport_factory=factory, **options)
 
     @classmethod
-    def websocket(
-        cls,
-        url: str,
-        *,
-        headers: Mapping[str, str] | None = None,
-        auth: Any = None,
-        **options: Any,
-    ) -> Client:
+    def websocket(cls, url: str, *, headers: Mapping[str, str] | None = None, auth: Any = None,
+                  **options: Any) -> Client:
         """A client for a server reached over a WebSocket (``ws://`` or ``wss://``).
 
         Needs ``pip install 'mcpsync[websocket]'``.  Transport options
@@ -247,15 +213,11 @@ class Client:
         """
         from mcpsync.transports.websocket.transport import websocket_transport_factory
 
-        factory, options = websocket_transport_factory(
-            url, headers=headers, auth=auth, options=options
-        )
+        factory, options = websocket_transport_factory(url, headers=headers, auth=auth, options=options)
         return cls(factory(), _transport_factory=factory, **options)
 
     @classmethod
-    def from_config(
-        cls, path_or_dict: str | os.PathLike[str] | Mapping[str, Any], name: str, **options: Any
-    ) -> Client:
+    def from_config(cls, path_or_dict: str | os.PathLike[str] | Mapping[str, Any], name: str, **options: Any) -> Client:
         """A client for server *name* of an ``mcpServers`` JSON file or dict.
 
         The format of Claude Desktop, Cursor and VS Code; ``${VAR}``,

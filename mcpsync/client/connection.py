@@ -20,16 +20,8 @@ from mcpsync.client.negotiate import Negotiated, handshake, modern_meta, negotia
 from mcpsync.client.options import ClientOptions
 from mcpsync.client.server_requests import answer_server_request
 from mcpsync.client.subscriptions import Subscription
-from mcpsync.exceptions import (
-    ClientClosed,
-    ConnectionClosed,
-    McpError,
-    MethodNotFound,
-    ProtocolError,
-    ServerError,
-    ServerStartError,
-    SessionExpired,
-)
+from mcpsync.exceptions import (ClientClosed, ConnectionClosed, McpError, MethodNotFound, ProtocolError, ServerError,
+                                ServerStartError, SessionExpired)
 from mcpsync.rpc.deadline import Deadline
 from mcpsync.rpc.dispatcher import Dispatcher
 from mcpsync.rpc.session import PendingRequest, Session

@@ -11,10 +11,8 @@ from mcpsync.client.core import Core
 from mcpsync.client.extensions import ExtensionsArg, request_meta
 from mcpsync.client.extensions import server_extensions as _server_extensions
 
-__all__ = [
-    "discover_result", "era", "extension_meta", "instructions", "protocol_version", "server_capabilities",
-    "server_extensions", "server_info",
-]
+__all__ = ["discover_result", "era", "extension_meta", "instructions", "protocol_version", "server_capabilities",
+           "server_extensions", "server_info"]
 
 
 def server_info(client: Core) -> types.Implementation:

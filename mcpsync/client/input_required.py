@@ -26,15 +26,9 @@ if TYPE_CHECKING:
 __all__ = ["answer_inputs", "until_complete", "input_response"]
 
 
-def until_complete(
-    send: Callable[[dict[str, Any]], dict[str, Any]],
-    conn: Connection,
-    method: str,
-    params: dict[str, Any],
-    deadline: Deadline,
-    accept: tuple[str, ...],
-    first: dict[str, Any],
-) -> dict[str, Any]:
+def until_complete(send: Callable[[dict[str, Any]], dict[str, Any]], conn: Connection, method: str,
+                   params: dict[str, Any], deadline: Deadline, accept: tuple[str, ...],
+                   first: dict[str, Any]) -> dict[str, Any]:
     """The complete raw result of *method*, whose first round answered *first*: up to
     ``max_input_rounds`` more rounds, each sent through ``send(params)`` (the policies),
     every round and every input handler by the call's one *deadline*.
@@ -63,9 +57,8 @@ def until_complete(
     raise ProtocolError(f"{method}: still input_required after {conn.options.max_input_rounds} rounds")
 
 
-def answer_inputs(
-    conn: Connection, method: str, requests: Mapping[str, types.InputRequest], deadline: Deadline
-) -> dict[str, dict[str, Any]]:
+def answer_inputs(conn: Connection, method: str, requests: Mapping[str, types.InputRequest],
+                  deadline: Deadline) -> dict[str, dict[str, Any]]:
     """Run the handlers of *requests* concurrently on the handler workers (as legacy server
     requests are) and return their answers by key, by *deadline*.
 
@@ -79,9 +72,8 @@ def answer_inputs(
     return {key: input_response(conn, method, requests[key], future) for key, future in futures.items()}
 
 
-def input_response(
-    conn: Connection, method: str, request: types.InputRequest, future: Future[dict[str, Any]]
-) -> dict[str, Any]:
+def input_response(conn: Connection, method: str, request: types.InputRequest,
+                   future: Future[dict[str, Any]]) -> dict[str, Any]:
     """The answer to one input request of *method*, once its handler (run by
     :meth:`~mcpsync.client.connection.Connection.run_handler`) finished.
 
@@ -103,6 +95,4 @@ def input_response(
         # As in the handshake era: the exception goes to exception_handler, and what
         # escapes is an McpError that names the handler, not its (maybe sensitive) text.
         conn.report(exc)
-        raise McpError(
-            f"{method}: the client's {request.method} handler failed ({type(exc).__name__})"
-        ) from exc
+        raise McpError(f"{method}: the client's {request.method} handler failed ({type(exc).__name__})") from exc

@@ -27,10 +27,9 @@ log = logging.getLogger(__name__)
 server_log = logging.getLogger("mcpsync.server")
 
 Callback = Callable[[dict[str, Any]], Any]
-_LOG_LEVELS = {
-    "debug": logging.DEBUG, "info": logging.INFO, "notice": logging.INFO, "warning": logging.WARNING,
-    "error": logging.ERROR, "critical": logging.CRITICAL, "alert": logging.CRITICAL, "emergency": logging.CRITICAL,
-}
+_LOG_LEVELS = {"debug": logging.DEBUG, "info": logging.INFO, "notice": logging.INFO, "warning": logging.WARNING,
+               "error": logging.ERROR, "critical": logging.CRITICAL, "alert": logging.CRITICAL,
+               "emergency": logging.CRITICAL}
 _ACKNOWLEDGED = "notifications/subscriptions/acknowledged"
 _UPDATED = "notifications/resources/updated"
 _EARLY_LIMIT = 64

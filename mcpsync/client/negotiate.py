@@ -48,15 +48,8 @@ import attrs
 
 from mcpsync import types
 from mcpsync.client.options import ClientOptions
-from mcpsync.exceptions import (
-    HTTPStatusError,
-    ProtocolError,
-    RequestCancelled,
-    RequestTimeout,
-    ServerError,
-    ServerUnsupportedProtocolVersion,
-    UnsupportedProtocolVersion,
-)
+from mcpsync.exceptions import (HTTPStatusError, ProtocolError, RequestCancelled, RequestTimeout, ServerError,
+                                ServerUnsupportedProtocolVersion, UnsupportedProtocolVersion)
 from mcpsync.rpc.deadline import Deadline
 from mcpsync.rpc.session import PendingRequest
 from mcpsync.types.modern import CLIENT_CAPABILITIES_KEY, CLIENT_INFO_KEY, LOG_LEVEL_KEY, PROTOCOL_VERSION_KEY, SERVER_INFO_KEY
@@ -105,11 +98,8 @@ class Link(Channel, Protocol):
 def modern_meta(options: ClientOptions, version: str, log_level: str | None) -> dict[str, Any]:
     """The ``_meta`` entries every modern request carries."""
     name, client_version = options.client_info
-    meta: dict[str, Any] = {
-        PROTOCOL_VERSION_KEY: version,
-        CLIENT_INFO_KEY: {"name": name, "version": client_version},
-        CLIENT_CAPABILITIES_KEY: options.client_capabilities(modern=True),
-    }
+    meta: dict[str, Any] = {PROTOCOL_VERSION_KEY: version, CLIENT_INFO_KEY: {"name": name, "version": client_version},
+                            CLIENT_CAPABILITIES_KEY: options.client_capabilities(modern=True)}
     if log_level is not None:
         meta[LOG_LEVEL_KEY] = log_level
     return meta
@@ -303,11 +293,9 @@ def reprobe(conn: Link, exc: BaseException, deadline: Deadline) -> Negotiated:
     if isinstance(outcome, PendingRequest):  # a handshake-era server answered the initialize behind it
         return _complete_handshake(conn, options.offered_versions(), conn.session.wait(outcome, deadline), deadline)
     if not options.allows_handshake():
-        raise UnsupportedProtocolVersion(
-            "server no longer speaks the remembered protocol version",
-            requested=options.modern_versions()[0],
-            supported=list(outcome) if isinstance(outcome, tuple) else [],
-        ) from exc
+        raise UnsupportedProtocolVersion("server no longer speaks the remembered protocol version",
+                                         requested=options.modern_versions()[0],
+                                         supported=list(outcome) if isinstance(outcome, tuple) else []) from exc
     offered = options.offered_versions()
     if isinstance(outcome, tuple):
         offered = tuple(v for v in offered if v in outcome)
@@ -332,8 +320,7 @@ def _adopt(version: str, result: types.DiscoverResult) -> Negotiated:
             server_info = types.from_wire(types.Implementation, info)
         except ProtocolError:
             log.debug("ignoring malformed serverInfo in server/discover")
-    return Negotiated("modern", version, result.capabilities, server_info, result.instructions,
-                      discover_result=result)
+    return Negotiated("modern", version, result.capabilities, server_info, result.instructions, discover_result=result)
 
 
 def _initialize_params(conn: Link, offered: tuple[str, ...]) -> dict[str, Any]:

@@ -12,17 +12,8 @@ from mcpsync import types
 from mcpsync.rpc.deadline import Deadline
 from mcpsync.types.protocol import HANDSHAKE_VERSIONS, LATEST_HANDSHAKE_VERSION, MODERN_VERSIONS
 
-__all__ = [
-    "DEFAULT",
-    "Default",
-    "TimeoutArg",
-    "HANDSHAKE_VERSIONS",
-    "LATEST_HANDSHAKE_VERSION",
-    "MODERN_VERSIONS",
-    "RootsArg",
-    "normalize_roots",
-    "ClientOptions",
-]
+__all__ = ["DEFAULT", "Default", "TimeoutArg", "HANDSHAKE_VERSIONS", "LATEST_HANDSHAKE_VERSION", "MODERN_VERSIONS",
+           "RootsArg", "normalize_roots", "ClientOptions"]
 
 
 class Default(enum.Enum):

@@ -208,9 +208,7 @@ def _warn_once(tool: str, schema_json: str, what: str) -> None:
     log.warning("outputSchema of tool %r: %s", tool, what)
 
 
-def check_structured_content(
-    tool: str, schema: dict[str, Any], content: Any, deadline: float | None = None
-) -> None:
+def check_structured_content(tool: str, schema: dict[str, Any], content: Any, deadline: float | None = None) -> None:
     """Raise :class:`ProtocolError` if *content* does not match the tool's output schema.
 
     :param deadline: the call's deadline (:func:`time.monotonic`); validation
@@ -219,9 +217,7 @@ def check_structured_content(
     if _validator_class() is None:
         return
     if content is None:
-        raise ProtocolError(
-            f"tool {tool!r} declares an outputSchema but returned no structuredContent"
-        )
+        raise ProtocolError(f"tool {tool!r} declares an outputSchema but returned no structuredContent")
     from referencing.exceptions import Unresolvable  # jsonschema's own dependency
 
     key = json.dumps(schema, sort_keys=True)

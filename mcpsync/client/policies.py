@@ -70,17 +70,9 @@ class Policies:
         re-initialize: ``"safe"`` (all but ``tools/call``), ``"all"`` or ``"none"``.
     """
 
-    def __init__(
-        self,
-        owner: object,
-        tool: Callable[[str], types.Tool | None],
-        relist: Callable[[Deadline], object],
-        *,
-        retry: RetryPolicy | None,
-        interceptors: Sequence[Interceptor],
-        tracing: bool,
-        session_retry: str = "safe",
-    ) -> None:
+    def __init__(self, owner: object, tool: Callable[[str], types.Tool | None], relist: Callable[[Deadline], object], *,
+                 retry: RetryPolicy | None, interceptors: Sequence[Interceptor], tracing: bool,
+                 session_retry: str = "safe") -> None:
         self._owner = owner
         self._tool = tool
         self._relist = relist
@@ -107,15 +99,9 @@ class Policies:
             if policy is None:
                 raise
             first = exc  # only a failure pays for the retry machinery
-        return run_with_retries(
-            lambda: self._attempt(conn, method, params, deadline, progress, wait),
-            policy=policy,
-            repeatable=self._repeatable(method, params, retry),
-            deadline=deadline,
-            connection_open=lambda: conn.session.closed is None,
-            method=method,
-            first_error=first,
-        )
+        return run_with_retries(lambda: self._attempt(conn, method, params, deadline, progress, wait), policy=policy,
+                                repeatable=self._repeatable(method, params, retry), deadline=deadline,
+                                connection_open=lambda: conn.session.closed is None, method=method, first_error=first)
 
     def intercept(self, method: str, params: dict[str, Any] | None,
                   send: Callable[[dict[str, Any] | None], dict[str, Any]]) -> dict[str, Any]:

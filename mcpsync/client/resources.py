@@ -9,10 +9,8 @@ from mcpsync.client.core import Core, paginate, require
 from mcpsync.client.options import DEFAULT, TimeoutArg
 from mcpsync.client.subscriptions import Subscription
 
-__all__ = [
-    "list_resource_templates", "list_resources", "listen", "read_resource", "subscribe_resource",
-    "unsubscribe_resource",
-]
+__all__ = ["list_resource_templates", "list_resources", "listen", "read_resource", "subscribe_resource",
+           "unsubscribe_resource"]
 
 
 def list_resources(client: Core, *, timeout: TimeoutArg = DEFAULT, cache: bool = True) -> list[types.Resource]:
@@ -64,16 +62,8 @@ def unsubscribe_resource(client: Core, uri: str, *, timeout: TimeoutArg = DEFAUL
         client._sync_background()
 
 
-def listen(
-    client: Core,
-    *,
-    tools: bool = False,
-    prompts: bool = False,
-    resources: bool = False,
-    resource_uris: Sequence[str] = (),
-    timeout: TimeoutArg = DEFAULT,
-    maxsize: int = 1000,
-) -> Subscription:
+def listen(client: Core, *, tools: bool = False, prompts: bool = False, resources: bool = False,
+           resource_uris: Sequence[str] = (), timeout: TimeoutArg = DEFAULT, maxsize: int = 1000) -> Subscription:
     """Open a stream of list-changed and resource-updated notifications.
 
     Works in both eras: a ``subscriptions/listen`` request on a modern server (returns
@@ -83,12 +73,9 @@ def listen(
     """
     deadline = client._deadline(timeout)
     conn = client._connection(deadline)
-    filt = types.SubscriptionFilter(
-        tools_list_changed=tools or None,
-        prompts_list_changed=prompts or None,
-        resources_list_changed=resources or None,
-        resource_subscriptions=list(resource_uris) or None,
-    )
+    filt = types.SubscriptionFilter(tools_list_changed=tools or None, prompts_list_changed=prompts or None,
+                                    resources_list_changed=resources or None,
+                                    resource_subscriptions=list(resource_uris) or None)
     sub = Subscription(filt, maxsize=maxsize, on_close=conn.remove_subscription)
     if conn.era == "legacy":
         for uri in resource_uris:

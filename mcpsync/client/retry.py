@@ -36,14 +36,8 @@ from typing import TYPE_CHECKING, Any, Union
 import attrs
 
 from mcpsync.rpc.deadline import Deadline
-from mcpsync.exceptions import (
-    ClientClosed,
-    ConnectionClosed,
-    HTTPStatusError,
-    MessageTooLarge,
-    ServerStartError,
-    SessionExpired,
-)
+from mcpsync.exceptions import (ClientClosed, ConnectionClosed, HTTPStatusError, MessageTooLarge, ServerStartError,
+                                SessionExpired)
 
 __all__ = ["RetryPolicy", "RetryArg", "SAFE_METHODS", "resolve_policy", "run_with_retries"]
 
@@ -166,17 +160,9 @@ def _random() -> random.Random:
     return _rng
 
 
-def run_with_retries(
-    attempt: Callable[[], dict[str, Any]],
-    *,
-    policy: RetryPolicy,
-    repeatable: bool,
-    deadline: Deadline,
-    connection_open: Callable[[], bool],
-    method: str,
-    first_error: Exception,
-    sleep: Callable[[float], Any] = time.sleep,
-) -> dict[str, Any]:
+def run_with_retries(attempt: Callable[[], dict[str, Any]], *, policy: RetryPolicy, repeatable: bool,
+                     deadline: Deadline, connection_open: Callable[[], bool], method: str, first_error: Exception,
+                     sleep: Callable[[float], Any] = time.sleep) -> dict[str, Any]:
     """Decide whether the failed first try (*first_error*) is retried; run ``attempt()``
     again until it succeeds or may not be retried.
 

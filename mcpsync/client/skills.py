@@ -86,9 +86,8 @@ def get_skill(client: Core, uri: str, *, timeout: TimeoutArg = DEFAULT) -> Skill
     return skill
 
 
-def load_skill(
-    client: Core, skill: Skill | str, *, timeout: TimeoutArg = DEFAULT, allow_dynamic: bool = False
-) -> LoadedSkill:
+def load_skill(client: Core, skill: Skill | str, *, timeout: TimeoutArg = DEFAULT,
+               allow_dynamic: bool = False) -> LoadedSkill:
     """Load a skill: read its ``SKILL.md`` and verify it against the entry.
 
     ::
@@ -126,14 +125,8 @@ def load_skill(
     return types.LoadedSkill(skill=skill, file=file, frontmatter=parsed, body=body)
 
 
-def read_skill_file(
-    client: Core,
-    skill: LoadedSkill | Skill,
-    path: str,
-    *,
-    timeout: TimeoutArg = DEFAULT,
-    allow_dynamic: bool = False,
-) -> SkillFile:
+def read_skill_file(client: Core, skill: LoadedSkill | Skill, path: str, *, timeout: TimeoutArg = DEFAULT,
+                    allow_dynamic: bool = False) -> SkillFile:
     """Read one file of a skill, verified against the held entry's manifest.
 
     :param skill: the :class:`~mcpsync.types.LoadedSkill` you are acting on
@@ -250,7 +243,5 @@ def _compare_frontmatter(skill: Skill, parsed: dict[str, Any]) -> None:
     expected = skill.frontmatter
     for key in sorted(set(expected) | set(parsed)):
         if key not in parsed or key not in expected or not _frontmatter.same(expected[key], parsed[key]):
-            raise SkillVerificationError(
-                skill.uri, "frontmatter", expected.get(key), parsed.get(key),
-                detail=f"field {excerpt(key, 60)!r} differs from the skill entry",
-            )
+            raise SkillVerificationError(skill.uri, "frontmatter", expected.get(key), parsed.get(key),
+                                         detail=f"field {excerpt(key, 60)!r} differs from the skill entry")

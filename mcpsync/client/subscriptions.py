@@ -88,14 +88,8 @@ class Subscription:
     are dropped and counted in :attr:`dropped`.
     """
 
-    def __init__(
-        self,
-        filt: SubscriptionFilter,
-        *,
-        maxsize: int = 1000,
-        on_close: Callable[[Subscription], None] | None = None,
-        queue_notifications: bool = True,
-    ) -> None:
+    def __init__(self, filt: SubscriptionFilter, *, maxsize: int = 1000,
+                 on_close: Callable[[Subscription], None] | None = None, queue_notifications: bool = True) -> None:
         #: What this subscription asked for.
         self.filter = filt
         #: What the server agreed to send (modern era; the filter itself in the legacy era).

@@ -19,16 +19,8 @@ from mcpsync.client.extensions import request_meta
 from mcpsync.client.input_required import answer_inputs
 from mcpsync.client.options import DEFAULT, TimeoutArg
 from mcpsync.client.subscriptions import Subscription
-from mcpsync.exceptions import (
-    ClientClosed,
-    InvalidParams,
-    McpError,
-    ProtocolError,
-    ServerError,
-    TaskCancelled,
-    TaskFailed,
-    TaskNotFound,
-)
+from mcpsync.exceptions import (ClientClosed, InvalidParams, McpError, ProtocolError, ServerError, TaskCancelled,
+                                TaskFailed, TaskNotFound)
 from mcpsync.rpc.deadline import Deadline
 from mcpsync.types.tasks import TASK_STATUSES, TASKS_EXTENSION_ID, DetailedTask
 
@@ -57,16 +49,9 @@ LISTEN_ACK_TIMEOUT = 2.0
 
 def legacy_task(task: types.Task) -> DetailedTask:
     """A 2025-11-25 task in the shape of the extension's (``ttl`` -> ``ttl_ms`` ...)."""
-    return DetailedTask(
-        task.task_id,
-        task.status,
-        created_at=task.created_at,
-        last_updated_at=task.last_updated_at,
-        ttl_ms=task.ttl,
-        poll_interval_ms=task.poll_interval,
-        status_message=task.status_message,
-        meta=task.meta,
-    )
+    return DetailedTask(task.task_id, task.status, created_at=task.created_at, last_updated_at=task.last_updated_at,
+                        ttl_ms=task.ttl, poll_interval_ms=task.poll_interval, status_message=task.status_message,
+                        meta=task.meta)
 
 
 def completed(result: dict[str, Any]) -> DetailedTask:
@@ -91,14 +76,8 @@ class TaskHandle:
     complete: :attr:`task_id` is ``None`` and :meth:`wait` returns the result.
     """
 
-    def __init__(
-        self,
-        client: Core,
-        task_id: str | None,
-        *,
-        state: DetailedTask | None = None,
-        on_status: StatusCallback | None = None,
-    ) -> None:
+    def __init__(self, client: Core, task_id: str | None, *, state: DetailedTask | None = None,
+                 on_status: StatusCallback | None = None) -> None:
         self._client = client
         self._id = task_id
         self._state = state
@@ -208,9 +187,8 @@ class TaskHandle:
             with self._lock:
                 self._waiting.discard(wake)
 
-    def _listen(
-        self, conn: Connection, wake: threading.Event, deadline: Deadline
-    ) -> tuple[Handle | None, Subscription | None]:
+    def _listen(self, conn: Connection, wake: threading.Event,
+                deadline: Deadline) -> tuple[Handle | None, Subscription | None]:
         """Have status pushes wake the poll loop at once, where the server sends them.
 
         A 2025-11-25 server sends ``notifications/tasks/status`` on its own.  A
@@ -221,11 +199,8 @@ class TaskHandle:
         if conn.era == "legacy":
             return self._client.on(_LEGACY_STATUS, lambda params: self._pushed(params, wake)), None
         listener = self._client.on(_MODERN_STATUS, lambda params: self._pushed(params, wake))
-        stream = Subscription(
-            types.SubscriptionFilter(extra={"taskIds": [self._id]}),
-            on_close=conn.remove_subscription,
-            queue_notifications=False,
-        )
+        stream = Subscription(types.SubscriptionFilter(extra={"taskIds": [self._id]}),
+                              on_close=conn.remove_subscription, queue_notifications=False)
         try:
             # The extension must be declared on this request too, or the server answers -32021.
             conn.listen(stream, Deadline(deadline.remaining(LISTEN_ACK_TIMEOUT)),
@@ -344,12 +319,9 @@ class TaskHandle:
         error = state.error or {}
         code = error.get("code")
         message = error.get("message")
-        raise TaskFailed(
-            code if isinstance(code, int) and not isinstance(code, bool) else -32603,
-            message if isinstance(message, str) else (state.status_message or "task failed"),
-            error.get("data"),
-            task=state,
-        )
+        raise TaskFailed(code if isinstance(code, int) and not isinstance(code, bool) else -32603,
+                         message if isinstance(message, str) else (state.status_message or "task failed"),
+                         error.get("data"), task=state)
 
 
 def follow_task(client: Core, raw: dict[str, Any], deadline: Deadline) -> types.CallToolResult:

@@ -39,16 +39,9 @@ from mcpsync.types.tasks import TASKS_EXTENSION_ID, DetailedTask
 __all__ = ["list_tasks", "start_tool_task", "task"]
 
 
-def start_tool_task(
-    client: Core,
-    name: str,
-    arguments: Mapping[str, Any] | None = None,
-    *,
-    timeout: TimeoutArg = DEFAULT,
-    ttl_ms: int | None = None,
-    meta: Mapping[str, Any] | None = None,
-    on_status: StatusCallback | None = None,
-) -> TaskHandle:
+def start_tool_task(client: Core, name: str, arguments: Mapping[str, Any] | None = None, *,
+                    timeout: TimeoutArg = DEFAULT, ttl_ms: int | None = None, meta: Mapping[str, Any] | None = None,
+                    on_status: StatusCallback | None = None) -> TaskHandle:
     """Call a tool as a task and return a handle as soon as the server created it.
 
     The server decides: a tool it runs at once comes back as a handle that is already

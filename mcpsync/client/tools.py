@@ -25,19 +25,10 @@ def list_tools(client: Core, *, timeout: TimeoutArg = DEFAULT, cache: bool = Tru
     return tools
 
 
-def call_tool(
-    client: Core,
-    name: str,
-    arguments: Mapping[str, Any] | None = None,
-    *,
-    timeout: TimeoutArg = DEFAULT,
-    progress: ProgressCallback | None = None,
-    reset_timeout_on_progress: bool = True,
-    max_total_timeout: float | None = None,
-    meta: Mapping[str, Any] | None = None,
-    retry: bool | None = None,
-    caller: str | None = None,
-) -> types.CallToolResult:
+def call_tool(client: Core, name: str, arguments: Mapping[str, Any] | None = None, *, timeout: TimeoutArg = DEFAULT,
+              progress: ProgressCallback | None = None, reset_timeout_on_progress: bool = True,
+              max_total_timeout: float | None = None, meta: Mapping[str, Any] | None = None, retry: bool | None = None,
+              caller: str | None = None) -> types.CallToolResult:
     """Call a tool and return its result.
 
     A result with ``is_error`` is returned, not raised: call ``result.raise_for_error()``

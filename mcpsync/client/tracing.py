@@ -66,9 +66,8 @@ class Tracing:
                 self._looked = True
         return self._api
 
-    def span(
-        self, method: str, params: dict[str, Any] | None, *, version: str | None, transport: object
-    ) -> RequestSpan | None:
+    def span(self, method: str, params: dict[str, Any] | None, *, version: str | None,
+             transport: object) -> RequestSpan | None:
         """A span for one request about to be sent, or ``None`` when tracing is off.
 
         :param version: the protocol version the request goes out with (``None``: not known yet).
@@ -92,9 +91,8 @@ class Tracing:
 class RequestSpan:
     """One request's CLIENT span; a context manager that ends it (recording a failure)."""
 
-    def __init__(
-        self, api: tuple[Any, Any], attributes: dict[str, Any], method: str, params: dict[str, Any] | None
-    ) -> None:
+    def __init__(self, api: tuple[Any, Any], attributes: dict[str, Any], method: str,
+                 params: dict[str, Any] | None) -> None:
         trace, self._propagate = api
         from mcpsync._version import __version__
 
@@ -113,9 +111,8 @@ class RequestSpan:
         self._scope.__enter__()
         return self
 
-    def __exit__(
-        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
-    ) -> None:
+    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
+                 tb: TracebackType | None) -> None:
         try:
             if exc is not None:
                 self._failed(exc)

@@ -13,21 +13,14 @@ from mcpsync.client.options import DEFAULT, TimeoutArg
 __all__ = ["complete", "notify_roots_changed", "ping", "set_logging_level"]
 
 
-def complete(
-    client: Core,
-    ref: types.PromptReference | types.ResourceTemplateReference,
-    argument_name: str,
-    argument_value: str,
-    *,
-    context: Mapping[str, str] | None = None,
-    timeout: TimeoutArg = DEFAULT,
-) -> types.Completion:
+def complete(client: Core, ref: types.PromptReference | types.ResourceTemplateReference, argument_name: str,
+             argument_value: str, *, context: Mapping[str, str] | None = None,
+             timeout: TimeoutArg = DEFAULT) -> types.Completion:
     """Ask the server to complete an argument of a prompt or resource template."""
     params: dict[str, Any] = {"ref": types.to_wire(ref), "argument": {"name": argument_name, "value": argument_value}}
     if context:
         params["context"] = {"arguments": dict(context)}
-    raw = client._call("completion/complete", params, client._deadline(timeout), capability="completions",
-                       rounds=False)
+    raw = client._call("completion/complete", params, client._deadline(timeout), capability="completions", rounds=False)
     return types.from_wire(types.CompleteResult, raw).completion
 
 

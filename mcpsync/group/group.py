@@ -77,17 +77,10 @@ class ClientGroup:
     A tool that was filtered out cannot be called through the group.
     """
 
-    def __init__(
-        self,
-        clients_or_config: Mapping[str, ClientSource] | Config,
-        *,
-        prefix: str = "{server}__{tool}",
-        allow: Iterable[str] | None = None,
-        deny: Iterable[str] | None = None,
-        annotations: Mapping[str, Any] | None = None,
-        timeout: float | None = 30.0,
-        server_filters: Mapping[str, Mapping[str, Any]] | None = None,
-    ) -> None:
+    def __init__(self, clients_or_config: Mapping[str, ClientSource] | Config, *, prefix: str = "{server}__{tool}",
+                 allow: Iterable[str] | None = None, deny: Iterable[str] | None = None,
+                 annotations: Mapping[str, Any] | None = None, timeout: float | None = 30.0,
+                 server_filters: Mapping[str, Mapping[str, Any]] | None = None) -> None:
         if "{tool}" not in prefix:
             raise ValueError("prefix must contain {tool}")
         prefix.format(server="s", tool="t")  # a bad template fails here, not at first use
@@ -114,18 +107,10 @@ class ClientGroup:
             self._members[name].filter = ToolFilter(wanted.get("allow"), wanted.get("deny"), wanted.get("annotations"))
 
     @classmethod
-    def from_config(
-        cls,
-        path_or_dict: Config,
-        *,
-        servers: Sequence[str] | None = None,
-        prefix: str = "{server}__{tool}",
-        allow: Iterable[str] | None = None,
-        deny: Iterable[str] | None = None,
-        annotations: Mapping[str, Any] | None = None,
-        timeout: float | None = 30.0,
-        **options: Any,
-    ) -> ClientGroup:
+    def from_config(cls, path_or_dict: Config, *, servers: Sequence[str] | None = None,
+                    prefix: str = "{server}__{tool}", allow: Iterable[str] | None = None,
+                    deny: Iterable[str] | None = None, annotations: Mapping[str, Any] | None = None,
+                    timeout: float | None = 30.0, **options: Any) -> ClientGroup:
         """A group of the servers of an ``mcpServers`` file or dict (see :mod:`mcpsync.config`).
 
         An entry's ``allow``, ``deny`` and ``annotations`` keys filter that

@@ -152,9 +152,7 @@ def outcome_of(message: dict[str, Any]) -> dict[str, Any] | BaseException:
     if message.get("jsonrpc") != "2.0":
         raise ProtocolError(f"malformed response (jsonrpc is not '2.0'): {excerpt(message)}")
     if has_result == has_error:
-        raise ProtocolError(
-            f"malformed response (needs exactly one of result/error): {excerpt(message)}"
-        )
+        raise ProtocolError(f"malformed response (needs exactly one of result/error): {excerpt(message)}")
     if has_error:
         error = message["error"]
         if (

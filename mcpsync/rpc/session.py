@@ -88,14 +88,8 @@ class Session:
         that has a progress callback.
     """
 
-    def __init__(
-        self,
-        send: SendFunction,
-        *,
-        on_notification: NotificationSink | None = None,
-        on_request: RequestSink | None = None,
-        on_progress: ProgressSink | None = None,
-    ) -> None:
+    def __init__(self, send: SendFunction, *, on_notification: NotificationSink | None = None,
+                 on_request: RequestSink | None = None, on_progress: ProgressSink | None = None) -> None:
         self._send = send
         self._on_notification = on_notification
         self._on_request = on_request

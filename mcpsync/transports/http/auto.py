@@ -39,8 +39,7 @@ class AutoHTTPTransport(Transport):
     def __init__(self, url: str, **options: Any) -> None:
         self.url = url
         self._options = options
-        streamable = {k: v for k, v in options.items()
-                      if k not in ("endpoint_timeout", "allow_cross_origin_endpoint")}
+        streamable = {k: v for k, v in options.items() if k not in ("endpoint_timeout", "allow_cross_origin_endpoint")}
         self._active: Transport = StreamableHTTPTransport(url, _fallback=True, **streamable)
         self._lock = threading.Lock()
         #: Set by :meth:`close` under the lock: no fallback transport is swapped in after it.

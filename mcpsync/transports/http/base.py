@@ -51,18 +51,9 @@ class HttpTransport(Transport):
     :param follow_redirects: follow same-origin redirects (never cross-origin).
     """
 
-    def __init__(
-        self,
-        url: str,
-        *,
-        auth: Any = None,
-        headers: Mapping[str, str] | None = None,
-        session: requests.Session | None = None,
-        connect_timeout: float = 10.0,
-        read_timeout: float = 300.0,
-        max_message_bytes: int = 32 * 1024 * 1024,
-        follow_redirects: bool = True,
-    ) -> None:
+    def __init__(self, url: str, *, auth: Any = None, headers: Mapping[str, str] | None = None,
+                 session: requests.Session | None = None, connect_timeout: float = 10.0, read_timeout: float = 300.0,
+                 max_message_bytes: int = 32 * 1024 * 1024, follow_redirects: bool = True) -> None:
         if common.origin(url)[0] not in ("http", "https"):
             raise ValueError(f"not an http(s) URL: {common.redact_url(url)}")
         self.url = url

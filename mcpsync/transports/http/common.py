@@ -35,29 +35,10 @@ if TYPE_CHECKING:  # pragma: no cover - typing only
     from mcpsync.rpc.deadline import Deadline
     from mcpsync.transports.http.fast_send import Sender
 
-__all__ = [
-    "MAX_REDIRECTS",
-    "bound_next_read",
-    "RedactedCause",
-    "connection_error",
-    "encoding",
-    "finish_if_ready",
-    "http_request",
-    "is_event_stream",
-    "is_json",
-    "iter_body",
-    "new_session",
-    "origin",
-    "read_body",
-    "read_error_body",
-    "redact_text",
-    "redact_url",
-    "release",
-    "sanitized",
-    "shutdown_response",
-    "socket_of",
-    "status_error",
-]
+__all__ = ["MAX_REDIRECTS", "bound_next_read", "RedactedCause", "connection_error", "encoding", "finish_if_ready",
+           "http_request", "is_event_stream", "is_json", "iter_body", "new_session", "origin", "read_body",
+           "read_error_body", "redact_text", "redact_url", "release", "sanitized", "shutdown_response", "socket_of",
+           "status_error"]
 
 log = logging.getLogger(__name__)
 
@@ -103,10 +84,8 @@ def _own_secrets(response: requests.Response) -> list[str]:
     request = getattr(response, "request", None)
     if request is None:
         return []
-    values = [
-        str(value) for name, value in (request.headers or {}).items()
-        if name.lower() not in _PLAIN_HEADERS and len(str(value)) >= 8
-    ]
+    values = [str(value) for name,
+              value in (request.headers or {}).items() if name.lower() not in _PLAIN_HEADERS and len(str(value)) >= 8]
     # "Bearer <token>": the token alone may be echoed too.
     values += [v.split(None, 1)[1] for v in values if " " in v]
     query = urlsplit(request.url or "").query
@@ -235,18 +214,9 @@ def new_session(pool_size: int = 32) -> requests.Session:
     return tracking_session(pool_size)
 
 
-def http_request(
-    sender: Sender,
-    method: str,
-    url: str,
-    *,
-    headers: Mapping[str, str],
-    timeout: tuple[float, float | None],
-    data: bytes | None = None,
-    stream: bool = True,
-    follow_redirects: bool = True,
-    deadline: Deadline | None = None,
-) -> requests.Response:
+def http_request(sender: Sender, method: str, url: str, *, headers: Mapping[str, str],
+                 timeout: tuple[float, float | None], data: bytes | None = None, stream: bool = True,
+                 follow_redirects: bool = True, deadline: Deadline | None = None) -> requests.Response:
     """One HTTP exchange with our redirect policy; raises ``requests`` exceptions as they come.
 
     :param deadline: the call's deadline, for the auth handler (see ``Sender.send``).

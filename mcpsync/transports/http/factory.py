@@ -26,15 +26,8 @@ _LEGACY_ONLY = frozenset({"endpoint_timeout", "allow_cross_origin_endpoint"})
 _STREAMABLE_ONLY = frozenset({"reconnect_attempts", "retry_delay", "max_retry_delay", "delete_timeout", "listen"})
 
 
-def http_transport_factory(
-    url: str,
-    *,
-    auth: Any,
-    headers: Mapping[str, str] | None,
-    session: Any,
-    transport: str,
-    options: dict[str, Any],
-) -> tuple[Callable[[], Transport], dict[str, Any]]:
+def http_transport_factory(url: str, *, auth: Any, headers: Mapping[str, str] | None, session: Any, transport: str,
+                           options: dict[str, Any]) -> tuple[Callable[[], Transport], dict[str, Any]]:
     """Split transport options from client options; return a transport factory.
 
     Each call of the factory makes a fresh transport (a fresh connection pool,

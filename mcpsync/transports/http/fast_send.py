@@ -89,17 +89,8 @@ class Sender:
         """The proxies requests to *url* go through (empty: a direct connection)."""
         return self._target(url).settings.get("proxies")
 
-    def send(
-        self,
-        method: str,
-        url: str,
-        *,
-        headers: Mapping[str, str],
-        timeout: tuple[float, float | None],
-        data: bytes | None = None,
-        stream: bool = True,
-        deadline: Deadline | None = None,
-    ) -> requests.Response:
+    def send(self, method: str, url: str, *, headers: Mapping[str, str], timeout: tuple[float, float | None],
+             data: bytes | None = None, stream: bool = True, deadline: Deadline | None = None) -> requests.Response:
         """One request, no redirects followed; raises ``requests`` exceptions as they come.
 
         :param deadline: the request's deadline, handed to its auth handler as the

@@ -34,19 +34,8 @@ from collections.abc import Mapping
 from typing import Any
 
 
-__all__ = [
-    "CANCELLED",
-    "INITIALIZE",
-    "INITIALIZED",
-    "ToolHeaders",
-    "cancelled_request_id",
-    "header_value",
-    "is_modern",
-    "modern_error",
-    "routing_headers",
-    "rpc_error_body",
-    "valid_session_id",
-]
+__all__ = ["CANCELLED", "INITIALIZE", "INITIALIZED", "ToolHeaders", "cancelled_request_id", "header_value", "is_modern",
+           "modern_error", "routing_headers", "rpc_error_body", "valid_session_id"]
 
 log = logging.getLogger(__name__)
 

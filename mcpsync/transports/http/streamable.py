@@ -22,17 +22,8 @@ import threading
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from mcpsync.exceptions import (
-    ClientClosed,
-    ConnectionClosed,
-    HTTPStatusError,
-    McpError,
-    MessageTooLarge,
-    ProtocolError,
-    RequestCancelled,
-    RequestTimeout,
-    SessionExpired,
-)
+from mcpsync.exceptions import (ClientClosed, ConnectionClosed, HTTPStatusError, McpError, MessageTooLarge,
+                                ProtocolError, RequestCancelled, RequestTimeout, SessionExpired)
 from mcpsync.rpc.deadline import Deadline
 from mcpsync.transports.base import encode_message
 from mcpsync.transports.http import common as common
@@ -313,8 +304,7 @@ class StreamableHTTPTransport(HttpTransport):
                    else " (no event id to resume from)"), outcome_unknown=True)
         self._resume(parser, request_id, deadline, deliver)
 
-    def _resume(self, parser: SSEParser, request_id: Any, deadline: Deadline | None,
-                deliver: Any) -> None:
+    def _resume(self, parser: SSEParser, request_id: Any, deadline: Deadline | None, deliver: Any) -> None:
         """Resume a reply stream with GET + Last-Event-ID, within the call's deadline.
 
         At most ``reconnect_attempts`` reconnects in a row that bring no progress (a new
@@ -340,8 +330,7 @@ class StreamableHTTPTransport(HttpTransport):
             try:
                 if not 200 <= response.status_code < 300 or not common.is_event_stream(response):
                     error = common.status_error(response, "resuming the reply stream was refused")
-                    raise ConnectionClosed(f"reply stream lost and could not be resumed: {error}",
-                                           outcome_unknown=True)
+                    raise ConnectionClosed(f"reply stream lost and could not be resumed: {error}", outcome_unknown=True)
                 try:
                     if pump(response, parser, deliver, wanted=request_id, deadline=deadline, idle=self._timeout[1]):
                         return
@@ -486,8 +475,7 @@ class StreamableHTTPTransport(HttpTransport):
             headers["MCP-Protocol-Version"] = self.protocol_version
         try:
             response = common.http_request(self._sender, "DELETE", self.url, headers=headers,
-                                           timeout=(self._delete_timeout, self._delete_timeout),
-                                           follow_redirects=False)
+                                           timeout=(self._delete_timeout, self._delete_timeout), follow_redirects=False)
             response.close()
         except (requests.RequestException, HTTPStatusError) as exc:
             log.debug("DELETE of the session failed (ignored): %s", type(exc).__name__)

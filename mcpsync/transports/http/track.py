@@ -188,10 +188,8 @@ def _pool_classes() -> dict[str, Any]:
 
         tracked_http = tracked(HTTPConnection)
         tracked_https = tracked(HTTPSConnection)
-        _classes["http"] = type("TrackedHTTPConnectionPool", (HTTPConnectionPool,),
-                                {"ConnectionCls": tracked_http})
-        _classes["https"] = type("TrackedHTTPSConnectionPool", (HTTPSConnectionPool,),
-                                 {"ConnectionCls": tracked_https})
+        _classes["http"] = type("TrackedHTTPConnectionPool", (HTTPConnectionPool,), {"ConnectionCls": tracked_http})
+        _classes["https"] = type("TrackedHTTPSConnectionPool", (HTTPSConnectionPool,), {"ConnectionCls": tracked_https})
         return _classes
 
 

@@ -19,15 +19,8 @@ from typing import Any, cast
 
 from mcpsync.exceptions import excerpt
 
-__all__ = [
-    "JsonLineFramer",
-    "LineTooLong",
-    "new_poller",
-    "readable_waiter",
-    "wait_readable",
-    "wait_writable",
-    "write_until",
-]
+__all__ = ["JsonLineFramer", "LineTooLong", "new_poller", "readable_waiter", "wait_readable", "wait_writable",
+           "write_until"]
 
 _log = logging.getLogger("mcpsync.transports.stdio.transport")
 
@@ -219,15 +212,8 @@ class JsonLineFramer:
             self._warn_start, self._warn_count = now, 0
         self._warn_count += 1
         if self._warn_count <= _WARN_BURST:
-            _log.warning(
-                "skipped a non-JSON line from %s (%s): %s",
-                self._label,
-                type(exc).__name__,
-                excerpt(text, 120),
-            )
+            _log.warning("skipped a non-JSON line from %s (%s): %s", self._label, type(exc).__name__,
+                         excerpt(text, 120))
         elif self._warn_count == _WARN_BURST + 1:
-            _log.warning(
-                "skipping more non-JSON lines from %s; warnings suppressed for %d s",
-                self._label,
-                int(_WARN_WINDOW),
-            )
+            _log.warning("skipping more non-JSON lines from %s; warnings suppressed for %d s", self._label,
+                         int(_WARN_WINDOW))

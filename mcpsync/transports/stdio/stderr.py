@@ -60,17 +60,8 @@ class StderrDrain:
 
     _LINE_LIMIT = 8192
 
-    def __init__(
-        self,
-        stream: IO[bytes],
-        sink: StderrOption,
-        *,
-        label: str,
-        tail_bytes: int = 6000,
-        tail_lines: int = 20,
-        head_bytes: int = 2000,
-        head_lines: int = 10,
-    ) -> None:
+    def __init__(self, stream: IO[bytes], sink: StderrOption, *, label: str, tail_bytes: int = 6000,
+                 tail_lines: int = 20, head_bytes: int = 2000, head_lines: int = 10) -> None:
         self._stream = stream
         self._fd = stream.fileno()
         self._sink = sink

@@ -28,14 +28,8 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from mcpsync import _fork
-from mcpsync.exceptions import (
-    ClientClosed,
-    ConnectionClosed,
-    ForkedClientError,
-    McpError,
-    RequestTimeout,
-    ServerStartError,
-)
+from mcpsync.exceptions import (ClientClosed, ConnectionClosed, ForkedClientError, McpError, RequestTimeout,
+                                ServerStartError)
 from mcpsync.rpc.deadline import Deadline, now
 from mcpsync.transports.base import CloseHandler, MessageHandler, Transport, encode_message
 from mcpsync.transports.stdio import process as _procutil
@@ -74,19 +68,10 @@ class StdioTransport(Transport):
         stdin and the call has no earlier deadline; ``None`` waits until :meth:`close`.
     """
 
-    def __init__(
-        self,
-        command: str | Sequence[str],
-        args: Sequence[str] | None = None,
-        *,
-        env: Mapping[str, str] | None = None,
-        cwd: str | os.PathLike[str] | None = None,
-        stderr: StderrOption = None,
-        max_message_bytes: int = 32 * 1024 * 1024,
-        close_grace: float = 2.0,
-        terminate_grace: float = 2.0,
-        write_timeout: float | None = 60.0,
-    ) -> None:
+    def __init__(self, command: str | Sequence[str], args: Sequence[str] | None = None, *,
+                 env: Mapping[str, str] | None = None, cwd: str | os.PathLike[str] | None = None,
+                 stderr: StderrOption = None, max_message_bytes: int = 32 * 1024 * 1024, close_grace: float = 2.0,
+                 terminate_grace: float = 2.0, write_timeout: float | None = 60.0) -> None:
         argv = [command] if isinstance(command, str) else list(command)
         argv += list(args or ())
         if not argv or not all(isinstance(a, str) for a in argv):

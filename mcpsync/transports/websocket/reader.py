@@ -44,19 +44,9 @@ class FrameReader:
     :param teardown: closes the socket once the loop ends.
     """
 
-    def __init__(
-        self,
-        ws: Any,
-        *,
-        max_bytes: int,
-        describe: str,
-        closing: threading.Event,
-        on_message: MessageHandler | None,
-        fail: Fail,
-        answer_close: Callable[[int], None],
-        pong: Callable[[bytes], None],
-        teardown: Callable[[], None],
-    ) -> None:
+    def __init__(self, ws: Any, *, max_bytes: int, describe: str, closing: threading.Event,
+                 on_message: MessageHandler | None, fail: Fail, answer_close: Callable[[int], None],
+                 pong: Callable[[bytes], None], teardown: Callable[[], None]) -> None:
         self._ws = ws
         self._max = max_bytes
         self._describe = describe
@@ -89,17 +79,11 @@ class FrameReader:
                 if not self._closing.is_set():
                     self._deliver(opcode, data)
         except frames.TooLarge:
-            self._fail(
-                MessageTooLarge(f"a message from {describe} exceeded max_message_bytes={self._max}"),
-                close_code=1009,
-                reason="message too big",
-            )
+            self._fail(MessageTooLarge(f"a message from {describe} exceeded max_message_bytes={self._max}"),
+                       close_code=1009, reason="message too big")
         except (lib.WebSocketProtocolException, lib.WebSocketPayloadException) as exc:
-            self._fail(
-                WebSocketClosed(f"{describe} broke the WebSocket protocol: {excerpt(str(exc))}", code=1002),
-                close_code=1002,
-                reason="protocol error",
-            )
+            self._fail(WebSocketClosed(f"{describe} broke the WebSocket protocol: {excerpt(str(exc))}", code=1002),
+                       close_code=1002, reason="protocol error")
         except (lib.WebSocketConnectionClosedException, OSError) as exc:
             self._fail(WebSocketClosed(f"the connection to {describe} was lost without a close frame", code=1006))
             log.debug("reader of %s ended: %r", describe, exc)
@@ -142,6 +126,5 @@ class FrameReader:
     def _skip(self, what: str, data: bytes) -> None:
         self.skipped_frames += 1
         if self.skipped_frames <= 5 or self.skipped_frames % 1000 == 0:
-            log.warning(
-                "skipped %s from %s (%d so far): %s", what, self._describe, self.skipped_frames, excerpt(data, 120)
-            )
+            log.warning("skipped %s from %s (%d so far): %s", what, self._describe, self.skipped_frames,
+                        excerpt(data, 120))

@@ -37,13 +37,7 @@ import urllib.parse
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from mcpsync.exceptions import (
-    ClientClosed,
-    ConnectionClosed,
-    ForkedClientError,
-    RequestTimeout,
-    ServerStartError,
-)
+from mcpsync.exceptions import ClientClosed, ConnectionClosed, ForkedClientError, RequestTimeout, ServerStartError
 from mcpsync.transports.websocket import frames as frames
 from mcpsync.transports.websocket import handshake as _ws_handshake
 from mcpsync.transports.websocket.frames import WebSocketClosed
@@ -89,22 +83,11 @@ class WebSocketTransport(Transport):
         :class:`~mcpsync.exceptions.MessageTooLarge`, checked before it is read.
     """
 
-    def __init__(
-        self,
-        url: str,
-        *,
-        headers: Mapping[str, str] | None = None,
-        auth: Any = None,
-        subprotocols: Sequence[str] = ("mcp",),
-        verify: bool | str = True,
-        cert: str | tuple[str, str] | None = None,
-        ssl_context: ssl.SSLContext | None = None,
-        origin: str | None = None,
-        connect_timeout: float = 30.0,
-        write_timeout: float | None = 60.0,
-        close_timeout: float = 2.0,
-        max_message_bytes: int = 32 * 1024 * 1024,
-    ) -> None:
+    def __init__(self, url: str, *, headers: Mapping[str, str] | None = None, auth: Any = None,
+                 subprotocols: Sequence[str] = ("mcp",), verify: bool | str = True,
+                 cert: str | tuple[str, str] | None = None, ssl_context: ssl.SSLContext | None = None,
+                 origin: str | None = None, connect_timeout: float = 30.0, write_timeout: float | None = 60.0,
+                 close_timeout: float = 2.0, max_message_bytes: int = 32 * 1024 * 1024) -> None:
         parts = urllib.parse.urlsplit(url)
         if parts.scheme not in ("ws", "wss") or not parts.hostname:
             raise ValueError("a WebSocket URL must look like ws://host/path or wss://host/path")
@@ -126,9 +109,7 @@ class WebSocketTransport(Transport):
         self._close_timeout = close_timeout
         self._max = max_message_bytes
         self._n = next(_ids)
-        self._describe = "websocket:" + urllib.parse.urlunsplit(
-            (parts.scheme, parts.netloc, parts.path, "", "")
-        )
+        self._describe = "websocket:" + urllib.parse.urlunsplit((parts.scheme, parts.netloc, parts.path, "", ""))
         self._state_lock = threading.Lock()
         self._write_lock = threading.Lock()  # one whole frame at a time
         self._sock_lock = threading.Lock()  # shutdown vs. the final socket close
@@ -191,14 +172,10 @@ class WebSocketTransport(Transport):
         if self._closing.is_set():  # close() ran while we were connecting
             self._teardown()
             raise ClientClosed("the transport was closed while starting")
-        self._frame_reader = FrameReader(
-            self._ws, max_bytes=self._max, describe=self._describe, closing=self._closing,
-            on_message=self._on_message, fail=self._fail, answer_close=self._answer_close,
-            pong=self._pong, teardown=self._teardown,
-        )
-        self._reader = threading.Thread(
-            target=self._frame_reader.run, name=f"mcpsync-ws-reader-{self._n}", daemon=True
-        )
+        self._frame_reader = FrameReader(self._ws, max_bytes=self._max, describe=self._describe, closing=self._closing,
+                                         on_message=self._on_message, fail=self._fail, answer_close=self._answer_close,
+                                         pong=self._pong, teardown=self._teardown)
+        self._reader = threading.Thread(target=self._frame_reader.run, name=f"mcpsync-ws-reader-{self._n}", daemon=True)
         try:
             self._reader.start()
         except BaseException as exc:
@@ -212,17 +189,10 @@ class WebSocketTransport(Transport):
             self._ws = ws
             _fork.join(self)  # a forked child never writes to or shuts down the parent's socket
 
-        self.subprotocol = _ws_handshake.handshake(
-            self._url,
-            describe=self._describe,
-            headers=self._headers,
-            auth=self._auth,
-            subprotocols=self._subprotocols,
-            sslopt=self._sslopt,
-            origin=self._origin,
-            connect_timeout=self._connect_timeout,
-            on_socket=keep,
-        )
+        self.subprotocol = _ws_handshake.handshake(self._url, describe=self._describe, headers=self._headers,
+                                                   auth=self._auth, subprotocols=self._subprotocols,
+                                                   sslopt=self._sslopt, origin=self._origin,
+                                                   connect_timeout=self._connect_timeout, on_socket=keep)
         self._ws.settimeout(_TICK)
 
     def close(self) -> None:
@@ -336,11 +306,8 @@ class WebSocketTransport(Transport):
             return
         if written == 0 and not self._closing.is_set():
             method = message.get("method")
-            raise RequestTimeout(
-                f"could not write to {self._describe} within {limit}s (the server is not reading)",
-                method=method if isinstance(method, str) else "",
-                elapsed=limit or 0.0,
-            )
+            raise RequestTimeout(f"could not write to {self._describe} within {limit}s (the server is not reading)",
+                                 method=method if isinstance(method, str) else "", elapsed=limit or 0.0)
         if written:
             self._fail(
                 WebSocketClosed(
@@ -414,9 +381,8 @@ class WebSocketTransport(Transport):
 _TRANSPORT_OPTIONS = frozenset({"subprotocols", "verify", "cert", "ssl_context", "origin", "connect_timeout", "write_timeout", "close_timeout", "max_message_bytes"})  # fmt: skip
 
 
-def websocket_transport_factory(
-    url: str, *, headers: Mapping[str, str] | None, auth: Any, options: Mapping[str, Any]
-) -> tuple[Callable[[], Transport], dict[str, Any]]:
+def websocket_transport_factory(url: str, *, headers: Mapping[str, str] | None, auth: Any,
+                                options: Mapping[str, Any]) -> tuple[Callable[[], Transport], dict[str, Any]]:
     """Split transport options from client options; return a transport factory.
 
     Each call of the factory makes a fresh, unconnected transport:
