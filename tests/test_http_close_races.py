@@ -20,7 +20,7 @@ import mcpsync
 from mcpsync.exceptions import ClientClosed
 from mcpsync.rpc.deadline import Deadline
 from mcpsync.transports.http import auto as auto_module
-from mcpsync.transports.http import track
+from mcpsync.transports.http import interrupt
 from mcpsync.transports.http.auto import AutoHTTPTransport
 from mcpsync.transports.http.legacy import LegacySSETransport
 from mcpsync.transports.http.streamable import StreamableHTTPTransport
@@ -125,17 +125,17 @@ def test_aborted_exchange_sends_nothing_on_a_reused_keep_alive_connection() -> N
         conn.respond(200, {"ok": True})
 
     with FaultServer(handler) as server:
-        session = track.tracking_session(4)
+        session = interrupt.tracking_session(4)
         try:
             assert session.get(server.url, timeout=5).json() == {"ok": True}  # the pool keeps the connection
-            exchange = track.Exchange()
+            exchange = interrupt.Exchange()
             exchange.abort()  # e.g. close() ran between registering the request and sending it
-            track.begin(exchange)
+            interrupt.begin(exchange)
             try:
                 with pytest.raises(requests.ConnectionError):
                     session.post(server.url, data=b"{}", timeout=5)
             finally:
-                track.end()
+                interrupt.end()
         finally:
             session.close()
         # The server's thread for the one connection ends once it sees the connection close:

@@ -295,7 +295,7 @@ def test_unterminated_100mib_flood_stays_bounded(leaks: None) -> None:
 
 
 def test_junk_lines_skipped_with_counter_and_warning(caplog: pytest.LogCaptureFixture) -> None:
-    caplog.set_level(logging.WARNING, logger="mcpsync.transports.stdio.transport")
+    caplog.set_level(logging.WARNING, logger="mcpsync.transports.stdio")
     with Peer() as p:
         assert p.call({"junk": True}) == '{"junk": true}'  # the reply itself ends in \r\n
         assert p.t.skipped_lines == 3  # npm warn, \xff\xfe, {not json}; blank lines are not junk
@@ -304,7 +304,7 @@ def test_junk_lines_skipped_with_counter_and_warning(caplog: pytest.LogCaptureFi
         for _ in range(5):
             p.call({"junk": True})
         assert p.t.skipped_lines == 18
-        warnings = [r for r in caplog.records if r.name == "mcpsync.transports.stdio.transport"]
+        warnings = [r for r in caplog.records if r.name.startswith("mcpsync.transports.stdio.")]
         assert len(warnings) <= 6  # rate-limited: a burst, then one "suppressed" note
 
 

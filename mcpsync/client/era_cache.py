@@ -35,7 +35,7 @@ if TYPE_CHECKING:
 
 __all__ = ["cache_dir", "cache_key", "era_options", "EraRecorder"]
 
-log = logging.getLogger("mcpsync.cli.main")
+log = logging.getLogger(__name__)
 
 
 def cache_dir(environ: os._Environ[str] | dict[str, str] | None = None) -> Path:

@@ -36,7 +36,7 @@ from mcpsync.exceptions import ProtocolError, RequestTimeout, excerpt
 
 __all__ = ["check_structured_content", "MAX_SCHEMA_NODES", "MAX_SCHEMA_DEPTH", "MAX_WORK"]
 
-log = logging.getLogger("mcpsync.client.client")
+log = logging.getLogger(__name__)
 
 #: The most values (objects, arrays, strings, numbers...) an outputSchema may have to be checked.
 MAX_SCHEMA_NODES = 10_000

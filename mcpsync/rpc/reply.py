@@ -17,7 +17,7 @@ from mcpsync.exceptions import ProtocolError, error_from_response, excerpt
 
 __all__ = ["Reply", "clone_exception", "normalize_id", "outcome_of"]
 
-log = logging.getLogger("mcpsync.rpc.session")
+log = logging.getLogger(__name__)
 
 #: Guards :meth:`Reply.add_done_callback` against a concurrent settle (rare path).
 _CALLBACKS_LOCK = threading.Lock()

@@ -2,7 +2,7 @@
 (:mod:`.legacy`) and the ``"auto"`` transport (:mod:`.auto`), chosen by :mod:`.factory`.
 
 Shared by both: :mod:`.base` (the URL, session and limits; every exchange, bounded by the
-call's deadline and abortable from any thread through :mod:`.track`), :mod:`.common`
+call's deadline and abortable from any thread through :mod:`.interrupt`), :mod:`.wire`
 (``requests`` plumbing: redirects, typed errors, redaction), :mod:`.body` (bodies read
 against a cap, gzip/deflate), :mod:`.sse_parser` (WHATWG ``text/event-stream``) and
 :mod:`.streams` (the one path from an SSE stream to delivered messages).  What the

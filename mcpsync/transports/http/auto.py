@@ -17,7 +17,7 @@ from typing import Any
 from mcpsync.exceptions import ClientClosed, RequestTimeout, ServerStartError
 from mcpsync.rpc.deadline import Deadline
 from mcpsync.transports.base import CloseHandler, MessageHandler, Transport
-from mcpsync.transports.http import common as common
+from mcpsync.transports.http import wire
 from mcpsync.transports.http.legacy import LegacySSETransport
 from mcpsync.transports.http.streamable import FallbackToLegacy, StreamableHTTPTransport
 
@@ -75,7 +75,7 @@ class AutoHTTPTransport(Transport):
 
     def _fall_back(self, fallback: FallbackToLegacy, message: Mapping[str, Any], deadline: Deadline | None) -> None:
         log.info("Streamable HTTP initialize got %s; trying legacy HTTP+SSE at %s",
-                 fallback.error.status, common.redact_url(self.url))
+                 fallback.error.status, wire.redact_url(self.url))
         legacy_options = {k: v for k, v in self._options.items() if k in self._LEGACY_KEYS}
         legacy = LegacySSETransport(self.url, **legacy_options)
         with self._lock:
@@ -98,7 +98,7 @@ class AutoHTTPTransport(Transport):
             if legacy.endpoint is not None:
                 raise  # the stream is open: this is the initialize's own failure
             raise ServerStartError(
-                f"{common.redact_url(self.url)}: Streamable HTTP refused initialize ({fallback.error}) and"
+                f"{wire.redact_url(self.url)}: Streamable HTTP refused initialize ({fallback.error}) and"
                 f" legacy HTTP+SSE failed too ({exc})") from exc
 
     def close(self) -> None:

@@ -3,7 +3,7 @@
 :class:`HttpTransport` holds the URL, headers, ``requests`` session and limits, and
 makes every HTTP exchange through :meth:`~HttpTransport._request`: bounded by the
 call's :class:`~mcpsync.rpc.deadline.Deadline`, abortable from any thread (by
-:meth:`close`, or by cancelling the request it carries: see :mod:`.track`), with
+:meth:`close`, or by cancelling the request it carries: see :mod:`.interrupt`), with
 ``requests``' failures turned into typed errors whose text leaks no secret.  It also
 owns the transport's short-lived threads (named ``mcpsync-http-<kind>-N.M``), which
 :meth:`close` joins, bounded.
@@ -21,8 +21,8 @@ from typing import TYPE_CHECKING, Any
 from mcpsync.exceptions import ClientClosed, RequestCancelled, RequestTimeout
 from mcpsync.rpc.deadline import Deadline
 from mcpsync.transports.base import CloseHandler, MessageHandler, Transport
-from mcpsync.transports.http import common as common
-from mcpsync.transports.http import track as track
+from mcpsync.transports.http import wire
+from mcpsync.transports.http import interrupt
 from mcpsync.transports.http.body import ACCEPT_ENCODING
 from mcpsync.transports.http.fast_send import Sender
 
@@ -54,13 +54,13 @@ class HttpTransport(Transport):
     def __init__(self, url: str, *, auth: Any = None, headers: Mapping[str, str] | None = None,
                  session: requests.Session | None = None, connect_timeout: float = 10.0, read_timeout: float = 300.0,
                  max_message_bytes: int = 32 * 1024 * 1024, follow_redirects: bool = True) -> None:
-        if common.origin(url)[0] not in ("http", "https"):
-            raise ValueError(f"not an http(s) URL: {common.redact_url(url)}")
+        if wire.origin(url)[0] not in ("http", "https"):
+            raise ValueError(f"not an http(s) URL: {wire.redact_url(url)}")
         self.url = url
         # Only the codings we decode (requests would offer br/zstd when their modules exist).
         self._headers = {"Accept-Encoding": ACCEPT_ENCODING, **(headers or {})}
         self._own_session = session is None
-        self._session = session if session is not None else common.new_session()
+        self._session = session if session is not None else wire.new_session()
         self._sender = Sender(self._session, auth, url)
         self._timeout: tuple[float, float] = (connect_timeout, read_timeout)
         self._max = max_message_bytes
@@ -72,10 +72,10 @@ class HttpTransport(Transport):
         self._on_message: MessageHandler | None = None
         self._on_close: CloseHandler | None = None
         #: Exchanges in flight, by request id (or a key of their own), abortable from any thread.
-        self._exchanges: dict[Any, track.Exchange] = {}
+        self._exchanges: dict[Any, interrupt.Exchange] = {}
         self._threads: set[threading.Thread] = set()
         self._thread_ids = itertools.count(1)
-        #: Whether the session lets another thread abort a request before its headers (:mod:`.track`).
+        #: Whether the session lets another thread abort a request before its headers (:mod:`.interrupt`).
         self._tracking: bool | None = None
 
     def start(self, on_message: MessageHandler, on_close: CloseHandler) -> None:
@@ -88,22 +88,22 @@ class HttpTransport(Transport):
 
     # -- one exchange ----------------------------------------------------------------------
 
-    def _begin(self, key: Any) -> track.Exchange:
+    def _begin(self, key: Any) -> interrupt.Exchange:
         """Register an exchange under *key*: :meth:`_abort` or :meth:`close` interrupt it.
 
         :raises ClientClosed: once the transport is closed (checked under the lock close
             takes: an exchange registered after it would never be aborted).
         """
-        exchange = track.Exchange()
+        exchange = interrupt.Exchange()
         with self._lock:
             if self._closed.is_set():
                 raise ClientClosed("transport is closed")
             self._exchanges[key] = exchange
-        track.begin(exchange)
+        interrupt.begin(exchange)
         return exchange
 
     def _end(self, key: Any) -> None:
-        track.end()
+        interrupt.end()
         with self._lock:
             self._exchanges.pop(key, None)
 
@@ -136,29 +136,29 @@ class HttpTransport(Transport):
                 raise RequestTimeout(f"{what}: the deadline passed before it was sent")
             timeout = (min(timeout[0], left), min(timeout[1], left))
         try:
-            return common.http_request(self._sender, method, url, headers=headers, timeout=timeout, data=data,
+            return wire.http_request(self._sender, method, url, headers=headers, timeout=timeout, data=data,
                                        follow_redirects=self._follow, deadline=deadline)
         except requests.RequestException as exc:
-            raise self._failure(exc, what, deadline) from common.sanitized(exc)
+            raise self._failure(exc, what, deadline) from wire.sanitized(exc)
 
     def _failure(self, exc: BaseException, what: str, deadline: Deadline | None) -> Exception:
         """The typed error for an exchange that failed with *exc* (a read, or the request)."""
         if self._closed.is_set():
             return ClientClosed("transport is closed")
-        exchange = track.current()
+        exchange = interrupt.current()
         if exchange is not None and exchange.aborted:
             return RequestCancelled("request was cancelled")
         if deadline is not None and deadline.end is not None and time.monotonic() >= deadline.end - 0.01:
-            return RequestTimeout(f"{what} got no reply by its deadline ({common.redact_url(self.url)})",
+            return RequestTimeout(f"{what} got no reply by its deadline ({wire.redact_url(self.url)})",
                                   method=what.removeprefix("POST ").split(" ", 1)[0])
-        return common.connection_error(exc, f"{what} to {common.redact_url(self.url)} failed",
-                                       outcome_unknown=not common.never_connected(exc))
+        return wire.connection_error(exc, f"{what} to {wire.redact_url(self.url)} failed",
+                                       outcome_unknown=not wire.never_connected(exc))
 
     def _may_abort_headers(self) -> bool:
         """Whether close()/cancel can interrupt this transport's requests before their headers."""
         tracking = self._tracking
         if tracking is None:
-            tracking = self._tracking = track.is_tracking(self._session, self._sender.proxies(self.url))
+            tracking = self._tracking = interrupt.is_tracking(self._session, self._sender.proxies(self.url))
         return tracking
 
     # -- threads and closing ---------------------------------------------------------------

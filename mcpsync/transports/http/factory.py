@@ -12,7 +12,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from mcpsync import _fork
-from mcpsync.transports.http import common as common
+from mcpsync.transports.http import wire
 from mcpsync.transports.base import Transport
 
 __all__ = ["http_transport_factory"]
@@ -54,7 +54,7 @@ def http_transport_factory(url: str, *, auth: Any, headers: Mapping[str, str] | 
         raise ValueError("transport must be 'auto', 'streamable-http', 'sse' or 'websocket'")
     transport_options = {k: v for k, v in options.items() if k in _TRANSPORT_OPTIONS}
     client_options = {k: v for k, v in options.items() if k not in _TRANSPORT_OPTIONS}
-    common.origin(url)  # validate early
+    wire.origin(url)  # validate early
     forked = _Forked()
 
     def factory() -> Transport:

@@ -21,7 +21,7 @@ from urllib.parse import urljoin
 from mcpsync.exceptions import ClientClosed, ConnectionClosed, MessageTooLarge, RequestTimeout, ServerStartError
 from mcpsync.rpc.deadline import Deadline
 from mcpsync.transports.base import encode_message
-from mcpsync.transports.http import common as common
+from mcpsync.transports.http import wire
 from mcpsync.transports.http.base import HttpTransport
 from mcpsync.transports.http.sse_parser import SSEEvent, SSEParser
 from mcpsync.transports.http.streams import pump
@@ -58,7 +58,7 @@ class LegacySSETransport(HttpTransport):
         self._reader: threading.Thread | None = None
 
     def describe(self) -> str:
-        return f"HTTP+SSE {common.redact_url(self.url)}"
+        return f"HTTP+SSE {wire.redact_url(self.url)}"
 
     def _open_stream(self, deadline: Deadline | None) -> None:
         """Open the SSE stream and wait (bounded) for the ``endpoint`` event.
@@ -69,7 +69,7 @@ class LegacySSETransport(HttpTransport):
         :raises HTTPStatusError: when the server refuses the GET.
         """
         headers = {**self._headers, "Accept": "text/event-stream"}
-        what = f"GET {common.redact_url(self.url)}"
+        what = f"GET {wire.redact_url(self.url)}"
         key = object()
         self._begin(key)
         try:
@@ -80,8 +80,8 @@ class LegacySSETransport(HttpTransport):
             raise ServerStartError(str(exc)) from exc.__cause__
         finally:
             self._end(key)
-        if not 200 <= response.status_code < 300 or not common.is_event_stream(response):
-            error = common.status_error(response, "the SSE stream was refused")
+        if not 200 <= response.status_code < 300 or not wire.is_event_stream(response):
+            error = wire.status_error(response, "the SSE stream was refused")
             response.close()
             if 200 <= response.status_code < 300:
                 raise ServerStartError(f"{self.describe()} did not answer with an event stream")
@@ -108,7 +108,7 @@ class LegacySSETransport(HttpTransport):
         with self._lock:
             stream, reader = self._stream, self._reader
         if stream is not None:
-            common.shutdown_response(stream)
+            wire.shutdown_response(stream)
         if reader is not None and reader is not threading.current_thread():
             reader.join(2.0)
 
@@ -121,7 +121,7 @@ class LegacySSETransport(HttpTransport):
             reason = exc
         except BaseException as exc:
             if not self._closed.is_set():
-                reason = common.connection_error(exc, "the SSE stream broke", outcome_unknown=True)
+                reason = wire.connection_error(exc, "the SSE stream broke", outcome_unknown=True)
         finally:
             response.close()
             self._endpoint_ready.set()
@@ -136,9 +136,9 @@ class LegacySSETransport(HttpTransport):
 
     def _set_endpoint(self, data: str) -> None:
         target = urljoin(self.url, data.strip())
-        if common.origin(target) != common.origin(self.url) and not self._cross_origin:
+        if wire.origin(target) != wire.origin(self.url) and not self._cross_origin:
             self._endpoint_error = ServerStartError(
-                f"endpoint event names another origin ({common.redact_url(target)}); refusing to send messages there")
+                f"endpoint event names another origin ({wire.redact_url(target)}); refusing to send messages there")
         else:
             self.endpoint = target
         self._endpoint_ready.set()
@@ -175,10 +175,10 @@ class LegacySSETransport(HttpTransport):
             self._end(key)
         if not 200 <= response.status_code < 300:
             try:
-                raise common.status_error(response, f"{method or 'response'} was refused")
+                raise wire.status_error(response, f"{method or 'response'} was refused")
             finally:
                 response.close()
-        common.release(response)
+        wire.release(response)
 
     def close(self) -> None:
         """Shut the stream and every request in flight down, join their threads; idempotent and bounded."""
@@ -186,7 +186,7 @@ class LegacySSETransport(HttpTransport):
         with self._lock:
             stream, reader = self._stream, self._reader
         if stream is not None:
-            common.shutdown_response(stream)
+            wire.shutdown_response(stream)
         if first:
             # ident is None: created but not started yet (a connect close() interrupted).
             if reader is not None and reader is not threading.current_thread() and reader.ident is not None:

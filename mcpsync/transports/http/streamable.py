@@ -6,7 +6,7 @@ body, or an SSE stream read up to the reply, every message on it delivered as it
 arrives), so a failure of that one exchange is raised for that one request
 (docs/design.rst, *How a transport fails one request*).  Every wait is bounded by the
 call's deadline and interrupted at once by :meth:`close` or by cancelling the request,
-even before the headers (:mod:`.track`).  A 404 on a session raises
+even before the headers (:mod:`.interrupt`).  A 404 on a session raises
 :class:`~mcpsync.exceptions.SessionExpired`: the client re-initializes (MCP is above this
 seam).  Handshake era: session headers, a listening GET stream after
 ``notifications/initialized``, resumption of a broken reply stream, a DELETE on close.
@@ -26,9 +26,9 @@ from mcpsync.exceptions import (ClientClosed, ConnectionClosed, HTTPStatusError,
                                 ProtocolError, RequestCancelled, RequestTimeout, SessionExpired)
 from mcpsync.rpc.deadline import Deadline
 from mcpsync.transports.base import encode_message
-from mcpsync.transports.http import common as common
+from mcpsync.transports.http import wire
 from mcpsync.transports.http import headers as rules
-from mcpsync.transports.http import track as track
+from mcpsync.transports.http import interrupt
 from mcpsync.transports.http.base import HttpTransport
 from mcpsync.transports.http.sse_parser import SSEParser
 from mcpsync.transports.http.streams import Dialect, delay, dialect_error, pump
@@ -96,7 +96,7 @@ class StreamableHTTPTransport(HttpTransport):
         self.reconnects = 0
 
     def describe(self) -> str:
-        return f"Streamable HTTP {common.redact_url(self.url)}"
+        return f"Streamable HTTP {wire.redact_url(self.url)}"
 
     # -- sending ---------------------------------------------------------------------------
 
@@ -149,7 +149,7 @@ class StreamableHTTPTransport(HttpTransport):
         """A session of the user's: the exchange runs on a worker; close, cancel and the deadline release us."""
         done = threading.Event()
         outcome: list[BaseException] = []
-        exchange: list[track.Exchange] = []
+        exchange: list[interrupt.Exchange] = []
 
         def run() -> None:
             try:
@@ -172,7 +172,7 @@ class StreamableHTTPTransport(HttpTransport):
             raise outcome[0]
 
     def _exchange(self, key: Any, message: Mapping[str, Any], body: bytes, deadline: Deadline | None,
-                  published: list[track.Exchange] | None = None) -> None:
+                  published: list[interrupt.Exchange] | None = None) -> None:
         """POST *message* and handle the answer, in a registered (abortable) exchange."""
         method = message.get("method")
         what = f"POST {method or 'response'}"
@@ -195,7 +195,7 @@ class StreamableHTTPTransport(HttpTransport):
         except (McpError, Dialect):
             raise
         except Exception as exc:  # a read that broke (requests, urllib3, OSError)
-            raise self._failure(exc, f"reading the reply to {what}", deadline) from common.sanitized(exc)
+            raise self._failure(exc, f"reading the reply to {what}", deadline) from wire.sanitized(exc)
         finally:
             self._end(key)
 
@@ -214,13 +214,13 @@ class StreamableHTTPTransport(HttpTransport):
         request_id = message.get("id") if method is not None else None
         status = response.status_code
         if not 200 <= status < 300:
-            raw = common.read_error_body(response)
+            raw = wire.read_error_body(response)
             rpc_body = rules.rpc_error_body(raw)
             reply = rules.modern_error(status, rpc_body, request_id) if rules.is_modern(message) else None
             if reply is not None:
                 self._deliver(reply)
                 return
-            error = common.status_error(response, f"{method or 'response'} was refused", raw=raw)
+            error = wire.status_error(response, f"{method or 'response'} was refused", raw=raw)
             if self._fallback and status in _NO_STREAM:
                 if method == rules.INITIALIZE:
                     raise FallbackToLegacy(error) from None
@@ -233,14 +233,14 @@ class StreamableHTTPTransport(HttpTransport):
                 raise ProtocolError("server sent an invalid Mcp-Session-Id (not visible ASCII or too long)")
             self.session_id = session_id
         learn = method == "tools/list"
-        if common.is_event_stream(response):
+        if wire.is_event_stream(response):
             if request_id is not None:
                 self._read_reply_stream(response, message, request_id, deadline, learn)
             return
         raw = self._read_json(response, method, deadline)
         if not raw.strip():
             return  # 202 or an empty 200: accepted
-        if not common.is_json(response) and request_id is not None:
+        if not wire.is_json(response) and request_id is not None:
             raise ProtocolError(f"{method} got a {status} reply of type {response.headers.get('Content-Type')!r}")
         try:
             payload = json.loads(raw)
@@ -264,15 +264,15 @@ class StreamableHTTPTransport(HttpTransport):
     def _read_json(self, response: requests.Response, method: Any, deadline: Deadline | None) -> bytes:
         """The whole body, up to the cap, each read bounded by what is left of the deadline."""
         if deadline is None or deadline.end is None:
-            return common.read_body(response, self._max)
+            return wire.read_body(response, self._max)
 
         def bound() -> None:
             left = deadline.remaining()
             if not left:
                 raise deadline.expired(f"POST {method} got no whole reply", str(method or ""))
-            common.bound_next_read(response, left)
+            wire.bound_next_read(response, left)
 
-        return common.read_body(response, self._max, bound)
+        return wire.read_body(response, self._max, bound)
 
     def _read_reply_stream(self, response: requests.Response, message: Mapping[str, Any], request_id: Any,
                            deadline: Deadline | None, learn: bool) -> None:
@@ -285,7 +285,7 @@ class StreamableHTTPTransport(HttpTransport):
 
         try:
             if pump(response, parser, deliver, wanted=request_id, deadline=deadline, idle=self._timeout[1], odd=odd):
-                common.finish_if_ready(response)
+                wire.finish_if_ready(response)
                 return
         except MessageTooLarge:
             raise
@@ -294,7 +294,7 @@ class StreamableHTTPTransport(HttpTransport):
         except Exception as exc:  # noqa: BLE001 - a broken stream: resumed below where it can be
             if self._stopped(deadline):
                 raise
-            log.debug("SSE stream broke: %s", common.redact_text(str(exc)))
+            log.debug("SSE stream broke: %s", wire.redact_text(str(exc)))
         if odd:
             raise dialect_error(odd)
         if not parser.saw_id or not parser.last_event_id or rules.is_modern(message):
@@ -328,8 +328,8 @@ class StreamableHTTPTransport(HttpTransport):
                 raise ConnectionClosed(f"reply stream lost and could not be resumed: {exc}",
                                        outcome_unknown=True) from None
             try:
-                if not 200 <= response.status_code < 300 or not common.is_event_stream(response):
-                    error = common.status_error(response, "resuming the reply stream was refused")
+                if not 200 <= response.status_code < 300 or not wire.is_event_stream(response):
+                    error = wire.status_error(response, "resuming the reply stream was refused")
                     raise ConnectionClosed(f"reply stream lost and could not be resumed: {error}", outcome_unknown=True)
                 try:
                     if pump(response, parser, deliver, wanted=request_id, deadline=deadline, idle=self._timeout[1]):
@@ -339,7 +339,7 @@ class StreamableHTTPTransport(HttpTransport):
                 except Exception as exc:  # noqa: BLE001 - this attempt broke; count it
                     if self._stopped(deadline):
                         raise
-                    log.debug("resumed SSE stream broke: %s", common.redact_text(str(exc)))
+                    log.debug("resumed SSE stream broke: %s", wire.redact_text(str(exc)))
             finally:
                 response.close()
             if (parser.last_event_id, parser.messages) != mark:
@@ -351,7 +351,7 @@ class StreamableHTTPTransport(HttpTransport):
 
     def _stopped(self, deadline: Deadline | None) -> bool:
         """Whether a broken read is the end of the exchange: closed, cancelled or out of time."""
-        exchange = track.current()
+        exchange = interrupt.current()
         return self._closed.is_set() or (exchange is not None and exchange.aborted) or (
             deadline is not None and deadline.passed())
 
@@ -364,7 +364,7 @@ class StreamableHTTPTransport(HttpTransport):
                 response = self._request("POST", self.url, headers=self._post_headers(message),
                                          what=f"POST {message.get('method')}", data=body,
                                          deadline=Deadline(min(_NOTIFY_TIMEOUT, self._timeout[1])))
-                common.release(response)
+                wire.release(response)
             finally:
                 self._end(key)
         except Exception as exc:  # noqa: BLE001 - best effort, like the notification itself
@@ -426,7 +426,7 @@ class StreamableHTTPTransport(HttpTransport):
                     # A 2xx that is not a stream is an SPA fallback or a JSON error page:
                     # retrying it is a reconnect loop (awslabs/mcp#3352), so it means "no stream".
                     if status in _NO_STREAM or status in (401, 403) or (
-                            200 <= status < 300 and not common.is_event_stream(response)):
+                            200 <= status < 300 and not wire.is_event_stream(response)):
                         log.debug("no listening stream (GET answered %s)", status)
                         response.close()
                         return
@@ -437,7 +437,7 @@ class StreamableHTTPTransport(HttpTransport):
                     except MessageTooLarge as exc:
                         log.warning("listening stream: %s", exc)
                     except Exception as exc:  # noqa: BLE001 - a broken stream is reconnected below
-                        log.debug("listening stream broke: %s", common.redact_text(str(exc)))
+                        log.debug("listening stream broke: %s", wire.redact_text(str(exc)))
                     finally:
                         response.close()
                     if parser.last_event_id != seen or parser.messages != messages:
@@ -474,7 +474,7 @@ class StreamableHTTPTransport(HttpTransport):
         if self.protocol_version is not None:
             headers["MCP-Protocol-Version"] = self.protocol_version
         try:
-            response = common.http_request(self._sender, "DELETE", self.url, headers=headers,
+            response = wire.http_request(self._sender, "DELETE", self.url, headers=headers,
                                            timeout=(self._delete_timeout, self._delete_timeout), follow_redirects=False)
             response.close()
         except (requests.RequestException, HTTPStatusError) as exc:

@@ -25,7 +25,7 @@ from mcpsync.exceptions import ProtocolError
 from mcpsync.rpc.deadline import Deadline
 from mcpsync.transports.http.body import iter_body
 from mcpsync.transports.http.sse_parser import SSEEvent, SSEParser
-from mcpsync.transports.http.common import bound_next_read
+from mcpsync.transports.http.wire import bound_next_read
 
 if TYPE_CHECKING:  # pragma: no cover
     import requests

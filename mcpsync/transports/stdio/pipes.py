@@ -22,7 +22,7 @@ from mcpsync.exceptions import excerpt
 __all__ = ["JsonLineFramer", "LineTooLong", "new_poller", "readable_waiter", "wait_readable", "wait_writable",
            "write_until"]
 
-_log = logging.getLogger("mcpsync.transports.stdio.transport")
+_log = logging.getLogger(__name__)
 
 _WINDOWS = sys.platform == "win32"
 #: One JSON value at an index; the C scanner when there is one.  It keeps no state

@@ -24,7 +24,7 @@ from mcpsync.transports.stdio.pipes import JsonLineFramer, LineTooLong, readable
 
 __all__ = ["POLL", "StdoutReader"]
 
-log = logging.getLogger("mcpsync.transports.stdio.transport")
+log = logging.getLogger(__name__)
 
 #: How often blocked threads re-check for close and for the process's exit.
 POLL = 0.1

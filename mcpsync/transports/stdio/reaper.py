@@ -39,7 +39,7 @@ from mcpsync import _fork
 
 __all__ = ["unwatch", "watch"]
 
-_log = logging.getLogger("mcpsync.transports.stdio.transport")
+_log = logging.getLogger(__name__)
 
 # The background list's stdin is redirected explicitly: without that, a non-interactive
 # shell gives it /dev/null.  Lines are "+ PGID" or "- PGID" (ours: digits only).  At EOF:

@@ -36,7 +36,7 @@ from mcpsync.transports.stdio.pipes import new_poller, wait_readable
 
 __all__ = ["StderrDrain", "StderrOption"]
 
-_log = logging.getLogger("mcpsync.transports.stdio.transport")
+_log = logging.getLogger(__name__)
 
 _WINDOWS = sys.platform == "win32"
 _CHUNK = 65536

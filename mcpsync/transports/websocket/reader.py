@@ -24,7 +24,7 @@ from mcpsync.transports.websocket.frames import WebSocketClosed
 
 __all__ = ["FrameReader"]
 
-log = logging.getLogger("mcpsync.transports.websocket.transport")
+log = logging.getLogger(__name__)
 
 #: ``fail(exc, close_code=None, reason="")``: enter the closing state once and report *exc*.
 Fail = Callable[..., bool]

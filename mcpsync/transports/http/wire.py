@@ -1,4 +1,4 @@
-"""What both HTTP transports share: requests plumbing, redirects, errors, redaction.
+"""What both HTTP transports share on the wire: requests plumbing, redirects, errors, redaction.
 
 ``requests`` is imported by the transports lazily, so that stdio-only users
 never pay for it; this module therefore imports it only inside functions.
@@ -26,7 +26,7 @@ from urllib.parse import urljoin, urlsplit
 from mcpsync.exceptions import ConnectionClosed, HTTPAuthError, HTTPStatusError, excerpt
 from mcpsync.transports.http.body import encoding, iter_body, read_body, read_error_body, release
 from mcpsync.transports.redact import redact_text, redact_url
-from mcpsync.transports.http.track import socket_of
+from mcpsync.transports.http.interrupt import socket_of
 from mcpsync.transports.retry_after import parse_retry_after
 
 if TYPE_CHECKING:  # pragma: no cover - typing only
@@ -207,9 +207,9 @@ def new_session(pool_size: int = 32) -> requests.Session:
     """A ``requests.Session`` whose pools fit many threads plus long-lived streams.
 
     Its connections let another thread interrupt a request still waiting for
-    its headers (:mod:`.track`).
+    its headers (:mod:`.interrupt`).
     """
-    from mcpsync.transports.http.track import tracking_session
+    from mcpsync.transports.http.interrupt import tracking_session
 
     return tracking_session(pool_size)
 
