@@ -75,12 +75,8 @@ class StreamableHTTPTransport(HttpTransport):
                  max_retry_delay: float = 30.0, delete_timeout: float = 2.0, listen: bool = True,
                  _fallback: bool = False, **options: Any) -> None:
         super().__init__(url, **options)
-        self._attempts = reconnect_attempts
-        self._retry_delay = retry_delay
-        self._max_retry_delay = max_retry_delay
-        self._delete_timeout = delete_timeout
-        self._listen = listen
-        self._fallback = _fallback
+        self._attempts, self._retry_delay, self._max_retry_delay = reconnect_attempts, retry_delay, max_retry_delay
+        self._delete_timeout, self._listen, self._fallback = delete_timeout, listen, _fallback
         self.session_id: str | None = None
         #: The negotiated handshake-era version, sent as ``MCP-Protocol-Version``.
         self.protocol_version: str | None = None

@@ -32,6 +32,7 @@ from mcpsync.exceptions import (ClientClosed, ConnectionClosed, ForkedClientErro
                                 ServerStartError)
 from mcpsync.rpc.deadline import Deadline, now
 from mcpsync.transports.base import CloseHandler, MessageHandler, Transport, encode_message
+from mcpsync.transports.run_state import RunState
 from mcpsync.transports.stdio import process as _procutil
 from mcpsync.transports.stdio.handover import CutShort, Handover
 from mcpsync.transports.stdio.pipes import JsonLineFramer, write_until
@@ -78,27 +79,20 @@ class StdioTransport(Transport):
             raise TypeError("command must be a non-empty str or sequence of str")
         if max_message_bytes < 1:
             raise ValueError("max_message_bytes must be positive")
-        self._argv = argv
-        self._env = dict(env) if env is not None else None
-        self._cwd = cwd
-        self._stderr_opt = stderr
-        self._max = max_message_bytes
-        self._close_grace = close_grace
-        self._terminate_grace = terminate_grace
-        self._write_timeout = write_timeout
+        self._argv, self._env, self._cwd = argv, dict(env) if env is not None else None, cwd
+        self._stderr_opt, self._max, self._write_timeout = stderr, max_message_bytes, write_timeout
+        self._close_grace, self._terminate_grace = close_grace, terminate_grace
         self._n = next(_ids)
         #: Signals sent by this transport, in order (for diagnostics and tests).
         self.signals_sent: list[str] = []
-        self._state_lock = threading.Lock()
-        self._closing = threading.Event()  # set once, by whoever reports on_close
-        self._done = threading.Event()  # the shutdown sequence has finished
-        self._started = False
+        #: closing: set once, by whoever reports on_close; done: the shutdown sequence has finished.
+        self._run = RunState()
         #: Set in a forked child (:meth:`forget`): the pipes are the parent's.
         self._forked = False
         self._close_exc: ConnectionClosed | None = None
         self._proc: subprocess.Popen[bytes] | None = None
         self._stdin = -1
-        self._handover = Handover(-1, self._closing.is_set)
+        self._handover = Handover(-1, self._run.closing.is_set)
         self._reader: StdoutReader | None = None
         self._drain: StderrDrain | None = None
         self._on_message: MessageHandler | None = None
@@ -133,7 +127,7 @@ class StdioTransport(Transport):
     @property
     def closed(self) -> bool:
         """Whether the connection is closed or closing."""
-        return self._closing.is_set() or self._forked
+        return self._run.closing.is_set() or self._forked
 
     def describe(self) -> str:
         """``stdio:<program name>``; never arguments or environment (they may hold secrets)."""
@@ -146,26 +140,16 @@ class StdioTransport(Transport):
 
         :raises ~mcpsync.exceptions.ServerStartError: if the program cannot be run.
         """
-        with self._state_lock:
-            if self._started:
-                raise RuntimeError("StdioTransport.start() may be called only once")
-            if self._closing.is_set():
-                raise ClientClosed("the transport was closed before it started")
-            self._started = True
-        self._on_message, self._on_close = on_message, on_close
-        try:
+        with self._run.starting("StdioTransport"):
+            self._on_message, self._on_close = on_message, on_close
             proc = _procutil.spawn(self._argv, _procutil.build_environment(self._env), self._cwd)
-        except BaseException:
-            self._closing.set()
-            self._done.set()
-            raise
         self._proc = proc
         _fork.join(self)  # a forked child lets go of the pipes at once (forget)
         _procutil.close_at_exit(self)
         assert proc.stdin is not None and proc.stdout is not None and proc.stderr is not None
         self._stdin = proc.stdin.fileno()
-        self._handover = Handover(self._stdin, self._closing.is_set)
-        if self._closing.is_set():  # close() ran while we were spawning
+        self._handover = Handover(self._stdin, self._run.closing.is_set)
+        if self._run.closing.is_set():  # close() ran while we were spawning
             self._shutdown()
             proc.stdout.close()
             proc.stderr.close()
@@ -176,10 +160,10 @@ class StdioTransport(Transport):
         try:
             self._drain = StderrDrain(proc.stderr, self._stderr_opt, label=self.describe())
             self._drain.start(f"mcpsync-stdio-stderr-{self._n}")
-            self._reader = StdoutReader(self, proc, self._framer, self._closing)
+            self._reader = StdoutReader(self, proc, self._framer, self._run.closing)
             self._reader.start(f"mcpsync-stdio-reader-{self._n}")
         except BaseException as exc:
-            self._closing.set()
+            self._run.closing.set()
             self._shutdown()
             if self._reader is None or not self._reader.running:
                 proc.stdout.close()
@@ -199,17 +183,13 @@ class StdioTransport(Transport):
         """
         if self._forked:
             return
-        if not self._started:
-            with self._state_lock:
-                if not self._started:
-                    self._closing.set()
-                    self._done.set()
-                    return
+        if self._run.close_unstarted():
+            return
         if self.fail(ClientClosed("client closed"), inline=True):
             return
         reader = self._reader
         if reader is None or not reader.is_current():  # the closer joins the reader
-            self._done.wait(self._close_grace + 2 * self._terminate_grace + 10.0)
+            self._run.done.wait(self._close_grace + 2 * self._terminate_grace + 10.0)
 
     def close_at_exit(self) -> None:
         """Interpreter exit: :meth:`close` inline with short graces (no new thread).
@@ -217,7 +197,7 @@ class StdioTransport(Transport):
         A shutdown already under way on a closer thread (after a connect that failed or
         was interrupted) is finished here too: exit stops daemon threads wherever they are.
         """
-        if self._forked or self._done.is_set():
+        if self._forked or self._run.done.is_set():
             return
         self._close_grace = min(self._close_grace, 0.5)
         self._terminate_grace = min(self._terminate_grace, 0.5)
@@ -257,11 +237,11 @@ class StdioTransport(Transport):
         shutdown in this thread; otherwise a short-lived closer thread does it, so the
         reader keeps draining stdout while the server is stopped.
         """
-        with self._state_lock:
-            if self._closing.is_set():
+        with self._run.lock:
+            if self._run.closing.is_set():
                 return False
             self._close_exc = exc
-            self._closing.set()
+            self._run.closing.set()
         # The closer starts first: an on_close callback that calls close() and waits
         # for the shutdown must find it already under way.
         if not inline:
@@ -298,7 +278,7 @@ class StdioTransport(Transport):
             if self._drain is not None:
                 self._drain.stop()
                 self._drain.join(2.0)
-            self._done.set()
+            self._run.done.set()
             if proc is not None:
                 log.info("MCP server %s stopped (exit code %s)", self.describe(), proc.returncode)
 
@@ -321,7 +301,7 @@ class StdioTransport(Transport):
                 lock.release()
 
     def _deliver(self, message: Any) -> None:
-        if self._closing.is_set() or self._on_message is None:
+        if self._run.closing.is_set() or self._on_message is None:
             return
         try:
             self._on_message(message)
@@ -390,7 +370,7 @@ class StdioTransport(Transport):
                 own.read_reply(request_id, deadline)  # the fast path of caller_read.py
             return
         own.awaited.discard(request_id)
-        if self._closing.is_set():
+        if self._run.closing.is_set():
             raise self._closed_error()  # close() interrupted the write
         if written:
             self._cut_short(f"MCP server {self.describe()} stopped reading its stdin; a message was cut short,"
@@ -401,7 +381,7 @@ class StdioTransport(Transport):
         """Take the write lock by *end*, or raise (nothing written: the connection lives on)."""
         lock = self._handover.lock
         while not lock.acquire(timeout=POLL if end is None else max(0.0, min(POLL, end - now()))):
-            if self._closing.is_set():
+            if self._run.closing.is_set():
                 raise self._closed_error()
             if end is not None and now() >= end:
                 raise self._write_timed_out(end - start, message)
@@ -414,7 +394,7 @@ class StdioTransport(Transport):
         handover = self._handover
         written = 0
         try:
-            if self._closing.is_set():
+            if self._run.closing.is_set():
                 raise self._closed_error()
             try:
                 written = os.write(self._stdin, data)
@@ -423,7 +403,7 @@ class StdioTransport(Transport):
             if written < len(data):
                 handover.stuck = True  # no hand-over while we wait for room
                 try:
-                    written += write_until(self._stdin, memoryview(data)[written:], end, self._closing.is_set)
+                    written += write_until(self._stdin, memoryview(data)[written:], end, self._run.closing.is_set)
                 finally:
                     handover.stuck = False
         except McpError:

@@ -47,15 +47,9 @@ class FrameReader:
     def __init__(self, ws: Any, *, max_bytes: int, describe: str, closing: threading.Event,
                  on_message: MessageHandler | None, fail: Fail, answer_close: Callable[[int], None],
                  pong: Callable[[bytes], None], teardown: Callable[[], None]) -> None:
-        self._ws = ws
-        self._max = max_bytes
-        self._describe = describe
-        self._closing = closing
-        self._on_message = on_message
-        self._fail = fail
-        self._answer_close = answer_close
-        self._pong = pong
-        self._teardown = teardown
+        self._ws, self._max, self._describe, self._closing = ws, max_bytes, describe, closing
+        self._on_message, self._fail, self._teardown = on_message, fail, teardown
+        self._answer_close, self._pong = answer_close, pong
         #: Frames skipped because they were binary or not JSON (each logged, rate-limited).
         self.skipped_frames = 0
 

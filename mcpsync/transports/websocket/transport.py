@@ -45,6 +45,7 @@ from mcpsync.transports.websocket.reader import FrameReader
 from mcpsync import _fork
 from mcpsync.rpc.deadline import Deadline
 from mcpsync.transports.base import CloseHandler, MessageHandler, Transport, encode_message
+from mcpsync.transports.run_state import RunState
 
 __all__ = ["WebSocketClosed", "WebSocketTransport", "websocket_transport_factory"]
 
@@ -110,12 +111,10 @@ class WebSocketTransport(Transport):
         self._max = max_message_bytes
         self._n = next(_ids)
         self._describe = "websocket:" + urllib.parse.urlunsplit((parts.scheme, parts.netloc, parts.path, "", ""))
-        self._state_lock = threading.Lock()
+        #: closing: set once, by whoever reports on_close; done: the reader ended and the socket is closed.
+        self._run = RunState()
         self._write_lock = threading.Lock()  # one whole frame at a time
         self._sock_lock = threading.Lock()  # shutdown vs. the final socket close
-        self._closing = threading.Event()  # set once, by whoever reports on_close
-        self._done = threading.Event()  # the reader ended and the socket is closed
-        self._started = False
         self._close_sent = False
         #: Set in a forked child (:meth:`forget`): the socket is the parent's.
         self._forked = False
@@ -133,7 +132,7 @@ class WebSocketTransport(Transport):
     @property
     def closed(self) -> bool:
         """Whether the connection is closed or closing."""
-        return self._closing.is_set() or self._forked
+        return self._run.closing.is_set() or self._forked
 
     def describe(self) -> str:
         """``websocket:<url without query or fragment>`` (a query may carry secrets)."""
@@ -156,30 +155,20 @@ class WebSocketTransport(Transport):
             upgrade with an HTTP error (401 for a missing or bad token, say).
         :raises ImportError: if ``websocket-client`` is not installed.
         """
-        with self._state_lock:
-            if self._started:
-                raise RuntimeError("WebSocketTransport.start() may be called only once")
-            if self._closing.is_set():
-                raise ClientClosed("the transport was closed before it started")
-            self._started = True
-        self._on_message, self._on_close = on_message, on_close
-        try:
+        with self._run.starting("WebSocketTransport"):
+            self._on_message, self._on_close = on_message, on_close
             self._connect()
-        except BaseException:
-            self._closing.set()
-            self._done.set()
-            raise
-        if self._closing.is_set():  # close() ran while we were connecting
+        if self._run.closing.is_set():  # close() ran while we were connecting
             self._teardown()
             raise ClientClosed("the transport was closed while starting")
-        self._frame_reader = FrameReader(self._ws, max_bytes=self._max, describe=self._describe, closing=self._closing,
+        self._frame_reader = FrameReader(self._ws, max_bytes=self._max, describe=self._describe, closing=self._run.closing,
                                          on_message=self._on_message, fail=self._fail, answer_close=self._answer_close,
                                          pong=self._pong, teardown=self._teardown)
         self._reader = threading.Thread(target=self._frame_reader.run, name=f"mcpsync-ws-reader-{self._n}", daemon=True)
         try:
             self._reader.start()
         except BaseException as exc:
-            self._closing.set()
+            self._run.closing.set()
             self._teardown()
             raise ServerStartError(f"cannot start the reader thread for {self._describe}") from exc
         log.info("connected to %s (subprotocol %s)", self._describe, self.subprotocol)
@@ -204,20 +193,16 @@ class WebSocketTransport(Transport):
         """
         if self._forked:
             return
-        if not self._started:
-            with self._state_lock:
-                if not self._started:
-                    self._closing.set()
-                    self._done.set()
-                    return
+        if self._run.close_unstarted():
+            return
         self._fail(ClientClosed("client closed"), close_code=1000)
         if threading.current_thread() is self._reader:
             return  # the reader closes the socket on its way out
         # Give the server its close_timeout to answer our close frame (or the
         # reader to finish a close it started), then cut the socket.
-        self._done.wait(self._close_timeout)
+        self._run.done.wait(self._close_timeout)
         self._wake_reader()
-        self._done.wait(self._close_timeout + 5.0)
+        self._run.done.wait(self._close_timeout + 5.0)
         if self._reader is not None and self._reader is not threading.current_thread():
             self._reader.join(2.0)
 
@@ -228,11 +213,11 @@ class WebSocketTransport(Transport):
         hears of the failure, so a close() prompted by ``on_close`` cannot cut
         the socket under it.
         """
-        with self._state_lock:
-            if self._closing.is_set():
+        with self._run.lock:
+            if self._run.closing.is_set():
                 return False
             self._close_exc = exc
-            self._closing.set()
+            self._run.closing.set()
         if close_code is not None and self._ws is not None:
             self._send_close(close_code, reason, timeout=1.0)
         if self._on_close is not None:
@@ -265,7 +250,7 @@ class WebSocketTransport(Transport):
                 self._write_lock.release()
         else:
             log.warning("a writer of %s is stuck; leaving its socket to the GC", self._describe)
-        self._done.set()
+        self._run.done.set()
 
     # -- sending ------------------------------------------------------------
 
@@ -304,7 +289,7 @@ class WebSocketTransport(Transport):
             raise self._closed_error() from exc
         if written == total:
             return
-        if written == 0 and not self._closing.is_set():
+        if written == 0 and not self._run.closing.is_set():
             method = message.get("method")
             raise RequestTimeout(f"could not write to {self._describe} within {limit}s (the server is not reading)",
                                  method=method if isinstance(method, str) else "", elapsed=limit or 0.0)
@@ -328,13 +313,13 @@ class WebSocketTransport(Transport):
         data = frames.encode_frame(opcode, payload)
         closing_ok = opcode == frames.CLOSE
         while not self._write_lock.acquire(timeout=_TICK):
-            if self._closing.is_set() and not closing_ok:
+            if self._run.closing.is_set() and not closing_ok:
                 return 0, len(data)
             if deadline is not None and time.monotonic() >= deadline:
                 return 0, len(data)
         try:
             sock = self._ws.sock
-            if sock is None or (self._closing.is_set() and not closing_ok) or self._close_sent:
+            if sock is None or (self._run.closing.is_set() and not closing_ok) or self._close_sent:
                 return 0, len(data)
             if closing_ok:
                 self._close_sent = True
@@ -345,7 +330,7 @@ class WebSocketTransport(Transport):
                 except (TimeoutError, ssl.SSLWantWriteError):
                     if deadline is not None and time.monotonic() >= deadline:
                         break
-                    if self._closing.is_set() and not closing_ok:
+                    if self._run.closing.is_set() and not closing_ok:
                         break
             return sent, len(data)
         finally:
