@@ -115,7 +115,6 @@ def negotiate(conn: Link, deadline: Deadline) -> Negotiated:
     :raises RequestTimeout: when the server answered nothing by then.
     """
     options = conn.options
-    handshake_versions = options.offered_versions()
     if options.prior_discover is not None:
         prior = _adopt_prior(conn, options.prior_discover)
         if prior is not None:
@@ -123,37 +122,45 @@ def negotiate(conn: Link, deadline: Deadline) -> Negotiated:
     if options.prior_era == "legacy" and options.allows_handshake():
         # Remembered as a handshake-era server: skip the probe; probe after all if rejected.
         try:
-            return handshake(conn, handshake_versions, deadline)
+            return handshake(conn, options.offered_versions(), deadline)
         except (ServerError, HTTPStatusError, UnsupportedProtocolVersion) as exc:
             if not options.modern_versions() or not rejection(exc):
                 raise
             log.info("the server rejected the handshake it took before (%s); probing", type(exc).__name__)
-    if options.modern_versions():
-        outcome = _probe(conn, deadline)
-        if isinstance(outcome, Negotiated):
-            return outcome
-        if outcome is _SILENT:
-            raise deadline.expired("the server did not answer server/discover: timed out (the connect timeout)",
-                                   "server/discover")
-        if isinstance(outcome, PendingRequest):  # initialize is already on its way
-            return _complete_handshake(conn, handshake_versions, conn.session.wait(outcome, deadline), deadline)
-        if not options.allows_handshake():
+    return _conclude(conn, _probe(conn, deadline) if options.modern_versions() else None, deadline)
+
+
+def _conclude(conn: Link, outcome: object, deadline: Deadline, rejected: BaseException | None = None) -> Negotiated:
+    """The era after the probe's *outcome* (see :func:`_probe`): the modern one, the handshake
+    already under way, or the handshake now with the versions the server named.
+
+    :param rejected: what made a remembered era be probed again (:func:`reprobe`).
+    """
+    options = conn.options
+    offered = options.offered_versions()
+    if isinstance(outcome, Negotiated):
+        return outcome
+    if outcome is _SILENT:
+        raise deadline.expired("the server did not answer server/discover: timed out (the connect timeout)"
+                               if rejected is None else "the server did not answer server/discover again",
+                               "server/discover") from rejected
+    if isinstance(outcome, PendingRequest):  # a handshake-era server answered the initialize behind the probe
+        return _complete_handshake(conn, offered, conn.session.wait(outcome, deadline), deadline)
+    modern = options.modern_versions()
+    supported = list(outcome) if isinstance(outcome, tuple) else []
+    if not options.allows_handshake():
+        raise UnsupportedProtocolVersion(f"server does not speak the stateless protocol ({', '.join(modern)})"
+                                         if rejected is None else
+                                         "server no longer speaks the remembered protocol version",
+                                         requested=modern[0], supported=supported) from rejected
+    if isinstance(outcome, tuple):
+        offered = tuple(v for v in offered if v in outcome)
+        if not offered:
             raise UnsupportedProtocolVersion(
-                f"server does not speak the stateless protocol ({', '.join(options.modern_versions())})",
-                requested=options.modern_versions()[0],
-                supported=list(outcome) if isinstance(outcome, tuple) else [],
-            )
-        if isinstance(outcome, tuple):
-            handshake_versions = tuple(v for v in handshake_versions if v in outcome)
-            if not handshake_versions:
-                ours = (*options.modern_versions(), *options.offered_versions())
-                raise UnsupportedProtocolVersion(
-                    f"server supports {', '.join(outcome) or 'no version it named'}"
-                    f" (and refused {options.modern_versions()[0]}); this client speaks {', '.join(ours)}",
-                    requested=options.modern_versions()[0],
-                    supported=list(outcome),
-                )
-    return handshake(conn, handshake_versions, deadline)
+                f"server supports {', '.join(outcome) or 'no version it named'} (and refused {modern[0]});"
+                f" this client speaks {', '.join((*modern, *options.offered_versions()))}",
+                requested=modern[0], supported=supported) from rejected
+    return handshake(conn, offered, deadline)
 
 
 class _Unanswered(Exception):
@@ -284,22 +291,7 @@ def reprobe(conn: Link, exc: BaseException, deadline: Deadline) -> Negotiated:
     """Negotiate again after the server rejected (with *exc*) an era remembered from
     ``prior_discover=``: the probe (or the handshake), by *deadline*."""
     conn.session.default_meta = None
-    options = conn.options
-    outcome = _probe(conn, deadline) if options.modern_versions() else None
-    if isinstance(outcome, Negotiated):
-        return outcome
-    if outcome is _SILENT:
-        raise RequestTimeout("the server did not answer server/discover again", method="server/discover") from exc
-    if isinstance(outcome, PendingRequest):  # a handshake-era server answered the initialize behind it
-        return _complete_handshake(conn, options.offered_versions(), conn.session.wait(outcome, deadline), deadline)
-    if not options.allows_handshake():
-        raise UnsupportedProtocolVersion("server no longer speaks the remembered protocol version",
-                                         requested=options.modern_versions()[0],
-                                         supported=list(outcome) if isinstance(outcome, tuple) else []) from exc
-    offered = options.offered_versions()
-    if isinstance(outcome, tuple):
-        offered = tuple(v for v in offered if v in outcome)
-    return handshake(conn, offered, deadline)
+    return _conclude(conn, _probe(conn, deadline) if conn.options.modern_versions() else None, deadline, exc)
 
 
 def rejection(exc: BaseException) -> bool:
