@@ -195,12 +195,17 @@ class StreamableHTTPTransport(HttpTransport):
         finally:
             self._end(key)
 
-    def _post_headers(self, message: Mapping[str, Any]) -> dict[str, str]:
-        headers = {**self._headers, "Accept": _ACCEPT, "Content-Type": "application/json"}
+    def _session_headers(self, extra: Mapping[str, str] = {}) -> dict[str, str]:  # noqa: B006 - read only
+        """Our headers and *extra*, with the handshake era's session id and version."""
+        headers = {**self._headers, **extra}
         if self.session_id is not None:
             headers["Mcp-Session-Id"] = self.session_id
         if self.protocol_version is not None:
             headers["MCP-Protocol-Version"] = self.protocol_version
+        return headers
+
+    def _post_headers(self, message: Mapping[str, Any]) -> dict[str, str]:
+        headers = self._session_headers({"Accept": _ACCEPT, "Content-Type": "application/json"})
         headers.update(rules.routing_headers(message, self._tools))
         return headers
 
@@ -373,11 +378,7 @@ class StreamableHTTPTransport(HttpTransport):
 
         :raises ConnectionClosed: when it failed (:class:`ClientClosed` once closed).
         """
-        headers = {**self._headers, "Accept": "text/event-stream"}
-        if self.session_id is not None:
-            headers["Mcp-Session-Id"] = self.session_id
-        if self.protocol_version is not None:
-            headers["MCP-Protocol-Version"] = self.protocol_version
+        headers = self._session_headers({"Accept": "text/event-stream"})
         if last_event_id:
             headers["Last-Event-ID"] = last_event_id
         return self._request("GET", self.url, headers=headers, what="GET stream", deadline=deadline)
@@ -466,11 +467,8 @@ class StreamableHTTPTransport(HttpTransport):
             return
         import requests
 
-        headers = {**self._headers, "Mcp-Session-Id": self.session_id}
-        if self.protocol_version is not None:
-            headers["MCP-Protocol-Version"] = self.protocol_version
         try:
-            response = wire.http_request(self._sender, "DELETE", self.url, headers=headers,
+            response = wire.http_request(self._sender, "DELETE", self.url, headers=self._session_headers(),
                                            timeout=(self._delete_timeout, self._delete_timeout), follow_redirects=False)
             response.close()
         except (requests.RequestException, HTTPStatusError) as exc:
