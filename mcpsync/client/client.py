@@ -346,17 +346,9 @@ class Client:
 
     # -- raw requests and notifications ----------------------------------------
 
-    def request(
-        self,
-        method: str,
-        params: Mapping[str, Any] | None = None,
-        *,
-        timeout: TimeoutArg = DEFAULT,
-        progress: ProgressCallback | None = None,
-        reset_timeout_on_progress: bool = True,
-        max_total_timeout: float | None = None,
-        retry: bool | None = None,
-    ) -> dict[str, Any]:
+    def request(self, method: str, params: Mapping[str, Any] | None = None, *, timeout: TimeoutArg = DEFAULT,
+                progress: ProgressCallback | None = None, reset_timeout_on_progress: bool = True,
+                max_total_timeout: float | None = None, retry: bool | None = None) -> dict[str, Any]:
         """Send any request and return the raw ``result`` object (the escape hatch).
 
         It goes through the client's interceptors, retries and tracing.

@@ -105,9 +105,8 @@ class RequestSpan:
 
     def __enter__(self) -> RequestSpan:
         # Failures are recorded by _failed, without the exception's text.
-        self._scope = self._trace.use_span(
-            self._span, end_on_exit=False, record_exception=False, set_status_on_exception=False
-        )
+        self._scope = self._trace.use_span(self._span, end_on_exit=False, record_exception=False,
+                                           set_status_on_exception=False)
         self._scope.__enter__()
         return self
 

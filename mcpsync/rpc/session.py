@@ -124,16 +124,9 @@ class Session:
 
     # -- sending -------------------------------------------------------------
 
-    def request(
-        self,
-        method: str,
-        params: Mapping[str, Any] | None,
-        deadline: Deadline,
-        *,
-        progress: ProgressCallback | None = None,
-        track_progress: bool = False,
-        detach: bool = False,
-    ) -> PendingRequest:
+    def request(self, method: str, params: Mapping[str, Any] | None, deadline: Deadline, *,
+                progress: ProgressCallback | None = None, track_progress: bool = False,
+                detach: bool = False) -> PendingRequest:
         """Register a request and send it, by *deadline*.
 
         With *progress* (or *track_progress*) a ``progressToken`` equal to the request

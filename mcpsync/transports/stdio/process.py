@@ -30,9 +30,7 @@ _WINDOWS = sys.platform == "win32"
 # cloud credentials in its environment, and a third-party MCP server has no
 # business seeing them.  These names are what programs need to find their
 # tools, home directory, locale and temporary files.
-_POSIX_ENV = frozenset(
-    {"HOME", "LOGNAME", "PATH", "SHELL", "TERM", "USER", "LANG", "LANGUAGE", "TMPDIR", "TZ"}
-)
+_POSIX_ENV = frozenset({"HOME", "LOGNAME", "PATH", "SHELL", "TERM", "USER", "LANG", "LANGUAGE", "TMPDIR", "TZ"})
 _WINDOWS_ENV = frozenset(
     {
         "APPDATA", "COMSPEC", "HOMEDRIVE", "HOMEPATH", "LOCALAPPDATA", "PATH", "PATHEXT",
