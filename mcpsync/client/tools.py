@@ -68,5 +68,5 @@ def call_tool(client: Core, name: str, arguments: Mapping[str, Any] | None = Non
 
         # Checking is part of the call: by its deadline (a fresh window after progress
         # that resets it), and never past max_total_timeout.
-        check_structured_content(name, tool.output_schema, result.structured_content, deadline.end)
+        check_structured_content(name, tool.output_schema, result.structured_content, deadline)
     return result
