@@ -40,16 +40,18 @@ IMPLS = {
 }
 STDIO = ["inline", "threaded", "mcpsync", "sdk", "sdk-thread"]
 HTTP = ["requests", "httpclient", "mcpsync", "sdk", "sdk-thread"]
-#: Another checkout of mcpsync (``--baseline``), measured as one more column by the
-#: same client scripts, interleaved: "before" and "after" in one run.
-BASELINE: str | None = None
+#: Other checkouts of mcpsync (``--baseline [NAME=]DIR``, repeatable), column key -> path,
+#: each measured as one more column by the same client scripts, interleaved: "before" and
+#: "after" (or variants with one thing changed) in one run.
+BASELINES: dict[str, str] = {}
 
 
 def columns(impls: list[str], sdk: bool) -> list[str]:
-    """*impls* without the SDK when it is off, with the baseline after mcpsync when set."""
+    """*impls* without the SDK when it is off, with the baselines after mcpsync when set."""
     out = [i for i in impls if sdk or not i.startswith("sdk")]
-    if BASELINE and "mcpsync" in out:
-        out.insert(out.index("mcpsync") + 1, "baseline")
+    if "mcpsync" in out:
+        at = out.index("mcpsync") + 1
+        out[at:at] = list(BASELINES)
     return out
 
 
@@ -68,7 +70,7 @@ def compile_bytecode() -> None:
     a source checkout run with PYTHONDONTWRITEBYTECODE set (as some CI machines and
     sandboxes do) would otherwise compile mcpsync on every cold start and be timed for it.
     """
-    for root in filter(None, (ROOT, BASELINE)):
+    for root in (ROOT, *BASELINES.values()):
         subprocess.run([sys.executable, "-m", "compileall", "-q", os.path.join(root, "mcpsync")], check=True)
 
 
@@ -78,7 +80,7 @@ def run_client(impl: str, workload: str, args: dict, timeout: float = 300.0) -> 
     python = SDK_PYTHON if impl.startswith("sdk") else sys.executable
     env = dict(os.environ, BENCH_SERVER_PYTHON=sys.executable)
     if not impl.startswith("sdk"):
-        root = BASELINE if impl == "baseline" and BASELINE else ROOT
+        root = BASELINES.get(impl, ROOT)
         env["PYTHONPATH"] = root + os.pathsep + env.get("PYTHONPATH", "")
     argv = [python, os.path.join(CLIENTS, script), sub, workload, json.dumps(args)]
     t0 = time.perf_counter()
@@ -227,9 +229,15 @@ def table(results: dict, sdk: bool) -> tuple[str, list[tuple[str, float | None, 
         ok = None if value is None else (value >= limit if op == ">=" else value <= limit)
         targets.append((name, value, f"{op} {limit:g}", ok))
 
-    target("stdio sequential / threaded floor", ratio(m("seq", "mcpsync", "rate"), m("seq", "threaded", "rate")), ">=", 0.9)
-    target("8 threads / threaded floor", ratio(m("threads", "mcpsync", "rate"), m("threads", "threaded", "rate")), ">=", 0.8)
-    target("8 threads p99 / threaded floor p99", ratio(m("threads", "mcpsync", "p99_us"), m("threads", "threaded", "p99_us")), "<=", 1.5)
+    for impl in ("mcpsync", *BASELINES):
+        at = "" if impl == "mcpsync" else f" ({IMPLS[impl][0]})"
+        target(f"stdio sequential / threaded floor{at}", ratio(m("seq", impl, "rate"), m("seq", "threaded", "rate")), ">=", 0.9)
+        target(f"8 threads / threaded floor{at}", ratio(m("threads", impl, "rate"), m("threads", "threaded", "rate")), ">=", 0.8)
+        target(f"8 threads p99 / threaded floor p99{at}", ratio(m("threads", impl, "p99_us"), m("threads", "threaded", "p99_us")), "<=", 1.5)
+        if impl != "mcpsync":
+            for mode in ("json", "sse", "legacy"):
+                target(f"HTTP {mode} calls/s: mcpsync / {IMPLS[impl][0]}",
+                       ratio(m(f"http-{mode}", "mcpsync", "rate"), m(f"http-{mode}", impl, "rate")), ">=", 1.0)
     target("8 threads, timeout=0.25 / threaded floor (same)", ratio(m("deadline", "mcpsync", "rate"), m("deadline", "threaded", "rate")), ">=", 0.8)
     target("threads per idle stdio connection", m("rss", "mcpsync", "threads"), "<=", 1.0)
     target("ClientGroup of N / slowest single", ratio(m("group", "mcpsync", "group_ms"), m("group", "mcpsync", "slowest_ms")), "<=", None)
@@ -282,16 +290,17 @@ def main() -> int:
     parser.add_argument("--no-sdk", action="store_true", help="skip the official SDK (no virtualenv needed)")
     parser.add_argument("--out", default=None, help="write the Markdown table here too")
     parser.add_argument("--json", default=None, help="write the raw per-round results here")
-    parser.add_argument("--baseline", default=None, metavar="DIR",
-                        help="another mcpsync checkout, measured as one more column (before/after)")
+    parser.add_argument("--baseline", action="append", default=[], metavar="[NAME=]DIR",
+                        help="another mcpsync checkout, measured as one more column (before/after); repeatable")
     parser.add_argument("--only", default="", help="comma-separated cases: cold,seq,threads,deadline,echo,rss,group,"
                         "http-json,http-sse,http-legacy,http-threads")
     opts = parser.parse_args()
     sdk = not opts.no_sdk
-    if opts.baseline:
-        global BASELINE
-        BASELINE = os.path.abspath(opts.baseline)
-        IMPLS["baseline"] = ("mcpsync @ baseline", "mcpsync_bench.py", "x")
+    for index, spec in enumerate(opts.baseline):
+        name, _, path = spec.rpartition("=") if "=" in spec else ("", "", spec)
+        key = name or ("baseline" if index == 0 else f"baseline{index + 1}")
+        BASELINES[key] = os.path.abspath(path)
+        IMPLS[key] = (f"mcpsync @ {name or 'baseline'}", "mcpsync_bench.py", "x")
     if sdk:
         ensure_sdk()
     compile_bytecode()

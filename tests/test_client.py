@@ -28,9 +28,9 @@ class Recording(Transport):
     def start(self, on_message: MessageHandler, on_close: CloseHandler) -> None:
         self.inner.start(on_message, on_close)
 
-    def send(self, message: Mapping[str, Any]) -> None:
+    def send(self, message: Mapping[str, Any], deadline: Any = None) -> None:
         self.sent.append(dict(message))
-        self.inner.send(message)
+        self.inner.send(message, deadline)
 
     def close(self) -> None:
         self.inner.close()

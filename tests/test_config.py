@@ -196,7 +196,7 @@ def test_entry_graces_reach_the_transport(settings: dict[str, float], signals: l
     entry = load_config({"mcpServers": {"s": {
         "command": sys.executable, "args": ["-c", _SLOW_EXIT], **settings}}})["s"]
     client = mcpsync.Client.from_server_config(entry)
-    transport = client._transport
+    transport = client._life._transport
     transport.start(lambda message: None, lambda exc: None)  # type: ignore[union-attr]
     try:
         transport.close()  # type: ignore[union-attr]

@@ -7,7 +7,7 @@ import requests
 
 import mcpsync
 from mcpsync.exceptions import ServerStartError
-from mcpsync.transports.http.common import connection_error
+from mcpsync.transports.http.wire import connection_error
 from tests.contrib_support import free_port
 
 pytestmark = pytest.mark.timeout(60)

@@ -177,6 +177,7 @@ def test_a_users_lock_holds_across_store_objects_and_ends_by_the_callers_deadlin
 
     from mcpsync import RequestTimeout
     from mcpsync.auth import _deadline
+    from mcpsync.rpc.deadline import Deadline
     from mcpsync.contrib._cipher import RecordCipher
     from mcpsync.contrib.django.stores import CacheTokenStore, DatabaseTokenStore
 
@@ -196,7 +197,7 @@ def test_a_users_lock_holds_across_store_objects_and_ends_by_the_callers_deadlin
     try:
         assert held.wait(30)
         started = time.monotonic()
-        with pytest.raises(RequestTimeout), _deadline.within(time.monotonic() + 0.3):
+        with pytest.raises(RequestTimeout), _deadline.within(Deadline(0.3)):
             with store().lock("k"):
                 pass
         assert time.monotonic() - started < 2.0

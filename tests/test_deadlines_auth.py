@@ -18,6 +18,7 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Iterator
+from typing import Any
 
 import pytest
 import requests
@@ -161,8 +162,22 @@ def test_f6_threads_behind_a_hanging_refresh_end_at_their_own_deadlines(
 
 
 def test_a9_the_transport_hands_the_deadline_to_the_auth_handler_under_the_name_it_reads() -> None:
-    """The two layers share no import (import-linter): the attribute's name is the contract."""
+    """The transport puts the call's one Deadline on the request; auth reads that same object."""
     from mcpsync.auth import _deadline
-    from mcpsync.transports.http.fast_send import DEADLINE_ATTRIBUTE
+    from mcpsync.rpc.deadline import Deadline
+    from mcpsync.transports.http.fast_send import Sender
 
-    assert DEADLINE_ATTRIBUTE == _deadline.ATTRIBUTE
+    deadline = Deadline(5.0)
+    seen: list[Any] = []
+
+    class Stop(Exception):
+        pass
+
+    def auth(request: Any) -> Any:
+        seen.append(_deadline.of(request))
+        raise Stop
+
+    sender = Sender(requests.Session(), auth, "http://127.0.0.1:9/mcp")
+    with pytest.raises(Stop):
+        sender.send("POST", "http://127.0.0.1:9/mcp", headers={}, timeout=(1.0, 1.0), deadline=deadline)
+    assert seen == [deadline]

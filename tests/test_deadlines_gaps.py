@@ -22,6 +22,7 @@ import pytest
 from http_fault import Conn, FaultServer, Request, handshake
 
 import mcpsync
+from mcpsync.rpc.deadline import Deadline
 
 pytestmark = pytest.mark.timeout(90)
 
@@ -261,7 +262,8 @@ def test_d3_close_releases_a_legacy_caller_waiting_for_its_reply() -> None:
 
 
 def _post_threads() -> list[threading.Thread]:
-    return [t for t in threading.enumerate() if t.name.startswith(("mcpsync-http-post", "mcpsync-sse-post"))]
+    # request_async sends on a thread of the session's (the POST is that send).
+    return [t for t in threading.enumerate() if t.name.startswith("mcpsync-send-")]
 
 
 def test_d2_legacy_request_async_posts_on_a_thread_that_close_ends() -> None:
@@ -273,7 +275,7 @@ def test_d2_legacy_request_async_posts_on_a_thread_that_close_ends() -> None:
         pending = client.request_async("tools/call", {"name": "x"})
         assert time.monotonic() - start < 0.5  # the POST runs on its own thread
         assert legacy.got.wait(10)
-        assert _post_threads(), "the held POST should be on an mcpsync-http-post thread"
+        assert _post_threads(), "the held POST should be on an mcpsync-send thread"
         error, after = _released_by_close(client, lambda: pending.result(timeout=30), legacy.got)
         assert after < SLACK
         assert isinstance(error, mcpsync.ClientClosed), repr(error)
@@ -299,7 +301,7 @@ def test_a9_websocket_write_to_a_peer_that_stopped_reading_ends_at_the_deadline(
         for _ in range(200):
             start = time.monotonic()
             try:
-                transport.send(big, deadline=start + 1.0)
+                transport.send(big, Deadline(1.0))
             except (mcpsync.RequestTimeout, mcpsync.ConnectionClosed):
                 break
         else:

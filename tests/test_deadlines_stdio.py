@@ -184,7 +184,7 @@ def test_a_call_waiting_for_another_threads_connect_ends_by_its_own_deadline() -
     connecting = threading.Thread(target=lambda: _outcome(client.connect, first))
     try:
         connecting.start()
-        while client._connecting is None and connecting.is_alive():
+        while client._life.connecting is None and connecting.is_alive():
             time.sleep(0.01)
         started = time.monotonic()
         with pytest.raises(mcpsync.RequestTimeout, match="another thread is still connecting"):

@@ -101,12 +101,12 @@ def test_stdio_without_select_poll(monkeypatch: pytest.MonkeyPatch) -> None:
 
 def test_a_start_failure_names_its_cause(monkeypatch: pytest.MonkeyPatch) -> None:
     """The error eventlet used to cause, simulated: the cause is in the message, not only chained."""
-    from mcpsync.transports.stdio import transport
+    from mcpsync.transports.stdio import reader
 
     def no_poll(fd: int) -> Any:
         raise AttributeError("module 'select' has no attribute 'poll'")
 
-    monkeypatch.setattr(transport, "readable_waiter", no_poll)
+    monkeypatch.setattr(reader, "readable_waiter", no_poll)
     with pytest.raises(ServerStartError) as info:
         with mcpsync.Client.stdio(FAULT, timeout=20) as c:
             c.list_tools()

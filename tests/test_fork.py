@@ -137,7 +137,7 @@ def test_a_client_whose_connect_lock_a_parent_thread_held_at_fork_connects_in_th
     """The lock a connecting parent thread holds is never released in the child: it gets fresh ones."""
     client = demo()
     try:
-        client._connect_lock.acquire()  # as if another thread were connecting right now
+        client._life.connect_lock.acquire()  # as if another thread were connecting right now
         try:
 
             def child() -> str:
@@ -146,7 +146,7 @@ def test_a_client_whose_connect_lock_a_parent_thread_held_at_fork_connects_in_th
 
             outcome = _in_child(child)
         finally:
-            client._connect_lock.release()
+            client._life.connect_lock.release()
         assert outcome == "ok"
         assert client._conn is None  # the parent never connected
     finally:

@@ -33,6 +33,7 @@ from hypothesis import strategies as st
 
 import mcpsync
 from mcpsync import types
+from mcpsync.rpc.deadline import Deadline
 from mcpsync.rpc.session import Session
 from mcpsync.transports.stdio.pipes import JsonLineFramer, LineTooLong
 from mcpsync.transports.http.sse_parser import SSEParser
@@ -169,12 +170,12 @@ def test_session_feed_never_raises_and_settles_once(batch: list[Any]) -> None:
     sent: list[Any] = []
     seen: list[Any] = []
     session = Session(
-        sent.append,
+        lambda message, deadline: sent.append(message),
         on_notification=lambda method, params: seen.append((method, params)),
         on_request=lambda request_id, method, params: seen.append((request_id, method)),
         on_progress=lambda pending, params: seen.append(params),
     )
-    pendings = [session.send_request("tools/call", {"n": n}, on_progress=lambda *a: None) for n in range(6)]
+    pendings = [session.request("tools/call", {"n": n}, Deadline(None), progress=lambda *a: None) for n in range(6)]
     for message in batch:
         session.feed(message)
     settled = [p for p in pendings if p.reply.done()]
@@ -187,7 +188,7 @@ def test_session_feed_never_raises_and_settles_once(batch: list[Any]) -> None:
 
 
 def test_session_feed_survives_deep_nesting() -> None:
-    session = Session(lambda message: None)
+    session = Session(lambda message, deadline: None)
     for depth in (100, 500, 900):
         session.feed(json.loads("[" * depth + "]" * depth))
         session.feed(json.loads('{"a":' * depth + "1" + "}" * depth))
@@ -266,5 +267,5 @@ def test_reader_thread_survives_fuzzed_server_output(fuzz_client: mcpsync.Client
         pass  # fuzzed lines may answer the pending call first, with junk: that call fails alone
     fuzz_client.ping()
     transport = fuzz_client._conn.transport  # type: ignore[union-attr]
-    assert transport._reader.is_alive()  # type: ignore[attr-defined]
+    assert transport._reader.running  # type: ignore[attr-defined]
     assert fuzz_client._conn.session.closed is None  # type: ignore[union-attr]

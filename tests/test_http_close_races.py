@@ -1,8 +1,9 @@
 """Races between close()/abort and requests about to start, on the HTTP transports.
 
 Each test pins one interleaving with an event (never a sleep): a request that reaches the
-network after close() began, an exchange aborted before its request is written on a reused
-keep-alive connection, the wait for the listening GET, and the swap to the legacy transport.
+transport after close() began, a 404 that arrives after close(), an exchange aborted before
+its request is written on a reused keep-alive connection, the wait for the listening GET, and
+the swap to the legacy transport.
 """
 
 from __future__ import annotations
@@ -15,9 +16,11 @@ import pytest
 import requests
 from http_fault import Conn, FaultServer, Request, handshake
 
+import mcpsync
 from mcpsync.exceptions import ClientClosed
+from mcpsync.rpc.deadline import Deadline
 from mcpsync.transports.http import auto as auto_module
-from mcpsync.transports.http import track
+from mcpsync.transports.http import interrupt
 from mcpsync.transports.http.auto import AutoHTTPTransport
 from mcpsync.transports.http.legacy import LegacySSETransport
 from mcpsync.transports.http.streamable import StreamableHTTPTransport
@@ -37,18 +40,18 @@ def _ignore(*args: Any) -> None:
 
 
 def _handshake(transport: StreamableHTTPTransport) -> None:
-    transport.start(_ignore, _ignore, _ignore)
-    transport.send(INITIALIZE, deadline=time.monotonic() + 10)
+    transport.start(_ignore, _ignore)
+    transport.send(INITIALIZE, Deadline(10))
 
 
 def _threads(prefix: str) -> list[threading.Thread]:
     return [t for t in threading.enumerate() if t.name.startswith(prefix) and t.is_alive()]
 
 
-# -- a request whose worker reaches its POST after close() is not sent -----------------------------
+# -- a request that reaches the transport after close() is not sent -------------------------------
 
 
-def test_request_async_whose_post_starts_after_close_is_not_sent() -> None:
+def test_a_send_that_starts_after_close_is_not_sent() -> None:
     deleted = threading.Event()
 
     def handler(request: Request, conn: Conn) -> None:
@@ -56,31 +59,27 @@ def test_request_async_whose_post_starts_after_close_is_not_sent() -> None:
             deleted.set()  # close() has aborted what was in flight by now
             conn.respond(200, b"", ctype="text/plain")
         elif not handshake(request, conn):
-            conn.respond(404, b"", ctype="text/plain")  # the session is gone: a re-initialize would follow
+            conn.respond(404, b"", ctype="text/plain")
 
     with FaultServer(handler) as server:
         transport = StreamableHTTPTransport(server.url, listen=False)
+        outcome: list[BaseException] = []
+
+        def late() -> None:  # e.g. request_async's sender, scheduled only once close() is under way
+            assert deleted.wait(10)
+            call = {"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "x"}}
+            outcome.append(pytest.raises(ClientClosed, transport.send, call, Deadline(10)).value)
+
+        sender = threading.Thread(target=late)
         try:
             _handshake(transport)
-            original = transport._send_detached
-            done = threading.Event()
-
-            def late(*args: Any) -> None:  # the worker is scheduled only once close() is under way
-                try:
-                    assert deleted.wait(10)
-                    original(*args)
-                finally:
-                    done.set()
-
-            transport._send_detached = late  # type: ignore[method-assign]
-            call = {"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "x"}}
-            transport.send(call, deadline=time.monotonic() + 10, detach=True)
+            sender.start()
             transport.close()
-            assert done.wait(10)
+            sender.join(10)
         finally:
             transport.close()
+        assert outcome and isinstance(outcome[0], ClientClosed)
         assert server.rpc("tools/call") == [], "a request was POSTed after close()"
-        assert len(server.rpc("initialize")) == 1, "close() was followed by a re-initialize"
 
 
 def test_a_404_answered_after_close_does_not_re_initialize() -> None:
@@ -99,17 +98,22 @@ def test_a_404_answered_after_close_does_not_re_initialize() -> None:
             handshake(request, conn)
 
     with FaultServer(handler) as server, requests.Session() as session:
-        transport = StreamableHTTPTransport(server.url, session=session, listen=False)
+        client = mcpsync.Client.http(server.url, transport="streamable-http", mode="legacy", session=session,
+                                     listen=False, timeout=10)
+        outcome: list[BaseException] = []
+        caller = threading.Thread(target=lambda: outcome.append(
+            pytest.raises(mcpsync.McpError, client.call_tool, "x").value))
         try:
-            _handshake(transport)
-            call = {"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "x"}}
-            transport.send(call, deadline=time.monotonic() + 10)  # on a worker: the session is not ours
+            client.connect()
+            caller.start()
             assert got_call.wait(10)
-            transport.close()
-            for thread in _threads(f"mcpsync-http-post-{transport._n}."):
+            client.close()
+            caller.join(10)
+            for thread in _threads("mcpsync-http-post-"):
                 thread.join(10)
         finally:
-            transport.close()
+            client.close()
+        assert outcome and isinstance(outcome[0], ClientClosed)
         assert len(server.rpc("initialize")) == 1, "a session was re-initialized after close()"
 
 
@@ -121,17 +125,17 @@ def test_aborted_exchange_sends_nothing_on_a_reused_keep_alive_connection() -> N
         conn.respond(200, {"ok": True})
 
     with FaultServer(handler) as server:
-        session = track.tracking_session(4)
+        session = interrupt.tracking_session(4)
         try:
             assert session.get(server.url, timeout=5).json() == {"ok": True}  # the pool keeps the connection
-            exchange = track.Exchange()
+            exchange = interrupt.Exchange()
             exchange.abort()  # e.g. close() ran between registering the request and sending it
-            track.begin(exchange)
+            interrupt.begin(exchange)
             try:
                 with pytest.raises(requests.ConnectionError):
                     session.post(server.url, data=b"{}", timeout=5)
             finally:
-                track.end()
+                interrupt.end()
         finally:
             session.close()
         # The server's thread for the one connection ends once it sees the connection close:
@@ -163,7 +167,7 @@ def test_initialized_waits_for_the_listening_get_only_until_its_deadline() -> No
         try:
             _handshake(transport)
             start = time.monotonic()
-            transport.send(INITIALIZED, deadline=start + 0.3)
+            transport.send(INITIALIZED, Deadline(0.3))
             assert time.monotonic() - start < 0.3 + SLACK
             assert got_get.is_set()
         finally:
@@ -224,10 +228,10 @@ def test_close_before_the_swap_to_legacy_keeps_the_legacy_stream_from_opening(
     with FaultServer(handler) as server:
         transport = AutoHTTPTransport(server.url, listen=False, endpoint_timeout=5.0)
         try:
-            transport.start(_ignore, _ignore, _ignore)
+            transport.start(_ignore, _ignore)
             start = time.monotonic()
             with pytest.raises(ClientClosed):
-                transport.send(INITIALIZE, deadline=start + 10)
+                transport.send(INITIALIZE, Deadline(10))
             assert time.monotonic() - start < SLACK
             assert [r.method for r in server.requests] == ["POST"], "the legacy stream opened after close()"
         finally:

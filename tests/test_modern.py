@@ -343,6 +343,7 @@ def test_notifications_that_beat_their_streams_registration_are_replayed(make_se
     # Over HTTP the acknowledgement can arrive on the reply stream before
     # listen() has registered the subscription: nothing may be lost.
     from mcpsync.client.subscriptions import Subscription
+    from mcpsync.rpc.deadline import Deadline
     from mcpsync.rpc.session import PendingRequest
 
     server = make_server({})
@@ -353,7 +354,8 @@ def test_notifications_that_beat_their_streams_registration_are_replayed(make_se
         conn._on_notification("notifications/subscriptions/acknowledged", {**tag, "notifications": {"toolsListChanged": True}})
         conn._on_notification("notifications/tools/list_changed", dict(tag))
         sub = Subscription(types.SubscriptionFilter(tools_list_changed=True))
-        conn.add_subscription(sub, PendingRequest(4242, "subscriptions/listen", 0.0))
+        sub._bind(PendingRequest(4242, "subscriptions/listen", Deadline(None)))
+        conn.router.add(sub)
         assert sub.wait_acknowledged(0) and sub.acknowledged == {"toolsListChanged": True}
         note = sub.get(timeout=1)
         assert note is not None and note.method == "notifications/tools/list_changed"

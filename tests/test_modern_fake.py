@@ -40,9 +40,9 @@ class Recording(Transport):
 
         self.inner.start(received, on_close)
 
-    def send(self, message: Mapping[str, Any]) -> None:
+    def send(self, message: Mapping[str, Any], deadline: Any = None) -> None:
         self.sent.append(dict(message))
-        self.inner.send(message)
+        self.inner.send(message, deadline)
 
     def close(self) -> None:
         self.inner.close()

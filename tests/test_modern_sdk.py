@@ -33,18 +33,18 @@ class RecordingStdio(StdioTransport):
         self.log: list[tuple[str, dict[str, Any]]] = []
         self._log_lock = threading.Lock()
 
-    def start(self, on_message: Any, on_close: Any, **kwargs: Any) -> None:
+    def start(self, on_message: Any, on_close: Any) -> None:
         def received(message: dict[str, Any]) -> None:
             with self._log_lock:
                 self.log.append(("in", message))
             on_message(message)
 
-        super().start(received, on_close, **kwargs)
+        super().start(received, on_close)
 
-    def send(self, message: Any, **kwargs: Any) -> None:
+    def send(self, message: Any, deadline: Any = None) -> None:
         with self._log_lock:
             self.log.append(("out", dict(message)))
-        super().send(message, **kwargs)
+        super().send(message, deadline)
 
     def sent(self, method: str | None = None) -> list[dict[str, Any]]:
         with self._log_lock:

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import logging
 import sys
-import time
 from collections.abc import Iterator
 from typing import Any
 
@@ -14,6 +13,7 @@ from helpers_stall import ticker
 
 import mcpsync
 from mcpsync.client import output_schema
+from mcpsync.rpc.deadline import Deadline
 from mcpsync.testing import FakeServer
 
 pytestmark = pytest.mark.timeout(120)
@@ -75,7 +75,7 @@ def test_hostile_pattern_properties_are_checked_by_re2() -> None:
 
 def test_without_re2_patterns_are_skipped_with_one_warning(no_re2: None, caplog: pytest.LogCaptureFixture) -> None:
     schema = {"type": "object", "properties": {"s": {"type": "string", "pattern": EVIL}, "n": {"type": "integer"}}}
-    caplog.set_level(logging.WARNING, "mcpsync.client.client")
+    caplog.set_level(logging.WARNING, "mcpsync.client")
     server = _server(schema, {"s": VICTIM, "n": 1})
     assert _call(server).structured_content == {"s": VICTIM, "n": 1}
     assert _call(server).structured_content == {"s": VICTIM, "n": 1}
@@ -95,7 +95,7 @@ def test_exponential_refs_hit_the_work_budget(caplog: pytest.LogCaptureFixture, 
     defs = {f"d{i}": {"allOf": [{"$ref": f"#/$defs/d{i + 1}"}, {"$ref": f"#/$defs/d{i + 1}"}]} for i in range(24)}
     defs["d24"] = {"type": "object"}
     schema = {"$defs": defs, "$ref": "#/$defs/d0"}
-    caplog.set_level(logging.WARNING, "mcpsync.client.client")
+    caplog.set_level(logging.WARNING, "mcpsync.client")
     monkeypatch.setattr(output_schema, "MAX_WORK", 50_000)  # a tenth of the default: a quicker test
     # (A timeout far above the budget's run time, even on a loaded machine: the budget ends it.)
     assert _call(_server(schema, {"a": 1}), timeout=60).structured_content == {"a": 1}
@@ -104,7 +104,7 @@ def test_exponential_refs_hit_the_work_budget(caplog: pytest.LogCaptureFixture, 
 
 def test_huge_schema_is_not_checked(caplog: pytest.LogCaptureFixture) -> None:
     schema = {"type": "object", "properties": {f"p{i}": {"type": "integer"} for i in range(6000)}}
-    caplog.set_level(logging.WARNING, "mcpsync.client.client")
+    caplog.set_level(logging.WARNING, "mcpsync.client")
     assert _call(_server(schema, {"p1": "not checked"})).structured_content == {"p1": "not checked"}
     assert any("more than 10000 values" in r.getMessage() for r in caplog.records)
 
@@ -112,5 +112,5 @@ def test_huge_schema_is_not_checked(caplog: pytest.LogCaptureFixture) -> None:
 def test_checking_stops_at_the_deadline() -> None:
     schema = {"type": "array", "items": {"type": "integer"}}
     with pytest.raises(mcpsync.RequestTimeout, match="out of the call's time"):
-        output_schema.check_structured_content("t", schema, [1, 2], time.monotonic() - 1)
-    output_schema.check_structured_content("t", schema, list(range(1000)), time.monotonic() + 60)
+        output_schema.check_structured_content("t", schema, [1, 2], Deadline(0.0))
+    output_schema.check_structured_content("t", schema, list(range(1000)), Deadline(60.0))

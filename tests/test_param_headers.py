@@ -14,7 +14,7 @@ from http_fault import FaultServer
 from test_http_modern import modern_server
 
 import mcpsync
-from mcpsync.transports.http.mcp_rules import ToolHeaders, header_value
+from mcpsync.transports.http.headers import ToolHeaders, header_value
 
 pytestmark = pytest.mark.timeout(60)
 

@@ -259,7 +259,7 @@ class _RetryLogged(logging.Handler):
     def __init__(self) -> None:
         super().__init__(logging.DEBUG)
         self.event = threading.Event()
-        self.logger = logging.getLogger("mcpsync.client.client")
+        self.logger = logging.getLogger("mcpsync.client.retry")
 
     def emit(self, record: logging.LogRecord) -> None:
         if "; retry " in record.getMessage():

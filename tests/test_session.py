@@ -16,7 +16,9 @@ from mcpsync.exceptions import (
     RequestTimeout,
     ServerError,
 )
-from mcpsync.rpc.session import Session, normalize_id
+from mcpsync.rpc import deadline as deadline_module
+from mcpsync.rpc.deadline import Deadline
+from mcpsync.rpc.session import PendingRequest, Session, normalize_id
 
 
 class FakeClock:
@@ -37,7 +39,7 @@ class Wire:
         self.progress: list[dict[str, Any]] = []
         self.fail_with: BaseException | None = None
 
-    def send(self, message: Any) -> None:
+    def send(self, message: Any, deadline: Any = None) -> None:
         if self.fail_with is not None:
             raise self.fail_with
         self.sent.append(dict(message))
@@ -49,8 +51,22 @@ def wire() -> Wire:
 
 
 @pytest.fixture
-def clock() -> FakeClock:
-    return FakeClock()
+def clock(monkeypatch: pytest.MonkeyPatch) -> FakeClock:
+    fake = FakeClock()
+    monkeypatch.setattr(deadline_module, "now", fake)
+    return fake
+
+
+def send(session: Session, method: str, params: Any = None, timeout: float | None = None, **options: Any,
+         ) -> PendingRequest:
+    """``session.request`` with a deadline of *timeout* seconds (``None``: none)."""
+    return session.request(method, params, Deadline(timeout, options.pop("max_total", None),
+                                                      reset_on_progress=options.pop("reset", True)), **options)
+
+
+def now() -> Deadline:
+    """A deadline already passed: ``wait`` returns only what is settled."""
+    return Deadline(0)
 
 
 @pytest.fixture
@@ -60,7 +76,6 @@ def session(wire: Wire, clock: FakeClock) -> Session:
         on_notification=lambda m, p: wire.notifications.append((m, p)),
         on_request=lambda i, m, p: wire.requests.append((i, m, p)),
         on_progress=lambda pending, p: wire.progress.append(p),
-        clock=clock,
     )
 
 
@@ -74,7 +89,7 @@ def reply(request_id: Any, result: Any = None, **extra: Any) -> dict[str, Any]:
 
 def test_ids_are_unique_increasing_integers(session: Session, wire: Wire) -> None:
     for _ in range(5):
-        session.send_request("ping")
+        send(session, "ping")
     ids = [m["id"] for m in wire.sent]
     assert ids == sorted(set(ids)) and all(type(i) is int for i in ids)
 
@@ -83,22 +98,22 @@ def test_request_is_registered_before_it_is_sent(wire: Wire) -> None:
     seen_pending: list[int] = []
     holder: dict[str, Session] = {}
 
-    def send(message: Any) -> None:
+    def transport_send(message: Any, deadline: Any) -> None:
         seen_pending.append(holder["s"].pending_count())
         # A reply delivered synchronously from inside send must still match.
         holder["s"].feed(reply(message["id"], {"ok": True}))
 
-    holder["s"] = session = Session(send)
-    pending = session.send_request("tools/list")
+    holder["s"] = session = Session(transport_send)
+    pending = send(session, "tools/list")
     assert seen_pending == [1]
-    assert session.wait(pending, timeout=0) == {"ok": True}
+    assert session.wait(pending, now()) == {"ok": True}
 
 
 def test_response_settles_future(session: Session, wire: Wire) -> None:
-    pending = session.send_request("tools/list", {"cursor": "x"})
+    pending = send(session, "tools/list", {"cursor": "x"})
     assert wire.sent[0] == {"jsonrpc": "2.0", "id": pending.id, "method": "tools/list", "params": {"cursor": "x"}}
     session.feed(reply(pending.id, {"tools": []}))
-    assert session.wait(pending, timeout=0) == {"tools": []}
+    assert session.wait(pending, now()) == {"tools": []}
     assert session.pending_count() == 0
 
 
@@ -111,10 +126,10 @@ def test_response_settles_future(session: Session, wire: Wire) -> None:
     ],
 )
 def test_error_response_maps_to_class(session: Session, error: dict[str, Any], cls: type) -> None:
-    pending = session.send_request("x")
+    pending = send(session, "x")
     session.feed(reply(pending.id, error=error))
     with pytest.raises(cls) as info:
-        session.wait(pending, timeout=0)
+        session.wait(pending, now())
     assert type(info.value) is cls
     assert info.value.code == error["code"]
     assert info.value.message == error["message"]
@@ -135,13 +150,13 @@ def test_error_response_maps_to_class(session: Session, error: dict[str, Any], c
     ],
 )
 def test_malformed_response_fails_only_that_call(session: Session, bad: dict[str, Any]) -> None:
-    first = session.send_request("a")
-    second = session.send_request("b")
+    first = send(session, "a")
+    second = send(session, "b")
     session.feed({"jsonrpc": "2.0", "id": first.id, **bad})
     with pytest.raises(ProtocolError):
-        session.wait(first, timeout=0)
+        session.wait(first, now())
     session.feed(reply(second.id, {"fine": 1}))
-    assert session.wait(second, timeout=0) == {"fine": 1}
+    assert session.wait(second, now()) == {"fine": 1}
 
 
 @pytest.mark.parametrize(
@@ -153,30 +168,30 @@ def test_normalize_id(raw: Any, expected: Any) -> None:
 
 
 def test_string_id_matches_integer_request(session: Session) -> None:
-    pending = session.send_request("x")
+    pending = send(session, "x")
     session.feed(reply(str(pending.id), {"v": 1}))
-    assert session.wait(pending, timeout=0) == {"v": 1}
+    assert session.wait(pending, now()) == {"v": 1}
 
 
 def test_bool_null_float_unknown_and_duplicate_ids_are_dropped(session: Session) -> None:
-    pending = session.send_request("x")
+    pending = send(session, "x")
     assert pending.id == 1
     for bad_id in (True, None, 1.0, 999, "zzz"):
         session.feed(reply(bad_id, {"wrong": True}))
     assert not pending.reply.done()
     session.feed(reply(1, {"right": True}))
     session.feed(reply(1, {"duplicate": True}))
-    assert session.wait(pending, timeout=0) == {"right": True}
+    assert session.wait(pending, now()) == {"right": True}
     assert session.dropped_responses == 6
 
 
 def test_timeout_pops_sends_cancel_and_drops_late_reply(
     session: Session, wire: Wire, clock: FakeClock
 ) -> None:
-    pending = session.send_request("tools/call", {"name": "slow"})
+    pending = send(session, "tools/call", {"name": "slow"}, timeout=30)
     clock.now += 31
     with pytest.raises(RequestTimeout) as info:
-        session.wait(pending, timeout=30)
+        session.wait(pending)
     assert isinstance(info.value, TimeoutError)
     assert info.value.method == "tools/call"
     cancel = wire.sent[-1]
@@ -187,50 +202,50 @@ def test_timeout_pops_sends_cancel_and_drops_late_reply(
 
 
 def test_initialize_is_never_cancelled(session: Session, wire: Wire, clock: FakeClock) -> None:
-    pending = session.send_request("initialize", {})
+    pending = send(session, "initialize", {}, timeout=1)
     clock.now += 5
     with pytest.raises(RequestTimeout):
-        session.wait(pending, timeout=1)
+        session.wait(pending)
     assert [m.get("method") for m in wire.sent] == ["initialize"]
 
 
 def test_progress_resets_idle_timeout_but_not_max_total(
     session: Session, wire: Wire, clock: FakeClock
 ) -> None:
-    pending = session.send_request("tools/call", {}, on_progress=lambda *a: None)
+    pending = send(session, "tools/call", {}, timeout=10, progress=lambda *a: None)
     token = wire.sent[0]["params"]["_meta"]["progressToken"]
     clock.now += 8
     session.feed({"jsonrpc": "2.0", "method": "notifications/progress", "params": {"progressToken": token, "progress": 1}})
     assert wire.progress and wire.notifications[-1][0] == "notifications/progress"
     clock.now += 8  # 16 s since start, 8 s since progress: idle window of 10 s not exceeded
-    assert pending.last_activity == 108
+    assert pending.deadline.end == 118 and not pending.deadline.passed()
     clock.now += 5  # 13 s since last progress
     with pytest.raises(RequestTimeout):
-        session.wait(pending, timeout=10, reset_on_progress=True)
+        session.wait(pending)
 
-    second = session.send_request("tools/call", {}, on_progress=lambda *a: None)
+    second = send(session, "tools/call", {}, timeout=10, max_total=10, progress=lambda *a: None)
     clock.now += 9
     session.feed({"jsonrpc": "2.0", "method": "notifications/progress", "params": {"progressToken": second.id, "progress": 1}})
     clock.now += 2  # idle 2 s, total 11 s > max_total 10
     with pytest.raises(RequestTimeout, match="max total"):
-        session.wait(second, timeout=10, reset_on_progress=True, max_total=10)
+        session.wait(second)
 
 
 def test_without_reset_progress_does_not_extend(session: Session, clock: FakeClock) -> None:
-    pending = session.send_request("tools/call", {}, on_progress=lambda *a: None)
+    pending = send(session, "tools/call", {}, timeout=10, reset=False, progress=lambda *a: None)
     clock.now += 8
     session.feed({"jsonrpc": "2.0", "method": "notifications/progress", "params": {"progressToken": pending.id, "progress": 1}})
     clock.now += 3
     with pytest.raises(RequestTimeout):
-        session.wait(pending, timeout=10, reset_on_progress=False)
+        session.wait(pending)
 
 
 def test_cancel_settles_once_and_notifies(session: Session, wire: Wire) -> None:
-    pending = session.send_request("tools/call")
+    pending = send(session, "tools/call")
     assert session.cancel(pending, "user abort") is True
     assert session.cancel(pending) is False
     with pytest.raises(RequestCancelled):
-        session.wait(pending, timeout=0)
+        session.wait(pending, now())
     assert wire.sent[-1] == {
         "jsonrpc": "2.0",
         "method": "notifications/cancelled",
@@ -240,23 +255,23 @@ def test_cancel_settles_once_and_notifies(session: Session, wire: Wire) -> None:
 
 
 def test_reply_wins_race_against_cancel(session: Session, wire: Wire) -> None:
-    pending = session.send_request("x")
+    pending = send(session, "x")
     session.feed(reply(pending.id, {"v": 1}))
     assert session.cancel(pending) is False
-    assert session.wait(pending, timeout=0) == {"v": 1}
+    assert session.wait(pending, now()) == {"v": 1}
     assert all(m.get("method") != "notifications/cancelled" for m in wire.sent)
 
 
 def test_fail_all_fails_every_pending_and_later_sends(session: Session) -> None:
-    calls = [session.send_request("x") for _ in range(20)]
+    calls = [send(session, "x") for _ in range(20)]
     closed = ConnectionClosed("server exited", exit_code=3, stderr_tail="boom")
     session.fail_all(closed)
     for call in calls:
         with pytest.raises(ConnectionClosed) as info:
-            session.wait(call, timeout=0)
+            session.wait(call, now())
         assert info.value.exit_code == 3 and info.value.stderr_tail == "boom"
     with pytest.raises(ConnectionClosed):
-        session.send_request("y")
+        send(session, "y")
     session.fail_all(ConnectionClosed("second reason"))  # first reason wins
     assert session.closed is closed
 
@@ -264,7 +279,7 @@ def test_fail_all_fails_every_pending_and_later_sends(session: Session) -> None:
 def test_send_failure_unregisters_and_raises(session: Session, wire: Wire) -> None:
     wire.fail_with = ConnectionClosed("pipe broke")
     with pytest.raises(ConnectionClosed):
-        session.send_request("x")
+        send(session, "x")
     assert session.pending_count() == 0
 
 
@@ -304,14 +319,14 @@ def test_notifications_in_order_and_junk_ignored(
 
 
 def test_batch_replies_are_unpacked(session: Session) -> None:
-    one, two = session.send_request("a"), session.send_request("b")
+    one, two = send(session, "a"), send(session, "b")
     session.feed([reply(two.id, {"n": 2}), reply(one.id, {"n": 1})])
-    assert session.wait(one, timeout=0) == {"n": 1}
-    assert session.wait(two, timeout=0) == {"n": 2}
+    assert session.wait(one, now()) == {"n": 1}
+    assert session.wait(two, now()) == {"n": 2}
 
 
 def test_progress_for_finished_request_is_ignored(session: Session, wire: Wire) -> None:
-    pending = session.send_request("x", on_progress=lambda *a: None)
+    pending = send(session, "x", progress=lambda *a: None)
     session.feed(reply(pending.id, {}))
     session.feed({"jsonrpc": "2.0", "method": "notifications/progress", "params": {"progressToken": pending.id, "progress": 2}})
     assert wire.progress == []

@@ -199,7 +199,7 @@ def test_malformed_listing_entries_are_skipped_with_a_warning(
     server: SkillsServer, caplog: pytest.LogCaptureFixture
 ) -> None:
     server.extra_entries.append({"uri": "skill://broken/SKILL.md", "frontmatter": {"name": "broken"}})
-    with connect(server) as client, caplog.at_level(logging.WARNING, "mcpsync.client.client"):
+    with connect(server) as client, caplog.at_level(logging.WARNING, "mcpsync.client"):
         uris = [s.uri for s in client.list_skills()]
     assert len(uris) == 3 and "skill://broken/SKILL.md" not in uris
     assert "malformed skills/list entry" in caplog.text

@@ -31,6 +31,7 @@ from helpers_proc import (
     snapshot,
 )
 
+from mcpsync.rpc.deadline import Deadline
 from mcpsync.exceptions import (
     ClientClosed,
     ConnectionClosed,
@@ -294,7 +295,7 @@ def test_unterminated_100mib_flood_stays_bounded(leaks: None) -> None:
 
 
 def test_junk_lines_skipped_with_counter_and_warning(caplog: pytest.LogCaptureFixture) -> None:
-    caplog.set_level(logging.WARNING, logger="mcpsync.transports.stdio.transport")
+    caplog.set_level(logging.WARNING, logger="mcpsync.transports.stdio")
     with Peer() as p:
         assert p.call({"junk": True}) == '{"junk": true}'  # the reply itself ends in \r\n
         assert p.t.skipped_lines == 3  # npm warn, \xff\xfe, {not json}; blank lines are not junk
@@ -303,7 +304,7 @@ def test_junk_lines_skipped_with_counter_and_warning(caplog: pytest.LogCaptureFi
         for _ in range(5):
             p.call({"junk": True})
         assert p.t.skipped_lines == 18
-        warnings = [r for r in caplog.records if r.name == "mcpsync.transports.stdio.transport"]
+        warnings = [r for r in caplog.records if r.name.startswith("mcpsync.transports.stdio.")]
         assert len(warnings) <= 6  # rate-limited: a burst, then one "suppressed" note
 
 
@@ -469,7 +470,7 @@ def test_write_timeout_mid_message_closes_the_connection(leaks: None) -> None:
         start = time.monotonic()
         # The caller's story is its timeout (issue 12); the cut frame closes the connection.
         with pytest.raises(RequestTimeout) as info:
-            p.t.send({"jsonrpc": "2.0", "method": "x", "params": {"blob": "b" * (10 * MiB)}}, timeout=0.5)
+            p.t.send({"jsonrpc": "2.0", "method": "x", "params": {"blob": "b" * (10 * MiB)}}, Deadline(0.5))
         assert 0.4 < time.monotonic() - start < 3.0
         assert "cut short" in str(info.value)
         exc = p.wait_closed(1.0)
@@ -493,7 +494,7 @@ def test_write_timeout_before_writing_keeps_the_connection(leaks: None) -> None:
         wedged.join(0.3)
         assert wedged.is_alive()  # holds the write lock, pipe full
         with pytest.raises(RequestTimeout):
-            p.t.send({"jsonrpc": "2.0", "method": "ping", "id": 99}, timeout=0.3)
+            p.t.send({"jsonrpc": "2.0", "method": "ping", "id": 99}, Deadline(0.3))
         assert not p.closed.is_set()  # nothing was torn: the connection lives on
         p.t.close()
         wedged.join(5)

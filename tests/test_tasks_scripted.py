@@ -283,7 +283,7 @@ def test_input_required_before_the_task_is_created(servers: list[Server]) -> Non
 
 
 def test_task_requests_are_routed_by_task_id_over_http() -> None:
-    from mcpsync.transports.http.mcp_rules import routing_headers
+    from mcpsync.transports.http.headers import routing_headers
 
     meta = {"io.modelcontextprotocol/protocolVersion": "2026-07-28"}
     for method in ("tasks/get", "tasks/update", "tasks/cancel"):

@@ -1,6 +1,7 @@
-"""A raw HTTP/1.1 MCP server on 127.0.0.1 that costs almost nothing.
+"""A raw HTTP/1.1 MCP server on 127.0.0.1 with canned replies (those of ``raw_stdio.py``).
 
-One thread per connection, keep-alive, hand-parsed requests.  Paths:
+One thread per connection, keep-alive, hand-parsed requests; no JSON is parsed or
+dumped per call but ``echo``'s.  Paths:
 
 * ``POST /json``: Streamable HTTP, every reply ``application/json``;
 * ``POST /sse``: Streamable HTTP, every reply one event on a chunked
@@ -11,14 +12,13 @@ One thread per connection, keep-alive, hand-parsed requests.  Paths:
 Prints ``PORT <n>`` on stdout once listening; runs until stdin closes.
 """
 
-import json
 import os
 import socket
 import sys
 import threading
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from raw_stdio import answer  # noqa: E402
+from raw_stdio import reply  # noqa: E402
 
 _streams = {}
 _streams_lock = threading.Lock()
@@ -26,16 +26,8 @@ _sids = iter(range(1, 1 << 30))
 
 
 def reply_for(body):
-    msg = json.loads(body)
-    if "id" not in msg or "method" not in msg:
-        return None
-    result, error = answer(msg)
-    reply = {"jsonrpc": "2.0", "id": msg["id"]}
-    if error is None:
-        reply["result"] = result
-    else:
-        reply["error"] = error
-    return json.dumps(reply, separators=(",", ":")).encode()
+    data = reply(body)
+    return None if data is None else data[:-1]  # without the newline
 
 
 def response(status, ctype=None, body=b""):

@@ -31,6 +31,7 @@ from requests.auth import AuthBase
 
 from . import _deadline, _flow, _tokens
 from ..exceptions import remember_secret
+from ..rpc.deadline import REQUEST_ATTRIBUTE
 from ._binding import Binding, Preregistered, Settings
 from ._discovery import canonical_resource, offers_dpop, parse_www_authenticate, wants_dpop_nonce
 from ._dpop import proof_nonce
@@ -259,7 +260,7 @@ class OAuth(AuthBase):
         deadline = _deadline.of(refused.request)
         if deadline is not None:
             # The re-send is the same call: same deadline, and only what is left of it to wait.
-            setattr(prep, _deadline.ATTRIBUTE, deadline)
+            setattr(prep, REQUEST_ATTRIBUTE, deadline)
             given = kwargs.get("timeout")
             parts = given if isinstance(given, tuple) else (given, given)
             connect, read = (float("inf") if part is None else float(part) for part in parts)

@@ -117,7 +117,8 @@ def _flock(fd: int) -> None:
     """Lock *fd* exclusively; within a request's deadline, poll so the wait ends by it."""
     import fcntl
 
-    if _deadline.remaining() is None:
+    deadline = _deadline.current()
+    if deadline is None:
         fcntl.flock(fd, fcntl.LOCK_EX)
         return
     while True:
@@ -125,7 +126,7 @@ def _flock(fd: int) -> None:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
             return
         except BlockingIOError:
-            left = _deadline.remaining()
+            left = deadline.remaining()
             if left is None or left <= 0:
                 raise _deadline.expired("waiting for another process's token refresh") from None
             time.sleep(min(_FLOCK_POLL, left))

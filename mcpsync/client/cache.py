@@ -20,11 +20,9 @@ from typing import Any, Callable, Hashable
 __all__ = ["ResultCache", "INVALIDATES"]
 
 #: Which cached methods a notification makes stale.
-INVALIDATES = {
-    "notifications/tools/list_changed": ("tools/list",),
-    "notifications/prompts/list_changed": ("prompts/list",),
-    "notifications/resources/list_changed": ("resources/list", "resources/templates/list"),
-}
+INVALIDATES = {"notifications/tools/list_changed": ("tools/list",),
+               "notifications/prompts/list_changed": ("prompts/list",),
+               "notifications/resources/list_changed": ("resources/list", "resources/templates/list")}
 _MAX_ENTRIES = 1024
 
 

@@ -35,7 +35,7 @@ if TYPE_CHECKING:
 
 __all__ = ["cache_dir", "cache_key", "era_options", "EraRecorder"]
 
-log = logging.getLogger("mcpsync.cli.main")
+log = logging.getLogger(__name__)
 
 
 def cache_dir(environ: os._Environ[str] | dict[str, str] | None = None) -> Path:
@@ -49,15 +49,9 @@ def cache_dir(environ: os._Environ[str] | dict[str, str] | None = None) -> Path:
 
 def cache_key(entry: ServerConfig) -> str:
     """A stable hash of what identifies *entry*'s server (no secret values in it)."""
-    identity = {
-        "transport": entry.transport,
-        "command": entry.command,
-        "args": list(entry.args),
-        "cwd": entry.cwd,
-        "url": entry.url,
-        "env": sorted(entry.env or {}),
-        "headers": sorted(k.lower() for k in entry.headers or {}),
-    }
+    identity = {"transport": entry.transport, "command": entry.command, "args": list(entry.args), "cwd": entry.cwd,
+                "url": entry.url, "env": sorted(entry.env or {}),
+                "headers": sorted(k.lower() for k in entry.headers or {})}
     return hashlib.sha256(json.dumps(identity, sort_keys=True).encode()).hexdigest()[:32]
 
 

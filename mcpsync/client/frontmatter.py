@@ -164,12 +164,8 @@ def _core_loader(yaml: Any) -> Any:
     def scalar(loader: Any, node: Any) -> Any:
         return _scalar(loader.construct_scalar(node))
 
-    for tag, pattern, first in (
-        ("null", _NULL, ["~", "n", "N", ""]),
-        ("bool", _BOOL, list("tTfF")),
-        ("int", _INT, list("-+0123456789")),
-        ("float", _FLOAT, list("-+0123456789.")),
-    ):
+    for tag, pattern, first in (("null", _NULL, ["~", "n", "N", ""]), ("bool", _BOOL, list("tTfF")),
+                                ("int", _INT, list("-+0123456789")), ("float", _FLOAT, list("-+0123456789."))):
         CoreLoader.add_implicit_resolver(f"tag:yaml.org,2002:{tag}", pattern, first)
         CoreLoader.add_constructor(f"tag:yaml.org,2002:{tag}", scalar)
     _LOADERS[id(yaml)] = CoreLoader

@@ -47,11 +47,8 @@ CallNext = Callable[[OutgoingRequest], Optional[dict[str, Any]]]
 Interceptor = Callable[[OutgoingRequest, CallNext], Optional[dict[str, Any]]]
 
 
-def run_interceptors(
-    interceptors: Sequence[Interceptor],
-    request: OutgoingRequest,
-    send: Callable[[OutgoingRequest], dict[str, Any] | None],
-) -> dict[str, Any] | None:
+def run_interceptors(interceptors: Sequence[Interceptor], request: OutgoingRequest,
+                     send: Callable[[OutgoingRequest], dict[str, Any] | None]) -> dict[str, Any] | None:
     """Run *request* through *interceptors* (first outermost), ending in *send*."""
 
     def step(index: int) -> CallNext:

@@ -17,55 +17,51 @@ a dual-era server that reads the queued probe late answers it and locks into
   the queued ``initialize``'s reply is dropped; an ``initialize`` answer means
   a handshake-era server that ignored the probe.  Such a server costs about
   ``discover_timeout`` on top of its own start-up, never the connect timeout;
-* over HTTP every request has its own response, and a handshake-era server
-  answers the probe with an error status at once, so the probe simply has the
-  connect deadline.
+* over HTTP the transport's send is the whole exchange: the probe's answer (a
+  handshake-era server answers with an error status at once) is in before the race
+  could start, so the probe simply has the connect deadline.
 
 A server that answers nothing fails with
 :class:`~mcpsync.exceptions.RequestTimeout` at the connect deadline, whatever
 the mode (``mode="modern"`` never writes ``initialize``).
 
-Interceptors see the probe and the handshake like any request.  Where the probe may race an
-``initialize`` (one ordered stream), only the interceptors wrap it: its retries are the race
-itself; over HTTP it goes through the whole policy chain (retries and tracing too).  An
+The probe and the handshake go through the whole policy chain (interceptors, retries,
+tracing) like any request; the race is the probe's way of waiting for its answer.  An
 ``initialize`` written behind a still-unanswered probe is not intercepted.
 
 A ``prior_discover=`` result (or the CLI's era cache) skips the probe; the connection
 probes again (:func:`reprobe`), once, when the server rejects the remembered era.
 
-Nothing here writes the connection's fields: :func:`negotiate` and :func:`reprobe` return a
-:class:`Negotiated` record that the connection applies.  What they need of the connection
-(sending a request, the session the probe races on) is the :class:`Link` protocol.
+Nothing here writes the connection's fields: :func:`negotiate`, :func:`reprobe` and
+:func:`handshake` return a :class:`Negotiated` record that the connection applies.  What they
+need of the connection (its policies, the session the probe races on) is the :class:`Link`
+protocol.
 """
 
 from __future__ import annotations
 
 import logging
 import threading
-import time
-from collections.abc import Callable
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 import attrs
 
 from mcpsync import types
 from mcpsync.client.options import ClientOptions
-from mcpsync.client.tracing import RequestSpan
-from mcpsync.exceptions import (
-    HTTPStatusError,
-    ProtocolError,
-    RequestCancelled,
-    RequestTimeout,
-    ServerError,
-    ServerUnsupportedProtocolVersion,
-    UnsupportedProtocolVersion,
-)
-from mcpsync.rpc.session import PendingRequest, Session
+from mcpsync.exceptions import (HTTPStatusError, ProtocolError, RequestCancelled, RequestTimeout, ServerError,
+                                ServerUnsupportedProtocolVersion, UnsupportedProtocolVersion)
+from mcpsync.rpc.deadline import Deadline
+from mcpsync.rpc.session import PendingRequest
 from mcpsync.types.modern import CLIENT_CAPABILITIES_KEY, CLIENT_INFO_KEY, LOG_LEVEL_KEY, PROTOCOL_VERSION_KEY, SERVER_INFO_KEY
 
-__all__ = ["Link", "Negotiated", "negotiate", "reprobe", "rejection", "modern_meta"]
+from mcpsync.client.policies import Channel
 
-log = logging.getLogger("mcpsync.client.client")
+if TYPE_CHECKING:
+    from mcpsync.client.policies import Policies
+
+__all__ = ["Link", "Negotiated", "handshake", "negotiate", "reprobe", "rejection", "modern_meta"]
+
+log = logging.getLogger(__name__)
 
 
 @attrs.frozen
@@ -86,44 +82,24 @@ class Negotiated:
     from_prior: bool = False
 
 
-class Link(Protocol):
+class Link(Channel, Protocol):
     """What the negotiation needs of the connection it runs on."""
 
     @property
     def options(self) -> ClientOptions: ...
 
     @property
-    def session(self) -> Session: ...
-
-    @property
-    def independent_requests(self) -> bool:
-        """Whether each request has its own response channel (HTTP)."""
+    def policies(self) -> Policies: ...
 
     @property
     def log_level(self) -> str | None: ...
-
-    def request(self, method: str, params: dict[str, Any] | None, *, timeout: float | None) -> dict[str, Any]:
-        """Send through the client's whole policy chain and wait for the raw result."""
-
-    def notify(self, method: str, params: dict[str, Any] | None = None) -> None: ...
-
-    def intercept(
-        self, method: str, params: dict[str, Any] | None, send: Callable[[dict[str, Any] | None], dict[str, Any]]
-    ) -> dict[str, Any]:
-        """Run the client's interceptors around *send*."""
-
-    def span(self, method: str, params: dict[str, Any] | None) -> RequestSpan | None:
-        """A tracing span for one request (``None``: tracing is off)."""
 
 
 def modern_meta(options: ClientOptions, version: str, log_level: str | None) -> dict[str, Any]:
     """The ``_meta`` entries every modern request carries."""
     name, client_version = options.client_info
-    meta: dict[str, Any] = {
-        PROTOCOL_VERSION_KEY: version,
-        CLIENT_INFO_KEY: {"name": name, "version": client_version},
-        CLIENT_CAPABILITIES_KEY: options.client_capabilities(modern=True),
-    }
+    meta: dict[str, Any] = {PROTOCOL_VERSION_KEY: version, CLIENT_INFO_KEY: {"name": name, "version": client_version},
+                            CLIENT_CAPABILITIES_KEY: options.client_capabilities(modern=True)}
     if log_level is not None:
         meta[LOG_LEVEL_KEY] = log_level
     return meta
@@ -133,22 +109,12 @@ def modern_meta(options: ClientOptions, version: str, log_level: str | None) -> 
 _SILENT = object()
 
 
-def _left(deadline: float | None, cap: float | None = None) -> float | None:
-    """Seconds until *deadline*, at most *cap* (``None``: no bound)."""
-    left = None if deadline is None else max(0.0, deadline - time.monotonic())
-    if cap is None:
-        return left
-    return cap if left is None else min(cap, left)
-
-
-def negotiate(conn: Link, timeout: float | None) -> Negotiated:
-    """Settle the era and version on *conn* within *timeout*; raises if none can be agreed.
+def negotiate(conn: Link, deadline: Deadline) -> Negotiated:
+    """Settle the era and version on *conn* by *deadline*; raises if none can be agreed.
 
     :raises RequestTimeout: when the server answered nothing by then.
     """
     options = conn.options
-    deadline = None if timeout is None else time.monotonic() + timeout
-    handshake_versions = options.offered_versions()
     if options.prior_discover is not None:
         prior = _adopt_prior(conn, options.prior_discover)
         if prior is not None:
@@ -156,81 +122,93 @@ def negotiate(conn: Link, timeout: float | None) -> Negotiated:
     if options.prior_era == "legacy" and options.allows_handshake():
         # Remembered as a handshake-era server: skip the probe; probe after all if rejected.
         try:
-            return _handshake(conn, handshake_versions, deadline)
+            return handshake(conn, options.offered_versions(), deadline)
         except (ServerError, HTTPStatusError, UnsupportedProtocolVersion) as exc:
             if not options.modern_versions() or not rejection(exc):
                 raise
             log.info("the server rejected the handshake it took before (%s); probing", type(exc).__name__)
-    if options.modern_versions():
-        outcome = _probe(conn, deadline)
-        if isinstance(outcome, Negotiated):
-            return outcome
-        if outcome is _SILENT:
-            raise RequestTimeout(
-                f"the server did not answer server/discover within {timeout:.3g}s (the connect"
-                " timeout): timed out" if timeout is not None else "the server did not answer server/discover",
-                method="server/discover", elapsed=timeout or 0.0,
-            )
-        if isinstance(outcome, PendingRequest):  # initialize is already on its way
-            return _finish_handshake(conn, handshake_versions, outcome, deadline)
-        if not options.allows_handshake():
+    return _conclude(conn, _probe(conn, deadline) if options.modern_versions() else None, deadline)
+
+
+def _conclude(conn: Link, outcome: object, deadline: Deadline, rejected: BaseException | None = None) -> Negotiated:
+    """The era after the probe's *outcome* (see :func:`_probe`): the modern one, the handshake
+    already under way, or the handshake now with the versions the server named.
+
+    :param rejected: what made a remembered era be probed again (:func:`reprobe`).
+    """
+    options = conn.options
+    offered = options.offered_versions()
+    if isinstance(outcome, Negotiated):
+        return outcome
+    if outcome is _SILENT:
+        raise deadline.expired("the server did not answer server/discover: timed out (the connect timeout)"
+                               if rejected is None else "the server did not answer server/discover again",
+                               "server/discover") from rejected
+    if isinstance(outcome, PendingRequest):  # a handshake-era server answered the initialize behind the probe
+        return _complete_handshake(conn, offered, conn.session.wait(outcome, deadline), deadline)
+    modern = options.modern_versions()
+    supported = list(outcome) if isinstance(outcome, tuple) else []
+    if not options.allows_handshake():
+        raise UnsupportedProtocolVersion(f"server does not speak the stateless protocol ({', '.join(modern)})"
+                                         if rejected is None else
+                                         "server no longer speaks the remembered protocol version",
+                                         requested=modern[0], supported=supported) from rejected
+    if isinstance(outcome, tuple):
+        offered = tuple(v for v in offered if v in outcome)
+        if not offered:
             raise UnsupportedProtocolVersion(
-                f"server does not speak the stateless protocol ({', '.join(options.modern_versions())})",
-                requested=options.modern_versions()[0],
-                supported=list(outcome) if isinstance(outcome, tuple) else [],
-            )
-        if isinstance(outcome, tuple):
-            handshake_versions = tuple(v for v in handshake_versions if v in outcome)
-            if not handshake_versions:
-                ours = (*options.modern_versions(), *options.offered_versions())
-                raise UnsupportedProtocolVersion(
-                    f"server supports {', '.join(outcome) or 'no version it named'}"
-                    f" (and refused {options.modern_versions()[0]}); this client speaks {', '.join(ours)}",
-                    requested=options.modern_versions()[0],
-                    supported=list(outcome),
-                )
-    return _handshake(conn, handshake_versions, deadline)
+                f"server supports {', '.join(outcome) or 'no version it named'} (and refused {modern[0]});"
+                f" this client speaks {', '.join((*modern, *options.offered_versions()))}",
+                requested=modern[0], supported=supported) from rejected
+    return handshake(conn, offered, deadline)
 
 
-def _probe(conn: Link, deadline: float | None) -> object:
+class _Unanswered(Exception):
+    """Carries a probe outcome that is not a result (no answer, or ``initialize`` won) out
+    through the policies, which see it as the probe's failure."""
+
+    def __init__(self, outcome: object) -> None:
+        super().__init__("server/discover was not answered")
+        self.outcome = outcome
+
+
+def _probe(conn: Link, deadline: Deadline) -> object:
     """Probe ``server/discover``; see the module docstring.
 
     :returns: the :class:`Negotiated` record when the server is modern; a tuple of the
         versions it named; ``None`` for a handshake-era error answer; the
-        :class:`PendingRequest` of an ``initialize`` already sent; or
-        :data:`_SILENT`.
+        :class:`PendingRequest` of an ``initialize`` already sent; or :data:`_SILENT`.
     """
     options = conn.options
     candidates = list(options.modern_versions())
     version = candidates[0]
-    early = options.allows_handshake() and not conn.independent_requests
+    race = options.allows_handshake()
     written: list[PendingRequest] = []  # an initialize written behind the probe
+
+    def wait(pending: PendingRequest) -> dict[str, Any]:
+        answer = _race(conn, pending, deadline, written) if race else conn.session.wait(pending, deadline)
+        if isinstance(answer, dict):
+            return answer
+        raise _Unanswered(answer)
+
     try:
         for attempt in range(2):
             conn.session.default_meta = modern_meta(options, version, conn.log_level)
             try:
-                if early:
-                    answer = _raced_probe(conn, deadline, options.discover_timeout, written)
-                else:
-                    answer = conn.request("server/discover", None, timeout=_left(deadline))
-                if answer is _SILENT:
-                    conn.session.default_meta = None
-                    return _SILENT
-                if isinstance(answer, PendingRequest):  # initialize answered first: handshake era
-                    conn.session.default_meta = None
-                    written.clear()
-                    return answer
-                assert isinstance(answer, dict)
-                result = types.from_wire(types.DiscoverResult, answer)
+                result = types.from_wire(types.DiscoverResult,
+                                         conn.policies.run(conn, "server/discover", None, deadline, wait=wait))
+            except _Unanswered as unanswered:
+                conn.session.default_meta = None
+                written.clear()  # initialize answered first: the handshake era
+                return unanswered.outcome
             except ServerUnsupportedProtocolVersion as exc:
                 conn.session.default_meta = None
-                # SEP-2575: retry once with the version we prefer among those the server
-                # lists, even when that is the one it just refused (the list is its word on
-                # what it speaks); a second refusal ends the probe.
+                # SEP-2575: retry once with the version we prefer among those the server lists,
+                # even when that is the one it just refused (the list is its word on what it
+                # speaks); a second refusal ends the probe.
                 mutual = [v for v in candidates if v in exc.supported]
                 if mutual and attempt == 0:
-                    version = mutual[0]
-                    early = False  # a modern server: no initialize behind the second probe
+                    version, race = mutual[0], False  # a modern server: no initialize behind the second probe
                     continue
                 log.debug("server/discover: server supports %s", exc.supported)
                 return tuple(exc.supported)
@@ -256,86 +234,30 @@ def _probe(conn: Link, deadline: float | None) -> object:
             conn.session.settle(initialize, RequestCancelled("the server/discover probe was answered"))
 
 
-class _Unanswered(Exception):
-    """Carries a probe outcome that is not a result (no answer, or ``initialize`` won) out
-    through the interceptors, which see it as the probe's failure."""
-
-    def __init__(self, outcome: object) -> None:
-        super().__init__("server/discover was not answered")
-        self.outcome = outcome
-
-
-def _raced_probe(conn: Link, deadline: float | None, bound: float, written: list[PendingRequest]) -> object:
-    """The probe on one ordered stream, wrapped by the interceptors: its answer, :data:`_SILENT`,
-    or the answered ``initialize``.  An ``initialize`` written behind it goes into *written*."""
-
-    def exchange(params: dict[str, Any] | None) -> dict[str, Any]:
-        span = conn.span("server/discover", params)
-        if span is None:
-            return race(params)
-        with span:
-            return race(span.inject(params))
-
-    def race(params: dict[str, Any] | None) -> dict[str, Any]:
-        answer = _ask(conn, deadline, bound, params)
-        if isinstance(answer, _Race):
-            written.append(answer.initialize)
-            answer = _first_answer(conn, deadline, answer)
-        if isinstance(answer, dict):
-            return answer
-        raise _Unanswered(answer)
-
-    try:
-        return conn.intercept("server/discover", None, exchange)
-    except _Unanswered as unanswered:
-        return unanswered.outcome
-
-
-class _Race:
-    """A probe still unanswered, and the ``initialize`` written behind it."""
-
-    __slots__ = ("initialize", "probe")
-
-    def __init__(self, probe: PendingRequest, initialize: PendingRequest) -> None:
-        self.probe = probe
-        self.initialize = initialize
-
-
-def _ask(conn: Link, deadline: float | None, bound: float | None,
-         params: dict[str, Any] | None = None) -> object:
-    """Send ``server/discover``: its raw result (its error is raised), :data:`_SILENT`,
-    or, after *bound* seconds without an answer, a :class:`_Race` with an ``initialize``."""
+def _race(conn: Link, probe: PendingRequest, deadline: Deadline, written: list[PendingRequest]) -> object:
+    """Wait for the probe on one ordered stream: its raw result (its error is raised),
+    :data:`_SILENT`, or, after ``discover_timeout`` without an answer, the answered
+    ``initialize`` written behind it (a handshake-era server that ignored the probe)."""
     session = conn.session
-    probe = session.send_request("server/discover", params, deadline=deadline, detach=True)
-    if probe.reply.wait(_left(deadline, bound)):
+    if probe.reply.wait(deadline.remaining(conn.options.discover_timeout)):
         return probe.reply.result()
-    if bound is not None and session.closed is None:
+    if session.closed is None:
         meta, session.default_meta = session.default_meta, None
         try:
-            return _Race(probe, _send_initialize(conn, conn.options.offered_versions(), deadline))
+            written.append(session.request("initialize", _initialize_params(conn, conn.options.offered_versions()),
+                                           deadline))
         except RequestTimeout:
             pass  # could not even be written: the probe still has the deadline
         finally:
             session.default_meta = meta
-        probe.reply.wait(_left(deadline))
-    return _give_up(conn, probe)
-
-
-def _give_up(conn: Link, probe: PendingRequest) -> object:
-    """Settle *probe* locally (a late answer is dropped); its answer if it won the race."""
-    if conn.session.settle(probe, RequestTimeout("server/discover got no answer", method="server/discover")):
-        return _SILENT
-    return probe.reply.result()
-
-
-def _first_answer(conn: Link, deadline: float | None, race: _Race) -> object:
-    """Wait for the probe or the ``initialize`` behind it: the probe's answer, the
-    answered ``initialize``, or :data:`_SILENT`.  A probe answer wins ties."""
-    probe, initialize = race.probe, race.initialize
+    if not written:
+        probe.reply.wait(deadline.remaining())
+        return _give_up(conn, probe)
+    initialize = written[0]
     either = threading.Event()
     probe.reply.add_done_callback(lambda _reply: either.set())
     initialize.reply.add_done_callback(lambda _reply: either.set())
-    while True:
+    while True:  # a probe answer wins ties
         either.clear()
         if probe.reply.done():
             return probe.reply.result()
@@ -344,10 +266,16 @@ def _first_answer(conn: Link, deadline: float | None, race: _Race) -> object:
             return initialize
         # An initialize refused while the probe is pending: a modern server that has not
         # answered the probe yet; keep waiting for the probe.
-        left = _left(deadline)
-        if left is not None and left <= 0:
+        if deadline.passed():
             return _give_up(conn, probe)
-        either.wait(left)
+        either.wait(deadline.remaining())
+
+
+def _give_up(conn: Link, probe: PendingRequest) -> object:
+    """Settle *probe* locally (a late answer is dropped); its answer if it won the race."""
+    if conn.session.settle(probe, RequestTimeout("server/discover got no answer", method="server/discover")):
+        return _SILENT
+    return probe.reply.result()
 
 
 def _adopt_prior(conn: Link, prior: types.DiscoverResult) -> Negotiated | None:
@@ -359,30 +287,11 @@ def _adopt_prior(conn: Link, prior: types.DiscoverResult) -> Negotiated | None:
     return attrs.evolve(_adopt(mutual[0], prior), from_prior=True)
 
 
-def reprobe(conn: Link, exc: BaseException, timeout: float | None) -> Negotiated:
+def reprobe(conn: Link, exc: BaseException, deadline: Deadline) -> Negotiated:
     """Negotiate again after the server rejected (with *exc*) an era remembered from
-    ``prior_discover=``: the probe (or the handshake), within *timeout*."""
+    ``prior_discover=``: the probe (or the handshake), by *deadline*."""
     conn.session.default_meta = None
-    options = conn.options
-    deadline = None if timeout is None else time.monotonic() + timeout
-    outcome = _probe(conn, deadline) if options.modern_versions() else None
-    if isinstance(outcome, Negotiated):
-        return outcome
-    if outcome is _SILENT:
-        raise RequestTimeout("the server did not answer server/discover again", method="server/discover",
-                             elapsed=timeout or 0.0) from exc
-    if isinstance(outcome, PendingRequest):  # a handshake-era server answered the initialize behind it
-        return _finish_handshake(conn, options.offered_versions(), outcome, deadline)
-    if not options.allows_handshake():
-        raise UnsupportedProtocolVersion(
-            "server no longer speaks the remembered protocol version",
-            requested=options.modern_versions()[0],
-            supported=list(outcome) if isinstance(outcome, tuple) else [],
-        ) from exc
-    offered = options.offered_versions()
-    if isinstance(outcome, tuple):
-        offered = tuple(v for v in offered if v in outcome)
-    return _handshake(conn, offered, deadline)
+    return _conclude(conn, _probe(conn, deadline) if conn.options.modern_versions() else None, deadline, exc)
 
 
 def rejection(exc: BaseException) -> bool:
@@ -403,52 +312,32 @@ def _adopt(version: str, result: types.DiscoverResult) -> Negotiated:
             server_info = types.from_wire(types.Implementation, info)
         except ProtocolError:
             log.debug("ignoring malformed serverInfo in server/discover")
-    return Negotiated(
-        "modern", version, result.capabilities, server_info, result.instructions, discover_result=result
-    )
+    return Negotiated("modern", version, result.capabilities, server_info, result.instructions, discover_result=result)
 
 
 def _initialize_params(conn: Link, offered: tuple[str, ...]) -> dict[str, Any]:
     if not offered:
-        raise UnsupportedProtocolVersion(
-            "server and client share no protocol version",
-            requested=conn.options.offered_versions()[0],
-        )
+        raise UnsupportedProtocolVersion("server and client share no protocol version",
+                                         requested=conn.options.offered_versions()[0])
     name, version = conn.options.client_info
-    params = {
-        "protocolVersion": offered[0],
-        "capabilities": conn.options.client_capabilities(),
-        "clientInfo": {"name": name, "version": version},
-    }
-    return params
+    return {"protocolVersion": offered[0], "capabilities": conn.options.client_capabilities(),
+            "clientInfo": {"name": name, "version": version}}
 
 
-def _send_initialize(conn: Link, offered: tuple[str, ...], deadline: float | None) -> PendingRequest:
-    """``initialize`` written behind a probe still in flight (not intercepted: see above)."""
-    return conn.session.send_request("initialize", _initialize_params(conn, offered), deadline=deadline)
+def handshake(conn: Link, offered: tuple[str, ...], deadline: Deadline) -> Negotiated:
+    """The ``initialize`` handshake, through the policies, by *deadline*."""
+    raw = conn.policies.run(conn, "initialize", _initialize_params(conn, offered), deadline)
+    return _complete_handshake(conn, offered, raw, deadline)
 
 
-def _handshake(conn: Link, offered: tuple[str, ...], deadline: float | None) -> Negotiated:
-    raw = conn.request("initialize", _initialize_params(conn, offered), timeout=_left(deadline))
-    return _complete_handshake(conn, offered, raw)
-
-
-def _finish_handshake(conn: Link, offered: tuple[str, ...], pending: PendingRequest,
-                      deadline: float | None) -> Negotiated:
-    return _complete_handshake(conn, offered, conn.session.wait(pending, timeout=_left(deadline)))
-
-
-def _complete_handshake(conn: Link, offered: tuple[str, ...], raw: dict[str, Any]) -> Negotiated:
+def _complete_handshake(conn: Link, offered: tuple[str, ...], raw: dict[str, Any], deadline: Deadline) -> Negotiated:
     result = types.from_wire(types.InitializeResult, raw)
     if result.protocol_version not in offered:
         raise UnsupportedProtocolVersion(
-            f"server chose protocol version {result.protocol_version!r}; "
-            f"this client speaks {', '.join(offered)}",
+            f"server chose protocol version {result.protocol_version!r}; this client speaks {', '.join(offered)}",
             requested=offered[0],
             supported=[result.protocol_version],
         )
-    conn.notify("notifications/initialized")
-    return Negotiated(
-        "legacy", result.protocol_version, result.capabilities, result.server_info, result.instructions,
-        initialize_result=result,
-    )
+    conn.policies.notify(conn, "notifications/initialized", None, deadline)
+    return Negotiated("legacy", result.protocol_version, result.capabilities, result.server_info,
+                      result.instructions, initialize_result=result)

@@ -9,19 +9,11 @@ from typing import Any, Callable, Iterable, Sequence, Union
 import attrs
 
 from mcpsync import types
+from mcpsync.rpc.deadline import Deadline
 from mcpsync.types.protocol import HANDSHAKE_VERSIONS, LATEST_HANDSHAKE_VERSION, MODERN_VERSIONS
 
-__all__ = [
-    "DEFAULT",
-    "Default",
-    "TimeoutArg",
-    "HANDSHAKE_VERSIONS",
-    "LATEST_HANDSHAKE_VERSION",
-    "MODERN_VERSIONS",
-    "RootsArg",
-    "normalize_roots",
-    "ClientOptions",
-]
+__all__ = ["DEFAULT", "Default", "TimeoutArg", "HANDSHAKE_VERSIONS", "LATEST_HANDSHAKE_VERSION", "MODERN_VERSIONS",
+           "RootsArg", "normalize_roots", "ClientOptions"]
 
 
 class Default(enum.Enum):
@@ -36,7 +28,9 @@ class Default(enum.Enum):
 #: Pass (or leave) ``timeout=DEFAULT`` to use the client's default; ``None`` waits forever.
 DEFAULT = Default.token
 
-TimeoutArg = Union[float, None, Default]
+#: A call's ``timeout=``: seconds, ``None`` (no limit), :data:`DEFAULT`, or the
+#: :class:`~mcpsync.rpc.deadline.Deadline` of a larger call this one is part of.
+TimeoutArg = Union[float, None, Default, Deadline]
 
 _RootItem = Union["types.Root", tuple[str, str], tuple[str], str, "os.PathLike[str]"]
 #: What ``roots=`` accepts: a list of roots, or a callable returning one.
@@ -104,6 +98,16 @@ class ClientOptions:
     prior_discover: types.DiscoverResult | None = None
     #: ``"legacy"``: the server took the handshake last time, so try it before any probe.
     prior_era: str | None = None
+    #: After a re-initialize (an HTTP session expired), which refused request is resent:
+    #: ``"safe"`` (all but ``tools/call``), ``"all"`` or ``"none"``.
+    session_retry: str = attrs.field(default="safe", validator=attrs.validators.in_(("safe", "all", "none")))
+
+    def deadline(self, timeout: TimeoutArg, max_total: float | None = None, reset_on_progress: bool = True) -> Deadline:
+        """The deadline of a call that starts now (*timeout* :data:`DEFAULT`: the client's)."""
+        if isinstance(timeout, Deadline):
+            return timeout
+        seconds = self.timeout if timeout is DEFAULT else timeout
+        return Deadline(seconds, max_total, reset_on_progress=reset_on_progress)
 
     def check_mode(self) -> None:
         """:raises ValueError: for a mode that is no era and no version we speak."""

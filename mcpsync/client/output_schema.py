@@ -29,14 +29,14 @@ import importlib
 import json
 import logging
 import threading
-import time
 from typing import Any, Callable, Iterator
 
 from mcpsync.exceptions import ProtocolError, RequestTimeout, excerpt
+from mcpsync.rpc.deadline import Deadline
 
 __all__ = ["check_structured_content", "MAX_SCHEMA_NODES", "MAX_SCHEMA_DEPTH", "MAX_WORK"]
 
-log = logging.getLogger("mcpsync.client.client")
+log = logging.getLogger(__name__)
 
 #: The most values (objects, arrays, strings, numbers...) an outputSchema may have to be checked.
 MAX_SCHEMA_NODES = 10_000
@@ -84,7 +84,7 @@ def _spend(units: int) -> None:
     _state.work -= units
     if _state.work < 0:
         raise _Unchecked(f"checking it takes more than {MAX_WORK} steps")
-    if _state.deadline is not None and time.monotonic() > _state.deadline:
+    if _state.deadline is not None and _state.deadline.passed():
         raise RequestTimeout("validating structuredContent ran out of the call's time", method="tools/call")
 
 
@@ -208,20 +208,16 @@ def _warn_once(tool: str, schema_json: str, what: str) -> None:
     log.warning("outputSchema of tool %r: %s", tool, what)
 
 
-def check_structured_content(
-    tool: str, schema: dict[str, Any], content: Any, deadline: float | None = None
-) -> None:
+def check_structured_content(tool: str, schema: dict[str, Any], content: Any, deadline: Deadline | None = None) -> None:
     """Raise :class:`ProtocolError` if *content* does not match the tool's output schema.
 
-    :param deadline: the call's deadline (:func:`time.monotonic`); validation
+    :param deadline: the call's deadline; validation
         past it raises :class:`~mcpsync.RequestTimeout`.
     """
     if _validator_class() is None:
         return
     if content is None:
-        raise ProtocolError(
-            f"tool {tool!r} declares an outputSchema but returned no structuredContent"
-        )
+        raise ProtocolError(f"tool {tool!r} declares an outputSchema but returned no structuredContent")
     from referencing.exceptions import Unresolvable  # jsonschema's own dependency
 
     key = json.dumps(schema, sort_keys=True)

@@ -1,22 +1,23 @@
-"""The policy chain every request goes through: interceptors, then retries, then a traced send.
+"""The policy chain every request goes through: interceptors, then retries, then one attempt.
 
 ::
 
     caller ─► interceptors (list order, first outermost)
                 └─► retries (transient failures, within the call's deadline)
                       └─► one attempt: span + trace context in _meta ─► send ─► wait
+                            └─► resent once after the connection renegotiated (a
+                                re-initialized HTTP session, a re-probed era) or the
+                                tools were re-listed (a stale x-mcp-header schema)
 
-One request is one pass through the interceptors however often it is
-retried; each attempt is its own span.  :class:`~mcpsync.client.connection.Connection`
-calls :meth:`Policies.request` for everything it sends (the era probe and the
-handshake too), so a policy is never skipped.  ``request_async`` and the
-``subscriptions/listen`` streams are not run through it: they do not wait for
-a result an interceptor could see.
+One request is one pass through the interceptors however often it is retried; each
+attempt is its own span.  Everything a connection sends as a request goes through
+:meth:`Policies.run`, the era probe and the handshake included, so a policy is never
+skipped; a request whose response outlives the call (``request_async``, a
+``subscriptions/listen`` stream) is not: it has no result an interceptor could see.
 """
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable, Sequence
 from typing import Any, Protocol
 
@@ -24,11 +25,17 @@ from mcpsync import types
 from mcpsync.client.interceptors import Interceptor, OutgoingRequest, run_interceptors
 from mcpsync.client.retry import SAFE_METHODS, RetryPolicy, run_with_retries
 from mcpsync.client.tracing import RequestSpan, Tracing
-from mcpsync.exceptions import HTTPStatusError, ServerError
-from mcpsync.rpc.session import ProgressCallback, Session
+from mcpsync.exceptions import HTTPStatusError, ServerError, SessionExpired
+from mcpsync.rpc.deadline import Deadline
+from mcpsync.rpc.session import PendingRequest, ProgressCallback, Session
 from mcpsync.types.modern import PROTOCOL_VERSION_KEY
 
-__all__ = ["Channel", "Policies"]
+__all__ = ["Channel", "Policies", "Wait"]
+
+#: How an attempt waits for its reply (the default: ``session.wait``; the era probe races).
+Wait = Callable[[PendingRequest], dict[str, Any]]
+#: A ``tools/call`` refused for a stale ``x-mcp-header`` schema (2026-07-28, HTTP).
+_HEADER_MISMATCH = -32020
 
 
 class Channel(Protocol):
@@ -45,13 +52,12 @@ class Channel(Protocol):
     def protocol_version(self) -> str: ...
 
     @property
-    def era_generation(self) -> int: ...
+    def generation(self) -> int: ...
 
-    def era_confirmed(self) -> None:
-        """A request sent on the current era was accepted."""
+    prior_unconfirmed: bool
 
-    def stale_prior(self, exc: BaseException, generation: int, timeout: float | None) -> bool:
-        """Whether a request sent at era *generation* that failed with *exc* should be resent."""
+    def renegotiated(self, exc: BaseException, generation: int, deadline: Deadline) -> bool:
+        """Whether a request sent at *generation* that failed with *exc* should be resent."""
 
 
 class Policies:
@@ -59,105 +65,47 @@ class Policies:
 
     :param owner: what interceptors see as ``request.client`` (the :class:`~mcpsync.Client`).
     :param tool: the tool of a name, as last listed (its hints say whether a call may be retried).
+    :param relist: lists the tools again by a deadline (their ``x-mcp-header`` schemas went stale).
+    :param session_retry: which request refused by a lost session is resent after the
+        re-initialize: ``"safe"`` (all but ``tools/call``), ``"all"`` or ``"none"``.
     """
 
-    def __init__(
-        self,
-        owner: object,
-        tool: Callable[[str], types.Tool | None],
-        *,
-        retry: RetryPolicy | None,
-        interceptors: Sequence[Interceptor],
-        tracing: bool,
-    ) -> None:
+    def __init__(self, owner: object, tool: Callable[[str], types.Tool | None], relist: Callable[[Deadline], object], *,
+                 retry: RetryPolicy | None, interceptors: Sequence[Interceptor], tracing: bool,
+                 session_retry: str = "safe") -> None:
         self._owner = owner
         self._tool = tool
+        self._relist = relist
         self.retry = retry
         self.interceptors = tuple(interceptors)
         self.tracing = Tracing(tracing)
+        self._session_retry = session_retry
 
-    # -- requests --------------------------------------------------------------
+    def run(self, conn: Channel, method: str, params: dict[str, Any] | None, deadline: Deadline, *,
+            progress: ProgressCallback | None = None, retry: bool | None = None, wait: Wait | None = None,
+            ) -> dict[str, Any]:
+        """Send *method* through the chain by *deadline* and return its raw result."""
+        if self.interceptors:
+            return self.intercept(method, params, lambda body: self._retried(
+                conn, method, body, deadline, progress, retry, wait))
+        return self._retried(conn, method, params, deadline, progress, retry, wait)
 
-    def request(
-        self,
-        conn: Channel,
-        method: str,
-        params: dict[str, Any] | None,
-        *,
-        timeout: float | None,
-        progress: ProgressCallback | None = None,
-        reset_on_progress: bool = True,
-        max_total: float | None = None,
-        retry: bool | None = None,
-        start: float | None = None,
-    ) -> dict[str, Any]:
-        """Send *method* through the chain and return its raw result.
-
-        :param start: when the call began (default: now); *timeout* and *max_total* count
-            from there.
-        """
-        if start is None:
-            start = time.monotonic()
-        if not self.interceptors:
-            return self._with_retries(conn, method, params, start, timeout, progress, reset_on_progress,
-                                      max_total, retry)
-
-        def send(params: dict[str, Any] | None) -> dict[str, Any]:
-            return self._with_retries(conn, method, params, start, timeout, progress, reset_on_progress,
-                                      max_total, retry)
-
-        return self.intercept(method, params, send)
-
-    def _with_retries(
-        self,
-        conn: Channel,
-        method: str,
-        params: dict[str, Any] | None,
-        start: float,
-        timeout: float | None,
-        progress: ProgressCallback | None,
-        reset_on_progress: bool,
-        max_total: float | None,
-        retry: bool | None,
-    ) -> dict[str, Any]:
-        # The first try keeps the caller's timeout semantics (reset on progress),
-        # less what the interceptors already spent of it.
-        spent = time.monotonic() - start
+    def _retried(self, conn: Channel, method: str, params: dict[str, Any] | None, deadline: Deadline,
+                 progress: ProgressCallback | None, retry: bool | None, wait: Wait | None) -> dict[str, Any]:
         try:
-            return self._attempt(conn, method, params, progress, _less(timeout, spent),
-                                 reset_on_progress, _less(max_total, spent))
+            return self._attempt(conn, method, params, deadline, progress, wait)
         except Exception as exc:
             policy = self.retry if retry is not True else (self.retry or RetryPolicy())
             if policy is None:
                 raise
             first = exc  # only a failure pays for the retry machinery
+        return run_with_retries(lambda: self._attempt(conn, method, params, deadline, progress, wait), policy=policy,
+                                repeatable=self._repeatable(method, params, retry), deadline=deadline,
+                                connection_open=lambda: conn.session.closed is None, method=method, first_error=first)
 
-        def attempt(remaining: float | None) -> dict[str, Any]:
-            return self._attempt(conn, method, params, progress, remaining, False, remaining)
-
-        return run_with_retries(
-            attempt,
-            policy=policy,
-            repeatable=self._repeatable(method, params, retry),
-            deadline=_deadline(start, timeout, max_total),
-            connection_open=lambda: conn.session.closed is None,
-            method=method,
-            first_error=first,
-        )
-
-    def intercept(
-        self,
-        method: str,
-        params: dict[str, Any] | None,
-        send: Callable[[dict[str, Any] | None], dict[str, Any]],
-    ) -> dict[str, Any]:
-        """Run the interceptors around *send* (``send(params)`` returns the raw result).
-
-        :meth:`request` ends in the retries and a traced send; the era probe on one
-        ordered stream ends in its race with ``initialize`` (see :mod:`.negotiate`).
-        """
-        if not self.interceptors:
-            return send(params)
+    def intercept(self, method: str, params: dict[str, Any] | None,
+                  send: Callable[[dict[str, Any] | None], dict[str, Any]]) -> dict[str, Any]:
+        """Run the interceptors around *send* (``send(params)`` returns the raw result)."""
         request = OutgoingRequest(method, dict(params or {}), self._owner)
 
         def last(req: OutgoingRequest) -> dict[str, Any]:
@@ -166,10 +114,8 @@ class Policies:
 
         result = run_interceptors(self.interceptors, request, last)
         if not isinstance(result, dict):
-            raise TypeError(
-                f"an interceptor returned {type(result).__name__} for {method!r}; it must return"
-                " call_next(request) or a result dict"
-            )
+            raise TypeError(f"an interceptor returned {type(result).__name__} for {method!r}; it must return"
+                            " call_next(request) or a result dict")
         return result
 
     def _repeatable(self, method: str, params: dict[str, Any] | None, retry: bool | None) -> bool:
@@ -183,85 +129,58 @@ class Policies:
             return hints is not None and bool(hints.idempotent_hint or hints.read_only_hint)
         return False
 
-    def _attempt(
-        self,
-        conn: Channel,
-        method: str,
-        params: dict[str, Any] | None,
-        progress: ProgressCallback | None,
-        timeout: float | None,
-        reset_on_progress: bool,
-        max_total: float | None,
-    ) -> dict[str, Any]:
-        generation = conn.era_generation
+    def _attempt(self, conn: Channel, method: str, params: dict[str, Any] | None, deadline: Deadline,
+                 progress: ProgressCallback | None, wait: Wait | None) -> dict[str, Any]:
+        generation = conn.generation
         try:
-            raw = self._send(conn, method, params, progress, timeout, reset_on_progress, max_total)
+            raw = self._send(conn, method, params, deadline, progress, wait)
         except (ServerError, HTTPStatusError) as exc:
-            # A remembered era (prior_discover=) may have gone stale: re-probe once, resend.
-            if not conn.stale_prior(exc, generation, timeout):
+            if isinstance(exc, ServerError) and exc.code == _HEADER_MISMATCH and method == "tools/call":
+                self._relist(deadline)  # our x-mcp-header schemas were stale: refresh, resend once
+            elif not conn.renegotiated(exc, generation, deadline):
                 raise
-            return self._send(conn, method, params, progress, timeout, reset_on_progress, max_total)
-        conn.era_confirmed()  # the server took the era we sent on
+            elif isinstance(exc, SessionExpired) and not self._resent_after_expiry(method):
+                raise SessionExpired(404, f"session expired; the client re-initialized but {method} was not"
+                                     " resent (session_retry)") from None
+            raw = self._send(conn, method, params, deadline, progress, wait)
+        conn.prior_unconfirmed = False  # the server took the era we sent on
         return raw
 
-    def _send(
-        self,
-        conn: Channel,
-        method: str,
-        params: dict[str, Any] | None,
-        progress: ProgressCallback | None,
-        timeout: float | None,
-        reset_on_progress: bool,
-        max_total: float | None,
-    ) -> dict[str, Any]:
+    def _resent_after_expiry(self, method: str) -> bool:
+        return self._session_retry == "all" or (self._session_retry == "safe" and method != "tools/call")
+
+    def _send(self, conn: Channel, method: str, params: dict[str, Any] | None, deadline: Deadline,
+              progress: ProgressCallback | None, wait: Wait | None) -> dict[str, Any]:
         session = conn.session
-        # The write (a stdio pipe, an HTTP POST) is bounded by this attempt's deadline too.
-        started = time.monotonic()
-        deadline = _deadline(started, timeout, max_total)
         span = self.span(conn, method, params)
         if span is None:
-            pending = session.send_request(method, params, on_progress=progress, started=started, deadline=deadline)
-            return session.wait(pending, timeout=timeout, reset_on_progress=reset_on_progress, max_total=max_total)
+            pending = session.request(method, params, deadline, progress=progress)
+            return session.wait(pending) if wait is None else wait(pending)
         with span:
-            pending = session.send_request(
-                method, span.inject(params), on_progress=progress, started=started, deadline=deadline
-            )
+            pending = session.request(method, span.inject(params), deadline, progress=progress)
             span.sent(pending.id)
-            raw = session.wait(pending, timeout=timeout, reset_on_progress=reset_on_progress, max_total=max_total)
+            raw = session.wait(pending) if wait is None else wait(pending)
             span.result(raw)
             return raw
 
     def span(self, conn: Channel, method: str, params: dict[str, Any] | None) -> RequestSpan | None:
         """A tracing span for one request on *conn* (``None``: tracing is off)."""
+        if self.tracing.off:
+            return None
         # During the probe the version is only in the per-request _meta being tried.
         version = conn.protocol_version or (conn.session.default_meta or {}).get(PROTOCOL_VERSION_KEY)
-        return self.tracing.span(
-            method, params, version=version if isinstance(version, str) else None, transport=conn.transport
-        )
+        return self.tracing.span(method, params, version=version if isinstance(version, str) else None,
+                                 transport=conn.transport)
 
-    # -- notifications ---------------------------------------------------------
-
-    def notify(self, conn: Channel, method: str, params: dict[str, Any] | None) -> None:
+    def notify(self, conn: Channel, method: str, params: dict[str, Any] | None,
+               deadline: Deadline | None = None) -> None:
         """Send a notification through the interceptors (``is_notification`` set)."""
         if not self.interceptors:
-            conn.session.notify(method, params)
+            conn.session.notify(method, params, deadline)
             return
         request = OutgoingRequest(method, dict(params or {}), self._owner, is_notification=True)
 
         def last(req: OutgoingRequest) -> None:
-            conn.session.notify(req.method, req.params if req.params or params is not None else None)
-            return None
+            conn.session.notify(req.method, req.params if req.params or params is not None else None, deadline)
 
         run_interceptors(self.interceptors, request, last)
-
-
-def _deadline(start: float, timeout: float | None, max_total: float | None) -> float | None:
-    """The monotonic time the whole call must end by (retries and backoff included)."""
-    if timeout is None:
-        return None if max_total is None else start + max_total
-    end = start + timeout
-    return end if max_total is None else min(end, start + max_total)
-
-
-def _less(limit: float | None, spent: float) -> float | None:
-    return None if limit is None else max(0.0, limit - spent)

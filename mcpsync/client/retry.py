@@ -35,18 +35,13 @@ from typing import TYPE_CHECKING, Any, Union
 
 import attrs
 
-from mcpsync.exceptions import (
-    ClientClosed,
-    ConnectionClosed,
-    HTTPStatusError,
-    MessageTooLarge,
-    ServerStartError,
-    SessionExpired,
-)
+from mcpsync.rpc.deadline import Deadline
+from mcpsync.exceptions import (ClientClosed, ConnectionClosed, HTTPStatusError, MessageTooLarge, ServerStartError,
+                                SessionExpired)
 
 __all__ = ["RetryPolicy", "RetryArg", "SAFE_METHODS", "resolve_policy", "run_with_retries"]
 
-log = logging.getLogger("mcpsync.client.client")
+log = logging.getLogger(__name__)
 
 #: Methods whose repetition has no effect beyond the first: retried automatically.
 SAFE_METHODS = frozenset({
@@ -165,62 +160,44 @@ def _random() -> random.Random:
     return _rng
 
 
-def run_with_retries(
-    attempt: Callable[[float | None], dict[str, Any]],
-    *,
-    policy: RetryPolicy | None,
-    repeatable: bool,
-    deadline: float | None,
-    connection_open: Callable[[], bool],
-    method: str,
-    clock: Callable[[], float] = time.monotonic,
-    sleep: Callable[[float], Any] = time.sleep,
-    first_error: Exception | None = None,
-) -> dict[str, Any]:
-    """Run ``attempt(remaining)`` until it succeeds or may not be retried.
+def run_with_retries(attempt: Callable[[], dict[str, Any]], *, policy: RetryPolicy, repeatable: bool,
+                     deadline: Deadline, connection_open: Callable[[], bool], method: str, first_error: Exception,
+                     sleep: Callable[[float], Any] = time.sleep) -> dict[str, Any]:
+    """Decide whether the failed first try (*first_error*) is retried; run ``attempt()``
+    again until it succeeds or may not be retried.
 
-    :param attempt: one try; gets the seconds left before *deadline*
-        (``None``: the caller's own timeout applies, which is how the first
-        attempt runs).
     :param repeatable: the call may run twice without harm.
-    :param deadline: the call's monotonic deadline, or ``None``.
+    :param deadline: the call's; no delay runs past it.
     :param connection_open: whether the connection can still carry a retry.
-    :param first_error: the first try already ran (the caller's fast path) and
-        failed with this; the loop starts by deciding whether to retry it.
     """
-    tries = 0
-    remaining: float | None = None
+    tries = 1
+    exc: Exception = first_error
     while True:
+        if tries >= policy.attempts:
+            raise exc
+        is_open = connection_open()
+        if not (never_sent(exc, is_open) or (repeatable and transient(exc, is_open))):
+            raise exc
+        with _rng_lock:
+            delay = policy.delay(tries, exc, _random())
+        left = deadline.remaining()
+        if delay is None or (left is not None and left - delay <= 0):
+            raise exc  # the next try could not finish in time: this failure is the answer
+        log.debug("%s failed (%s); retry %d in %.2fs", method, type(exc).__name__, tries, delay)
+        if not _pause(delay, connection_open, sleep):
+            raise exc  # closed while we waited
         tries += 1
         try:
-            if first_error is not None:
-                failed, first_error = first_error, None
-                raise failed
-            return attempt(remaining)
-        except Exception as exc:
-            if policy is None or tries >= policy.attempts:
-                raise
-            is_open = connection_open()
-            if not (never_sent(exc, is_open) or (repeatable and transient(exc, is_open))):
-                raise
-            with _rng_lock:
-                delay = policy.delay(tries, exc, _random())
-            if delay is None:
-                raise
-            if deadline is not None and deadline - clock() - delay <= 0:
-                raise  # the next try could not finish in time: this failure is the answer
-            log.debug("%s failed (%s); retry %d in %.2fs", method, type(exc).__name__, tries, delay)
-            if not _pause(delay, connection_open, clock, sleep):
-                raise  # closed while we waited
-            remaining = None if deadline is None else max(0.0, deadline - clock())
+            return attempt()
+        except Exception as failed:
+            exc = failed
 
 
-def _pause(delay: float, connection_open: Callable[[], bool], clock: Callable[[], float],
-           sleep: Callable[[float], Any]) -> bool:
+def _pause(delay: float, connection_open: Callable[[], bool], sleep: Callable[[float], Any]) -> bool:
     """Wait *delay* seconds in short slices, so close() ends the wait at once; False if it did."""
-    end = clock() + delay
+    end = time.monotonic() + delay
     while True:
-        left = end - clock()
+        left = end - time.monotonic()
         if left <= 0:
             return True
         sleep(min(left, _SLICE))

@@ -1,14 +1,15 @@
 """Skills (``io.modelcontextprotocol/skills``, SEP-2640): list, get, load and read, verified.
 
-The :class:`Skills` mixin gives :class:`mcpsync.Client` four blocking methods:
+Four functions over :class:`~mcpsync.client.core.Core`, bound as methods of
+:class:`mcpsync.Client`:
 
-* :meth:`~Skills.list_skills` / :meth:`~Skills.get_skill`: entries (frontmatter
-  and the manifest of every file with its digest and size); no file is read.
-* :meth:`~Skills.load_skill`: reads ``SKILL.md`` only, checks its size and
-  SHA-256 digest against the entry, parses its YAML frontmatter and compares
-  it field by field with the entry's.
-* :meth:`~Skills.read_skill_file`: one supporting file, on demand, only if the
-  held entry's manifest lists it, checked the same way.
+* :func:`list_skills` / :func:`get_skill`: entries (frontmatter and the manifest of
+  every file with its digest and size); no file is read.
+* :func:`load_skill`: reads ``SKILL.md`` only, checks its size and SHA-256 digest
+  against the entry, parses its YAML frontmatter and compares it field by field with
+  the entry's.
+* :func:`read_skill_file`: one supporting file, on demand, only if the held entry's
+  manifest lists it, checked the same way.
 
 Nothing is fetched ahead of need.  Content that fails a check raises
 :class:`~mcpsync.exceptions.SkillVerificationError` and is dropped: no
@@ -21,22 +22,20 @@ from __future__ import annotations
 import logging
 import posixpath
 import re
-import time
-from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from mcpsync import types
+from mcpsync.client.core import Core, paginate
 from mcpsync.client.options import DEFAULT, TimeoutArg
 from mcpsync.exceptions import CapabilityNotSupported, ProtocolError, SkillVerificationError, excerpt
+from mcpsync.rpc.deadline import Deadline
 
 if TYPE_CHECKING:
-    from mcpsync.client.cache import ResultCache
-    from mcpsync.client.connection import Connection
     from mcpsync.types.skills import LoadedSkill, Skill, SkillFile, SkillResource
 
-__all__ = ["Skills"]
+__all__ = ["get_skill", "list_skills", "load_skill", "read_skill_file"]
 
-log = logging.getLogger("mcpsync.client.client")
+log = logging.getLogger(__name__)
 
 _DIGEST = re.compile(r"^sha256:[0-9a-f]{64}$")
 _SCHEME = re.compile(r"^[A-Za-z][A-Za-z0-9+.\-]*:")
@@ -44,145 +43,123 @@ _SCHEME = re.compile(r"^[A-Za-z][A-Za-z0-9+.\-]*:")
 MAX_SKILL_BYTES = 16 * 1024 * 1024
 
 
-class Skills:
-    """Skills methods of :class:`mcpsync.Client` (the extension's client side)."""
+def _skills_deadline(client: Core, method: str, timeout: TimeoutArg) -> Deadline:
+    """The call's deadline, once the server is known to declare the skills extension (a lazy connect in it)."""
+    deadline = client._deadline(timeout)
+    extensions = client._connection(deadline).capabilities.extensions or {}
+    if not isinstance(extensions.get(types.SKILLS_EXTENSION), dict):
+        raise CapabilityNotSupported(f"extensions.{types.SKILLS_EXTENSION}", method)
+    return deadline
 
-    if TYPE_CHECKING:
-        # Provided by Client and Features; declared for the type checker only.
-        read_resource: Callable[..., types.ReadResourceResult]
-        _request_until_complete: Callable[..., dict[str, Any]]
-        _paginate: Callable[..., list[Any]]
-        _cache: ResultCache
 
-        def _connection(self, deadline: float | None = None) -> Connection: ...
+def list_skills(client: Core, *, timeout: TimeoutArg = DEFAULT, cache: bool = True) -> list[Skill]:
+    """Every skill entry the server lists (all pages); reads no file.
 
-        def _deadline(self, timeout: TimeoutArg) -> float | None: ...
+    An entry that breaks the entry shape (say ``resources`` neither a list
+    nor ``"dynamic"``) is left out with a warning, so one bad entry does not
+    hide the others.  A listing may be partial: :meth:`get_skill` and
+    :meth:`load_skill` take any skill URI.
 
-        @staticmethod
-        def _left(deadline: float | None) -> float | None: ...
-
-        def _timeout(self, timeout: TimeoutArg) -> float | None: ...
-
-    def _require_skills(self, method: str, timeout: TimeoutArg) -> float | None:
-        """As ``_require`` for the skills extension: what is left of *timeout* after a lazy connect."""
-        deadline = self._deadline(timeout)
-        extensions = self._connection(deadline).capabilities.extensions or {}
-        if not isinstance(extensions.get(types.SKILLS_EXTENSION), dict):
-            raise CapabilityNotSupported(f"extensions.{types.SKILLS_EXTENSION}", method)
-        return self._left(deadline)
-
-    def list_skills(self, *, timeout: TimeoutArg = DEFAULT, cache: bool = True) -> list[Skill]:
-        """Every skill entry the server lists (all pages); reads no file.
-
-        An entry that breaks the entry shape (say ``resources`` neither a list
-        nor ``"dynamic"``) is left out with a warning, so one bad entry does not
-        hide the others.  A listing may be partial: :meth:`get_skill` and
-        :meth:`load_skill` take any skill URI.
-
-        :raises CapabilityNotSupported: the server does not declare the extension.
-        """
-        left = self._require_skills("skills/list", timeout)
-        skills: list[Skill] = []
-        pages = types.skills.RawSkillsPage  # entries left raw: each is checked on its own
-        for raw in self._paginate("skills/list", "skills", pages, "resources", left, cache):
-            try:
-                skills.append(types.from_wire(types.Skill, raw))
-            except ProtocolError as exc:
-                log.warning("ignoring a malformed skills/list entry: %s", exc)
-        return skills
-
-    def get_skill(self, uri: str, *, timeout: TimeoutArg = DEFAULT) -> Skill:
-        """The current entry of the skill whose ``SKILL.md`` is *uri* (listed or not).
-
-        :raises ServerError: -32602 when the server serves no such skill.
-        :raises ProtocolError: the answer is malformed or describes another URI.
-        """
-        left = self._require_skills("skills/get", timeout)
-        raw = self._request_until_complete("skills/get", {"uri": uri}, timeout=left)
-        skill = types.from_wire(types.GetSkillResult, raw).skill
-        if skill.uri != uri:
-            raise ProtocolError(f"skills/get {excerpt(uri, 120)} answered for {excerpt(skill.uri, 120)}")
-        return skill
-
-    def load_skill(
-        self, skill: Skill | str, *, timeout: TimeoutArg = DEFAULT, allow_dynamic: bool = False
-    ) -> LoadedSkill:
-        """Load a skill: read its ``SKILL.md`` and verify it against the entry.
-
-        ::
-
-            loaded = client.load_skill("skill://code-review/SKILL.md")
-            prompt = loaded.body  # verified instructions
-            checklist = client.read_skill_file(loaded, "references/checklist.md").text
-
-        :param skill: an entry (from :meth:`list_skills`/:meth:`get_skill`), or a
-            ``SKILL.md`` URI, which is first confirmed with ``skills/get``.
-        :param timeout: bounds the whole load (``skills/get`` and the read).
-        :param allow_dynamic: accept a skill whose server publishes no digests
-            (``"resources": "dynamic"``); its frontmatter is still compared.
-        :raises SkillVerificationError: the entry is invalid, or ``SKILL.md``
-            does not match its size, digest or frontmatter.  Nothing of it is
-            returned; :meth:`get_skill` refreshes a stale entry.
-        """
-        remaining = _budget(self._timeout(timeout))
-        if isinstance(skill, str):
-            skill = self.get_skill(skill, timeout=remaining())
-        _check_entry(skill, allow_dynamic)
-        file = self._fetch(skill, skill.uri, remaining)
-        # Imported here: its YAML subset parser is for load_skill only, not `import mcpsync`.
-        from mcpsync.client import frontmatter as _frontmatter
-
+    :raises CapabilityNotSupported: the server does not declare the extension.
+    """
+    deadline = _skills_deadline(client, "skills/list", timeout)
+    skills: list[Skill] = []
+    pages = types.skills.RawSkillsPage  # entries left raw: each is checked on its own
+    for raw in paginate(client, "skills/list", "skills", pages, "resources", deadline, cache):
         try:
-            text = file.text
-            yaml_text, body = _frontmatter.split(text)
-            parsed = _frontmatter.parse(yaml_text)
-        except UnicodeDecodeError:
-            raise SkillVerificationError(skill.uri, "content", detail="SKILL.md is not UTF-8 text") from None
-        except _frontmatter.FrontmatterError as exc:
-            raise SkillVerificationError(skill.uri, "frontmatter", detail=str(exc)) from None
-        _compare_frontmatter(skill, parsed)
-        return types.LoadedSkill(skill=skill, file=file, frontmatter=parsed, body=body)
+            skills.append(types.from_wire(types.Skill, raw))
+        except ProtocolError as exc:
+            log.warning("ignoring a malformed skills/list entry: %s", exc)
+    return skills
 
-    def read_skill_file(
-        self,
-        skill: LoadedSkill | Skill,
-        path: str,
-        *,
-        timeout: TimeoutArg = DEFAULT,
-        allow_dynamic: bool = False,
-    ) -> SkillFile:
-        """Read one file of a skill, verified against the held entry's manifest.
 
-        :param skill: the :class:`~mcpsync.types.LoadedSkill` you are acting on
-            (or an entry).
-        :param path: relative to the skill's directory (``references/GUIDE.md``)
-            or a full URI; either way it must be in the manifest.
-        :param allow_dynamic: as for :meth:`load_skill` (implied when *skill* is
-            a loaded dynamic skill).
-        :raises SkillVerificationError: the file is not in the manifest, or its
-            size or digest differs.
-        """
-        if isinstance(skill, types.LoadedSkill):
-            allow_dynamic = allow_dynamic or skill.skill.dynamic
-            skill = skill.skill
-        _check_entry(skill, allow_dynamic)
-        return self._fetch(skill, resolve(skill, path), _budget(self._timeout(timeout)))
+def get_skill(client: Core, uri: str, *, timeout: TimeoutArg = DEFAULT) -> Skill:
+    """The current entry of the skill whose ``SKILL.md`` is *uri* (listed or not).
 
-    def _fetch(self, skill: Skill, uri: str, remaining: Callable[[], float | None]) -> SkillFile:
-        """Read *uri* and verify it; a cached copy that fails is read once more from the server."""
-        entry = skill.manifest_entry(uri)
-        if entry is None and not skill.dynamic:
-            raise SkillVerificationError(uri, "manifest", detail="the file is not in the skill's manifest")
-        if entry is None and uri != skill.uri and not uri.startswith(skill.root + "/"):
-            # A dynamic skill has no manifest, but its files still live in its directory.
-            raise SkillVerificationError(uri, "manifest", detail="the file is outside the skill's directory")
-        if self._cache.get("resources/read", uri) is not None:
-            try:
-                return _verified(uri, entry, self.read_resource(uri, timeout=remaining()))
-            except SkillVerificationError:
-                # A cached copy may be older than the entry; the server's current bytes decide.
-                log.debug("cached skill file %s failed verification; reading it again", uri)
-        return _verified(uri, entry, self.read_resource(uri, timeout=remaining(), cache=False))
+    :raises ServerError: -32602 when the server serves no such skill.
+    :raises ProtocolError: the answer is malformed or describes another URI.
+    """
+    raw = client._call("skills/get", {"uri": uri}, _skills_deadline(client, "skills/get", timeout))
+    skill = types.from_wire(types.GetSkillResult, raw).skill
+    if skill.uri != uri:
+        raise ProtocolError(f"skills/get {excerpt(uri, 120)} answered for {excerpt(skill.uri, 120)}")
+    return skill
+
+
+def load_skill(client: Core, skill: Skill | str, *, timeout: TimeoutArg = DEFAULT,
+               allow_dynamic: bool = False) -> LoadedSkill:
+    """Load a skill: read its ``SKILL.md`` and verify it against the entry.
+
+    ::
+
+        loaded = client.load_skill("skill://code-review/SKILL.md")
+        prompt = loaded.body  # verified instructions
+        checklist = client.read_skill_file(loaded, "references/checklist.md").text
+
+    :param skill: an entry (from :meth:`list_skills`/:meth:`get_skill`), or a
+        ``SKILL.md`` URI, which is first confirmed with ``skills/get``.
+    :param timeout: bounds the whole load (``skills/get`` and the read).
+    :param allow_dynamic: accept a skill whose server publishes no digests
+        (``"resources": "dynamic"``); its frontmatter is still compared.
+    :raises SkillVerificationError: the entry is invalid, or ``SKILL.md``
+        does not match its size, digest or frontmatter.  Nothing of it is
+        returned; :meth:`get_skill` refreshes a stale entry.
+    """
+    deadline = client._deadline(timeout)
+    if isinstance(skill, str):
+        skill = get_skill(client, skill, timeout=deadline)
+    _check_entry(skill, allow_dynamic)
+    file = _fetch(client, skill, skill.uri, deadline)
+    # Imported here: its YAML subset parser is for load_skill only, not `import mcpsync`.
+    from mcpsync.client import frontmatter as _frontmatter
+
+    try:
+        text = file.text
+        yaml_text, body = _frontmatter.split(text)
+        parsed = _frontmatter.parse(yaml_text)
+    except UnicodeDecodeError:
+        raise SkillVerificationError(skill.uri, "content", detail="SKILL.md is not UTF-8 text") from None
+    except _frontmatter.FrontmatterError as exc:
+        raise SkillVerificationError(skill.uri, "frontmatter", detail=str(exc)) from None
+    _compare_frontmatter(skill, parsed)
+    return types.LoadedSkill(skill=skill, file=file, frontmatter=parsed, body=body)
+
+
+def read_skill_file(client: Core, skill: LoadedSkill | Skill, path: str, *, timeout: TimeoutArg = DEFAULT,
+                    allow_dynamic: bool = False) -> SkillFile:
+    """Read one file of a skill, verified against the held entry's manifest.
+
+    :param skill: the :class:`~mcpsync.types.LoadedSkill` you are acting on
+        (or an entry).
+    :param path: relative to the skill's directory (``references/GUIDE.md``)
+        or a full URI; either way it must be in the manifest.
+    :param allow_dynamic: as for :meth:`load_skill` (implied when *skill* is
+        a loaded dynamic skill).
+    :raises SkillVerificationError: the file is not in the manifest, or its
+        size or digest differs.
+    """
+    if isinstance(skill, types.LoadedSkill):
+        allow_dynamic = allow_dynamic or skill.skill.dynamic
+        skill = skill.skill
+    _check_entry(skill, allow_dynamic)
+    return _fetch(client, skill, resolve(skill, path), client._deadline(timeout))
+
+
+def _fetch(client: Core, skill: Skill, uri: str, deadline: Deadline) -> SkillFile:
+    """Read *uri* and verify it; a cached copy that fails is read once more from the server."""
+    entry = skill.manifest_entry(uri)
+    if entry is None and not skill.dynamic:
+        raise SkillVerificationError(uri, "manifest", detail="the file is not in the skill's manifest")
+    if entry is None and uri != skill.uri and not uri.startswith(skill.root + "/"):
+        # A dynamic skill has no manifest, but its files still live in its directory.
+        raise SkillVerificationError(uri, "manifest", detail="the file is outside the skill's directory")
+    if client._cache.get("resources/read", uri) is not None:
+        try:
+            return _verified(uri, entry, client.read_resource(uri, timeout=deadline))
+        except SkillVerificationError:
+            # A cached copy may be older than the entry; the server's current bytes decide.
+            log.debug("cached skill file %s failed verification; reading it again", uri)
+    return _verified(uri, entry, client.read_resource(uri, timeout=deadline, cache=False))
 
 
 def resolve(skill: Skill, path: str) -> str:
@@ -193,14 +170,6 @@ def resolve(skill: Skill, path: str) -> str:
     if path.startswith("/") or normal == ".." or normal.startswith("../"):
         raise SkillVerificationError(path, "manifest", detail="the path leaves the skill's directory")
     return f"{skill.root}/{normal}"
-
-
-def _budget(timeout: float | None) -> Callable[[], float | None]:
-    """The caller's time left, for each request of one call (``None``: no limit)."""
-    if timeout is None:
-        return lambda: None
-    deadline = time.monotonic() + timeout
-    return lambda: max(0.0, deadline - time.monotonic())
 
 
 def _check_entry(skill: Skill, allow_dynamic: bool) -> None:
@@ -274,7 +243,5 @@ def _compare_frontmatter(skill: Skill, parsed: dict[str, Any]) -> None:
     expected = skill.frontmatter
     for key in sorted(set(expected) | set(parsed)):
         if key not in parsed or key not in expected or not _frontmatter.same(expected[key], parsed[key]):
-            raise SkillVerificationError(
-                skill.uri, "frontmatter", expected.get(key), parsed.get(key),
-                detail=f"field {excerpt(key, 60)!r} differs from the skill entry",
-            )
+            raise SkillVerificationError(skill.uri, "frontmatter", expected.get(key), parsed.get(key),
+                                         detail=f"field {excerpt(key, 60)!r} differs from the skill entry")

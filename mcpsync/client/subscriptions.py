@@ -32,11 +32,9 @@ __all__ = ["LIST_CHANGED", "Notification", "Subscription", "wanted_by"]
 log = logging.getLogger(__name__)
 
 #: Notification methods a filter flag opts in to.
-LIST_CHANGED = {
-    "notifications/tools/list_changed": "tools_list_changed",
-    "notifications/prompts/list_changed": "prompts_list_changed",
-    "notifications/resources/list_changed": "resources_list_changed",
-}
+LIST_CHANGED = {"notifications/tools/list_changed": "tools_list_changed",
+                "notifications/prompts/list_changed": "prompts_list_changed",
+                "notifications/resources/list_changed": "resources_list_changed"}
 _UPDATED = "notifications/resources/updated"
 _END = object()
 
@@ -88,14 +86,8 @@ class Subscription:
     are dropped and counted in :attr:`dropped`.
     """
 
-    def __init__(
-        self,
-        filt: SubscriptionFilter,
-        *,
-        maxsize: int = 1000,
-        on_close: Callable[[Subscription], None] | None = None,
-        queue_notifications: bool = True,
-    ) -> None:
+    def __init__(self, filt: SubscriptionFilter, *, maxsize: int = 1000,
+                 on_close: Callable[[Subscription], None] | None = None, queue_notifications: bool = True) -> None:
         #: What this subscription asked for.
         self.filter = filt
         #: What the server agreed to send (modern era; the filter itself in the legacy era).

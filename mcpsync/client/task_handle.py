@@ -11,38 +11,27 @@ from __future__ import annotations
 
 import logging
 import threading
-import time
-from collections.abc import Callable, Mapping
-from typing import TYPE_CHECKING, Any, Protocol
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
 
 from mcpsync import types
 from mcpsync.client.extensions import request_meta
-from mcpsync.client.handles import Handle
 from mcpsync.client.input_required import answer_inputs
 from mcpsync.client.options import DEFAULT, TimeoutArg
 from mcpsync.client.subscriptions import Subscription
-from mcpsync.exceptions import (
-    ClientClosed,
-    InvalidParams,
-    McpError,
-    ProtocolError,
-    RequestTimeout,
-    ServerError,
-    TaskCancelled,
-    TaskFailed,
-    TaskNotFound,
-)
+from mcpsync.exceptions import (ClientClosed, InvalidParams, McpError, ProtocolError, ServerError, TaskCancelled,
+                                TaskFailed, TaskNotFound)
+from mcpsync.rpc.deadline import Deadline
 from mcpsync.types.tasks import TASK_STATUSES, TASKS_EXTENSION_ID, DetailedTask
 
 if TYPE_CHECKING:
     from mcpsync.client.connection import Connection
+    from mcpsync.client.core import Core
+    from mcpsync.client.listeners import Handle
 
-__all__ = [
-    "StatusCallback", "TaskClient", "TaskHandle", "TaskWaiters",
-    "follow_task", "legacy_task", "completed", "remaining", "short_id",
-]
+__all__ = ["StatusCallback", "TaskHandle", "follow_task", "legacy_task", "completed", "short_id"]
 
-log = logging.getLogger("mcpsync.client.client")
+log = logging.getLogger(__name__)
 
 #: ``on_status`` callbacks: ``fn(task)``, run on the dispatcher thread.
 StatusCallback = Callable[[DetailedTask], Any]
@@ -58,59 +47,11 @@ _MODERN_STATUS = "notifications/tasks"
 LISTEN_ACK_TIMEOUT = 2.0
 
 
-class TaskWaiters:
-    """The events of threads sleeping between polls: :meth:`Client.close` wakes them all."""
-
-    def __init__(self) -> None:
-        self._lock = threading.Lock()
-        self._events: set[threading.Event] = set()
-
-    def add(self, event: threading.Event) -> None:
-        with self._lock:
-            self._events.add(event)
-
-    def discard(self, event: threading.Event) -> None:
-        with self._lock:
-            self._events.discard(event)
-
-    def wake_all(self) -> None:
-        with self._lock:
-            events = list(self._events)
-        for event in events:
-            event.set()
-
-
-class TaskClient(Protocol):
-    """What a :class:`TaskHandle` needs of its client (:class:`mcpsync.Client` is one)."""
-
-    _task_waiters: TaskWaiters
-
-    @property
-    def closed(self) -> bool: ...
-
-    def request(
-        self, method: str, params: Mapping[str, Any] | None = None, *, timeout: TimeoutArg = DEFAULT
-    ) -> dict[str, Any]: ...
-
-    def on(self, method: str, callback: Callable[[dict[str, Any]], Any]) -> Handle: ...
-
-    def _connection(self, deadline: float | None = None) -> Connection: ...
-
-    def _timeout(self, timeout: TimeoutArg) -> float | None: ...
-
-
 def legacy_task(task: types.Task) -> DetailedTask:
     """A 2025-11-25 task in the shape of the extension's (``ttl`` -> ``ttl_ms`` ...)."""
-    return DetailedTask(
-        task.task_id,
-        task.status,
-        created_at=task.created_at,
-        last_updated_at=task.last_updated_at,
-        ttl_ms=task.ttl,
-        poll_interval_ms=task.poll_interval,
-        status_message=task.status_message,
-        meta=task.meta,
-    )
+    return DetailedTask(task.task_id, task.status, created_at=task.created_at, last_updated_at=task.last_updated_at,
+                        ttl_ms=task.ttl, poll_interval_ms=task.poll_interval, status_message=task.status_message,
+                        meta=task.meta)
 
 
 def completed(result: dict[str, Any]) -> DetailedTask:
@@ -135,14 +76,8 @@ class TaskHandle:
     complete: :attr:`task_id` is ``None`` and :meth:`wait` returns the result.
     """
 
-    def __init__(
-        self,
-        client: TaskClient,
-        task_id: str | None,
-        *,
-        state: DetailedTask | None = None,
-        on_status: StatusCallback | None = None,
-    ) -> None:
+    def __init__(self, client: Core, task_id: str | None, *, state: DetailedTask | None = None,
+                 on_status: StatusCallback | None = None) -> None:
         self._client = client
         self._id = task_id
         self._state = state
@@ -176,7 +111,7 @@ class TaskHandle:
         if self._id is None:
             assert self._state is not None
             return self._state
-        return self._observe(self._fetch(self._client._timeout(timeout)))
+        return self._observe(self._fetch(self._client._deadline(timeout)))
 
     def cancel(self, *, timeout: TimeoutArg = DEFAULT) -> None:
         """Ask the server to cancel the task (``tasks/cancel``).
@@ -188,10 +123,9 @@ class TaskHandle:
         """
         if self._id is None:
             return
-        seconds = self._client._timeout(timeout)
-        deadline = None if seconds is None else time.monotonic() + seconds
+        deadline = self._client._deadline(timeout)
         conn = self._client._connection(deadline)
-        raw = self._call(conn, "tasks/cancel", {}, remaining(deadline, "tasks/cancel"))
+        raw = self._call(conn, "tasks/cancel", {}, deadline)
         if conn.era == "legacy" and "taskId" in raw:
             self._observe(legacy_task(types.from_wire(types.Task, raw)))
         self._wake()
@@ -214,8 +148,7 @@ class TaskHandle:
         :raises TaskNotFound: the server knows no such task.
         :raises ClientClosed: the client was closed meanwhile (within ~1 s).
         """
-        seconds = self._client._timeout(timeout)
-        deadline = None if seconds is None else time.monotonic() + seconds
+        deadline = self._client._deadline(timeout)
         state = self._state
         if self._id is None:
             assert state is not None
@@ -230,7 +163,7 @@ class TaskHandle:
         listened = False
         try:
             while True:
-                state = self._observe(self._fetch(remaining(deadline, "tasks/get")))
+                state = self._observe(self._fetch(deadline))
                 if conn.era == "legacy" and (state.terminal or state.status == "input_required"):
                     return self._legacy_result(conn, state, deadline)
                 if state.terminal:
@@ -254,9 +187,8 @@ class TaskHandle:
             with self._lock:
                 self._waiting.discard(wake)
 
-    def _listen(
-        self, conn: Connection, wake: threading.Event, deadline: float | None
-    ) -> tuple[Handle | None, Subscription | None]:
+    def _listen(self, conn: Connection, wake: threading.Event,
+                deadline: Deadline) -> tuple[Handle | None, Subscription | None]:
         """Have status pushes wake the poll loop at once, where the server sends them.
 
         A 2025-11-25 server sends ``notifications/tasks/status`` on its own.  A
@@ -267,16 +199,12 @@ class TaskHandle:
         if conn.era == "legacy":
             return self._client.on(_LEGACY_STATUS, lambda params: self._pushed(params, wake)), None
         listener = self._client.on(_MODERN_STATUS, lambda params: self._pushed(params, wake))
-        stream = Subscription(
-            types.SubscriptionFilter(extra={"taskIds": [self._id]}),
-            on_close=conn.remove_subscription,
-            queue_notifications=False,
-        )
-        left = remaining(deadline, "subscriptions/listen")
+        stream = Subscription(types.SubscriptionFilter(extra={"taskIds": [self._id]}),
+                              on_close=conn.remove_subscription, queue_notifications=False)
         try:
-            bound = LISTEN_ACK_TIMEOUT if left is None else min(left, LISTEN_ACK_TIMEOUT)
             # The extension must be declared on this request too, or the server answers -32021.
-            conn.listen(stream, bound, request_meta(conn, {TASKS_EXTENSION_ID: {}}))
+            conn.listen(stream, Deadline(deadline.remaining(LISTEN_ACK_TIMEOUT)),
+                        request_meta(conn, {TASKS_EXTENSION_ID: {}}))
         except McpError as exc:
             log.debug("task %s: no notification stream (%s); polling", short_id(self._id), exc)
             listener.remove()
@@ -288,11 +216,9 @@ class TaskHandle:
             return None, None
         return listener, stream
 
-    def _sleep(self, wake: threading.Event, interval: float, deadline: float | None) -> None:
-        left = None if deadline is None else deadline - time.monotonic()
-        if left is not None and left <= 0:
-            raise RequestTimeout(f"task {short_id(self._id)} did not finish in time", method="tasks/get")
-        wake.wait(interval if left is None else min(interval, left))
+    def _sleep(self, wake: threading.Event, interval: float, deadline: Deadline) -> None:
+        deadline.check(f"task {short_id(self._id)} did not finish", "tasks/get")
+        wake.wait(deadline.remaining(interval))
         wake.clear()
         if self._client.closed:
             raise ClientClosed("client was closed while waiting for a task")
@@ -318,20 +244,20 @@ class TaskHandle:
 
     # -- the wire ----------------------------------------------------------------
 
-    def _call(self, conn: Connection, method: str, params: dict[str, Any], timeout: float | None) -> dict[str, Any]:
+    def _call(self, conn: Connection, method: str, params: dict[str, Any], deadline: Deadline) -> dict[str, Any]:
         body: dict[str, Any] = {"taskId": self._id, **params}
         meta = request_meta(conn, {TASKS_EXTENSION_ID: {}})
         if meta:
             body["_meta"] = meta
         try:
-            return self._client.request(method, body, timeout=timeout)
+            return self._client._call(method, body, deadline, rounds=False)
         except InvalidParams as exc:
             # -32602 is what the spec prescribes for an unknown or expired task id.
             raise TaskNotFound(exc.code, exc.message, exc.data, task_id=self._id or "") from None
 
-    def _fetch(self, timeout: float | None) -> DetailedTask:
-        conn = self._client._connection()
-        raw = self._call(conn, "tasks/get", {}, timeout)
+    def _fetch(self, deadline: Deadline) -> DetailedTask:
+        conn = self._client._connection(deadline)
+        raw = self._call(conn, "tasks/get", {}, deadline)
         if conn.era == "legacy":
             state = legacy_task(types.from_wire(types.GetTaskResult, raw))
         else:
@@ -350,7 +276,7 @@ class TaskHandle:
             self._client._connection().notifications.submit(self._on_status, state)
         return state
 
-    def _answer(self, conn: Connection, state: DetailedTask, deadline: float | None) -> bool:
+    def _answer(self, conn: Connection, state: DetailedTask, deadline: Deadline) -> bool:
         """Answer the input requests not answered yet (``tasks/update``); False if none."""
         with self._lock:
             fresh = {k: r for k, r in (state.input_requests or {}).items() if k not in self._answered}
@@ -359,20 +285,20 @@ class TaskHandle:
             return False
         try:
             # The same handlers and workers as MRTR and legacy server requests.
-            responses = answer_inputs(conn, "tasks/update", fresh, remaining(deadline, "tasks/update"))
-            self._call(conn, "tasks/update", {"inputResponses": responses}, remaining(deadline, "tasks/update"))
+            responses = answer_inputs(conn, "tasks/update", fresh, deadline)
+            self._call(conn, "tasks/update", {"inputResponses": responses}, deadline)
         except BaseException:
             with self._lock:
                 self._answered.difference_update(fresh)  # not delivered: a later wait() asks again
             raise
         return True
 
-    def _legacy_result(self, conn: Connection, state: DetailedTask, deadline: float | None) -> types.CallToolResult:
+    def _legacy_result(self, conn: Connection, state: DetailedTask, deadline: Deadline) -> types.CallToolResult:
         """``tasks/result``: blocks until the task ends; the server's input requests arrive meanwhile."""
         if state.status == "cancelled":
             return self._outcome(state)
         try:
-            raw = self._call(conn, "tasks/result", {}, remaining(deadline, "tasks/result"))
+            raw = self._call(conn, "tasks/result", {}, deadline)
         except TaskNotFound:
             raise
         except ServerError as exc:
@@ -393,24 +319,20 @@ class TaskHandle:
         error = state.error or {}
         code = error.get("code")
         message = error.get("message")
-        raise TaskFailed(
-            code if isinstance(code, int) and not isinstance(code, bool) else -32603,
-            message if isinstance(message, str) else (state.status_message or "task failed"),
-            error.get("data"),
-            task=state,
-        )
+        raise TaskFailed(code if isinstance(code, int) and not isinstance(code, bool) else -32603,
+                         message if isinstance(message, str) else (state.status_message or "task failed"),
+                         error.get("data"), task=state)
 
 
-def follow_task(client: TaskClient, raw: dict[str, Any], timeout: float | None, started: float) -> types.CallToolResult:
+def follow_task(client: Core, raw: dict[str, Any], deadline: Deadline) -> types.CallToolResult:
     """Wait for a task a plain ``call_tool`` got back (the tasks extension turned on for all
-    requests): the caller asked for a result, so it gets one, within its own *timeout*."""
+    requests): the caller asked for a result, so it gets one, by its own *deadline*."""
     state = types.from_wire(DetailedTask, raw)
     if not state.task_id:
         raise ProtocolError("tools/call: the server created a task with an empty taskId")
     handle = TaskHandle(client, state.task_id)
     handle._observe(state)
-    left = None if timeout is None else max(0.0, timeout - (time.monotonic() - started))
-    return handle.wait(left)
+    return handle.wait(deadline)
 
 
 def short_id(task_id: str | None) -> str:
@@ -427,12 +349,3 @@ def short_id(task_id: str | None) -> str:
 
 def _reason(state: DetailedTask) -> str:
     return f": {state.status_message}" if state.status_message else ""
-
-
-def remaining(deadline: float | None, method: str) -> float | None:
-    if deadline is None:
-        return None
-    left = deadline - time.monotonic()
-    if left <= 0:
-        raise RequestTimeout(f"{method}: the caller's timeout ran out", method=method)
-    return left

@@ -68,12 +68,8 @@ class _Task:
 class ClientTaskStore:
     """The tasks this client runs for its server; thread-safe, bounded."""
 
-    def __init__(
-        self,
-        submit: Callable[..., bool],
-        answer: Callable[[str, dict[str, Any]], dict[str, Any]],
-        report: Callable[[BaseException], None],
-    ) -> None:
+    def __init__(self, submit: Callable[..., bool], answer: Callable[[str, dict[str, Any]], dict[str, Any]],
+                 report: Callable[[BaseException], None]) -> None:
         #: ``submit(fn, *args)``: runs *fn* on a handler worker; False when shutting down.
         self._submit = submit
         #: ``answer(method, params)``: the user's handler, as for any server request.

@@ -24,123 +24,100 @@ task up with :meth:`mcpsync.Client.task`.
 
 from __future__ import annotations
 
-import time
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any, cast
+from typing import Any
 
 from mcpsync import types
+from mcpsync.client.core import Core, paginate, require
 from mcpsync.client.extensions import request_meta
-from mcpsync.client.features import Features
 from mcpsync.client.options import DEFAULT, TimeoutArg
-from mcpsync.client.task_handle import (
-    StatusCallback,
-    TaskClient,
-    TaskHandle,
-    TaskWaiters,
-    completed,
-    legacy_task,
-    remaining,
-)
+from mcpsync.client.task_handle import StatusCallback, TaskHandle, completed, legacy_task
 from mcpsync.exceptions import CapabilityNotSupported, ProtocolError
+from mcpsync.rpc.deadline import Deadline
 from mcpsync.types.tasks import TASKS_EXTENSION_ID, DetailedTask
 
-__all__ = ["TaskFeatures", "TaskHandle", "TaskWaiters"]
+__all__ = ["list_tasks", "start_tool_task", "task"]
 
 
-class TaskFeatures(Features):
-    """The task methods of :class:`mcpsync.Client` (on top of the core features)."""
+def start_tool_task(client: Core, name: str, arguments: Mapping[str, Any] | None = None, *,
+                    timeout: TimeoutArg = DEFAULT, ttl_ms: int | None = None, meta: Mapping[str, Any] | None = None,
+                    on_status: StatusCallback | None = None) -> TaskHandle:
+    """Call a tool as a task and return a handle as soon as the server created it.
 
-    if TYPE_CHECKING:
-        # Provided by Client; declared for the type checker only.
-        _task_waiters: TaskWaiters
+    The server decides: a tool it runs at once comes back as a handle that is already
+    complete (``task_id`` is ``None``).  *timeout* bounds this call only (creating the
+    task, and any ``input_required`` rounds the server asks for first); wait for the
+    outcome with :meth:`TaskHandle.wait`.
 
-    def start_tool_task(
-        self,
-        name: str,
-        arguments: Mapping[str, Any] | None = None,
-        *,
-        timeout: TimeoutArg = DEFAULT,
-        ttl_ms: int | None = None,
-        meta: Mapping[str, Any] | None = None,
-        on_status: StatusCallback | None = None,
-    ) -> TaskHandle:
-        """Call a tool as a task and return a handle as soon as the server created it.
+    :param ttl_ms: how long the server should keep the task (2025-11-25 servers; the
+        extension lets the server choose).
+    :param on_status: ``fn(task)`` for each status change a :meth:`~TaskHandle.wait` on
+        this handle sees, run on the dispatcher thread.
+    """
+    deadline = client._deadline(timeout)
+    conn = client._connection(deadline)
+    require(conn.capabilities, "tools", "tools/call")
+    params: dict[str, Any] = {"name": name, "arguments": dict(arguments or {})}
+    if meta:
+        params["_meta"] = dict(meta)
+    if conn.era == "modern":
+        params["_meta"] = {**params.get("_meta", {}), **request_meta(conn, {TASKS_EXTENSION_ID: {}})}
+        raw = client._call("tools/call", params, deadline, accept=("task",))
+        if raw.get("resultType") != "task":
+            return TaskHandle(client, None, state=completed(raw), on_status=on_status)
+        state = types.from_wire(DetailedTask, raw)
+    else:
+        # One deadline for both: a tools/list to learn the tool's task support, then the call.
+        if _legacy_task_support(client, name, deadline):
+            params["task"] = {} if ttl_ms is None else {"ttl": ttl_ms}
+        raw = client._call("tools/call", params, deadline, rounds=False)
+        if not isinstance(raw.get("task"), dict):
+            return TaskHandle(client, None, state=completed(raw), on_status=on_status)
+        state = legacy_task(types.from_wire(types.CreateTaskResult, raw).task)
+    if not state.task_id:
+        raise ProtocolError("tools/call: the server created a task with an empty taskId")
+    handle = TaskHandle(client, state.task_id, on_status=on_status)
+    handle._observe(state)
+    return handle
 
-        The server decides: a tool it runs at once comes back as a handle
-        that is already complete (``task_id`` is ``None``).  *timeout* bounds
-        this call only (creating the task, and any ``input_required`` rounds
-        the server asks for first); wait for the outcome with
-        :meth:`TaskHandle.wait`.
 
-        :param ttl_ms: how long the server should keep the task (2025-11-25
-            servers; the extension lets the server choose).
-        :param on_status: ``fn(task)`` for each status change a :meth:`~TaskHandle.wait`
-            on this handle sees, run on the dispatcher thread.
-        """
-        left = self._require("tools", "tools/call", timeout)
-        conn = self._connection()  # open now (the check above connected within the deadline)
-        params: dict[str, Any] = {"name": name, "arguments": dict(arguments or {})}
-        if meta:
-            params["_meta"] = dict(meta)
-        if conn.era == "modern":
-            params["_meta"] = {**params.get("_meta", {}), **request_meta(conn, {TASKS_EXTENSION_ID: {}})}
-            raw = self._request_until_complete("tools/call", params, timeout=left, accept=("task",))
-            if raw.get("resultType") != "task":
-                return TaskHandle(self._as_client(), None, state=completed(raw), on_status=on_status)
-            state = types.from_wire(DetailedTask, raw)
-        else:
-            deadline = None if left is None else time.monotonic() + left
-            # One deadline for both: a tools/list to learn the tool's task support, then the call.
-            if self._legacy_task_support(name, remaining(deadline, "tools/list")):
-                params["task"] = {} if ttl_ms is None else {"ttl": ttl_ms}
-            raw = self.request("tools/call", params, timeout=remaining(deadline, "tools/call"))
-            if not isinstance(raw.get("task"), dict):
-                return TaskHandle(self._as_client(), None, state=completed(raw), on_status=on_status)
-            state = legacy_task(types.from_wire(types.CreateTaskResult, raw).task)
-        if not state.task_id:
-            raise ProtocolError("tools/call: the server created a task with an empty taskId")
-        handle = TaskHandle(self._as_client(), state.task_id, on_status=on_status)
-        handle._observe(state)
-        return handle
+def task(client: Core, task_id: str, *, on_status: StatusCallback | None = None) -> TaskHandle:
+    """A handle for a task started elsewhere (another thread, process or host).
 
-    def task(self, task_id: str, *, on_status: StatusCallback | None = None) -> TaskHandle:
-        """A handle for a task started elsewhere (another thread, process or host).
+    Nothing is sent until you call a method of the handle.
 
-        Nothing is sent until you call a method of the handle.
+    :raises ValueError: for an empty or non-string *task_id*.
+    """
+    if not isinstance(task_id, str) or not task_id:
+        raise ValueError(f"task_id must be a non-empty string, not {task_id!r}")
+    return TaskHandle(client, task_id, on_status=on_status)
 
-        :raises ValueError: for an empty or non-string *task_id*.
-        """
-        if not isinstance(task_id, str) or not task_id:
-            raise ValueError(f"task_id must be a non-empty string, not {task_id!r}")
-        return TaskHandle(self._as_client(), task_id, on_status=on_status)
 
-    def list_tasks(self, *, timeout: TimeoutArg = DEFAULT) -> list[DetailedTask]:
-        """The tasks a 2025-11-25 server lists (``tasks/list``, every page).
+def list_tasks(client: Core, *, timeout: TimeoutArg = DEFAULT) -> list[DetailedTask]:
+    """The tasks a 2025-11-25 server lists (``tasks/list``, every page).
 
-        The extension of 2026-07-28 has no such method (so that one caller's
-        tasks cannot leak to another): keep the ids you start.
+    The extension of 2026-07-28 has no such method (so that one caller's tasks cannot
+    leak to another): keep the ids you start.
 
-        :raises CapabilityNotSupported: on a modern server, or one that does
-            not declare ``tasks.list``.
-        """
-        if self._connection().era == "modern":
-            raise CapabilityNotSupported("tasks.list", "tasks/list")
-        found = self._paginate("tasks/list", "tasks", types.ListTasksResult, "tasks.list", timeout, False)
-        return [legacy_task(task) for task in found]
+    :raises CapabilityNotSupported: on a modern server, or one that does not declare
+        ``tasks.list``.
+    """
+    deadline = client._deadline(timeout)
+    if client._connection(deadline).era == "modern":
+        raise CapabilityNotSupported("tasks.list", "tasks/list")
+    found = paginate(client, "tasks/list", "tasks", types.ListTasksResult, "tasks.list", deadline, False)
+    return [legacy_task(item) for item in found]
 
-    def _as_client(self) -> TaskClient:
-        # Only Client mixes this in, and it has what a handle needs (on, closed, ...).
-        return cast(TaskClient, self)
 
-    def _legacy_task_support(self, name: str, timeout: TimeoutArg) -> bool:
-        """Whether a 2025-11-25 server takes ``params.task`` for tool *name*."""
-        tasks = self._connection().capabilities.tasks
-        requests = tasks.get("requests") if isinstance(tasks, dict) else None
-        tools = requests.get("tools") if isinstance(requests, dict) else None
-        if not isinstance(tools, dict) or tools.get("call") is None:
-            return False
-        tool = self._tools.get(name)
-        if tool is None:
-            tool = next((t for t in self.list_tools(timeout=timeout) if t.name == name), None)
-        support = tool.execution.task_support if tool is not None and tool.execution is not None else None
-        return support in ("optional", "required")
+def _legacy_task_support(client: Core, name: str, deadline: Deadline) -> bool:
+    """Whether a 2025-11-25 server takes ``params.task`` for tool *name*."""
+    tasks = client._connection(deadline).capabilities.tasks
+    requests = tasks.get("requests") if isinstance(tasks, dict) else None
+    tools = requests.get("tools") if isinstance(requests, dict) else None
+    if not isinstance(tools, dict) or tools.get("call") is None:
+        return False
+    tool = client._tools.get(name)
+    if tool is None:
+        tool = next((t for t in client.list_tools(timeout=deadline) if t.name == name), None)
+    support = tool.execution.task_support if tool is not None and tool.execution is not None else None
+    return support in ("optional", "required")

@@ -47,7 +47,7 @@ class Tracing:
         self._api: tuple[Any, Any] | None = None  # (opentelemetry.trace, opentelemetry.propagate)
         self._looked = not enabled
         #: Switched off, or opentelemetry is not installed: nothing to do, ever.
-        self._off = not enabled
+        self.off = not enabled
         # A provider named in the environment is loaded by opentelemetry on first use.
         self._from_environment = enabled and "OTEL_PYTHON_TRACER_PROVIDER" in os.environ
 
@@ -60,21 +60,20 @@ class Tracing:
                     from opentelemetry import propagate, trace
                 except ImportError:
                     self._api = None
-                    self._off = True
+                    self.off = True
                 else:
                     self._api = (trace, propagate)
                 self._looked = True
         return self._api
 
-    def span(
-        self, method: str, params: dict[str, Any] | None, *, version: str | None, transport: object
-    ) -> RequestSpan | None:
+    def span(self, method: str, params: dict[str, Any] | None, *, version: str | None,
+             transport: object) -> RequestSpan | None:
         """A span for one request about to be sent, or ``None`` when tracing is off.
 
         :param version: the protocol version the request goes out with (``None``: not known yet).
         :param transport: the connection's transport (its URL, session id and kind are recorded).
         """
-        if self._off:
+        if self.off:
             return None
         if not self._looked and "opentelemetry.trace" not in sys.modules and not self._from_environment:
             # Configuring a tracer provider imports opentelemetry.trace; until someone
@@ -92,9 +91,8 @@ class Tracing:
 class RequestSpan:
     """One request's CLIENT span; a context manager that ends it (recording a failure)."""
 
-    def __init__(
-        self, api: tuple[Any, Any], attributes: dict[str, Any], method: str, params: dict[str, Any] | None
-    ) -> None:
+    def __init__(self, api: tuple[Any, Any], attributes: dict[str, Any], method: str,
+                 params: dict[str, Any] | None) -> None:
         trace, self._propagate = api
         from mcpsync._version import __version__
 
@@ -107,15 +105,13 @@ class RequestSpan:
 
     def __enter__(self) -> RequestSpan:
         # Failures are recorded by _failed, without the exception's text.
-        self._scope = self._trace.use_span(
-            self._span, end_on_exit=False, record_exception=False, set_status_on_exception=False
-        )
+        self._scope = self._trace.use_span(self._span, end_on_exit=False, record_exception=False,
+                                           set_status_on_exception=False)
         self._scope.__enter__()
         return self
 
-    def __exit__(
-        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
-    ) -> None:
+    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
+                 tb: TracebackType | None) -> None:
         try:
             if exc is not None:
                 self._failed(exc)

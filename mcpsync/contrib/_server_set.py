@@ -36,6 +36,7 @@ from typing import Any
 
 import attrs
 
+from .. import _fork
 from ..client.client import Client
 from ..config import (ENTRY_KEYS, ConfigError, ServerConfig, UnsetVariableError, load_config, read_document,
                       unknown_keys)
@@ -260,11 +261,15 @@ class ServerSet:
             name: SharedClient(_factory(spec)) for name, spec in self.specs.items() if spec.oauth is None
         }
         self._lock = threading.Lock()
-        self._pid = os.getpid()
         self._closed = False
         self._group: ClientGroup | None = None
-        self._group_pid = 0
+        _fork.join(self)
         atexit.register(self.close)  # a worker or reloaded process leaves no server behind
+
+    def after_fork_in_child(self) -> None:
+        """A forked worker (:mod:`mcpsync._fork`): a fresh lock (a parent thread may have held
+        it at the fork), and no group: the parent's holds the parent's pipes; the worker makes its own."""
+        self._lock, self._group = threading.Lock(), None
 
     @classmethod
     def from_settings(cls, servers: Any, defaults: Any = None, token_key: Any = NO_KEY_NEEDED) -> ServerSet:
@@ -329,11 +334,10 @@ class ServerSet:
         owns its connections (made on its first call in each process) and is closed
         with the set.
         """
-        with self._fork_safe_lock():
+        with self._lock:
             if self._closed:
                 raise ClientClosed("the MCP servers of this app were closed")
-            if self._group is None or self._group_pid != os.getpid():
-                # A forked worker makes its own: the parent's group holds the parent's pipes.
+            if self._group is None:
                 own = {name: spec for name, spec in self.specs.items() if spec.oauth is None}
                 self._group = ClientGroup(
                     {name: _factory(spec) for name, spec in own.items()},
@@ -342,22 +346,15 @@ class ServerSet:
                         for name, s in own.items()
                     },
                 )
-                self._group_pid = os.getpid()
             return self._group
-
-    def _fork_safe_lock(self) -> threading.Lock:
-        if self._pid != os.getpid():
-            # A forked worker: the lock may have been held by a parent thread at the fork.
-            self._lock, self._pid = threading.Lock(), os.getpid()
-        return self._lock
 
     def close(self) -> None:
         """Close every shared client and the group (idempotent, bounded: each close is)."""
-        with self._fork_safe_lock():
+        with self._lock:
             if self._closed:
                 return
             self._closed = True
-            group = self._group if self._group_pid == os.getpid() else None
+            group = self._group
         for shared in self._shared.values():
             shared.close()
         if group is not None:

@@ -34,7 +34,7 @@ from mcpsync.exceptions import (CapabilityNotSupported, ClientClosed, McpError, 
 from mcpsync.group.errors import UnknownName
 from mcpsync.group.members import (ClientSource, Config, Member, ToolFilter, config_members, is_config, member,
                                    separator, template_pattern)
-from mcpsync.group.threads import budget, deadline_of, remaining
+from mcpsync.rpc.deadline import Deadline
 
 if TYPE_CHECKING:
     from mcpsync.client.client import Client
@@ -77,17 +77,10 @@ class ClientGroup:
     A tool that was filtered out cannot be called through the group.
     """
 
-    def __init__(
-        self,
-        clients_or_config: Mapping[str, ClientSource] | Config,
-        *,
-        prefix: str = "{server}__{tool}",
-        allow: Iterable[str] | None = None,
-        deny: Iterable[str] | None = None,
-        annotations: Mapping[str, Any] | None = None,
-        timeout: float | None = 30.0,
-        server_filters: Mapping[str, Mapping[str, Any]] | None = None,
-    ) -> None:
+    def __init__(self, clients_or_config: Mapping[str, ClientSource] | Config, *, prefix: str = "{server}__{tool}",
+                 allow: Iterable[str] | None = None, deny: Iterable[str] | None = None,
+                 annotations: Mapping[str, Any] | None = None, timeout: float | None = 30.0,
+                 server_filters: Mapping[str, Mapping[str, Any]] | None = None) -> None:
         if "{tool}" not in prefix:
             raise ValueError("prefix must contain {tool}")
         prefix.format(server="s", tool="t")  # a bad template fails here, not at first use
@@ -114,18 +107,10 @@ class ClientGroup:
             self._members[name].filter = ToolFilter(wanted.get("allow"), wanted.get("deny"), wanted.get("annotations"))
 
     @classmethod
-    def from_config(
-        cls,
-        path_or_dict: Config,
-        *,
-        servers: Sequence[str] | None = None,
-        prefix: str = "{server}__{tool}",
-        allow: Iterable[str] | None = None,
-        deny: Iterable[str] | None = None,
-        annotations: Mapping[str, Any] | None = None,
-        timeout: float | None = 30.0,
-        **options: Any,
-    ) -> ClientGroup:
+    def from_config(cls, path_or_dict: Config, *, servers: Sequence[str] | None = None,
+                    prefix: str = "{server}__{tool}", allow: Iterable[str] | None = None,
+                    deny: Iterable[str] | None = None, annotations: Mapping[str, Any] | None = None,
+                    timeout: float | None = 30.0, **options: Any) -> ClientGroup:
         """A group of the servers of an ``mcpServers`` file or dict (see :mod:`mcpsync.config`).
 
         An entry's ``allow``, ``deny`` and ``annotations`` keys filter that
@@ -213,7 +198,7 @@ class ClientGroup:
         member, bare = self._resolve("tool", name, self.list_tools, deadline)
 
         def call(client: Client) -> types.CallToolResult:
-            return client.call_tool(bare, arguments, timeout=budget(deadline), **kwargs)
+            return client.call_tool(bare, arguments, timeout=deadline or DEFAULT, **kwargs)
 
         return self._one(member, "tools/call", call, deadline)
 
@@ -232,7 +217,7 @@ class ClientGroup:
         """Render a prompt by the name :meth:`list_prompts` gave it."""
         deadline = self._deadline(timeout)
         member, bare = self._resolve("prompt", name, self.list_prompts, deadline)
-        return self._one(member, "prompts/get", lambda c: c.get_prompt(bare, arguments, timeout=budget(deadline)),
+        return self._one(member, "prompts/get", lambda c: c.get_prompt(bare, arguments, timeout=deadline or DEFAULT),
                          deadline)
 
     # -- resources -----------------------------------------------------------
@@ -263,17 +248,18 @@ class ClientGroup:
         """
         deadline = self._deadline(timeout)
         member = self._member(server) if server is not None else self._resource_member(uri, deadline)
-        return self._one(member, "resources/read", lambda c: c.read_resource(uri, timeout=budget(deadline)), deadline)
+        return self._one(member, "resources/read", lambda c: c.read_resource(uri, timeout=deadline or DEFAULT),
+                         deadline)
 
-    def _resource_member(self, uri: str, deadline: float | None) -> Member:
+    def _resource_member(self, uri: str, deadline: Deadline | None) -> Member:
         for attempt in range(2):
             with self._lock:
                 member = self._uris.get(uri) or next((m for p, m in self._templates if p.fullmatch(uri)), None)
             if member is not None:
                 return member
             if attempt == 0:
-                self.list_resources(timeout=remaining(deadline))
-                self.list_resource_templates(timeout=remaining(deadline))
+                self.list_resources(timeout=deadline or DEFAULT)
+                self.list_resource_templates(timeout=deadline or DEFAULT)
         raise UnknownName("resource", uri, " in any server of the group (pass server= to choose one)")
 
     # -- lifecycle -----------------------------------------------------------
@@ -303,10 +289,14 @@ class ClientGroup:
 
     # -- plumbing ------------------------------------------------------------
 
-    def _deadline(self, timeout: TimeoutArg) -> float | None:
+    def _deadline(self, timeout: TimeoutArg) -> Deadline | None:
+        """The call's deadline (``None``: none of the group's own; each client's default applies)."""
         if self._closed:
             raise ClientClosed("the client group is closed")
-        return deadline_of(self._timeout if isinstance(timeout, Default) else timeout)
+        if isinstance(timeout, Deadline):
+            return timeout
+        seconds = self._timeout if isinstance(timeout, Default) else timeout
+        return None if seconds is None else Deadline(seconds)
 
     def _member(self, server: str) -> Member:
         member = self._members.get(server)
@@ -318,8 +308,8 @@ class ClientGroup:
                 timeout: TimeoutArg) -> list[tuple[Member, list[Any]]]:
         """``fn(client, seconds_left)`` on every server at once; what answered in time, in order."""
         deadline = self._deadline(timeout)
-        futures = {m: m.run(op, lambda c: fn(c, budget(deadline)), shared=True) for m in self._members.values()}
-        wait(futures.values(), timeout=remaining(deadline))
+        futures = {m: m.run(op, lambda c: fn(c, deadline or DEFAULT), shared=True) for m in self._members.values()}
+        wait(futures.values(), timeout=None if deadline is None else deadline.remaining())
         answered: list[tuple[Member, list[Any]]] = []
         for member, future in futures.items():
             if not future.done():
@@ -337,10 +327,10 @@ class ClientGroup:
                 raise exc
         return answered
 
-    def _one(self, member: Member, op: str, fn: Callable[[Client], T], deadline: float | None) -> T:
+    def _one(self, member: Member, op: str, fn: Callable[[Client], T], deadline: Deadline | None) -> T:
         """``fn(client)`` on one server, within *deadline*; its errors reach the caller."""
         future = member.run(op, fn)
-        done, _ = wait([future], timeout=remaining(deadline))
+        done, _ = wait([future], timeout=None if deadline is None else deadline.remaining())
         if not done:
             raise RequestTimeout(f"server {member.name!r}: no {op} answer in time", method=op)
         try:
@@ -369,7 +359,7 @@ class ClientGroup:
             named.append((member, item, name))
         return named
 
-    def _resolve(self, kind: str, name: str, relist: Callable[..., Any], deadline: float | None) -> tuple[Member, str]:
+    def _resolve(self, kind: str, name: str, relist: Callable[..., Any], deadline: Deadline | None) -> tuple[Member, str]:
         """Where *name* goes; listed again once when it is not known (yet)."""
         for attempt in range(2):
             with self._lock:
@@ -382,7 +372,7 @@ class ClientGroup:
             if hidden:
                 raise UnknownName(kind, name, _FILTERED)
             if attempt == 0:
-                relist(timeout=remaining(deadline))
+                relist(timeout=deadline or DEFAULT)
         down = f" (servers failing: {', '.join(self.errors)})" if self.errors else ""
         raise UnknownName(kind, name, f" in any server of the group{down}")
 

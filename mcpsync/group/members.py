@@ -17,7 +17,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from concurrent.futures import Future
 from typing import TYPE_CHECKING, Any, TypeVar, Union
 
-from mcpsync import types
+from mcpsync import _fork, types
 from mcpsync.group.threads import spawn
 from mcpsync.exceptions import ClientClosed, ConnectionClosed
 
@@ -81,8 +81,13 @@ class Member:
         self._factory = factory
         self._lock = threading.Lock()
         self._inflight: dict[str, Future[Any]] = {}
-        self._pid = os.getpid()
         self._closed = False
+        _fork.join(self)
+
+    def after_fork_in_child(self) -> None:
+        """Forked (:mod:`mcpsync._fork`): the parent's calls in flight have no thread here, and its lock may be held."""
+        self._lock = threading.Lock()
+        self._inflight = {}
 
     def client(self) -> Client:
         """The member's client (made now if there is none yet).
@@ -104,10 +109,6 @@ class Member:
             a slow server is asked once at a time, not once per caller).
         """
         with self._lock:
-            if self._pid != os.getpid():
-                # Forked: the parent's calls in flight have no thread here and never finish.
-                self._inflight.clear()
-                self._pid = os.getpid()
             running = self._inflight.get(op) if shared else None
             if running is not None and not running.done():
                 return running

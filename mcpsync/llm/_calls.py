@@ -16,7 +16,9 @@ from typing import Any
 import attrs
 
 from mcpsync import types
-from mcpsync.group.threads import budget, deadline_of, remaining, spawn
+from mcpsync.client.options import DEFAULT
+from mcpsync.group.threads import spawn
+from mcpsync.rpc.deadline import Deadline
 from mcpsync.exceptions import McpError, RequestTimeout, excerpt
 from mcpsync.group.errors import UnknownName
 from mcpsync.llm.errors import ProviderResponseError
@@ -134,13 +136,13 @@ def run_calls(source: Any, provider: str, calls: list[ToolCall], timeout: float 
     limit, render = FORMATS[provider]
     if not calls:
         return []
-    deadline = deadline_of(timeout)
+    deadline = None if timeout is None else Deadline(timeout)
     mapping = known_map(source, limit)
     if mapping is None or any(c.name not in mapping.to_mcp for c in calls):
         # Not listed yet (or the tools changed): list once, for the names.
         try:
             # A tool hidden from the model (MCP Apps) gets no name: a call to it is never sent.
-            tools = for_model(source.list_tools(timeout=budget(deadline)))
+            tools = for_model(source.list_tools(timeout=deadline or DEFAULT))
             mapping = name_map(source, [t.name for t in tools], limit)
         except McpError as exc:
             # The calls will say what is wrong, as results the model reads.
@@ -157,14 +159,14 @@ def run_calls(source: Any, provider: str, calls: list[ToolCall], timeout: float 
             outcomes[n] = Outcome.error(call.id, call.name, arguments)
         else:
             futures[n] = spawn(f"llm-call-{n}", partial(_call_tool, source, name, arguments, deadline))
-    wait(futures.values(), timeout=remaining(deadline))
+    wait(futures.values(), timeout=None if deadline is None else deadline.remaining())
     for n, future in futures.items():
         outcomes[n] = _settled(calls[n], future, timeout)
     return render([outcomes[n] for n in range(len(calls))])
 
 
-def _call_tool(source: Any, name: str, arguments: dict[str, Any], deadline: float | None) -> types.CallToolResult:
-    result: types.CallToolResult = source.call_tool(name, arguments, timeout=budget(deadline))
+def _call_tool(source: Any, name: str, arguments: dict[str, Any], deadline: Deadline | None) -> types.CallToolResult:
+    result: types.CallToolResult = source.call_tool(name, arguments, timeout=deadline or DEFAULT)
     return result
 
 

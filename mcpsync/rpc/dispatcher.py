@@ -39,14 +39,8 @@ class Dispatcher:
     :param exception_handler: receives callback exceptions; default logs them.
     """
 
-    def __init__(
-        self,
-        name: str,
-        *,
-        workers: int = 1,
-        maxsize: int = 10_000,
-        exception_handler: ExceptionHandler | None = None,
-    ) -> None:
+    def __init__(self, name: str, *, workers: int = 1, maxsize: int = 10_000,
+                 exception_handler: ExceptionHandler | None = None) -> None:
         self._name = name
         self._workers = workers
         self._queue: queue.Queue[Any] = queue.Queue(maxsize)
@@ -66,11 +60,7 @@ class Dispatcher:
             if self._stopped:
                 return
             while len(self._threads) < self._workers:
-                thread = threading.Thread(
-                    target=self._run,
-                    name=f"{self._name}-{next(_counter)}",
-                    daemon=True,
-                )
+                thread = threading.Thread(target=self._run, name=f"{self._name}-{next(_counter)}", daemon=True)
                 thread.start()
                 self._threads.append(thread)
 
@@ -86,11 +76,8 @@ class Dispatcher:
             now = time.monotonic()
             if now - self._last_warning > _WARN_INTERVAL:
                 self._last_warning = now
-                log.warning(
-                    "%s queue is full: dropped %d callback(s) so far; a callback is too slow",
-                    self._name,
-                    self.dropped,
-                )
+                log.warning("%s queue is full: dropped %d callback(s) so far; a callback is too slow", self._name,
+                            self.dropped)
             return False
         return True
 

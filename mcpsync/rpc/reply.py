@@ -17,7 +17,7 @@ from mcpsync.exceptions import ProtocolError, error_from_response, excerpt
 
 __all__ = ["Reply", "clone_exception", "normalize_id", "outcome_of"]
 
-log = logging.getLogger("mcpsync.rpc.session")
+log = logging.getLogger(__name__)
 
 #: Guards :meth:`Reply.add_done_callback` against a concurrent settle (rare path).
 _CALLBACKS_LOCK = threading.Lock()
@@ -109,9 +109,13 @@ class Reply:
         if self._done:
             raise RuntimeError("a reply is settled only once")
         self._result, self._exc = result, exc
-        with _CALLBACKS_LOCK:  # a callback added from now on runs at once
-            self._done = True
-            callbacks, self._callbacks = self._callbacks, None
+        self._done = True  # a callback added from now on runs at once
+        callbacks = None
+        # An adder checks _done and appends under the lock: once _done is set, either its
+        # append is visible here, or it holds the lock now (wait for it), or it will see _done.
+        if self._callbacks is not None or _CALLBACKS_LOCK.locked():
+            with _CALLBACKS_LOCK:
+                callbacks, self._callbacks = self._callbacks, None
         self._gate.release()
         for fn in callbacks or ():
             try:
@@ -148,9 +152,7 @@ def outcome_of(message: dict[str, Any]) -> dict[str, Any] | BaseException:
     if message.get("jsonrpc") != "2.0":
         raise ProtocolError(f"malformed response (jsonrpc is not '2.0'): {excerpt(message)}")
     if has_result == has_error:
-        raise ProtocolError(
-            f"malformed response (needs exactly one of result/error): {excerpt(message)}"
-        )
+        raise ProtocolError(f"malformed response (needs exactly one of result/error): {excerpt(message)}")
     if has_error:
         error = message["error"]
         if (

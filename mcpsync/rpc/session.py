@@ -1,16 +1,17 @@
 """The JSON-RPC engine: ids, pending replies and demultiplexing, with no I/O.
 
-:class:`Session` knows nothing about pipes, sockets or threads.  It sends
-through a ``send`` callable and receives through :meth:`Session.feed`, which a
-transport's reader thread calls with every parsed message.  The rules it keeps
-(see docs/threading.rst):
+:class:`Session` knows nothing about pipes, sockets or threads of a transport.  It
+sends through a ``send(message, deadline)`` callable (a transport's
+:meth:`~mcpsync.transports.base.Transport.send`) and receives through
+:meth:`Session.feed`, which a transport's reader calls with every parsed message.
+The rules it keeps (see docs/threading.rst):
 
 * a request's :class:`Reply` is registered under :attr:`Session._lock` *before* the
   message is written, so a reply can never beat its registration;
-* a reply is settled only by whoever pops its id from the pending map under
-  that lock (the reader on a reply, the caller on timeout or cancel,
-  :meth:`Session.fail_all` on close), so nothing is settled twice and a reply
-  for a popped id is dropped;
+* a reply is settled only by whoever pops its id from the pending map under that
+  lock (the reader on a reply, the caller on timeout or cancel,
+  :meth:`Session.fail_all` on close), so nothing is settled twice and a reply for a
+  popped id is dropped;
 * the lock is never held while sending or while waiting.
 """
 
@@ -19,81 +20,58 @@ from __future__ import annotations
 import itertools
 import logging
 import threading
-import time
-from functools import partial
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from mcpsync.exceptions import ConnectionClosed, ProtocolError, RequestCancelled, RequestTimeout, excerpt
+from mcpsync.rpc.deadline import Deadline, now
 from mcpsync.rpc.reply import Reply, clone_exception, normalize_id, outcome_of
-from mcpsync.exceptions import (
-    ConnectionClosed,
-    ProtocolError,
-    RequestCancelled,
-    RequestTimeout,
-    excerpt,
-)
 
 __all__ = ["PendingRequest", "Reply", "Session", "in_call", "normalize_id"]
 
 log = logging.getLogger(__name__)
 
 ProgressCallback = Callable[[float, "float | None", "str | None"], None]
-#: Sends one whole message; raises a TransportError when it cannot.  It may take
-#: the keywords named in :attr:`Session.send_options`.
-SendFunction = Callable[..., None]
+#: Sends one whole message, bounded by the deadline (``None``: the transport's own bound).
+SendFunction = Callable[[Mapping[str, Any], "Deadline | None"], None]
 #: ``(method, params)`` for every notification from the server.
 NotificationSink = Callable[[str, dict[str, Any]], None]
 #: ``(request_id, method, params)`` for every server→client request but ``ping``.
 RequestSink = Callable[["int | str", str, dict[str, Any]], None]
-#: ``read_for(done, timeout, pending)``: read replies in the calling thread until
-#: ``done()``; ``pending()`` is how many replies are awaited.
-CallerReader = Callable[[Callable[[], bool], "float | None", Callable[[], int]], None]
 #: ``(pending, params)`` for a progress notification matched to a pending request.
 ProgressSink = Callable[["PendingRequest", dict[str, Any]], None]
 
 _NEVER_CANCEL = frozenset({"initialize"})
 #: How many sends and waits of any session this thread is inside (see :func:`in_call`).
 _calls = threading.local()
+_senders = itertools.count(1)
+#: Seconds a cancellation may take to write (it is best effort, and never the caller's wait).
+_CANCEL_BOUND = 0.1
 
 
 def in_call() -> bool:
     """Whether this thread is inside a send or a wait of a :class:`Session`.
 
     A signal handler runs on the main thread between two bytecodes of whatever it
-    interrupted, which may hold a session, transport or reply lock.  Code that
-    such a handler may call (``Client.close()``) asks this first, and then only
-    starts its work on another thread instead of waiting for a lock that the
-    interrupted frame holds and cannot release until the handler returns.
+    interrupted, which may hold a session, transport or reply lock.  Code that such a
+    handler may call (``Client.close()``) asks this first, and then only starts its
+    work on another thread instead of waiting for a lock the interrupted frame holds.
     """
     return getattr(_calls, "depth", 0) > 0
-
-
-#: Seconds a cancellation may wait for the transport's write (it is best effort).
-_CANCEL_WRITE_BOUND = 0.1
 
 
 class PendingRequest:
     """A request sent and not yet answered; settled exactly once."""
 
-    __slots__ = (
-        "cancel_sent",
-        "id",
-        "last_activity",
-        "method",
-        "on_progress",
-        "progress_token",
-        "reply",
-        "started",
-    )
+    __slots__ = ("cancel_sent", "deadline", "id", "method", "on_progress", "progress_token", "reply")
 
-    def __init__(self, request_id: int, method: str, started: float) -> None:
+    def __init__(self, request_id: int, method: str, deadline: Deadline) -> None:
         self.id = request_id
         self.method = method
         #: The outcome, settled once (see :class:`~mcpsync.rpc.reply.Reply`).
         self.reply = Reply()
-        self.started = started
-        #: Moves forward on every progress notification (reset-on-progress).
-        self.last_activity = started
+        #: What the caller waits by; progress moves its window (reset-on-progress).
+        self.deadline = deadline
         self.progress_token: int | str | None = None
         self.on_progress: ProgressCallback | None = None
         self.cancel_sent = False
@@ -102,48 +80,34 @@ class PendingRequest:
 class Session:
     """JSON-RPC bookkeeping for one connection.
 
-    :param send: writes one message (thread-safe, whole frames).
+    :param send: writes one message (thread-safe, whole frames), by a deadline.
     :param on_notification: receives every notification, in arrival order.
-    :param on_request: receives server→client requests other than ``ping``;
-        the owner must answer each with :meth:`respond` or :meth:`respond_error`.
-    :param on_progress: receives progress notifications matched to a pending
-        request that has a progress callback.
+    :param on_request: receives server→client requests other than ``ping``; the owner
+        must answer each with :meth:`respond` or :meth:`respond_error`.
+    :param on_progress: receives progress notifications matched to a pending request
+        that has a progress callback.
     """
 
-    def __init__(
-        self,
-        send: SendFunction,
-        *,
-        on_notification: NotificationSink | None = None,
-        on_request: RequestSink | None = None,
-        on_progress: ProgressSink | None = None,
-        clock: Callable[[], float] = time.monotonic,
-    ) -> None:
+    def __init__(self, send: SendFunction, *, on_notification: NotificationSink | None = None,
+                 on_request: RequestSink | None = None, on_progress: ProgressSink | None = None) -> None:
         self._send = send
         self._on_notification = on_notification
         self._on_request = on_request
         self._on_progress = on_progress
-        self._clock = clock
         self._lock = threading.Lock()
         self._ids = itertools.count(1)
         self._pending: dict[int, PendingRequest] = {}
         self._by_token: dict[int | str, PendingRequest] = {}
         self._closed: BaseException | None = None
-        #: The keywords of ``send`` the transport takes (``deadline``, ``detach``, ``on_write_error``;
-        #: see :class:`~mcpsync.transports.base.Transport`); set by the owner.
-        self.send_options: frozenset[str] = frozenset()
-        #: Set by a transport that lets a caller waiting for the only pending
-        #: reply read it itself (no thread switch); see ``StdioTransport.read_for``.
-        self.caller_reader: CallerReader | None = None
-        #: ``_meta`` entries added to every request (the modern era's per-request
-        #: protocol version, client info and capabilities); replaced whole, never mutated.
+        #: ``_meta`` entries added to every request (the modern era's per-request protocol
+        #: version, client info and capabilities); replaced whole, never mutated.
         self.default_meta: dict[str, Any] | None = None
         #: Replies whose id matched nothing pending (late, unknown, duplicate).
         self.dropped_responses = 0
         #: Messages that were not valid JSON-RPC and matched no request.
         self.invalid_messages = 0
-
-    # -- sending -------------------------------------------------------------
+        #: Threads sending detached requests (:meth:`join_senders` waits for them).
+        self._senders: set[threading.Thread] = set()
 
     @property
     def closed(self) -> BaseException | None:
@@ -152,35 +116,24 @@ class Session:
 
     def pending_count(self) -> int:
         """How many requests are awaiting a reply."""
-        with self._lock:
-            return len(self._pending)
+        return len(self._pending)
 
     def after_fork(self) -> None:
         """In a forked child: a fresh lock (a parent thread may have held this one at the fork)."""
         self._lock = threading.Lock()
 
-    def send_request(
-        self,
-        method: str,
-        params: Mapping[str, Any] | None = None,
-        *,
-        on_progress: ProgressCallback | None = None,
-        track_progress: bool = False,
-        started: float | None = None,
-        deadline: float | None = None,
-        detach: bool = False,
-    ) -> PendingRequest:
-        """Register a request and send it.
+    # -- sending -------------------------------------------------------------
 
-        With *on_progress* (or *track_progress*) a ``progressToken`` equal to
-        the request id is added to ``params._meta``.
+    def request(self, method: str, params: Mapping[str, Any] | None, deadline: Deadline, *,
+                progress: ProgressCallback | None = None, track_progress: bool = False,
+                detach: bool = False) -> PendingRequest:
+        """Register a request and send it, by *deadline*.
 
-        :param started: when the call began (its timeout counts from there;
-            default: now).
-        :param deadline: passed to a transport that takes it: the write (and,
-            on HTTP, the whole exchange) must be done by then.
-        :param detach: ask the transport not to wait for the reply in this
-            thread (``request_async``).
+        With *progress* (or *track_progress*) a ``progressToken`` equal to the request
+        id is added to ``params._meta``.  With *detach* the message is sent on a
+        short-lived thread and this returns at once (``request_async``, a listen
+        stream): a transport's send may last as long as the exchange (HTTP).
+
         :raises ConnectionClosed: when the session is closed or the send fails.
         :raises RequestTimeout: when the transport could not send by *deadline*.
         """
@@ -188,16 +141,16 @@ class Session:
             if self._closed is not None:
                 raise clone_exception(self._closed)
             request_id = next(self._ids)
-            pending = PendingRequest(request_id, method, self._clock() if started is None else started)
+            pending = PendingRequest(request_id, method, deadline)
             self._pending[request_id] = pending
-            if on_progress is not None or track_progress:
+            if progress is not None or track_progress:
                 pending.progress_token = request_id
-                pending.on_progress = on_progress
+                pending.on_progress = progress
                 self._by_token[request_id] = pending
         message: dict[str, Any] = {"jsonrpc": "2.0", "id": request_id, "method": method}
         default_meta = self.default_meta
         if params is not None or pending.progress_token is not None or default_meta:
-            body = dict(params or {})
+            body = dict(params or ())
             if pending.progress_token is not None or default_meta:
                 meta = dict(default_meta or ())
                 meta.update(body.get("_meta") or ())
@@ -205,59 +158,55 @@ class Session:
                     meta["progressToken"] = pending.progress_token
                 body["_meta"] = meta
             message["params"] = body
-        options = self.send_options
-        if detach and "deadline" in options and "detach" not in options:
-            # A transport whose writes can block (a full pipe, a slow socket) but that
-            # cannot detach itself: write on a short-lived thread, so the caller returns now.
+        if detach:
             self._send_detached(pending, message)
-            return pending
+        else:
+            self._send_for(pending, message)
+        return pending
+
+    def _send_for(self, pending: PendingRequest, message: dict[str, Any]) -> None:
         depth = getattr(_calls, "depth", 0)
         _calls.depth = depth + 1  # the transport takes its locks now (see in_call)
         try:
-            if options:
-                kwargs: dict[str, Any] = {}
-                if deadline is not None and "deadline" in options:
-                    kwargs["deadline"] = deadline
-                if detach and "detach" in options:
-                    kwargs["detach"] = True
-                if "on_write_error" in options:
-                    # The transport may hand the message to the thread writing now and
-                    # return; a failed write then settles the reply this caller waits on.
-                    kwargs["on_write_error"] = partial(self.settle, pending)
-                self._send(message, **kwargs)
-            else:
-                self._send(message)
+            self._send(message, pending.deadline)
         except RequestTimeout as exc:
-            # The transport could not finish by the deadline (and, where the server got
-            # the request, cancelled it): the caller's timeout, whoever settled first.
+            # The transport could not finish by the deadline: the caller's timeout.
             self.settle(pending, exc)
             raise
         except BaseException as exc:
             if not isinstance(exc, Exception):  # Ctrl-C: the server may have the request
                 self.cancel(pending, "interrupted")
                 raise
-            if self.settle(pending, exc):
-                raise
-            if pending.reply._done:
-                return pending  # settled meanwhile (cancelled, closed): its outcome is the answer
+            if not self.settle(pending, exc) and pending.reply._done:
+                return  # settled meanwhile (a reply, a cancel, a close): that is the answer
             raise
         finally:
             _calls.depth = depth
-        return pending
 
     def _send_detached(self, pending: PendingRequest, message: dict[str, Any]) -> None:
-        def write() -> None:
+        def send() -> None:
             try:
-                self._send(message)
-            except BaseException as exc:  # the request's caller gets it from its reply
-                self.settle(pending, exc)
+                self._send_for(pending, message)
+            except BaseException as exc:  # noqa: BLE001 - the caller gets it from its reply
+                log.debug("detached send of %s failed: %s", pending.method, type(exc).__name__)
+            finally:
+                self._senders.discard(thread)
 
+        thread = threading.Thread(target=send, name=f"mcpsync-send-{next(_senders)}", daemon=True)
+        self._senders.add(thread)
         try:
-            threading.Thread(target=write, name=f"mcpsync-send-{pending.id}", daemon=True).start()
-        except RuntimeError:  # no new threads (interpreter exiting): write here
-            write()
+            thread.start()
+        except RuntimeError:  # no new threads (interpreter exiting): send here
+            send()
 
-    def notify(self, method: str, params: Mapping[str, Any] | None = None) -> None:
+    def join_senders(self, timeout: float) -> None:
+        """Wait (at most *timeout* seconds for all) for the threads sending detached requests."""
+        end = now() + timeout
+        for thread in list(self._senders):
+            if thread is not threading.current_thread() and thread.ident is not None:
+                thread.join(max(0.0, end - now()))
+
+    def notify(self, method: str, params: Mapping[str, Any] | None = None, deadline: Deadline | None = None) -> None:
         """Send a notification.
 
         :raises ConnectionClosed: when the session is closed or the send fails.
@@ -267,15 +216,13 @@ class Session:
         message: dict[str, Any] = {"jsonrpc": "2.0", "method": method}
         if params is not None:
             message["params"] = dict(params)
-        self._send(message)
+        self._send(message, deadline)
 
     def respond(self, request_id: int | str, result: Mapping[str, Any]) -> None:
         """Answer a server→client request; a closed connection is ignored."""
         self._send_quietly({"jsonrpc": "2.0", "id": request_id, "result": dict(result)})
 
-    def respond_error(
-        self, request_id: int | str, code: int, message: str, data: Any = None
-    ) -> None:
+    def respond_error(self, request_id: int | str, code: int, message: str, data: Any = None) -> None:
         """Answer a server→client request with an error; a closed connection is ignored."""
         error: dict[str, Any] = {"code": code, "message": message}
         if data is not None:
@@ -286,34 +233,37 @@ class Session:
         if self._closed is not None:
             return
         try:
-            self._send(message)
+            self._send(message, None)
         except ConnectionClosed as exc:
             log.debug("could not send %s: %s", message.get("id"), exc)
 
     # -- waiting, timeouts and cancellation ------------------------------------
 
-    def wait(
-        self,
-        pending: PendingRequest,
-        *,
-        timeout: float | None,
-        reset_on_progress: bool = True,
-        max_total: float | None = None,
-    ) -> dict[str, Any]:
+    def wait(self, pending: PendingRequest, deadline: Deadline | None = None) -> dict[str, Any]:
         """Block until *pending* settles and return its raw ``result``.
 
-        :param timeout: seconds without a reply (and, with *reset_on_progress*,
-            without progress) before giving up; ``None`` waits forever.
-        :param max_total: a hard cap measured from when the request was sent,
-            enforced whether or not progress arrives.
+        :param deadline: what to wait by (default: the one it was sent with); progress
+            for the request moves its window (reset-on-progress).
         :raises RequestTimeout: after sending ``notifications/cancelled``.
         :raises KeyboardInterrupt: (or what a signal handler raised) after sending
             ``notifications/cancelled`` and dropping the request, as a timeout does.
         """
+        reply = pending.reply
+        if reply._done:
+            return reply.result()
+        if deadline is not None:
+            pending.deadline = deadline
+        else:
+            deadline = pending.deadline
         depth = getattr(_calls, "depth", 0)
         _calls.depth = depth + 1
         try:
-            return self._wait(pending, timeout, reset_on_progress, max_total)
+            while not reply.wait(deadline.remaining()):
+                if deadline.passed():  # else progress moved the end while we slept
+                    exc = deadline.expired(f"{pending.method!r} got no reply", pending.method)
+                    if self._settle_locally(pending, exc, "timeout"):
+                        raise exc
+            return reply.result()
         except BaseException as exc:
             if not isinstance(exc, Exception):
                 # Ctrl-C (or a signal handler's SystemExit) while waiting: the server stops the
@@ -323,48 +273,6 @@ class Session:
         finally:
             _calls.depth = depth
 
-    def _wait(
-        self, pending: PendingRequest, timeout: float | None, reset_on_progress: bool, max_total: float | None
-    ) -> dict[str, Any]:
-        reply = pending.reply
-        reader = self.caller_reader
-        while True:
-            if reply._done:
-                return reply.result()
-            deadline: float | None = None
-            if timeout is not None:
-                base = pending.last_activity if reset_on_progress else pending.started
-                deadline = base + timeout
-            if max_total is not None:
-                cap = pending.started + max_total
-                deadline = cap if deadline is None else min(deadline, cap)
-            remaining = None if deadline is None else max(0.0, deadline - self._clock())
-            if reader is not None:
-                reader_now, reader = reader, None  # once per wait: it hands back when idle
-                reader_now(reply.done, remaining, self._pending.__len__)
-                continue  # time passed: recompute the deadline
-            if reply.wait(remaining):
-                return reply.result()
-            # Progress may have moved the deadline while we slept.
-            now = self._clock()
-            idle_expired = timeout is not None and (
-                (pending.last_activity if reset_on_progress else pending.started) + timeout <= now
-            )
-            total_expired = max_total is not None and pending.started + max_total <= now
-            if not (idle_expired or total_expired):
-                continue
-            elapsed = now - pending.started
-            exc = RequestTimeout(
-                f"{pending.method!r} got no reply within "
-                f"{elapsed:.3g}s" + (" (max total)" if total_expired and not idle_expired else ""),
-                method=pending.method,
-                elapsed=elapsed,
-            )
-            if self._settle_locally(pending, exc, "timeout"):
-                raise exc
-            # The reply won the race: it is the answer.
-            return pending.reply.result()
-
     def cancel(self, pending: PendingRequest, reason: str | None = None) -> bool:
         """Cancel *pending*: its caller gets :class:`RequestCancelled`.
 
@@ -372,13 +280,6 @@ class Session:
         """
         exc = RequestCancelled(f"{pending.method!r} was cancelled" + (f": {reason}" if reason else ""))
         return self._settle_locally(pending, exc, reason or "cancelled")
-
-    def fail_request(self, request_id: int | str, exc: BaseException) -> None:
-        """Fail one pending request by id (a transport lost its reply); no-op if settled."""
-        key = normalize_id(request_id)
-        pending = self._pop(key) if isinstance(key, int) else None
-        if pending is not None:
-            pending.reply.set_exception(exc)
 
     def settle(self, pending: PendingRequest, exc: BaseException) -> bool:
         """Fail *pending* locally without telling the server (it ended the request).
@@ -397,12 +298,8 @@ class Session:
             pending.cancel_sent = True
             params = {"requestId": pending.id, "reason": reason}
             try:
-                if "deadline" in self.send_options:
-                    # Best effort, and never the caller's wait: a wedged pipe or socket drops it.
-                    self._send({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": params},
-                               deadline=self._clock() + _CANCEL_WRITE_BOUND)
-                else:
-                    self.notify("notifications/cancelled", params)
+                # Best effort, and never the caller's wait: a wedged pipe or socket drops it.
+                self.notify("notifications/cancelled", params, Deadline(_CANCEL_BOUND))
             except Exception as send_exc:  # a dying connection must not mask the timeout
                 log.debug("could not send cancellation for %s: %s", pending.id, send_exc)
         return True
@@ -432,53 +329,33 @@ class Session:
 
     def feed(self, message: Any) -> None:
         """Handle one parsed message from the peer.  Never raises for bad input."""
-        if type(message) is dict and "method" not in message and "id" in message:
-            self._feed_response(message)  # the common case first
-            return
-        if isinstance(message, list):
-            # Batches were removed in 2025-06-18; resolving what we can beats
-            # leaving callers to time out.
-            for item in message:
-                self.feed(item)
-            return
-        if not isinstance(message, dict):
-            self._invalid("not a JSON object", message)
-            return
-        method = message.get("method")
-        if method is not None:
-            if not isinstance(method, str):
+        if type(message) is dict:
+            method = message.get("method")
+            if method is None:
+                if "id" in message:
+                    self._feed_response(message)
+                else:
+                    self._invalid("neither a request, a notification nor a response", message)
+            elif not isinstance(method, str):
                 self._invalid("method is not a string", message)
             elif "id" in message:
                 self._feed_request(message, method)
             else:
                 self._feed_notification(message, method)
-            return
-        if "id" in message:
-            self._feed_response(message)
+        elif isinstance(message, list):
+            # Batches were removed in 2025-06-18; resolving what we can beats
+            # leaving callers to time out.
+            for item in message:
+                self.feed(item)
         else:
-            self._invalid("neither a request, a notification nor a response", message)
+            self._invalid("not a JSON object", message)
 
     def _invalid(self, why: str, message: object) -> None:
         self.invalid_messages += 1
         log.warning("ignoring invalid message from server (%s): %s", why, excerpt(message))
 
     def _feed_response(self, message: dict[str, Any]) -> None:
-        raw_id = message.get("id")
-        if type(raw_id) is int and message.get("jsonrpc") == "2.0" and "error" not in message:
-            # The usual reply (our integer id, a result object), settled here: the one
-            # reader thread does this for every caller, and each frame less is throughput
-            # for all of them.  Anything else takes the checks below.
-            result = message.get("result")
-            if type(result) is dict:
-                with self._lock:
-                    pending = self._pending.pop(raw_id, None)
-                    if pending is not None and pending.progress_token is not None:
-                        self._by_token.pop(pending.progress_token, None)
-                if pending is not None:
-                    pending.reply._settle(result, None)
-                    return
-                # Unknown or settled id: the general path below counts and logs it.
-        request_id = normalize_id(raw_id)
+        request_id = normalize_id(message.get("id"))
         pending = self._pop(request_id) if isinstance(request_id, int) else None
         if pending is None:
             if message.get("id") is None and isinstance(message.get("error"), dict):
@@ -491,12 +368,10 @@ class Session:
         try:
             outcome = outcome_of(message)
         except ProtocolError as exc:
-            pending.reply.set_exception(exc)
-            return
+            outcome = exc
         except Exception as exc:  # a bug of ours must fail this call, not the reader
             log.exception("could not interpret the reply to %s", pending.method)
-            pending.reply.set_exception(ProtocolError(f"could not interpret reply: {exc!r}"))
-            return
+            outcome = ProtocolError(f"could not interpret reply: {exc!r}")
         if isinstance(outcome, BaseException):
             pending.reply.set_exception(outcome)
         else:
@@ -512,11 +387,9 @@ class Session:
         if method == "notifications/progress":
             token = params.get("progressToken")
             key = normalize_id(token)
-            with self._lock:
-                pending = self._by_token.get(key) if key is not None else None
-                if pending is not None:
-                    pending.last_activity = self._clock()
+            pending = self._by_token.get(key) if key is not None else None
             if pending is not None:
+                pending.deadline.progressed()
                 if pending.on_progress is not None and self._on_progress is not None:
                     self._on_progress(pending, params)
             else:
@@ -538,8 +411,7 @@ class Session:
             return
         if method == "ping":
             self.respond(request_id, {})
-            return
-        if self._on_request is None:
+        elif self._on_request is None:
             self.respond_error(request_id, -32601, f"method not found: {method}")
-            return
-        self._on_request(request_id, method, params)
+        else:
+            self._on_request(request_id, method, params)

@@ -37,7 +37,7 @@ import threading
 from typing import Any, Mapping
 
 from ..exceptions import ClientClosed, ConnectionClosed
-from .base import CloseHandler, MessageHandler, RequestErrorHandler, Transport, WriteErrorHandler, encode_message
+from .base import CloseHandler, Deadline, MessageHandler, Transport, encode_message
 
 __all__ = ["MemoryTransport", "create_pair"]
 
@@ -85,14 +85,7 @@ class MemoryTransport(Transport):
 
     # -- the Transport ABC -------------------------------------------------
 
-    def start(
-        self,
-        on_message: MessageHandler,
-        on_close: CloseHandler,
-        on_request_error: RequestErrorHandler | None = None,
-        *,
-        deadline: float | None = None,
-    ) -> None:
+    def start(self, on_message: MessageHandler, on_close: CloseHandler) -> None:
         """Begin delivering received messages on a new daemon thread.
 
         Messages the peer sent before this call are queued and delivered first.
@@ -103,25 +96,14 @@ class MemoryTransport(Transport):
             if self._started:
                 raise RuntimeError("MemoryTransport.start() called twice")
             self._started = True
-            thread = threading.Thread(
-                target=self._deliver,
-                args=(on_message, on_close),
-                name=_next_thread_name(),
-                daemon=True,
-            )
+            thread = threading.Thread(target=self._deliver, args=(on_message, on_close), name=_next_thread_name(),
+                                      daemon=True)
             # Started under the lock: a close() racing start() must never
             # join a thread that is not running yet.
             thread.start()
             self._thread = thread
 
-    def send(
-        self,
-        message: Mapping[str, Any],
-        *,
-        deadline: float | None = None,
-        detach: bool = False,
-        on_write_error: WriteErrorHandler | None = None,
-    ) -> None:
+    def send(self, message: Mapping[str, Any], deadline: Deadline | None = None) -> None:
         """Encode *message* and queue it for the peer (never blocks: no deadline to honour).
 
         :raises ValueError: for NaN/Infinity or invalid Unicode (nothing is sent).
@@ -153,9 +135,7 @@ class MemoryTransport(Transport):
                 self._inbox.put(_Eof(ClientClosed(f"{self._label}: closed by this side")))
                 if peer is not None:
                     peer._closed = True
-                    peer._inbox.put(
-                        _Eof(ConnectionClosed(f"{peer._label}: peer closed the connection"))
-                    )
+                    peer._inbox.put(_Eof(ConnectionClosed(f"{peer._label}: peer closed the connection")))
         self._join()
         if peer is not None:
             peer._join()
@@ -177,12 +157,8 @@ class MemoryTransport(Transport):
             return
         thread.join(CLOSE_JOIN_TIMEOUT)
         if thread.is_alive():
-            _log.warning(
-                "%s: delivery thread %s still busy after %.1fs (a callback is blocking)",
-                self.describe(),
-                thread.name,
-                CLOSE_JOIN_TIMEOUT,
-            )
+            _log.warning("%s: delivery thread %s still busy after %.1fs (a callback is blocking)", self.describe(),
+                         thread.name, CLOSE_JOIN_TIMEOUT)
 
     def _deliver(self, on_message: MessageHandler, on_close: CloseHandler) -> None:
         """Body of the delivery thread: decode and hand over until EOF."""
@@ -207,9 +183,7 @@ class MemoryTransport(Transport):
                 _log.exception("%s: on_message callback raised", self.describe())
 
 
-def create_pair(
-    labels: tuple[str, str] = ("client end", "server end"),
-) -> tuple[MemoryTransport, MemoryTransport]:
+def create_pair(labels: tuple[str, str] = ("client end", "server end"),) -> tuple[MemoryTransport, MemoryTransport]:
     """Create two connected :class:`MemoryTransport` ends.
 
     :param labels: names used in logs and error messages for the two ends.

@@ -1,16 +1,13 @@
 """The HTTP transports: Streamable HTTP (:mod:`.streamable`), legacy HTTP+SSE
 (:mod:`.legacy`) and the ``"auto"`` transport (:mod:`.auto`), chosen by :mod:`.factory`.
 
-What the transport knows of MCP methods (initialize capture, re-initialize, routing and
-tool headers, stream cancellation) is all in :mod:`.mcp_rules`.  The Streamable HTTP
-transport composes parts that own their state: :mod:`.inflight` (requests in flight),
-:mod:`.streams` (SSE reader threads, resumption, the GET stream), :mod:`.reinit` (its own
-requests), :mod:`.workers` (its threads).  Shared plumbing: :mod:`.endpoint` (what both
-HTTP transports hold), :mod:`.common` (requests, redirects, errors), :mod:`.sse_parser`
-(WHATWG ``text/event-stream``), :mod:`.sse_messages` (the one SSE event -> messages path),
-:mod:`.track` (abortable exchanges).  Fast paths, each named for what it buys (see
-docs/threading.rst): :mod:`.fast_send` (one cheap request), :mod:`.inline_reply` (a quick
-SSE reply read by the caller).
+Shared by both: :mod:`.base` (the URL, session and limits; every exchange, bounded by the
+call's deadline and abortable from any thread through :mod:`.interrupt`), :mod:`.wire`
+(``requests`` plumbing: redirects, typed errors, redaction), :mod:`.body` (bodies read
+against a cap, gzip/deflate), :mod:`.sse_parser` (WHATWG ``text/event-stream``) and
+:mod:`.streams` (the one path from an SSE stream to delivered messages).  What the
+transport mirrors of MCP into headers is all in :mod:`.headers`.  The fast path, named for
+what it buys (see docs/threading.rst): :mod:`.fast_send` (one cheap request).
 
 May import: :mod:`mcpsync.transports.base`, auth (as a requests auth object), rpc, types,
 exceptions.
@@ -18,8 +15,7 @@ exceptions.
 
 from __future__ import annotations
 
-from mcpsync.transports.base import RequestErrorHandler
 from mcpsync.transports.http.factory import http_transport_factory
 from mcpsync.transports.http.streamable import FallbackToLegacy, StreamableHTTPTransport
 
-__all__ = ["FallbackToLegacy", "RequestErrorHandler", "StreamableHTTPTransport", "http_transport_factory"]
+__all__ = ["FallbackToLegacy", "StreamableHTTPTransport", "http_transport_factory"]

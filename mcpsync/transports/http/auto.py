@@ -15,14 +15,15 @@ from collections.abc import Mapping
 from typing import Any
 
 from mcpsync.exceptions import ClientClosed, RequestTimeout, ServerStartError
-from mcpsync.transports.base import CloseHandler, MessageHandler, RequestErrorHandler, Transport, WriteErrorHandler
-from mcpsync.transports.http import common as common
+from mcpsync.rpc.deadline import Deadline
+from mcpsync.transports.base import CloseHandler, MessageHandler, Transport
+from mcpsync.transports.http import wire
 from mcpsync.transports.http.legacy import LegacySSETransport
 from mcpsync.transports.http.streamable import FallbackToLegacy, StreamableHTTPTransport
 
 __all__ = ["AutoHTTPTransport"]
 
-log = logging.getLogger("mcpsync.transports.http.streamable")
+log = logging.getLogger(__name__)
 
 
 class AutoHTTPTransport(Transport):
@@ -32,25 +33,19 @@ class AutoHTTPTransport(Transport):
     :class:`LegacySSETransport` also has are passed on to it.
     """
 
-    independent_requests = True
-    bounded_send = True
-    detached_send = True
-
     _LEGACY_KEYS = ("auth", "headers", "session", "connect_timeout", "read_timeout", "max_message_bytes",
                     "follow_redirects", "endpoint_timeout", "allow_cross_origin_endpoint")
 
     def __init__(self, url: str, **options: Any) -> None:
         self.url = url
         self._options = options
-        streamable = {k: v for k, v in options.items()
-                      if k not in ("endpoint_timeout", "allow_cross_origin_endpoint")}
+        streamable = {k: v for k, v in options.items() if k not in ("endpoint_timeout", "allow_cross_origin_endpoint")}
         self._active: Transport = StreamableHTTPTransport(url, _fallback=True, **streamable)
         self._lock = threading.Lock()
         #: Set by :meth:`close` under the lock: no fallback transport is swapped in after it.
         self._closed = False
         self._on_message: MessageHandler | None = None
         self._on_close: CloseHandler | None = None
-        self._on_request_error: RequestErrorHandler | None = None
 
     @property
     def active(self) -> Transport:
@@ -60,20 +55,10 @@ class AutoHTTPTransport(Transport):
     def describe(self) -> str:
         return self._active.describe()
 
-    def start(
-        self,
-        on_message: MessageHandler,
-        on_close: CloseHandler,
-        on_request_error: RequestErrorHandler | None = None,
-        *,
-        deadline: float | None = None,
-    ) -> None:
+    def start(self, on_message: MessageHandler, on_close: CloseHandler) -> None:
         self._on_message = on_message
         self._on_close = on_close
-        self._on_request_error = on_request_error
-        inner = self._active
-        assert isinstance(inner, StreamableHTTPTransport)
-        inner.start(on_message, self._forward_close(inner), on_request_error)
+        self._active.start(on_message, self._forward_close(self._active))
 
     def _forward_close(self, inner: Transport) -> CloseHandler:
         def forward(exc: BaseException) -> None:
@@ -81,23 +66,16 @@ class AutoHTTPTransport(Transport):
                 self._on_close(exc)
         return forward
 
-    def send(
-        self,
-        message: Mapping[str, Any],
-        *,
-        deadline: float | None = None,
-        detach: bool = False,
-        on_write_error: WriteErrorHandler | None = None,
-    ) -> None:
+    def send(self, message: Mapping[str, Any], deadline: Deadline | None = None) -> None:
         """Send through the active transport (see :meth:`StreamableHTTPTransport.send`)."""
         try:
-            self._active.send(message, deadline=deadline, detach=detach)
+            self._active.send(message, deadline)
         except FallbackToLegacy as fallback:
             self._fall_back(fallback, message, deadline)
 
-    def _fall_back(self, fallback: FallbackToLegacy, message: Mapping[str, Any], deadline: float | None) -> None:
+    def _fall_back(self, fallback: FallbackToLegacy, message: Mapping[str, Any], deadline: Deadline | None) -> None:
         log.info("Streamable HTTP initialize got %s; trying legacy HTTP+SSE at %s",
-                 fallback.error.status, common.redact_url(self.url))
+                 fallback.error.status, wire.redact_url(self.url))
         legacy_options = {k: v for k, v in self._options.items() if k in self._LEGACY_KEYS}
         legacy = LegacySSETransport(self.url, **legacy_options)
         with self._lock:
@@ -111,15 +89,17 @@ class AutoHTTPTransport(Transport):
             raise ClientClosed("transport is closed")
         old.close()  # its on_close is not forwarded: it is no longer active
         assert self._on_message is not None
+        legacy.start(self._on_message, self._forward_close(legacy))
         try:
-            legacy.start(self._on_message, self._forward_close(legacy), self._on_request_error, deadline=deadline)
+            legacy.send(message, deadline)
         except (RequestTimeout, ClientClosed):
             raise
         except Exception as exc:
+            if legacy.endpoint is not None:
+                raise  # the stream is open: this is the initialize's own failure
             raise ServerStartError(
-                f"{common.redact_url(self.url)}: Streamable HTTP refused initialize ({fallback.error}) and"
+                f"{wire.redact_url(self.url)}: Streamable HTTP refused initialize ({fallback.error}) and"
                 f" legacy HTTP+SSE failed too ({exc})") from exc
-        legacy.send(message, deadline=deadline)
 
     def close(self) -> None:
         with self._lock:

@@ -8,34 +8,26 @@ means nothing to it).
 
 from __future__ import annotations
 
-import os
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from mcpsync.transports.http import common as common
+from mcpsync import _fork
+from mcpsync.transports.http import wire
 from mcpsync.transports.base import Transport
 
 __all__ = ["http_transport_factory"]
 
 _TRANSPORT_OPTIONS = frozenset({
     "connect_timeout", "read_timeout", "max_message_bytes", "follow_redirects", "reconnect_attempts",
-    "retry_delay", "max_retry_delay", "delete_timeout", "session_retry", "listen", "endpoint_timeout",
+    "retry_delay", "max_retry_delay", "delete_timeout", "listen", "endpoint_timeout",
     "allow_cross_origin_endpoint",
 })
 _LEGACY_ONLY = frozenset({"endpoint_timeout", "allow_cross_origin_endpoint"})
-_STREAMABLE_ONLY = frozenset({"reconnect_attempts", "retry_delay", "max_retry_delay", "delete_timeout",
-                              "session_retry", "listen"})
+_STREAMABLE_ONLY = frozenset({"reconnect_attempts", "retry_delay", "max_retry_delay", "delete_timeout", "listen"})
 
 
-def http_transport_factory(
-    url: str,
-    *,
-    auth: Any,
-    headers: Mapping[str, str] | None,
-    session: Any,
-    transport: str,
-    options: dict[str, Any],
-) -> tuple[Callable[[], Transport], dict[str, Any]]:
+def http_transport_factory(url: str, *, auth: Any, headers: Mapping[str, str] | None, session: Any, transport: str,
+                           options: dict[str, Any]) -> tuple[Callable[[], Transport], dict[str, Any]]:
     """Split transport options from client options; return a transport factory.
 
     Each call of the factory makes a fresh transport (a fresh connection pool,
@@ -62,11 +54,12 @@ def http_transport_factory(
         raise ValueError("transport must be 'auto', 'streamable-http', 'sse' or 'websocket'")
     transport_options = {k: v for k, v in options.items() if k in _TRANSPORT_OPTIONS}
     client_options = {k: v for k, v in options.items() if k not in _TRANSPORT_OPTIONS}
-    common.origin(url)  # validate early
-    owner = os.getpid()
+    wire.origin(url)  # validate early
+    forked = _Forked()
 
     def factory() -> Transport:
-        if session is not None and os.getpid() != owner:
+        if session is not None and forked.flag:
+            forked.flag = False
             for adapter in session.adapters.values():
                 pool = getattr(adapter, "poolmanager", None)
                 if pool is not None:
@@ -80,4 +73,17 @@ def http_transport_factory(
             return StreamableHTTPTransport(url, **base, **opts)
         return AutoHTTPTransport(url, **base, **transport_options)
 
+    factory.forked = forked  # type: ignore[attr-defined]  # held as long as the factory is
     return factory, client_options
+
+
+class _Forked:
+    """Set in a forked child (:mod:`mcpsync._fork`): the next transport lets go of the shared
+    session's pooled connections, which are the parent's (closing, never shutting down, them)."""
+
+    def __init__(self) -> None:
+        self.flag = False
+        _fork.join(self)
+
+    def after_fork_in_child(self) -> None:
+        self.flag = True

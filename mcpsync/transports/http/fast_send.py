@@ -22,23 +22,20 @@ import threading
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
+from mcpsync.rpc.deadline import REQUEST_ATTRIBUTE, Deadline
+
 if TYPE_CHECKING:  # pragma: no cover
     import requests
 
-__all__ = ["DEADLINE_ATTRIBUTE", "Sender"]
+__all__ = ["SERVER_ATTRIBUTE", "Sender"]
 
 #: URLs whose settings are kept (the endpoint, a legacy message URL, a few redirect targets).
 _MAX_URLS = 16
 
-#: The ``PreparedRequest`` attribute that carries the request's deadline (a
-#: ``time.monotonic()`` value) to its auth handler, so that an OAuth refresh the
-#: request triggers ends by it too (read by ``mcpsync.auth._deadline``).
-DEADLINE_ATTRIBUTE = "mcpsync_deadline"
 #: The ``PreparedRequest`` attribute naming the MCP server a request is for (the URL the
 #: client was given): the auth handler binds tokens by it, so a legacy HTTP+SSE message
 #: endpoint the server named gets that server's token.  Same string as in mcpsync.auth.
 SERVER_ATTRIBUTE = "mcpsync_server"
-
 
 class _Target:
     """What is fixed for one URL: its prepared form, its environment settings, its auth."""
@@ -92,21 +89,13 @@ class Sender:
         """The proxies requests to *url* go through (empty: a direct connection)."""
         return self._target(url).settings.get("proxies")
 
-    def send(
-        self,
-        method: str,
-        url: str,
-        *,
-        headers: Mapping[str, str],
-        timeout: tuple[float, float | None],
-        data: bytes | None = None,
-        stream: bool = True,
-        deadline: float | None = None,
-    ) -> requests.Response:
+    def send(self, method: str, url: str, *, headers: Mapping[str, str], timeout: tuple[float, float | None],
+             data: bytes | None = None, stream: bool = True, deadline: Deadline | None = None) -> requests.Response:
         """One request, no redirects followed; raises ``requests`` exceptions as they come.
 
-        :param deadline: the request's deadline, handed to its auth handler
-            (:data:`DEADLINE_ATTRIBUTE`); *timeout* is the caller's to bound.
+        :param deadline: the request's deadline, handed to its auth handler as the
+            ``PreparedRequest`` attribute :data:`~mcpsync.rpc.deadline.REQUEST_ATTRIBUTE`
+            (the :class:`Deadline` itself); *timeout* is the caller's to bound.
         """
         from requests.cookies import RequestsCookieJar, merge_cookies
         from requests.models import PreparedRequest
@@ -128,7 +117,7 @@ class Sender:
             prepared._cookies = cookies  # type: ignore[attr-defined]
         prepared.prepare_body(data, None, None)
         if deadline is not None:
-            setattr(prepared, DEADLINE_ATTRIBUTE, deadline)
+            setattr(prepared, REQUEST_ATTRIBUTE, deadline)
         if self.server_url is not None:
             setattr(prepared, SERVER_ATTRIBUTE, self.server_url)
         if target.auth is not None:

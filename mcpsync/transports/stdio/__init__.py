@@ -1,8 +1,9 @@
 """The stdio transport: an MCP server run as a child process.
 
-:mod:`.transport` is the transport; :mod:`.reader` its reading side (reader thread and caller
-reads); :mod:`.pipes` stdout framing and stderr draining; :mod:`.process` the safe
-environment, spawning and process-group shutdown.
+:mod:`.transport` is the transport (writes, lifecycle, shutdown); :mod:`.reader` its
+reader thread; :mod:`.pipes` stdout framing and pipe waits; :mod:`.stderr` the shared
+stderr drain; :mod:`.process` the safe environment, spawning and process-group shutdown;
+:mod:`.reaper` the guardian that kills a dead host's servers.
 
 May import: :mod:`mcpsync.transports.base`, rpc, exceptions.
 """

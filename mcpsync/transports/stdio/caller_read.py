@@ -1,38 +1,41 @@
-"""A fast path: a caller waiting for the only pending reply reads stdout itself.
+"""A fast path: a caller whose request is the only one awaited reads its reply itself.
 
-The plain path: the reader thread (:mod:`.reader`) reads every message and the
-waiting caller is woken with its reply, which costs two thread switches, more
-than the rest of a call over a pipe.  With this fast path, a caller waiting
-for the only pending reply reads the server's stdout in its own thread
-(``StdoutReading.read_for``, offered to the session through
-:meth:`~mcpsync.transports.base.Transport.caller_reader`), through the same
-framer and the same session code; the reader thread is parked meanwhile.
-:class:`ReadBaton` decides who reads: exactly one thread holds it at a time,
-and taking it never blocks.  docs/threading.rst gives the rules and the
-benchmark.
+The plain path: the reader thread (:mod:`.reader`) reads every message and the waiting
+caller is woken with its reply, which costs two thread switches, more than the rest of a
+call over a pipe (measured in docs/threading.rst: without this, sequential calls run at
+about half the rate).  With it, :meth:`StdioTransport.send` of a request whose reply is
+the only one awaited goes on reading stdout in the caller's thread until that reply is
+in, through the same framer and the same ``on_message``, as the HTTP transport's send
+reads its own exchange; the reader thread is parked meanwhile.  Who reads is decided by
+a :class:`ReadBaton`: exactly one thread holds it at a time, and taking it never blocks.
+docs/threading.rst gives the rules.
 """
 
 from __future__ import annotations
 
+import os
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
+from typing import Any
 
-__all__ = ["ReadBaton"]
+from mcpsync.rpc.deadline import Deadline
+
+__all__ = ["OwnReply", "ReadBaton"]
+
+#: How long a caller reads without data before the reader thread takes over.
+_POLL = 0.1
+_CHUNK = 65536
 
 
 class ReadBaton:
-    """Who reads a pipe now: the background reader thread or a waiting caller.
+    """Who reads the pipe now: the background reader thread or a caller.
 
-    A round trip through a reader thread costs two thread switches, more than
-    the rest of a call.  So a caller waiting for the only pending reply reads
-    the pipe itself (:meth:`claim` … :meth:`release`) when the background
-    reader is parked.  The reader parks (:meth:`park`) when it leaves the
-    connection quiet (no reply awaited) and after a caller read, for
-    :attr:`LINGER` seconds, so back-to-back calls never wake it; a caller that
-    waits the normal way, with other replies awaited, wakes it with :meth:`kick`.
-    Whoever holds :attr:`lock` is the only reader.  Claims never block, so
-    concurrent callers never hand the pipe back and forth.
+    The reader parks (:meth:`park`) when it leaves the connection quiet (no reply
+    awaited) and after a caller read, for :attr:`LINGER` seconds, so back-to-back calls
+    never wake it; a caller that cannot read itself wakes it with :meth:`kick`.  Whoever
+    holds :attr:`lock` is the only reader.  Claims never block, so concurrent callers
+    never hand the pipe back and forth.
     """
 
     #: How long the background reader stays parked when nobody kicks it.
@@ -40,28 +43,23 @@ class ReadBaton:
 
     def __init__(self) -> None:
         self.lock = threading.Lock()
-        # Short sections take the plain mutex (no Python-level Condition frames);
-        # only the parked reader waits on the condition.
+        # Short sections take the plain mutex; only the parked reader waits on the condition.
         self._mutex = threading.Lock()
         self._cond = threading.Condition(self._mutex)
         self._claims = 0
         self._resume_at = 0.0
         self._parked = False
-        self._kicks = 0
-
-    @property
-    def kicks(self) -> int:
-        """Bumped by every :meth:`kick`; read before deciding to park."""
-        return self._kicks
+        #: Bumped by every :meth:`kick`; read before deciding to park.
+        self.kicks = 0
 
     def park(self, stop: Callable[[], bool], kicks_seen: int) -> None:
-        """Background reader (not holding :attr:`lock`): wait while callers read or briefly.
+        """Reader (not holding :attr:`lock`): wait while callers read, or briefly.
 
-        ``kicks_seen`` is :attr:`kicks` from before the reader found the
-        connection quiet: a kick since then means a waiter needs it now.
+        *kicks_seen* is :attr:`kicks` from before the reader found the connection quiet:
+        a kick since then means a waiter needs it now.
         """
         with self._cond:
-            if self._kicks != kicks_seen:
+            if self.kicks != kicks_seen:
                 self._resume_at = 0.0
             self._parked = True
             try:
@@ -71,31 +69,29 @@ class ReadBaton:
                         if left <= 0:
                             return
                     else:
-                        # A caller reads.  Its release wakes nobody (that would
-                        # cost the switch we avoid), so look again soon: a
-                        # notification arriving after it must wait ~LINGER only.
+                        # A caller reads.  Its release wakes nobody (that would cost the switch
+                        # we avoid), so look again soon: a notification arriving after it must
+                        # wait ~LINGER only.
                         left = self.LINGER
                     self._cond.wait(min(left, 0.1))
             finally:
                 self._parked = False
 
     def linger(self) -> None:
-        """Background reader: it is about to park with nobody waiting."""
+        """Reader: it is about to park with nobody waiting."""
         with self._mutex:
             self._resume_at = time.monotonic() + self.LINGER
 
     def kick(self) -> None:
-        """A caller waits the normal way: the background reader must read now."""
+        """A caller waits the normal way: the reader must read now."""
         with self._mutex:
-            self._kicks += 1
+            self.kicks += 1
             self._resume_at = 0.0
             if self._parked and not self._claims:
-                # While a caller reads, waking the reader is a wasted thread switch: it
-                # could not read, and the caller resumes it when it lets go (release).
                 self._cond.notify_all()
 
     def claim(self) -> bool:
-        """Caller: become the reader if the background reader is parked."""
+        """Caller: become the reader if nobody reads."""
         with self._mutex:
             if not self.lock.acquire(blocking=False):
                 return False
@@ -103,12 +99,77 @@ class ReadBaton:
             return True
 
     def release(self, resume_now: bool) -> None:
-        """Caller: stop reading; ``resume_now`` when other replies are awaited."""
+        """Caller: stop reading; *resume_now* when other replies are awaited."""
         with self._mutex:
             self.lock.release()
             self._claims -= 1
             self._resume_at = 0.0 if resume_now else time.monotonic() + self.LINGER
             if resume_now and self._parked:
-                # Otherwise the parked reader's own timeout re-checks: waking it
-                # after every call would cost the thread switch we avoid.
                 self._cond.notify_all()
+
+
+class OwnReply:
+    """The requests awaited on one pipe, and the caller's own read of its reply.
+
+    :param ready: waits (seconds) until stdout is readable.
+    :param feed: frames a chunk of stdout and delivers its messages.
+    :param closing: whether the connection is closing (the reader alone reports deaths).
+    """
+
+    def __init__(self, fd: int, ready: Callable[[float], bool], feed: Callable[[bytes], None],
+                 closing: Callable[[], bool]) -> None:
+        self.baton = ReadBaton()
+        self._fd, self._ready, self._feed, self._closing = fd, ready, feed, closing
+        #: Ids of the requests sent and not answered (nor cancelled); set operations are atomic.
+        self.awaited: set[Any] = set()
+        self._wanted: Any = None
+        self._got = False
+
+    def sending(self, message: Mapping[str, Any]) -> Any:
+        """Note a message about to be written; the request id whose reply it awaits, if any."""
+        if "method" not in message:
+            return None
+        if message["method"] == "notifications/cancelled":
+            params = message.get("params")
+            if isinstance(params, dict):
+                self.awaited.discard(params.get("requestId"))
+            return None
+        request_id = message.get("id")
+        if request_id is not None:
+            self.awaited.add(request_id)
+        return request_id
+
+    def delivered(self, message: Any) -> None:
+        """A message was read (by whichever thread reads): a reply ends its wait."""
+        if type(message) is dict and "method" not in message:
+            request_id = message.get("id")
+            self.awaited.discard(request_id)
+            if request_id == self._wanted:
+                self._got = True
+
+    def read_reply(self, request_id: Any, deadline: Deadline | None) -> None:
+        """Read stdout in the caller's thread until *request_id*'s reply is in, when it is the
+        only reply awaited and nobody else reads; else wake the reader thread.
+
+        Returns early (the reader thread takes over) at the deadline, after 0.1 s without
+        data, at EOF or when closing.
+        """
+        baton = self.baton
+        if len(self.awaited) > 1 or not baton.claim():
+            baton.kick()  # the reader thread reads for us: it must not linger
+            return
+        self._wanted, self._got = request_id, False
+        try:
+            while not self._got and not self._closing():
+                wait = _POLL if deadline is None else deadline.remaining(_POLL)
+                if not wait or not self._ready(wait):
+                    return
+                chunk = os.read(self._fd, _CHUNK)
+                if not chunk or self._closing():
+                    return
+                self._feed(chunk)
+        except OSError:
+            return  # the reader thread sees the same failure and reports it
+        finally:
+            self._wanted = None
+            baton.release(bool(self.awaited))  # others' replies awaited: the reader resumes at once

@@ -1,4 +1,4 @@
-"""Pipe helpers for the stdio transport: stdout framing, the read baton, pipe waits.
+"""Pipe helpers for the stdio transport: stdout framing, pipe waits.
 
 :class:`JsonLineFramer` turns stdout bytes into JSON values (stderr is drained by
 :mod:`mcpsync.transports.stdio.stderr`).  Nothing here starts a thread at import.
@@ -19,17 +19,10 @@ from typing import Any, cast
 
 from mcpsync.exceptions import excerpt
 
-__all__ = [
-    "JsonLineFramer",
-    "LineTooLong",
-    "new_poller",
-    "readable_waiter",
-    "wait_readable",
-    "wait_writable",
-    "write_until",
-]
+__all__ = ["JsonLineFramer", "LineTooLong", "new_poller", "readable_waiter", "wait_readable", "wait_writable",
+           "write_until"]
 
-_log = logging.getLogger("mcpsync.transports.stdio.transport")
+_log = logging.getLogger(__name__)
 
 _WINDOWS = sys.platform == "win32"
 #: One JSON value at an index; the C scanner when there is one.  It keeps no state
@@ -137,7 +130,7 @@ class JsonLineFramer:
     """
 
     def __init__(self, cap: int, deliver: Callable[[Any], None], *, label: str) -> None:
-        self._cap = cap
+        self.cap = cap
         self._deliver = deliver
         self._label = label
         self._buf = bytearray()
@@ -153,7 +146,7 @@ class JsonLineFramer:
 
         :raises LineTooLong: when the current line exceeds the cap.
         """
-        buf, cap, start = self._buf, self._cap, 0
+        buf, cap, start = self._buf, self.cap, 0
         last = len(chunk) - 1
         if not buf and last < cap and chunk.find(b"\n") == last:
             self._line(memoryview(chunk)[:last])  # one whole line: the usual reply
@@ -219,15 +212,8 @@ class JsonLineFramer:
             self._warn_start, self._warn_count = now, 0
         self._warn_count += 1
         if self._warn_count <= _WARN_BURST:
-            _log.warning(
-                "skipped a non-JSON line from %s (%s): %s",
-                self._label,
-                type(exc).__name__,
-                excerpt(text, 120),
-            )
+            _log.warning("skipped a non-JSON line from %s (%s): %s", self._label, type(exc).__name__,
+                         excerpt(text, 120))
         elif self._warn_count == _WARN_BURST + 1:
-            _log.warning(
-                "skipping more non-JSON lines from %s; warnings suppressed for %d s",
-                self._label,
-                int(_WARN_WINDOW),
-            )
+            _log.warning("skipping more non-JSON lines from %s; warnings suppressed for %d s", self._label,
+                         int(_WARN_WINDOW))

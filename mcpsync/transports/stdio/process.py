@@ -20,15 +20,8 @@ from typing import Any
 from mcpsync.exceptions import ServerStartError
 from mcpsync.transports.stdio import reaper
 
-__all__ = [
-    "build_environment",
-    "close_at_exit",
-    "default_environment",
-    "group_exists",
-    "signal_group",
-    "spawn",
-    "stop_process_tree",
-]
+__all__ = ["build_environment", "close_at_exit", "default_environment", "group_exists", "signal_group", "spawn",
+           "stop_process_tree"]
 
 
 _WINDOWS = sys.platform == "win32"
@@ -37,9 +30,7 @@ _WINDOWS = sys.platform == "win32"
 # cloud credentials in its environment, and a third-party MCP server has no
 # business seeing them.  These names are what programs need to find their
 # tools, home directory, locale and temporary files.
-_POSIX_ENV = frozenset(
-    {"HOME", "LOGNAME", "PATH", "SHELL", "TERM", "USER", "LANG", "LANGUAGE", "TMPDIR", "TZ"}
-)
+_POSIX_ENV = frozenset({"HOME", "LOGNAME", "PATH", "SHELL", "TERM", "USER", "LANG", "LANGUAGE", "TMPDIR", "TZ"})
 _WINDOWS_ENV = frozenset(
     {
         "APPDATA", "COMSPEC", "HOMEDRIVE", "HOMEPATH", "LOCALAPPDATA", "PATH", "PATHEXT",
@@ -125,17 +116,8 @@ def spawn(argv: list[str], env: dict[str, str], cwd: Any) -> subprocess.Popen[by
     else:
         kwargs["start_new_session"] = True  # our own group: killpg reaches the whole tree
     try:
-        proc = subprocess.Popen(
-            argv,
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            env=env,
-            cwd=cwd,
-            bufsize=0,
-            close_fds=True,
-            **kwargs,
-        )
+        proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env,
+                                cwd=cwd, bufsize=0, close_fds=True, **kwargs)
     except (OSError, ValueError) as exc:
         reason = getattr(exc, "strerror", None) or str(exc)
         where = getattr(exc, "filename", None)
@@ -205,14 +187,8 @@ def _wait_group_gone(pgid: int, timeout: float) -> bool:
     return True
 
 
-def stop_process_tree(
-    proc: subprocess.Popen[bytes],
-    pgid: int | None,
-    *,
-    close_grace: float,
-    terminate_grace: float,
-    on_signal: Callable[[str], None] | None = None,
-) -> None:
+def stop_process_tree(proc: subprocess.Popen[bytes], pgid: int | None, *, close_grace: float, terminate_grace: float,
+                      on_signal: Callable[[str], None] | None = None) -> None:
     """Stop a server whose stdin was already closed, then its whole group.
 
     Waits ``close_grace`` for the server to exit by itself; then SIGTERM to the

@@ -39,7 +39,7 @@ from mcpsync import _fork
 
 __all__ = ["unwatch", "watch"]
 
-_log = logging.getLogger("mcpsync.transports.stdio.transport")
+_log = logging.getLogger(__name__)
 
 # The background list's stdin is redirected explicitly: without that, a non-interactive
 # shell gives it /dev/null.  Lines are "+ PGID" or "- PGID" (ours: digits only).  At EOF:
@@ -102,10 +102,8 @@ def _start() -> socket.socket | None:
         # file, which the child shares: make its end blocking.
         os.set_blocking(theirs.fileno(), True)
         with theirs:
-            starter = subprocess.Popen(
-                ["/bin/sh", "-c", _SCRIPT], stdin=theirs.fileno(), stdout=subprocess.DEVNULL,
-                stderr=subprocess.DEVNULL, close_fds=True, start_new_session=True,
-            )
+            starter = subprocess.Popen(["/bin/sh", "-c", _SCRIPT], stdin=theirs.fileno(), stdout=subprocess.DEVNULL,
+                                       stderr=subprocess.DEVNULL, close_fds=True, start_new_session=True)
         starter.wait(5.0)  # the shell exits once the loop runs in the background
         return ours
     except (OSError, RuntimeError, subprocess.SubprocessError) as exc:  # no /bin/sh, or exiting

@@ -36,7 +36,7 @@ from mcpsync.transports.stdio.pipes import new_poller, wait_readable
 
 __all__ = ["StderrDrain", "StderrOption"]
 
-_log = logging.getLogger("mcpsync.transports.stdio.transport")
+_log = logging.getLogger(__name__)
 
 _WINDOWS = sys.platform == "win32"
 _CHUNK = 65536
@@ -60,25 +60,11 @@ class StderrDrain:
 
     _LINE_LIMIT = 8192
 
-    def __init__(
-        self,
-        stream: IO[bytes],
-        sink: StderrOption,
-        *,
-        label: str,
-        tail_bytes: int = 6000,
-        tail_lines: int = 20,
-        head_bytes: int = 2000,
-        head_lines: int = 10,
-    ) -> None:
-        self._stream = stream
-        self._fd = stream.fileno()
-        self._sink = sink
-        self._label = label
-        self._tail_bytes = tail_bytes
-        self._tail_lines = tail_lines
-        self._head_bytes = head_bytes
-        self._head_lines = head_lines
+    def __init__(self, stream: IO[bytes], sink: StderrOption, *, label: str, tail_bytes: int = 6000,
+                 tail_lines: int = 20, head_bytes: int = 2000, head_lines: int = 10) -> None:
+        self._stream, self._fd, self._sink, self._label = stream, stream.fileno(), sink, label
+        self._tail_bytes, self._tail_lines = tail_bytes, tail_lines
+        self._head_bytes, self._head_lines = head_bytes, head_lines
         # The first lines usually say what went wrong; the last lines say how it ended
         # (a server may print its error and then 40 lines of usage).
         self._head = bytearray()

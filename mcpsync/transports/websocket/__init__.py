@@ -10,10 +10,6 @@ May import: :mod:`mcpsync.transports.base`, :mod:`mcpsync.transports.redact`, rp
 
 from __future__ import annotations
 
-from mcpsync.transports.websocket.transport import (
-    WebSocketClosed,
-    WebSocketTransport,
-    websocket_transport_factory,
-)
+from mcpsync.transports.websocket.transport import WebSocketClosed, WebSocketTransport, websocket_transport_factory
 
 __all__ = ["WebSocketClosed", "WebSocketTransport", "websocket_transport_factory"]

@@ -18,25 +18,9 @@ from mcpsync.exceptions import ConnectionClosed, HTTPAuthError, HTTPStatusError,
 from mcpsync.transports.redact import redact_text
 from mcpsync.transports.retry_after import parse_retry_after
 
-__all__ = [
-    "BINARY",
-    "CLOSE",
-    "PING",
-    "PONG",
-    "TEXT",
-    "MessageReader",
-    "TooLarge",
-    "WebSocketClosed",
-    "auth_headers",
-    "check_headers",
-    "encode_frame",
-    "library",
-    "new_socket",
-    "parse_close",
-    "selected_subprotocol",
-    "ssl_options",
-    "status_error",
-]
+__all__ = ["BINARY", "CLOSE", "PING", "PONG", "TEXT", "MessageReader", "TooLarge", "WebSocketClosed", "auth_headers",
+           "check_headers", "encode_frame", "library", "new_socket", "parse_close", "selected_subprotocol",
+           "ssl_options", "status_error"]
 
 CONT, TEXT, BINARY, CLOSE, PING, PONG = 0x0, 0x1, 0x2, 0x8, 0x9, 0xA
 _DATA = (CONT, TEXT, BINARY)
@@ -66,9 +50,7 @@ def library() -> ModuleType:
     try:
         import websocket
     except ImportError as exc:  # pragma: no cover - depends on the environment
-        raise ImportError(
-            "the WebSocket transport needs websocket-client: pip install 'mcpsync[websocket]'"
-        ) from exc
+        raise ImportError("the WebSocket transport needs websocket-client: pip install 'mcpsync[websocket]'") from exc
     return websocket
 
 
@@ -123,11 +105,7 @@ def auth_headers(auth: Any, url: str) -> dict[str, str]:
     request = requests.Request("GET", http_url).prepare()
     before = dict(request.headers)
     prepared = auth(request)
-    return {
-        str(name): str(value)
-        for name, value in prepared.headers.items()
-        if before.get(name) != value
-    }
+    return {str(name): str(value) for name, value in prepared.headers.items() if before.get(name) != value}
 
 
 def check_headers(headers: dict[str, str]) -> None:
@@ -204,9 +182,8 @@ class MessageReader:
             raise library().WebSocketProtocolException("control frame longer than 125 bytes")
 
 
-def ssl_options(
-    verify: bool | str, cert: str | tuple[str, str] | None, context: ssl.SSLContext | None
-) -> dict[str, Any]:
+def ssl_options(verify: bool | str, cert: str | tuple[str, str] | None,
+                context: ssl.SSLContext | None) -> dict[str, Any]:
     """The ``sslopt`` of ``websocket-client`` for requests-style ``verify``/``cert``."""
     if context is not None:
         return {"context": context}
@@ -230,9 +207,5 @@ def status_error(exc: Any, where: str) -> HTTPStatusError:
     retry = parse_retry_after(headers.get("retry-after"))
     # A 401/403 here was resolved by nothing: no auth handler sees a WebSocket upgrade.
     cls = HTTPAuthError if status in (401, 403) else HTTPStatusError
-    return cls(
-        status,
-        f"{where} refused the WebSocket upgrade",
-        body_excerpt=redact_text(excerpt(body.strip(), 200)) if body else "",
-        retry_after=retry,
-    )
+    return cls(status, f"{where} refused the WebSocket upgrade",
+               body_excerpt=redact_text(excerpt(body.strip(), 200)) if body else "", retry_after=retry)

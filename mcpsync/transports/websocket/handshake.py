@@ -18,18 +18,8 @@ from mcpsync.transports.websocket import frames as frames
 __all__ = ["handshake"]
 
 
-def handshake(
-    url: str,
-    *,
-    describe: str,
-    headers: Mapping[str, str],
-    auth: Any,
-    subprotocols: Sequence[str],
-    sslopt: dict[str, Any],
-    origin: str | None,
-    connect_timeout: float,
-    on_socket: Any,
-) -> str | None:
+def handshake(url: str, *, describe: str, headers: Mapping[str, str], auth: Any, subprotocols: Sequence[str],
+              sslopt: dict[str, Any], origin: str | None, connect_timeout: float, on_socket: Any) -> str | None:
     """Connect to ``url`` and run the upgrade; return the selected subprotocol.
 
     ``on_socket`` receives the ``websocket.WebSocket`` before it connects, so

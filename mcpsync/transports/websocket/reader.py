@@ -24,7 +24,7 @@ from mcpsync.transports.websocket.frames import WebSocketClosed
 
 __all__ = ["FrameReader"]
 
-log = logging.getLogger("mcpsync.transports.websocket.transport")
+log = logging.getLogger(__name__)
 
 #: ``fail(exc, close_code=None, reason="")``: enter the closing state once and report *exc*.
 Fail = Callable[..., bool]
@@ -44,28 +44,12 @@ class FrameReader:
     :param teardown: closes the socket once the loop ends.
     """
 
-    def __init__(
-        self,
-        ws: Any,
-        *,
-        max_bytes: int,
-        describe: str,
-        closing: threading.Event,
-        on_message: MessageHandler | None,
-        fail: Fail,
-        answer_close: Callable[[int], None],
-        pong: Callable[[bytes], None],
-        teardown: Callable[[], None],
-    ) -> None:
-        self._ws = ws
-        self._max = max_bytes
-        self._describe = describe
-        self._closing = closing
-        self._on_message = on_message
-        self._fail = fail
-        self._answer_close = answer_close
-        self._pong = pong
-        self._teardown = teardown
+    def __init__(self, ws: Any, *, max_bytes: int, describe: str, closing: threading.Event,
+                 on_message: MessageHandler | None, fail: Fail, answer_close: Callable[[int], None],
+                 pong: Callable[[bytes], None], teardown: Callable[[], None]) -> None:
+        self._ws, self._max, self._describe, self._closing = ws, max_bytes, describe, closing
+        self._on_message, self._fail, self._teardown = on_message, fail, teardown
+        self._answer_close, self._pong = answer_close, pong
         #: Frames skipped because they were binary or not JSON (each logged, rate-limited).
         self.skipped_frames = 0
 
@@ -89,17 +73,11 @@ class FrameReader:
                 if not self._closing.is_set():
                     self._deliver(opcode, data)
         except frames.TooLarge:
-            self._fail(
-                MessageTooLarge(f"a message from {describe} exceeded max_message_bytes={self._max}"),
-                close_code=1009,
-                reason="message too big",
-            )
+            self._fail(MessageTooLarge(f"a message from {describe} exceeded max_message_bytes={self._max}"),
+                       close_code=1009, reason="message too big")
         except (lib.WebSocketProtocolException, lib.WebSocketPayloadException) as exc:
-            self._fail(
-                WebSocketClosed(f"{describe} broke the WebSocket protocol: {excerpt(str(exc))}", code=1002),
-                close_code=1002,
-                reason="protocol error",
-            )
+            self._fail(WebSocketClosed(f"{describe} broke the WebSocket protocol: {excerpt(str(exc))}", code=1002),
+                       close_code=1002, reason="protocol error")
         except (lib.WebSocketConnectionClosedException, OSError) as exc:
             self._fail(WebSocketClosed(f"the connection to {describe} was lost without a close frame", code=1006))
             log.debug("reader of %s ended: %r", describe, exc)
@@ -142,6 +120,5 @@ class FrameReader:
     def _skip(self, what: str, data: bytes) -> None:
         self.skipped_frames += 1
         if self.skipped_frames <= 5 or self.skipped_frames % 1000 == 0:
-            log.warning(
-                "skipped %s from %s (%d so far): %s", what, self._describe, self.skipped_frames, excerpt(data, 120)
-            )
+            log.warning("skipped %s from %s (%d so far): %s", what, self._describe, self.skipped_frames,
+                        excerpt(data, 120))

@@ -28,7 +28,6 @@ from __future__ import annotations
 
 import itertools
 import logging
-import os
 import socket
 import ssl
 import struct
@@ -38,25 +37,15 @@ import urllib.parse
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from mcpsync.exceptions import (
-    ClientClosed,
-    ConnectionClosed,
-    ForkedClientError,
-    RequestTimeout,
-    ServerStartError,
-)
+from mcpsync.exceptions import ClientClosed, ConnectionClosed, ForkedClientError, RequestTimeout, ServerStartError
 from mcpsync.transports.websocket import frames as frames
 from mcpsync.transports.websocket import handshake as _ws_handshake
 from mcpsync.transports.websocket.frames import WebSocketClosed
 from mcpsync.transports.websocket.reader import FrameReader
-from mcpsync.transports.base import (
-    CloseHandler,
-    MessageHandler,
-    RequestErrorHandler,
-    Transport,
-    WriteErrorHandler,
-    encode_message,
-)
+from mcpsync import _fork
+from mcpsync.rpc.deadline import Deadline
+from mcpsync.transports.base import CloseHandler, MessageHandler, Transport, encode_message
+from mcpsync.transports.run_state import RunState
 
 __all__ = ["WebSocketClosed", "WebSocketTransport", "websocket_transport_factory"]
 
@@ -95,22 +84,11 @@ class WebSocketTransport(Transport):
         :class:`~mcpsync.exceptions.MessageTooLarge`, checked before it is read.
     """
 
-    def __init__(
-        self,
-        url: str,
-        *,
-        headers: Mapping[str, str] | None = None,
-        auth: Any = None,
-        subprotocols: Sequence[str] = ("mcp",),
-        verify: bool | str = True,
-        cert: str | tuple[str, str] | None = None,
-        ssl_context: ssl.SSLContext | None = None,
-        origin: str | None = None,
-        connect_timeout: float = 30.0,
-        write_timeout: float | None = 60.0,
-        close_timeout: float = 2.0,
-        max_message_bytes: int = 32 * 1024 * 1024,
-    ) -> None:
+    def __init__(self, url: str, *, headers: Mapping[str, str] | None = None, auth: Any = None,
+                 subprotocols: Sequence[str] = ("mcp",), verify: bool | str = True,
+                 cert: str | tuple[str, str] | None = None, ssl_context: ssl.SSLContext | None = None,
+                 origin: str | None = None, connect_timeout: float = 30.0, write_timeout: float | None = 60.0,
+                 close_timeout: float = 2.0, max_message_bytes: int = 32 * 1024 * 1024) -> None:
         parts = urllib.parse.urlsplit(url)
         if parts.scheme not in ("ws", "wss") or not parts.hostname:
             raise ValueError("a WebSocket URL must look like ws://host/path or wss://host/path")
@@ -132,20 +110,16 @@ class WebSocketTransport(Transport):
         self._close_timeout = close_timeout
         self._max = max_message_bytes
         self._n = next(_ids)
-        self._describe = "websocket:" + urllib.parse.urlunsplit(
-            (parts.scheme, parts.netloc, parts.path, "", "")
-        )
-        self._state_lock = threading.Lock()
+        self._describe = "websocket:" + urllib.parse.urlunsplit((parts.scheme, parts.netloc, parts.path, "", ""))
+        #: closing: set once, by whoever reports on_close; done: the reader ended and the socket is closed.
+        self._run = RunState()
         self._write_lock = threading.Lock()  # one whole frame at a time
         self._sock_lock = threading.Lock()  # shutdown vs. the final socket close
-        self._closing = threading.Event()  # set once, by whoever reports on_close
-        self._done = threading.Event()  # the reader ended and the socket is closed
-        self._started = False
         self._close_sent = False
-        self._forked_closed = False
+        #: Set in a forked child (:meth:`forget`): the socket is the parent's.
+        self._forked = False
         self._close_exc: ConnectionClosed | None = None
         self._ws: Any = None
-        self._owner_pid: int | None = None
         self._reader: threading.Thread | None = None
         self._on_message: MessageHandler | None = None
         self._on_close: CloseHandler | None = None
@@ -158,7 +132,7 @@ class WebSocketTransport(Transport):
     @property
     def closed(self) -> bool:
         """Whether the connection is closed or closing."""
-        return self._closing.is_set() or self._forked_closed
+        return self._run.closing.is_set() or self._forked
 
     def describe(self) -> str:
         """``websocket:<url without query or fragment>`` (a query may carry secrets)."""
@@ -172,20 +146,8 @@ class WebSocketTransport(Transport):
 
     # -- lifecycle ----------------------------------------------------------
 
-    #: Writes block when the server stops reading: they honour the call's deadline.
-    bounded_send = True
-
-    def start(
-        self,
-        on_message: MessageHandler,
-        on_close: CloseHandler,
-        on_request_error: RequestErrorHandler | None = None,
-        *,
-        deadline: float | None = None,
-    ) -> None:
+    def start(self, on_message: MessageHandler, on_close: CloseHandler) -> None:
         """Connect, run the upgrade handshake and start the reader thread.
-
-        (``on_request_error`` is never given: every reply shares the socket.)
 
         :raises ~mcpsync.exceptions.ServerStartError: if the server cannot be
             reached, TLS fails, or the server does not speak the subprotocol.
@@ -193,53 +155,33 @@ class WebSocketTransport(Transport):
             upgrade with an HTTP error (401 for a missing or bad token, say).
         :raises ImportError: if ``websocket-client`` is not installed.
         """
-        with self._state_lock:
-            if self._started:
-                raise RuntimeError("WebSocketTransport.start() may be called only once")
-            if self._closing.is_set():
-                raise ClientClosed("the transport was closed before it started")
-            self._started = True
-        self._on_message, self._on_close = on_message, on_close
-        try:
+        with self._run.starting("WebSocketTransport"):
+            self._on_message, self._on_close = on_message, on_close
             self._connect()
-        except BaseException:
-            self._closing.set()
-            self._done.set()
-            raise
-        if self._closing.is_set():  # close() ran while we were connecting
+        if self._run.closing.is_set():  # close() ran while we were connecting
             self._teardown()
             raise ClientClosed("the transport was closed while starting")
-        self._frame_reader = FrameReader(
-            self._ws, max_bytes=self._max, describe=self._describe, closing=self._closing,
-            on_message=self._on_message, fail=self._fail, answer_close=self._answer_close,
-            pong=self._pong, teardown=self._teardown,
-        )
-        self._reader = threading.Thread(
-            target=self._frame_reader.run, name=f"mcpsync-ws-reader-{self._n}", daemon=True
-        )
+        self._frame_reader = FrameReader(self._ws, max_bytes=self._max, describe=self._describe, closing=self._run.closing,
+                                         on_message=self._on_message, fail=self._fail, answer_close=self._answer_close,
+                                         pong=self._pong, teardown=self._teardown)
+        self._reader = threading.Thread(target=self._frame_reader.run, name=f"mcpsync-ws-reader-{self._n}", daemon=True)
         try:
             self._reader.start()
         except BaseException as exc:
-            self._closing.set()
+            self._run.closing.set()
             self._teardown()
             raise ServerStartError(f"cannot start the reader thread for {self._describe}") from exc
         log.info("connected to %s (subprotocol %s)", self._describe, self.subprotocol)
 
     def _connect(self) -> None:
         def keep(ws: Any) -> None:
-            self._ws, self._owner_pid = ws, os.getpid()
+            self._ws = ws
+            _fork.join(self)  # a forked child never writes to or shuts down the parent's socket
 
-        self.subprotocol = _ws_handshake.handshake(
-            self._url,
-            describe=self._describe,
-            headers=self._headers,
-            auth=self._auth,
-            subprotocols=self._subprotocols,
-            sslopt=self._sslopt,
-            origin=self._origin,
-            connect_timeout=self._connect_timeout,
-            on_socket=keep,
-        )
+        self.subprotocol = _ws_handshake.handshake(self._url, describe=self._describe, headers=self._headers,
+                                                   auth=self._auth, subprotocols=self._subprotocols,
+                                                   sslopt=self._sslopt, origin=self._origin,
+                                                   connect_timeout=self._connect_timeout, on_socket=keep)
         self._ws.settimeout(_TICK)
 
     def close(self) -> None:
@@ -249,23 +191,18 @@ class WebSocketTransport(Transport):
         by roughly ``close_timeout`` plus a few seconds.  In a forked child it
         only marks the transport closed: the parent's socket is never touched.
         """
-        if self._owner_pid is not None and os.getpid() != self._owner_pid:
-            self._forked_closed = True
+        if self._forked:
             return
-        if not self._started:
-            with self._state_lock:
-                if not self._started:
-                    self._closing.set()
-                    self._done.set()
-                    return
+        if self._run.close_unstarted():
+            return
         self._fail(ClientClosed("client closed"), close_code=1000)
         if threading.current_thread() is self._reader:
             return  # the reader closes the socket on its way out
         # Give the server its close_timeout to answer our close frame (or the
         # reader to finish a close it started), then cut the socket.
-        self._done.wait(self._close_timeout)
+        self._run.done.wait(self._close_timeout)
         self._wake_reader()
-        self._done.wait(self._close_timeout + 5.0)
+        self._run.done.wait(self._close_timeout + 5.0)
         if self._reader is not None and self._reader is not threading.current_thread():
             self._reader.join(2.0)
 
@@ -276,11 +213,11 @@ class WebSocketTransport(Transport):
         hears of the failure, so a close() prompted by ``on_close`` cannot cut
         the socket under it.
         """
-        with self._state_lock:
-            if self._closing.is_set():
+        with self._run.lock:
+            if self._run.closing.is_set():
                 return False
             self._close_exc = exc
-            self._closing.set()
+            self._run.closing.set()
         if close_code is not None and self._ws is not None:
             self._send_close(close_code, reason, timeout=1.0)
         if self._on_close is not None:
@@ -313,22 +250,22 @@ class WebSocketTransport(Transport):
                 self._write_lock.release()
         else:
             log.warning("a writer of %s is stuck; leaving its socket to the GC", self._describe)
-        self._done.set()
+        self._run.done.set()
 
     # -- sending ------------------------------------------------------------
 
-    def send(
-        self,
-        message: Mapping[str, Any],
-        *,
-        deadline: float | None = None,
-        detach: bool = False,
-        on_write_error: WriteErrorHandler | None = None,
-    ) -> None:
+    def forget(self) -> None:
+        """Forked child: the socket is the parent's; only stop using it (nothing is sent or shut)."""
+        self._forked = True
+
+    #: Called in every forked child (:mod:`mcpsync._fork`).
+    after_fork_in_child = forget
+
+    def send(self, message: Mapping[str, Any], deadline: Deadline | None = None) -> None:
         """Send one message as one text frame, whole, under the write lock.
 
-        Bounded by ``write_timeout`` and by the call's *deadline* (a
-        ``time.monotonic()`` value), whichever comes first: if nothing of the frame went out the
+        Bounded by ``write_timeout`` and by the call's *deadline*, whichever comes
+        first: if nothing of the frame went out the
         connection stays usable and :class:`~mcpsync.exceptions.RequestTimeout`
         is raised; a frame cut in half closes the connection.
 
@@ -336,33 +273,26 @@ class WebSocketTransport(Transport):
         :raises ~mcpsync.exceptions.ConnectionClosed: when the connection is gone.
         :raises ValueError: or :class:`TypeError` if ``message`` is not JSON.
         """
-        if self._owner_pid is not None and os.getpid() != self._owner_pid:
+        if self._forked:
             raise ForkedClientError(
-                f"this {self._describe} connection belongs to process {self._owner_pid}; "
-                "a forked child must open its own client"
+                f"this {self._describe} connection belongs to the parent process; a forked child must open its own client"
             )
         payload = encode_message(message)
         if self._ws is None:
             raise ConnectionClosed("the WebSocket transport has not been started")
-        limit = self._write_timeout
-        if deadline is not None:
-            limit = max(0.0, deadline - time.monotonic()) if limit is None else min(limit, max(0.0, deadline - time.monotonic()))
-        deadline = None if limit is None else time.monotonic() + limit
+        limit = self._write_timeout if deadline is None else deadline.remaining(self._write_timeout)
         try:
-            written, total = self._write(frames.TEXT, payload, deadline)
+            written, total = self._write(frames.TEXT, payload, None if limit is None else time.monotonic() + limit)
         except OSError as exc:
             self._fail(WebSocketClosed(f"cannot write to {self._describe}: {exc}", code=1006))
             self._wake_reader()
             raise self._closed_error() from exc
         if written == total:
             return
-        if written == 0 and not self._closing.is_set():
+        if written == 0 and not self._run.closing.is_set():
             method = message.get("method")
-            raise RequestTimeout(
-                f"could not write to {self._describe} within {limit}s (the server is not reading)",
-                method=method if isinstance(method, str) else "",
-                elapsed=limit or 0.0,
-            )
+            raise RequestTimeout(f"could not write to {self._describe} within {limit}s (the server is not reading)",
+                                 method=method if isinstance(method, str) else "", elapsed=limit or 0.0)
         if written:
             self._fail(
                 WebSocketClosed(
@@ -383,13 +313,13 @@ class WebSocketTransport(Transport):
         data = frames.encode_frame(opcode, payload)
         closing_ok = opcode == frames.CLOSE
         while not self._write_lock.acquire(timeout=_TICK):
-            if self._closing.is_set() and not closing_ok:
+            if self._run.closing.is_set() and not closing_ok:
                 return 0, len(data)
             if deadline is not None and time.monotonic() >= deadline:
                 return 0, len(data)
         try:
             sock = self._ws.sock
-            if sock is None or (self._closing.is_set() and not closing_ok) or self._close_sent:
+            if sock is None or (self._run.closing.is_set() and not closing_ok) or self._close_sent:
                 return 0, len(data)
             if closing_ok:
                 self._close_sent = True
@@ -400,7 +330,7 @@ class WebSocketTransport(Transport):
                 except (TimeoutError, ssl.SSLWantWriteError):
                     if deadline is not None and time.monotonic() >= deadline:
                         break
-                    if self._closing.is_set() and not closing_ok:
+                    if self._run.closing.is_set() and not closing_ok:
                         break
             return sent, len(data)
         finally:
@@ -436,9 +366,8 @@ class WebSocketTransport(Transport):
 _TRANSPORT_OPTIONS = frozenset({"subprotocols", "verify", "cert", "ssl_context", "origin", "connect_timeout", "write_timeout", "close_timeout", "max_message_bytes"})  # fmt: skip
 
 
-def websocket_transport_factory(
-    url: str, *, headers: Mapping[str, str] | None, auth: Any, options: Mapping[str, Any]
-) -> tuple[Callable[[], Transport], dict[str, Any]]:
+def websocket_transport_factory(url: str, *, headers: Mapping[str, str] | None, auth: Any,
+                                options: Mapping[str, Any]) -> tuple[Callable[[], Transport], dict[str, Any]]:
     """Split transport options from client options; return a transport factory.
 
     Each call of the factory makes a fresh, unconnected transport:

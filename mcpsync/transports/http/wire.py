@@ -1,4 +1,4 @@
-"""What both HTTP transports share: requests plumbing, redirects, errors, redaction.
+"""What both HTTP transports share on the wire: requests plumbing, redirects, errors, redaction.
 
 ``requests`` is imported by the transports lazily, so that stdio-only users
 never pay for it; this module therefore imports it only inside functions.
@@ -18,7 +18,6 @@ from __future__ import annotations
 import json
 import logging
 import re
-import select
 import socket
 from collections.abc import Iterator, Mapping
 from typing import TYPE_CHECKING
@@ -27,39 +26,21 @@ from urllib.parse import urljoin, urlsplit
 from mcpsync.exceptions import ConnectionClosed, HTTPAuthError, HTTPStatusError, excerpt
 from mcpsync.transports.http.body import encoding, iter_body, read_body, read_error_body, release
 from mcpsync.transports.redact import redact_text, redact_url
+from mcpsync.transports.http.interrupt import socket_of
 from mcpsync.transports.retry_after import parse_retry_after
 
 if TYPE_CHECKING:  # pragma: no cover - typing only
     import requests
 
+    from mcpsync.rpc.deadline import Deadline
     from mcpsync.transports.http.fast_send import Sender
 
-__all__ = [
-    "MAX_REDIRECTS",
-    "bound_next_read",
-    "RedactedCause",
-    "connection_error",
-    "encoding",
-    "http_request",
-    "is_event_stream",
-    "is_json",
-    "iter_body",
-    "new_session",
-    "origin",
-    "read_body",
-    "read_error_body",
-    "readable_soon",
-    "redact_text",
-    "redact_url",
-    "release",
-    "sanitized",
-    "set_read_timeout",
-    "shutdown_response",
-    "socket_of",
-    "status_error",
-]
+__all__ = ["MAX_REDIRECTS", "bound_next_read", "RedactedCause", "connection_error", "encoding", "finish_if_ready",
+           "http_request", "is_event_stream", "is_json", "iter_body", "new_session", "origin", "read_body",
+           "read_error_body", "redact_text", "redact_url", "release", "sanitized", "shutdown_response", "socket_of",
+           "status_error"]
 
-log = logging.getLogger("mcpsync.transports.http.streamable")
+log = logging.getLogger(__name__)
 
 MAX_REDIRECTS = 5
 _BODY_EXCERPT = 300
@@ -103,10 +84,8 @@ def _own_secrets(response: requests.Response) -> list[str]:
     request = getattr(response, "request", None)
     if request is None:
         return []
-    values = [
-        str(value) for name, value in (request.headers or {}).items()
-        if name.lower() not in _PLAIN_HEADERS and len(str(value)) >= 8
-    ]
+    values = [str(value) for name,
+              value in (request.headers or {}).items() if name.lower() not in _PLAIN_HEADERS and len(str(value)) >= 8]
     # "Bearer <token>": the token alone may be echoed too.
     values += [v.split(None, 1)[1] for v in values if " " in v]
     query = urlsplit(request.url or "").query
@@ -228,25 +207,16 @@ def new_session(pool_size: int = 32) -> requests.Session:
     """A ``requests.Session`` whose pools fit many threads plus long-lived streams.
 
     Its connections let another thread interrupt a request still waiting for
-    its headers (:mod:`.track`).
+    its headers (:mod:`.interrupt`).
     """
-    from mcpsync.transports.http.track import tracking_session
+    from mcpsync.transports.http.interrupt import tracking_session
 
     return tracking_session(pool_size)
 
 
-def http_request(
-    sender: Sender,
-    method: str,
-    url: str,
-    *,
-    headers: Mapping[str, str],
-    timeout: tuple[float, float | None],
-    data: bytes | None = None,
-    stream: bool = True,
-    follow_redirects: bool = True,
-    deadline: float | None = None,
-) -> requests.Response:
+def http_request(sender: Sender, method: str, url: str, *, headers: Mapping[str, str],
+                 timeout: tuple[float, float | None], data: bytes | None = None, stream: bool = True,
+                 follow_redirects: bool = True, deadline: Deadline | None = None) -> requests.Response:
     """One HTTP exchange with our redirect policy; raises ``requests`` exceptions as they come.
 
     :param deadline: the call's deadline, for the auth handler (see ``Sender.send``).
@@ -274,85 +244,23 @@ def http_request(
     raise HTTPStatusError(status, f"more than {MAX_REDIRECTS} redirects from {redact_url(url)}")
 
 
-def socket_of(response: requests.Response) -> socket.socket | None:
-    """The socket *response* is read from, when it can be found (else ``None``)."""
-    raw = response.raw
-    conn = getattr(raw, "_connection", None) or getattr(raw, "connection", None)
-    sock = getattr(conn, "sock", None)
-    if isinstance(sock, socket.socket):
-        return sock
-    fp = getattr(getattr(raw, "_fp", None), "fp", None)
-    sock = getattr(getattr(fp, "raw", None), "_sock", None)
-    return sock if isinstance(sock, socket.socket) else None
+def finish_if_ready(response: requests.Response) -> None:
+    """Read the rest of a stream whose reply is in, if its bytes come at once.
 
-
-def readable_soon(response: requests.Response, timeout: float) -> bool:
-    """Whether reading *response* finds bytes within *timeout* seconds (buffered or on the socket).
-
-    A ``True`` means the next ``read1`` returns without waiting for the server
-    (barring a chunk header split across segments); ``False`` also when we
-    cannot tell, so the caller falls back to a reader thread.
+    A stream read to its end hands its connection back to the pool; one the server keeps
+    open a moment longer (the official SDK's ~44 ms) is left for the caller to close (a
+    new connection next time, and no wait now).
     """
-    raw = response.raw
-    decoded = getattr(raw, "_decoded_buffer", None)
-    if decoded is not None and len(decoded):
-        return True
-    fp = getattr(getattr(raw, "_fp", None), "fp", None)
-    if fp is None:
-        return True  # the body is complete: a read returns b"" at once
-    sock = socket_of(response)
-    if sock is None or not hasattr(fp, "peek"):
-        return False
+    read1 = getattr(response.raw, "read1", None)
+    sock = socket_of(response)  # the body is not read to its end: the connection is still ours
+    if read1 is None or sock is None or encoding(response):
+        return
     try:
-        # Bytes may sit in the response's buffer (or TLS layer), where select
-        # cannot see them: peek without blocking.
-        previous = sock.gettimeout()
-        sock.setblocking(False)
-        try:
-            buffered = fp.peek(1)
-        finally:
-            sock.settimeout(previous)
-        if buffered and _chunk_ready(getattr(raw, "_fp", None), buffered):
-            return True
-        return timeout > 0 and _wait_readable(sock, timeout)
-    except (OSError, ValueError):
-        return False
-
-
-def _chunk_ready(response: object, buffered: bytes) -> bool:
-    """Whether *buffered* lets the next ``read1`` return without waiting for the server.
-
-    In a chunked body, the CRLF that ends a chunk stays in the buffer after
-    its data was read; a read then needs that CRLF, the next size line and a
-    byte of data.  Counting the two bytes as "readable" made the next read
-    wait for the server's next chunk (a keep-alive, 15 s later).
-    """
-    if not getattr(response, "chunked", False):
-        return True
-    left = getattr(response, "chunk_left", None)
-    if left:
-        return True  # inside a chunk: its data is what is buffered
-    view = buffered
-    if left == 0:  # the previous chunk's CRLF comes first
-        if len(view) < 2:
-            return False
-        view = view[2:]
-    end = view.find(b"\n")
-    if end < 0:
-        return False
-    try:
-        size = int(view[:end].split(b";", 1)[0].strip(), 16)
-    except ValueError:
-        return True  # a malformed size line: the read fails at once
-    return size == 0 or len(view) > end + 1
-
-
-def _wait_readable(sock: socket.socket, timeout: float) -> bool:
-    if hasattr(select, "poll"):  # not select(): a busy process may hold more than FD_SETSIZE fds
-        poller = select.poll()
-        poller.register(sock, select.POLLIN | select.POLLHUP | select.POLLERR)
-        return bool(poller.poll(max(1, round(timeout * 1000))))
-    return bool(select.select([sock], [], [], timeout)[0])
+        sock.settimeout(0.001)
+        while read1(65536):
+            pass
+    except Exception:  # noqa: BLE001 - the reply is in; what follows is not wanted
+        pass
 
 
 def shutdown_response(response: requests.Response) -> None:
@@ -371,16 +279,6 @@ def shutdown_response(response: requests.Response) -> None:
         pass  # already closed or never connected
 
 
-def set_read_timeout(response: requests.Response, timeout: float | None) -> None:
-    """Make later reads of *response* wait at most *timeout* seconds each (when its socket is known)."""
-    sock = socket_of(response)
-    if sock is not None:
-        try:
-            sock.settimeout(timeout)
-        except OSError:
-            pass  # already closed: the next read fails anyway
-
-
 #: A read may overrun the call's deadline by this much before its socket timeout is re-armed.
 _REARM_SLACK = 0.05
 
@@ -388,18 +286,17 @@ _REARM_SLACK = 0.05
 def bound_next_read(response: requests.Response, left: float) -> None:
     """Make the next read of *response* wait at most *left* seconds (within ~50 ms).
 
-    Only while *response* still holds its connection: once its body has been
-    read to the end, ``urllib3`` has put the connection back in the pool, and
-    its socket may already be another thread's.  The timeout is re-armed only
-    when the one set earlier (by ``urllib3`` at the request, or here) would let
-    the read overrun by more than 50 ms, so a reply read at once costs no call.
+    Only while *response* still holds its connection: once its body has been read to
+    the end, ``urllib3`` has put the connection back in the pool, and its socket may
+    already be another thread's.  The timeout is re-armed only when the one set earlier
+    (by ``urllib3`` at the request, or here) differs from *left* by more than 50 ms, so a
+    reply read at once costs no call (and progress that moved the deadline later is seen).
     """
-    conn = getattr(response.raw, "_connection", None)
-    sock = getattr(conn, "sock", None)
+    sock = getattr(getattr(response.raw, "_connection", None), "sock", None)
     if not isinstance(sock, socket.socket):
         return
     current = sock.gettimeout()
-    if current is None or current - left > _REARM_SLACK:
+    if current is None or abs(current - left) > _REARM_SLACK:
         try:
             sock.settimeout(max(left, 0.001))
         except OSError:

@@ -1,34 +1,26 @@
-"""Everything the HTTP transport knows of MCP methods, in one place.
+"""What the HTTP transport mirrors of MCP into HTTP headers, and reads back from error bodies.
 
-A transport moves whole JSON values and knows nothing of MCP (see
-:mod:`mcpsync.transports.base`), except for these rules of the Streamable HTTP
-transport, which all live here:
+A transport moves whole JSON values; it builds no MCP request of its own (a lost
+session or a stale tool schema is the client's to recover from).  What it does know
+of MCP is header framing, and it is all here:
 
-* **initialize capture** (handshake era): the client's ``initialize`` and
-  ``notifications/initialized`` are kept to replay them, the ``Mcp-Session-Id``
-  of the ``initialize`` reply is taken (if valid) and the negotiated
-  ``protocolVersion`` of its result goes out as ``MCP-Protocol-Version``
-  (:class:`McpState`);
-* **re-initialize**: after a 404 on a session, which request may be resent
-  (:func:`may_resend`), and the replayed handshake (:meth:`McpState.replay`);
-* **routing headers** (2026-07-28): a modern request mirrors parts of its body
-  into headers so that proxies can route without parsing JSON:
-  ``MCP-Protocol-Version``, ``Mcp-Method``, ``Mcp-Name`` and one
-  ``Mcp-Param-{Name}`` per tool parameter whose schema says ``x-mcp-header``
-  (basic/transports/streamable-http.mdx, *Request Metadata*).  The transport
-  sees only messages, so :class:`ToolHeaders` learns each tool's annotated
-  parameters from the ``tools/list`` results that pass through it, and drops
-  tools whose annotations break the spec's constraints (the spec requires a
-  client on HTTP to exclude them); a ``tools/call`` refused with -32020
-  (``HeaderMismatch``) re-lists the tools (:func:`tools_list_page`) and is
-  resent once;
-* **stream cancellation** (2026-07-28): ``notifications/cancelled`` is not
-  POSTed; closing the request's response stream is the cancellation
-  (:meth:`McpState.cancels_by_closing`, :func:`cancelled_request_id`);
+* **the session's headers** (handshake era): the ``Mcp-Session-Id`` the server gave
+  in its ``initialize`` reply (checked: visible ASCII, bounded) and the negotiated
+  ``protocolVersion``, sent as ``MCP-Protocol-Version``;
+* **routing headers** (2026-07-28): a modern request mirrors parts of its body into
+  headers so that proxies can route without parsing JSON: ``MCP-Protocol-Version``,
+  ``Mcp-Method``, ``Mcp-Name`` and one ``Mcp-Param-{Name}`` per tool parameter whose
+  schema says ``x-mcp-header`` (basic/transports/streamable-http.mdx, *Request
+  Metadata*).  :class:`ToolHeaders` learns each tool's annotated parameters from the
+  ``tools/list`` results that pass through, and drops tools whose annotations break
+  the spec's constraints (the spec requires a client on HTTP to exclude them);
 * **errors** (2026-07-28): a modern server answers 400 (or 404 for an unknown
   method) with a JSON-RPC error in the body.  Such a body is the answer to the
   request and is delivered as one; only a body that is not a recognised modern
   error means a handshake-era server (*Backward Compatibility*).
+
+The headers are computed here, from the message being sent, rather than by the
+client: they are how this one transport frames a message, as ``Content-Type`` is.
 """
 
 from __future__ import annotations
@@ -41,26 +33,11 @@ import threading
 from collections.abc import Mapping
 from typing import Any
 
-from mcpsync.exceptions import ProtocolError, SessionExpired
 
-__all__ = [
-    "CANCELLED",
-    "HEADER_MISMATCH",
-    "INITIALIZE",
-    "INITIALIZED",
-    "McpState",
-    "ToolHeaders",
-    "cancelled_request_id",
-    "may_resend",
-    "tools_list_page",
-    "header_value",
-    "is_modern",
-    "modern_error",
-    "routing_headers",
-    "rpc_error_body",
-]
+__all__ = ["CANCELLED", "INITIALIZE", "INITIALIZED", "ToolHeaders", "cancelled_request_id", "header_value", "is_modern",
+           "modern_error", "routing_headers", "rpc_error_body", "valid_session_id"]
 
-log = logging.getLogger("mcpsync.transports.http.streamable")
+log = logging.getLogger(__name__)
 
 VERSION_META = "io.modelcontextprotocol/protocolVersion"
 #: Methods whose target is mirrored in ``Mcp-Name``.
@@ -73,7 +50,6 @@ NAME_PARAMS = {
     "tasks/update": "taskId",
     "tasks/cancel": "taskId",
 }
-HEADER_MISMATCH = -32020
 INITIALIZE = "initialize"
 INITIALIZED = "notifications/initialized"
 CANCELLED = "notifications/cancelled"
@@ -255,7 +231,8 @@ class ToolHeaders:
 # -- the handshake era's session, and cancellation ---------------------------------------------
 
 
-def _valid_session_id(value: str) -> bool:
+def valid_session_id(value: str) -> bool:
+    """Whether *value* may be an ``Mcp-Session-Id`` (visible ASCII, bounded)."""
     return 0 < len(value) <= _MAX_SESSION_ID and all(0x21 <= ord(c) <= 0x7E for c in value)
 
 
@@ -264,119 +241,3 @@ def cancelled_request_id(message: Mapping[str, Any]) -> int | str | None:
     params = message.get("params")
     request_id = params.get("requestId") if isinstance(params, dict) else None
     return request_id if isinstance(request_id, (int, str)) else None
-
-
-def may_resend(message: Mapping[str, Any], session_retry: str) -> bool:
-    """Whether *message*, refused because its session expired, is resent after re-initializing.
-
-    :param session_retry: ``"safe"`` (all but ``tools/call``), ``"all"`` or ``"none"``.
-    """
-    method = message.get("method")
-    if method is None:
-        return False  # a response to a request of the dead session
-    if session_retry == "none":
-        return False
-    return session_retry == "all" or method != "tools/call"
-
-
-def tools_list_page(call: Mapping[str, Any], cursor: str | None, request_id: str) -> dict[str, Any]:
-    """One ``tools/list`` request re-listing the tools after *call* got a header mismatch.
-
-    It carries the call's ``_meta`` (protocol version, client info), not its progress token.
-    """
-    params = call.get("params")
-    meta = dict(params.get("_meta") or {}) if isinstance(params, dict) else {}
-    meta.pop("progressToken", None)
-    return {"jsonrpc": "2.0", "id": request_id, "method": "tools/list",
-            "params": {"_meta": meta, **({"cursor": cursor} if cursor else {})}}
-
-
-class McpState:
-    """What the transport learns of the MCP session from the messages passing through it.
-
-    Written by the thread that sends ``initialize`` (or re-initializes, under the
-    re-initializer's lock) and read by every sender; each field is replaced
-    whole, never mutated.
-    """
-
-    def __init__(self) -> None:
-        #: The ``Mcp-Session-Id`` the server assigned (handshake era).
-        self.session_id: str | None = None
-        #: The negotiated handshake-era version, sent as ``MCP-Protocol-Version``.
-        self.protocol_version: str | None = None
-        self.init_message: dict[str, Any] | None = None
-        self.initialized_message: dict[str, Any] | None = None
-        #: Whether a 2026-07-28 request went out.
-        self.modern_seen = False
-        self.tools = ToolHeaders()
-
-    def on_send(self, message: Mapping[str, Any]) -> None:
-        """Keep the handshake to replay it; note a modern request."""
-        method = message.get("method")
-        if method == INITIALIZE and "id" in message:
-            self.init_message = dict(message)
-        elif method == INITIALIZED:
-            self.initialized_message = dict(message)
-        if is_modern(message):
-            self.modern_seen = True
-
-    def cancels_by_closing(self) -> bool:
-        """Whether a cancellation closes the request's stream (2026-07-28, no handshake)."""
-        return self.modern_seen and self.init_message is None
-
-    def headers(self) -> dict[str, str]:
-        """The session's headers for every handshake-era request."""
-        headers: dict[str, str] = {}
-        if self.session_id is not None:
-            headers["Mcp-Session-Id"] = self.session_id
-        if self.protocol_version is not None:
-            headers["MCP-Protocol-Version"] = self.protocol_version
-        return headers
-
-    def routing_headers(self, message: Mapping[str, Any]) -> dict[str, str]:
-        """The headers a modern request mirrors from its body, tool parameters included."""
-        return routing_headers(message, self.tools)
-
-    def capture_session_id(self, value: str | None) -> None:
-        """Take the ``Mcp-Session-Id`` of an ``initialize`` reply.
-
-        :raises ProtocolError: for a value that is not visible ASCII or is too long.
-        """
-        if value is None:
-            return
-        if not _valid_session_id(value):
-            raise ProtocolError("server sent an invalid Mcp-Session-Id (not visible ASCII or too long)")
-        self.session_id = value
-
-    def on_reply(self, item: dict[str, Any], method: str | None) -> dict[str, Any]:
-        """Learn from a reply to a request of *method*: tool annotations, the negotiated version.
-
-        :returns: the reply, without the tools whose annotations are invalid.
-        """
-        if method == "tools/list" and "result" in item:
-            item = {**item, "result": self.tools.learn(item["result"])}
-        self.note_version(item, self.init_message)
-        return item
-
-    def note_version(self, item: Mapping[str, Any], init: Mapping[str, Any] | None) -> None:
-        """Take the ``protocolVersion`` of the reply to the ``initialize`` request *init*."""
-        result = item.get("result")
-        if init is not None and item.get("id") == init.get("id") and isinstance(result, dict):
-            version = result.get("protocolVersion")
-            if isinstance(version, str):
-                self.protocol_version = version
-
-    def replay(self, request_id: str) -> dict[str, Any]:
-        """The client's ``initialize``, again, with an id of the transport's own.
-
-        :raises SessionExpired: when there is no handshake to replay.
-        """
-        init = self.init_message
-        if init is None:
-            raise SessionExpired(404, "session expired before the handshake completed")
-        return {**init, "id": request_id}
-
-    def initialized(self) -> dict[str, Any]:
-        """The ``notifications/initialized`` to send after a replayed ``initialize``."""
-        return self.initialized_message or {"jsonrpc": "2.0", "method": INITIALIZED}
-

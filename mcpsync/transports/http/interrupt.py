@@ -33,7 +33,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:  # pragma: no cover
     import requests
 
-__all__ = ["Exchange", "begin", "end", "is_tracking", "tracking_session"]
+__all__ = ["Exchange", "begin", "current", "end", "is_tracking", "socket_of", "tracking_session"]
 
 _local = threading.local()
 _classes: dict[str, Any] = {}
@@ -43,10 +43,12 @@ _classes_lock = threading.Lock()
 class Exchange:
     """One request/response on one connection; :meth:`abort` unblocks whoever reads it."""
 
-    __slots__ = ("aborted", "sock")
+    __slots__ = ("aborted", "response", "sock")
 
     def __init__(self) -> None:
         self.sock: socket.socket | None = None
+        #: The response, once its headers are in (its socket, where the connection was not tracked).
+        self.response: requests.Response | None = None
         self.aborted = False
 
     def attach(self, sock: socket.socket | None) -> None:
@@ -59,6 +61,20 @@ class Exchange:
         """Shut the exchange's socket down (from any thread); idempotent."""
         self.aborted = True
         _shutdown(self.sock)
+        if self.response is not None:
+            _shutdown(socket_of(self.response))
+
+
+def socket_of(response: requests.Response) -> socket.socket | None:
+    """The socket *response* is read from, when it can be found (else ``None``)."""
+    raw = response.raw
+    conn = getattr(raw, "_connection", None) or getattr(raw, "connection", None)
+    sock = getattr(conn, "sock", None)
+    if isinstance(sock, socket.socket):
+        return sock
+    fp = getattr(getattr(raw, "_fp", None), "fp", None)
+    sock = getattr(getattr(fp, "raw", None), "_sock", None)
+    return sock if isinstance(sock, socket.socket) else None
 
 
 def _shutdown(sock: socket.socket | None) -> None:
@@ -73,6 +89,11 @@ def _shutdown(sock: socket.socket | None) -> None:
 def begin(exchange: Exchange) -> None:
     """Make *exchange* the one the current thread's next request publishes its socket on."""
     _local.exchange = exchange
+
+
+def current() -> Exchange | None:
+    """The exchange the current thread registered, if any."""
+    return getattr(_local, "exchange", None)
 
 
 def end() -> None:
@@ -167,10 +188,8 @@ def _pool_classes() -> dict[str, Any]:
 
         tracked_http = tracked(HTTPConnection)
         tracked_https = tracked(HTTPSConnection)
-        _classes["http"] = type("TrackedHTTPConnectionPool", (HTTPConnectionPool,),
-                                {"ConnectionCls": tracked_http})
-        _classes["https"] = type("TrackedHTTPSConnectionPool", (HTTPSConnectionPool,),
-                                 {"ConnectionCls": tracked_https})
+        _classes["http"] = type("TrackedHTTPConnectionPool", (HTTPConnectionPool,), {"ConnectionCls": tracked_http})
+        _classes["https"] = type("TrackedHTTPSConnectionPool", (HTTPSConnectionPool,), {"ConnectionCls": tracked_https})
         return _classes
 
 

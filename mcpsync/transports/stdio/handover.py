@@ -1,0 +1,107 @@
+"""A fast path: a caller that finds another thread writing hands its frame over.
+
+The plain path: every caller takes the write lock in turn.  Threads sharing one
+connection then queue on it: each waiter wakes in turn, takes the GIL, writes one frame
+and wakes the next, a convoy of thread switches as long as a call's Python (measured in
+docs/threading.rst: 8 threads on one connection lose about a tenth of their calls to it).
+Here a caller that finds the lock held appends its frame to a queue and goes on to wait
+for its reply; whoever holds the lock writes every frame queued so far in one
+``os.write`` before it lets go.
+
+Rules kept: a frame is written whole, never interleaved with another; no frame is left
+behind (whoever releases the lock looks at the queue again); a queued frame whose caller's
+deadline passed before it went out is dropped (its caller's wait times out as if it had
+been written); while a write waits for room in the pipe (the server stopped reading), no
+frame is handed over, so callers wait for the lock by their own deadlines again.  A frame
+cut in half closes the connection, as on the plain path.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from collections import deque
+from collections.abc import Callable
+
+from mcpsync.rpc.deadline import now
+from mcpsync.transports.stdio.pipes import write_until
+
+__all__ = ["Handover"]
+
+#: Frames are handed over (and joined into one write) up to this many bytes (a pipe holds 64 KiB).
+_JOIN_LIMIT = 65536
+
+
+class Handover:
+    """The write lock of one pipe and the frames handed to its holder.
+
+    :param closing: true once the connection is closing (writes stop).
+    """
+
+    def __init__(self, fd: int, closing: Callable[[], bool]) -> None:
+        self.lock = threading.Lock()
+        self._fd = fd
+        self._closing = closing
+        self._queue: deque[tuple[bytes, float | None]] = deque()  # append/popleft are atomic
+        #: Set while a write waits for room in the pipe: no frame is handed over then.
+        self.stuck = False
+
+    def offer(self, data: bytes, end: float | None) -> bool:
+        """Hand *data* (to be written by *end*) to the thread writing now, if that is worth it.
+
+        ``False``: refused; the caller takes the lock the plain way.  Once queued, the
+        frame is written by whoever holds the lock (the caller itself, if the lock came
+        free meanwhile: then it holds it on return, and must :meth:`release` it).
+        """
+        if self.stuck or len(data) > _JOIN_LIMIT or self._closing():
+            return False
+        self._queue.append((data, end))
+        if self.lock.acquire(False):  # the holder released before it saw our frame: write it ourselves
+            self.release()
+        return True
+
+    def release(self) -> None:
+        """Holding the lock: write what was handed over, then let go; looks again after.
+
+        :raises OSError: the pipe broke (the lock is released).
+        :raises BrokenPipeError: never for a frame cut short: see the return of :meth:`_drain`.
+        """
+        lock, queue = self.lock, self._queue
+        while True:
+            try:
+                self._drain()
+            finally:
+                lock.release()
+            if not queue or not lock.acquire(False):
+                return  # empty, or the new holder writes it
+
+    def _drain(self) -> None:
+        queue = self._queue
+        while queue and not self._closing():
+            frames = []
+            while queue:
+                frames.append(queue.popleft())
+            t = now()
+            frames = [frame for frame in frames if frame[1] is None or frame[1] > t]  # late: dropped unsent
+            if not frames:
+                continue
+            data = b"".join([frame[0] for frame in frames])
+            try:
+                written = os.write(self._fd, data)
+            except BlockingIOError:
+                written = 0
+            if written == len(data):
+                continue
+            ends = [frame[1] for frame in frames]
+            self.stuck = True
+            try:
+                written += write_until(self._fd, memoryview(data)[written:],
+                                       None if None in ends else max(e for e in ends if e is not None), self._closing)
+            finally:
+                self.stuck = False
+            if 0 < written < len(data) and not self._closing():
+                raise CutShort("frames handed over were cut short: the server stopped reading its stdin")
+
+
+class CutShort(OSError):
+    """Frames handed over could not be written whole by their deadlines; the pipe holds half of one."""
