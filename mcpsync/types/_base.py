@@ -1,17 +1,20 @@
-"""The base of every protocol class: one shared ``__repr__`` and ``__eq__``.
+"""The base of every protocol class: the ``extra`` field, one shared ``__repr__`` and ``__eq__``.
 
-attrs would generate (and ``compile()``) both for each of the ~85 classes at
-import, which was most of the cost of ``import mcpsync``; these generic
-versions read ``__attrs_attrs__`` instead and behave the same: the repr is
-attrs' (``TextContent(text='hi', type='text', ...)``, ``...`` for a cycle),
-equality needs the exact same class and equal fields, and instances stay
-unhashable.  Classes use ``@attrs.define(repr=False, eq=False)``.
+Every protocol class keeps the wire keys it does not know in ``extra`` (keyword-only,
+declared once here) and sends them back, so a newer server never breaks this client.
+
+attrs would generate (and ``compile()``) ``__repr__`` and ``__eq__`` for each of the ~85
+classes at import, which was most of the cost of ``import mcpsync``; these generic
+versions read ``__attrs_attrs__`` instead and behave the same: the repr is attrs'
+(``TextContent(text='hi', type='text', ..., extra={})``, ``...`` for a cycle), equality
+needs the exact same class and equal fields, and instances stay unhashable.  Classes
+use ``@attrs.define(repr=False, eq=False)``.
 """
 
 from __future__ import annotations
 
 import threading
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import Any
 
 import attrs
 
@@ -20,15 +23,12 @@ __all__ = ["WireObject"]
 _repr_state = threading.local()
 
 
+@attrs.define(repr=False, eq=False)
 class WireObject:
-    """Shared ``__repr__``/``__eq__`` for attrs protocol classes (not a public type)."""
+    """Shared ``extra``, ``__repr__`` and ``__eq__`` for attrs protocol classes (not a public type)."""
 
-    __slots__ = ()
-    if TYPE_CHECKING:
-        # For type checkers.  It must still evaluate at runtime: cattrs resolves
-        # every annotation in the MRO, and tools such as Sphinx's autodoc import
-        # modules with TYPE_CHECKING set (attrs.Attribute is not subscriptable).
-        __attrs_attrs__: ClassVar[tuple[Any, ...]]
+    #: Unknown wire keys, kept so a round trip is lossless (a field wins over a key of the same name).
+    extra: dict[str, Any] = attrs.field(factory=dict, kw_only=True)
 
     def __repr__(self) -> str:
         # Per thread, like attrs: a cyclic structure prints ``...`` instead of recursing.
@@ -39,11 +39,9 @@ class WireObject:
             return "..."
         active.add(id(self))
         try:
-            fields = ", ".join(
-                f"{a.name}={getattr(self, a.name, attrs.NOTHING)!r}"
-                for a in self.__attrs_attrs__
-                if a.repr
-            )
+            # ``extra`` (inherited, so first in attrs' order) is shown last, after the class's own fields.
+            shown = sorted((a for a in self.__attrs_attrs__ if a.repr), key=lambda a: a.name == "extra")
+            fields = ", ".join(f"{a.name}={getattr(self, a.name, attrs.NOTHING)!r}" for a in shown)
             return f"{self.__class__.__qualname__.rsplit('>.', 1)[-1]}({fields})"
         finally:
             active.discard(id(self))

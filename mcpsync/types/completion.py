@@ -25,7 +25,6 @@ class PromptReference(WireObject):
     name: str
     type: Literal["ref/prompt"] = attrs.field(default="ref/prompt", init=False)
     title: str | None = None
-    extra: dict[str, Any] = attrs.field(factory=dict, kw_only=True)
 
 
 @attrs.define(repr=False, eq=False)
@@ -35,7 +34,6 @@ class ResourceTemplateReference(WireObject):
     #: The URI or URI template.
     uri: str
     type: Literal["ref/resource"] = attrs.field(default="ref/resource", init=False)
-    extra: dict[str, Any] = attrs.field(factory=dict, kw_only=True)
 
 
 #: The name of :class:`ResourceTemplateReference` before 2025-06-18.
@@ -52,7 +50,6 @@ class CompletionArgument(WireObject):
 
     name: str
     value: str
-    extra: dict[str, Any] = attrs.field(factory=dict, kw_only=True)
 
 
 @attrs.define(repr=False, eq=False)
@@ -60,7 +57,6 @@ class CompletionContext(WireObject):
     """Already-resolved arguments, to help the server complete (2025-06-18+)."""
 
     arguments: dict[str, str] | None = None
-    extra: dict[str, Any] = attrs.field(factory=dict, kw_only=True)
 
 
 @attrs.define(repr=False, eq=False)
@@ -71,7 +67,6 @@ class CompleteRequestParams(WireObject):
     argument: CompletionArgument
     context: CompletionContext | None = None
     meta: dict[str, Any] | None = None
-    extra: dict[str, Any] = attrs.field(factory=dict, kw_only=True)
 
 
 @attrs.define(repr=False, eq=False)
@@ -83,7 +78,6 @@ class Completion(WireObject):
     total: int | None = None
     #: More options exist beyond ``values``.
     has_more: bool | None = None
-    extra: dict[str, Any] = attrs.field(factory=dict, kw_only=True)
 
 
 @attrs.define(repr=False, eq=False)
@@ -92,7 +86,6 @@ class CompleteResult(WireObject):
 
     completion: Completion
     meta: dict[str, Any] | None = None
-    extra: dict[str, Any] = attrs.field(factory=dict, kw_only=True)
 
 
 _converter.converter.register_structure_hook(

@@ -43,7 +43,6 @@ class Annotations(WireObject):
     priority: float | None = None
     #: ISO 8601 timestamp of the last modification (2025-06-18+).
     last_modified: str | None = None
-    extra: dict[str, Any] = attrs.field(factory=dict, kw_only=True)
 
 
 @attrs.define(repr=False, eq=False)
@@ -54,7 +53,6 @@ class TextContent(WireObject):
     type: Literal["text"] = attrs.field(default="text", init=False)
     annotations: Annotations | None = None
     meta: dict[str, Any] | None = None
-    extra: dict[str, Any] = attrs.field(factory=dict, kw_only=True)
 
 
 @attrs.define(repr=False, eq=False)
@@ -66,7 +64,6 @@ class ImageContent(WireObject):
     type: Literal["image"] = attrs.field(default="image", init=False)
     annotations: Annotations | None = None
     meta: dict[str, Any] | None = None
-    extra: dict[str, Any] = attrs.field(factory=dict, kw_only=True)
 
 
 @attrs.define(repr=False, eq=False)
@@ -78,7 +75,6 @@ class AudioContent(WireObject):
     type: Literal["audio"] = attrs.field(default="audio", init=False)
     annotations: Annotations | None = None
     meta: dict[str, Any] | None = None
-    extra: dict[str, Any] = attrs.field(factory=dict, kw_only=True)
 
 
 @attrs.define(repr=False, eq=False)
@@ -96,7 +92,6 @@ class ResourceLink(WireObject):
     annotations: Annotations | None = None
     icons: list[Icon] | None = None
     meta: dict[str, Any] | None = None
-    extra: dict[str, Any] = attrs.field(factory=dict, kw_only=True)
 
 
 @attrs.define(repr=False, eq=False)
@@ -107,7 +102,6 @@ class TextResourceContents(WireObject):
     text: str
     mime_type: str | None = None
     meta: dict[str, Any] | None = None
-    extra: dict[str, Any] = attrs.field(factory=dict, kw_only=True)
 
 
 @attrs.define(repr=False, eq=False)
@@ -118,7 +112,6 @@ class BlobResourceContents(WireObject):
     blob: str
     mime_type: str | None = None
     meta: dict[str, Any] | None = None
-    extra: dict[str, Any] = attrs.field(factory=dict, kw_only=True)
 
 
 #: Resource contents, told apart by the ``text`` or ``blob`` key.
@@ -133,7 +126,6 @@ class EmbeddedResource(WireObject):
     type: Literal["resource"] = attrs.field(default="resource", init=False)
     annotations: Annotations | None = None
     meta: dict[str, Any] | None = None
-    extra: dict[str, Any] = attrs.field(factory=dict, kw_only=True)
 
 
 @attrs.define(repr=False, eq=False)
@@ -145,7 +137,6 @@ class UnknownContent(WireObject):
     """
 
     type: str
-    extra: dict[str, Any] = attrs.field(factory=dict, kw_only=True)
 
 
 #: A block in a tool result, prompt message or embedded tool result.
@@ -163,7 +154,6 @@ class ToolUseContent(WireObject):
     input: dict[str, Any]
     type: Literal["tool_use"] = attrs.field(default="tool_use", init=False)
     meta: dict[str, Any] | None = None
-    extra: dict[str, Any] = attrs.field(factory=dict, kw_only=True)
 
 
 @attrs.define(repr=False, eq=False)
@@ -176,7 +166,6 @@ class ToolResultContent(WireObject):
     structured_content: Any = None
     is_error: bool | None = None
     meta: dict[str, Any] | None = None
-    extra: dict[str, Any] = attrs.field(factory=dict, kw_only=True)
 
 
 #: A block in a sampling message.

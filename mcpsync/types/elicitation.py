@@ -34,7 +34,6 @@ class ElicitRequestFormParams(WireObject):
     mode: Literal["form"] | None = None
     task: TaskMetadata | None = None
     meta: dict[str, Any] | None = None
-    extra: dict[str, Any] = attrs.field(factory=dict, kw_only=True)
 
 
 @attrs.define(repr=False, eq=False)
@@ -48,7 +47,6 @@ class ElicitRequestURLParams(WireObject):
     mode: Literal["url"] = attrs.field(default="url", init=False)
     task: TaskMetadata | None = None
     meta: dict[str, Any] | None = None
-    extra: dict[str, Any] = attrs.field(factory=dict, kw_only=True)
 
 
 #: The ``params`` of ``elicitation/create``, told apart by ``mode``.
@@ -69,7 +67,6 @@ class ElicitResult(WireObject):
     #: The submitted values (form mode with ``"accept"`` only).
     content: dict[str, Any] | None = None
     meta: dict[str, Any] | None = None
-    extra: dict[str, Any] = attrs.field(factory=dict, kw_only=True)
 
 
 @attrs.define(repr=False, eq=False)
@@ -77,7 +74,6 @@ class ElicitationCompleteNotificationParams(WireObject):
     """A URL-mode elicitation finished (``notifications/elicitation/complete``)."""
 
     elicitation_id: str
-    extra: dict[str, Any] = attrs.field(factory=dict, kw_only=True)
 
 
 _converter.converter.register_structure_hook(

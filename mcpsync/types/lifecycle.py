@@ -39,8 +39,6 @@ class Icon(WireObject):
     sizes: list[str] | None = None
     #: ``"light"`` or ``"dark"``: the background the icon is designed for.
     theme: str | None = None
-    #: Unknown wire keys, kept so a round trip is lossless.
-    extra: dict[str, Any] = attrs.field(factory=dict, kw_only=True)
 
 
 @attrs.define(repr=False, eq=False)
@@ -59,7 +57,6 @@ class Implementation(WireObject):
     description: str | None = None
     icons: list[Icon] | None = None
     website_url: str | None = None
-    extra: dict[str, Any] = attrs.field(factory=dict, kw_only=True)
 
 
 @attrs.define(repr=False, eq=False)
@@ -68,7 +65,6 @@ class RootsCapability(WireObject):
 
     #: The client sends ``notifications/roots/list_changed``.
     list_changed: bool | None = None
-    extra: dict[str, Any] = attrs.field(factory=dict, kw_only=True)
 
 
 @attrs.define(repr=False, eq=False)
@@ -81,7 +77,6 @@ class SamplingCapability(WireObject):
 
     context: dict[str, Any] | None = None
     tools: dict[str, Any] | None = None
-    extra: dict[str, Any] = attrs.field(factory=dict, kw_only=True)
 
 
 @attrs.define(repr=False, eq=False)
@@ -93,7 +88,6 @@ class ElicitationCapability(WireObject):
 
     form: dict[str, Any] | None = None
     url: dict[str, Any] | None = None
-    extra: dict[str, Any] = attrs.field(factory=dict, kw_only=True)
 
 
 @attrs.define(repr=False, eq=False)
@@ -114,7 +108,6 @@ class ClientCapabilities(WireObject):
     tasks: dict[str, Any] | None = None
     #: Protocol extensions (2026-07-28), verbatim.
     extensions: dict[str, Any] | None = None
-    extra: dict[str, Any] = attrs.field(factory=dict, kw_only=True)
 
 
 @attrs.define(repr=False, eq=False)
@@ -122,7 +115,6 @@ class PromptsCapability(WireObject):
     """The server offers prompts."""
 
     list_changed: bool | None = None
-    extra: dict[str, Any] = attrs.field(factory=dict, kw_only=True)
 
 
 @attrs.define(repr=False, eq=False)
@@ -132,7 +124,6 @@ class ResourcesCapability(WireObject):
     #: The server supports ``resources/subscribe``.
     subscribe: bool | None = None
     list_changed: bool | None = None
-    extra: dict[str, Any] = attrs.field(factory=dict, kw_only=True)
 
 
 @attrs.define(repr=False, eq=False)
@@ -140,7 +131,6 @@ class ToolsCapability(WireObject):
     """The server offers tools."""
 
     list_changed: bool | None = None
-    extra: dict[str, Any] = attrs.field(factory=dict, kw_only=True)
 
 
 @attrs.define(repr=False, eq=False)
@@ -164,7 +154,6 @@ class ServerCapabilities(WireObject):
     tasks: dict[str, Any] | None = None
     #: Protocol extensions (2026-07-28), verbatim.
     extensions: dict[str, Any] | None = None
-    extra: dict[str, Any] = attrs.field(factory=dict, kw_only=True)
 
 
 @attrs.define(repr=False, eq=False)
@@ -175,7 +164,6 @@ class InitializeRequestParams(WireObject):
     capabilities: ClientCapabilities
     client_info: Implementation
     meta: dict[str, Any] | None = None
-    extra: dict[str, Any] = attrs.field(factory=dict, kw_only=True)
 
 
 @attrs.define(repr=False, eq=False)
@@ -188,4 +176,3 @@ class InitializeResult(WireObject):
     #: Hints for the model on how to use this server.
     instructions: str | None = None
     meta: dict[str, Any] | None = None
-    extra: dict[str, Any] = attrs.field(factory=dict, kw_only=True)

@@ -25,7 +25,6 @@ class SetLevelRequestParams(WireObject):
 
     level: LoggingLevel
     meta: dict[str, Any] | None = None
-    extra: dict[str, Any] = attrs.field(factory=dict, kw_only=True)
 
 
 @attrs.define(repr=False, eq=False)
@@ -38,4 +37,3 @@ class LoggingMessageNotificationParams(WireObject):
     #: Name of the logger that issued the message.
     logger: str | None = None
     meta: dict[str, Any] | None = None
-    extra: dict[str, Any] = attrs.field(factory=dict, kw_only=True)

@@ -24,7 +24,6 @@ class EmptyResult(WireObject):
     """A result with no content, e.g. the answer to ``ping``."""
 
     meta: dict[str, Any] | None = None
-    extra: dict[str, Any] = attrs.field(factory=dict, kw_only=True)
 
 
 @attrs.define(repr=False, eq=False)
@@ -32,7 +31,6 @@ class RequestParams(WireObject):
     """The ``params`` of a request that takes no arguments (``ping``, ``roots/list``)."""
 
     meta: dict[str, Any] | None = None
-    extra: dict[str, Any] = attrs.field(factory=dict, kw_only=True)
 
 
 @attrs.define(repr=False, eq=False)
@@ -40,7 +38,6 @@ class NotificationParams(WireObject):
     """The ``params`` of a notification with no arguments (``*/list_changed``)."""
 
     meta: dict[str, Any] | None = None
-    extra: dict[str, Any] = attrs.field(factory=dict, kw_only=True)
 
 
 @attrs.define(repr=False, eq=False)
@@ -50,4 +47,3 @@ class PaginatedRequestParams(WireObject):
     #: The ``next_cursor`` of the previous page; ``None`` for the first page.
     cursor: str | None = None
     meta: dict[str, Any] | None = None
-    extra: dict[str, Any] = attrs.field(factory=dict, kw_only=True)

@@ -43,7 +43,6 @@ class DiscoverResult(WireObject):
     ttl_ms: int | None = None
     cache_scope: str | None = None
     meta: dict[str, Any] | None = None
-    extra: dict[str, Any] = attrs.field(factory=dict, kw_only=True)
 
 
 @attrs.define(repr=False, eq=False)
@@ -52,7 +51,6 @@ class InputRequest(WireObject):
 
     method: str
     params: dict[str, Any] | None = None
-    extra: dict[str, Any] = attrs.field(factory=dict, kw_only=True)
 
 
 @attrs.define(repr=False, eq=False)
@@ -63,7 +61,6 @@ class InputRequiredResult(WireObject):
     input_requests: dict[str, InputRequest] | None = None
     request_state: str | None = None
     meta: dict[str, Any] | None = None
-    extra: dict[str, Any] = attrs.field(factory=dict, kw_only=True)
 
 
 @attrs.define(repr=False, eq=False)
@@ -74,7 +71,6 @@ class SubscriptionFilter(WireObject):
     prompts_list_changed: bool | None = None
     resources_list_changed: bool | None = None
     resource_subscriptions: list[str] | None = None
-    extra: dict[str, Any] = attrs.field(factory=dict, kw_only=True)
 
 
 @attrs.define(repr=False, eq=False)
@@ -83,7 +79,6 @@ class SubscriptionsListenRequestParams(WireObject):
 
     notifications: SubscriptionFilter
     meta: dict[str, Any] | None = None
-    extra: dict[str, Any] = attrs.field(factory=dict, kw_only=True)
 
 
 @attrs.define(repr=False, eq=False)
@@ -92,4 +87,3 @@ class SubscriptionsAcknowledgedNotificationParams(WireObject):
 
     notifications: SubscriptionFilter
     meta: dict[str, Any] | None = None
-    extra: dict[str, Any] = attrs.field(factory=dict, kw_only=True)

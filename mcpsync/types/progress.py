@@ -29,7 +29,6 @@ class ProgressNotificationParams(WireObject):
     total: float | None = None
     message: str | None = None
     meta: dict[str, Any] | None = None
-    extra: dict[str, Any] = attrs.field(factory=dict, kw_only=True)
 
 
 @attrs.define(repr=False, eq=False)
@@ -40,4 +39,3 @@ class CancelledNotificationParams(WireObject):
     request_id: RequestId | None = None
     reason: str | None = None
     meta: dict[str, Any] | None = None
-    extra: dict[str, Any] = attrs.field(factory=dict, kw_only=True)

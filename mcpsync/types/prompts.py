@@ -26,7 +26,6 @@ class PromptArgument(WireObject):
     title: str | None = None
     description: str | None = None
     required: bool | None = None
-    extra: dict[str, Any] = attrs.field(factory=dict, kw_only=True)
 
 
 @attrs.define(repr=False, eq=False)
@@ -39,7 +38,6 @@ class Prompt(WireObject):
     arguments: list[PromptArgument] | None = None
     icons: list[Icon] | None = None
     meta: dict[str, Any] | None = None
-    extra: dict[str, Any] = attrs.field(factory=dict, kw_only=True)
 
 
 @attrs.define(repr=False, eq=False)
@@ -49,7 +47,6 @@ class ListPromptsResult(WireObject):
     prompts: list[Prompt] = attrs.field(factory=list)
     next_cursor: str | None = None
     meta: dict[str, Any] | None = None
-    extra: dict[str, Any] = attrs.field(factory=dict, kw_only=True)
 
 
 @attrs.define(repr=False, eq=False)
@@ -59,7 +56,6 @@ class GetPromptRequestParams(WireObject):
     name: str
     arguments: dict[str, str] | None = None
     meta: dict[str, Any] | None = None
-    extra: dict[str, Any] = attrs.field(factory=dict, kw_only=True)
 
 
 @attrs.define(repr=False, eq=False)
@@ -68,7 +64,6 @@ class PromptMessage(WireObject):
 
     role: Role
     content: ContentBlock
-    extra: dict[str, Any] = attrs.field(factory=dict, kw_only=True)
 
 
 @attrs.define(repr=False, eq=False)
@@ -78,4 +73,3 @@ class GetPromptResult(WireObject):
     messages: list[PromptMessage] = attrs.field(factory=list)
     description: str | None = None
     meta: dict[str, Any] | None = None
-    extra: dict[str, Any] = attrs.field(factory=dict, kw_only=True)

@@ -34,7 +34,6 @@ class Resource(WireObject):
     annotations: Annotations | None = None
     icons: list[Icon] | None = None
     meta: dict[str, Any] | None = None
-    extra: dict[str, Any] = attrs.field(factory=dict, kw_only=True)
 
 
 @attrs.define(repr=False, eq=False)
@@ -44,7 +43,6 @@ class ListResourcesResult(WireObject):
     resources: list[Resource] = attrs.field(factory=list)
     next_cursor: str | None = None
     meta: dict[str, Any] | None = None
-    extra: dict[str, Any] = attrs.field(factory=dict, kw_only=True)
 
 
 @attrs.define(repr=False, eq=False)
@@ -59,7 +57,6 @@ class ResourceTemplate(WireObject):
     annotations: Annotations | None = None
     icons: list[Icon] | None = None
     meta: dict[str, Any] | None = None
-    extra: dict[str, Any] = attrs.field(factory=dict, kw_only=True)
 
 
 @attrs.define(repr=False, eq=False)
@@ -69,7 +66,6 @@ class ListResourceTemplatesResult(WireObject):
     resource_templates: list[ResourceTemplate] = attrs.field(factory=list)
     next_cursor: str | None = None
     meta: dict[str, Any] | None = None
-    extra: dict[str, Any] = attrs.field(factory=dict, kw_only=True)
 
 
 @attrs.define(repr=False, eq=False)
@@ -78,7 +74,6 @@ class ReadResourceRequestParams(WireObject):
 
     uri: str
     meta: dict[str, Any] | None = None
-    extra: dict[str, Any] = attrs.field(factory=dict, kw_only=True)
 
 
 @attrs.define(repr=False, eq=False)
@@ -94,7 +89,6 @@ class ReadResourceResult(WireObject):
     #: :class:`TextResourceContents` and :class:`BlobResourceContents` items.
     contents: list[ResourceContents] = attrs.field(factory=list)
     meta: dict[str, Any] | None = None
-    extra: dict[str, Any] = attrs.field(factory=dict, kw_only=True)
 
 
 @attrs.define(repr=False, eq=False)
@@ -103,7 +97,6 @@ class SubscribeRequestParams(WireObject):
 
     uri: str
     meta: dict[str, Any] | None = None
-    extra: dict[str, Any] = attrs.field(factory=dict, kw_only=True)
 
 
 @attrs.define(repr=False, eq=False)
@@ -112,7 +105,6 @@ class UnsubscribeRequestParams(WireObject):
 
     uri: str
     meta: dict[str, Any] | None = None
-    extra: dict[str, Any] = attrs.field(factory=dict, kw_only=True)
 
 
 @attrs.define(repr=False, eq=False)
@@ -121,4 +113,3 @@ class ResourceUpdatedNotificationParams(WireObject):
 
     uri: str
     meta: dict[str, Any] | None = None
-    extra: dict[str, Any] = attrs.field(factory=dict, kw_only=True)

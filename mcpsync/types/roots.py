@@ -22,7 +22,6 @@ class Root(WireObject):
     uri: str
     name: str | None = None
     meta: dict[str, Any] | None = None
-    extra: dict[str, Any] = attrs.field(factory=dict, kw_only=True)
 
 
 @attrs.define(repr=False, eq=False)
@@ -31,4 +30,3 @@ class ListRootsResult(WireObject):
 
     roots: list[Root] = attrs.field(factory=list)
     meta: dict[str, Any] | None = None
-    extra: dict[str, Any] = attrs.field(factory=dict, kw_only=True)

@@ -32,7 +32,6 @@ class ModelHint(WireObject):
     """A hint for model selection: a (sub)string of a model name."""
 
     name: str | None = None
-    extra: dict[str, Any] = attrs.field(factory=dict, kw_only=True)
 
 
 @attrs.define(repr=False, eq=False)
@@ -43,7 +42,6 @@ class ModelPreferences(WireObject):
     cost_priority: float | None = None
     speed_priority: float | None = None
     intelligence_priority: float | None = None
-    extra: dict[str, Any] = attrs.field(factory=dict, kw_only=True)
 
 
 @attrs.define(repr=False, eq=False)
@@ -53,7 +51,6 @@ class SamplingMessage(WireObject):
     role: Role
     content: SamplingMessageContent
     meta: dict[str, Any] | None = None
-    extra: dict[str, Any] = attrs.field(factory=dict, kw_only=True)
 
 
 @attrs.define(repr=False, eq=False)
@@ -79,7 +76,6 @@ class CreateMessageRequestParams(WireObject):
     tool_choice: ToolChoice | None = None
     task: TaskMetadata | None = None
     meta: dict[str, Any] | None = None
-    extra: dict[str, Any] = attrs.field(factory=dict, kw_only=True)
 
 
 @attrs.define(repr=False, eq=False)
@@ -99,7 +95,6 @@ class CreateMessageResult(WireObject):
     #: ``"endTurn"``, ``"stopSequence"``, ``"maxTokens"``, ``"toolUse"`` or other.
     stop_reason: str | None = None
     meta: dict[str, Any] | None = None
-    extra: dict[str, Any] = attrs.field(factory=dict, kw_only=True)
 
 
 _converter.converter.register_structure_hook(

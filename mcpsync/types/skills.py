@@ -33,7 +33,6 @@ class SkillResource(WireObject):
     uri: str
     digest: str
     size: int
-    extra: dict[str, Any] = attrs.field(factory=dict, kw_only=True)
 
 
 @attrs.define(repr=False, eq=False)
@@ -52,7 +51,6 @@ class Skill(WireObject):
     frontmatter: dict[str, Any]
     #: Every file with its digest and size, or ``"dynamic"`` (generated, no digests).
     resources: list[SkillResource] | Literal["dynamic"]
-    extra: dict[str, Any] = attrs.field(factory=dict, kw_only=True)
 
     @property
     def name(self) -> str | None:
@@ -90,7 +88,6 @@ class ListSkillsResult(WireObject):
     skills: list[Skill] = attrs.field(factory=list)
     next_cursor: str | None = None
     meta: dict[str, Any] | None = None
-    extra: dict[str, Any] = attrs.field(factory=dict, kw_only=True)
 
 
 @attrs.define(repr=False, eq=False)
@@ -99,7 +96,6 @@ class GetSkillResult(WireObject):
 
     skill: Skill
     meta: dict[str, Any] | None = None
-    extra: dict[str, Any] = attrs.field(factory=dict, kw_only=True)
 
 
 @attrs.define(repr=False, eq=False)
@@ -112,7 +108,6 @@ class SkillFile(WireObject):
     mime_type: str | None = None
     #: ``False`` only for a dynamic skill, whose files have nothing to check against.
     verified: bool = True
-    extra: dict[str, Any] = attrs.field(factory=dict, kw_only=True)
 
     @property
     def text(self) -> str:
@@ -139,7 +134,6 @@ class LoadedSkill(WireObject):
     frontmatter: dict[str, Any]
     #: The instructions: ``SKILL.md`` after its frontmatter block.
     body: str
-    extra: dict[str, Any] = attrs.field(factory=dict, kw_only=True)
 
     @property
     def uri(self) -> str:
@@ -157,7 +151,6 @@ class RawSkillsPage(WireObject):
 
     skills: list[dict[str, Any]] = attrs.field(factory=list)
     next_cursor: str | None = None
-    extra: dict[str, Any] = attrs.field(factory=dict, kw_only=True)
 
 
 def _structure_resources(value: Any, _: Any) -> list[SkillResource] | str:

@@ -80,7 +80,6 @@ class DetailedTask(WireObject):
     #: ``"task"`` on the answer that created the task, ``"complete"`` on ``tasks/get``.
     result_type: str | None = None
     meta: dict[str, Any] | None = None
-    extra: dict[str, Any] = attrs.field(factory=dict, kw_only=True)
 
     @property
     def terminal(self) -> bool:
@@ -95,7 +94,6 @@ class UpdateTaskRequestParams(WireObject):
     task_id: str
     input_responses: dict[str, dict[str, Any]]
     meta: dict[str, Any] | None = None
-    extra: dict[str, Any] = attrs.field(factory=dict, kw_only=True)
 
 
 @attrs.define(repr=False, eq=False)
@@ -112,7 +110,6 @@ class Task(WireObject):
     status_message: str | None = None
     poll_interval: int | None = None
     meta: dict[str, Any] | None = None
-    extra: dict[str, Any] = attrs.field(factory=dict, kw_only=True)
 
 
 @attrs.define(repr=False, eq=False)
@@ -131,7 +128,6 @@ class CreateTaskResult(WireObject):
 
     task: Task
     meta: dict[str, Any] | None = None
-    extra: dict[str, Any] = attrs.field(factory=dict, kw_only=True)
 
 
 @attrs.define(repr=False, eq=False)
@@ -141,4 +137,3 @@ class ListTasksResult(WireObject):
     tasks: list[Task] = attrs.field(factory=list)
     next_cursor: str | None = None
     meta: dict[str, Any] | None = None
-    extra: dict[str, Any] = attrs.field(factory=dict, kw_only=True)

@@ -31,7 +31,6 @@ class ToolAnnotations(WireObject):
     destructive_hint: bool | None = None
     idempotent_hint: bool | None = None
     open_world_hint: bool | None = None
-    extra: dict[str, Any] = attrs.field(factory=dict, kw_only=True)
 
 
 @attrs.define(repr=False, eq=False)
@@ -40,7 +39,6 @@ class ToolExecution(WireObject):
 
     #: ``"forbidden"``, ``"optional"`` or ``"required"``: task-augmented calls.
     task_support: str | None = None
-    extra: dict[str, Any] = attrs.field(factory=dict, kw_only=True)
 
 
 @attrs.define(repr=False, eq=False)
@@ -64,7 +62,6 @@ class Tool(WireObject):
     icons: list[Icon] | None = None
     execution: ToolExecution | None = None
     meta: dict[str, Any] | None = None
-    extra: dict[str, Any] = attrs.field(factory=dict, kw_only=True)
 
     @property
     def ui(self) -> ToolUi | None:
@@ -80,7 +77,6 @@ class ListToolsResult(WireObject):
     #: Pass to the next request to get the next page; ``None`` on the last page.
     next_cursor: str | None = None
     meta: dict[str, Any] | None = None
-    extra: dict[str, Any] = attrs.field(factory=dict, kw_only=True)
 
 
 @attrs.define(repr=False, eq=False)
@@ -92,7 +88,6 @@ class CallToolRequestParams(WireObject):
     meta: dict[str, Any] | None = None
     #: Ask for a task-augmented call (2025-11-25).
     task: TaskMetadata | None = None
-    extra: dict[str, Any] = attrs.field(factory=dict, kw_only=True)
 
 
 @attrs.define(repr=False, eq=False)
@@ -114,7 +109,6 @@ class CallToolResult(WireObject):
     #: ``True`` when the tool reported an error.
     is_error: bool | None = None
     meta: dict[str, Any] | None = None
-    extra: dict[str, Any] = attrs.field(factory=dict, kw_only=True)
 
     @property
     def text(self) -> str:
@@ -138,7 +132,6 @@ class ToolChoice(WireObject):
 
     #: ``"auto"``, ``"required"`` or ``"none"``.
     mode: str | None = None
-    extra: dict[str, Any] = attrs.field(factory=dict, kw_only=True)
 
 
 
