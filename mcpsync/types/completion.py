@@ -88,6 +88,4 @@ class CompleteResult(WireObject):
     meta: dict[str, Any] | None = None
 
 
-_converter.converter.register_structure_hook(
-    CompletionReference, _converter.tagged_union_hook(CompletionReference, "type")
-)
+_converter.register_union(CompletionReference)

@@ -175,14 +175,6 @@ SamplingContent = (
 
 
 # Registered here, not in _converter: this module may be loaded long after it.
-_converter.converter.register_structure_hook(
-    ContentBlock, _converter.tagged_union_hook(ContentBlock, "type", fallback=UnknownContent)
-)
-_converter.converter.register_structure_hook(
-    SamplingContent,
-    _converter.tagged_union_hook(SamplingContent, "type", fallback=UnknownContent),
-)
-_converter.converter.register_structure_hook(
-    ResourceContents,
-    _converter.keyed_union_hook({"text": TextResourceContents, "blob": BlobResourceContents}),
-)
+_converter.register_union(ContentBlock, fallback=UnknownContent)
+_converter.register_union(SamplingContent, fallback=UnknownContent)
+_converter.register_union(ResourceContents, keys={"text": TextResourceContents, "blob": BlobResourceContents})

@@ -76,15 +76,5 @@ class ElicitationCompleteNotificationParams(WireObject):
     elicitation_id: str
 
 
-_converter.converter.register_structure_hook(
-    ElicitRequestParams,
-    _converter.tagged_union_hook(
-        ElicitRequestParams,
-        "mode",
-        tags={
-            None: ElicitRequestFormParams,
-            "form": ElicitRequestFormParams,
-            "url": ElicitRequestURLParams,
-        },
-    ),
-)
+_converter.register_union(ElicitRequestParams, "mode", tags={
+    None: ElicitRequestFormParams, "form": ElicitRequestFormParams, "url": ElicitRequestURLParams})

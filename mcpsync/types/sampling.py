@@ -97,6 +97,4 @@ class CreateMessageResult(WireObject):
     meta: dict[str, Any] | None = None
 
 
-_converter.converter.register_structure_hook(
-    SamplingMessageContent, _converter.one_or_many_hook(SamplingContent)
-)
+_converter.register_one_or_many(SamplingContent)

@@ -162,6 +162,4 @@ def _structure_resources(value: Any, _: Any) -> list[SkillResource] | str:
     return items
 
 
-_converter.converter.register_structure_hook(
-    list[SkillResource] | Literal["dynamic"], _structure_resources
-)
+_converter.converter.register_structure_hook(list[SkillResource] | Literal["dynamic"], _structure_resources)
