@@ -1,7 +1,10 @@
-"""The base of every protocol class: the ``extra`` field, one shared ``__repr__`` and ``__eq__``.
+"""The bases of every protocol class: the ``extra`` and ``meta`` fields, one shared ``__repr__``
+and ``__eq__``.
 
 Every protocol class keeps the wire keys it does not know in ``extra`` (keyword-only,
 declared once here) and sends them back, so a newer server never breaks this client.
+The classes whose wire form has ``_meta`` (results, request and notification params,
+content blocks...) derive from :class:`MetaObject`, which adds the keyword-only ``meta``.
 
 attrs would generate (and ``compile()``) ``__repr__`` and ``__eq__`` for each of the ~85
 classes at import, which was most of the cost of ``import mcpsync``; these generic
@@ -18,9 +21,11 @@ from typing import Any
 
 import attrs
 
-__all__ = ["WireObject"]
+__all__ = ["MetaObject", "WireObject"]
 
 _repr_state = threading.local()
+#: The inherited fields (first in attrs' order), shown after the class's own fields, in this order.
+_SHOWN_LAST = {"meta": 1, "extra": 2}
 
 
 @attrs.define(repr=False, eq=False)
@@ -39,8 +44,7 @@ class WireObject:
             return "..."
         active.add(id(self))
         try:
-            # ``extra`` (inherited, so first in attrs' order) is shown last, after the class's own fields.
-            shown = sorted((a for a in self.__attrs_attrs__ if a.repr), key=lambda a: a.name == "extra")
+            shown = sorted((a for a in self.__attrs_attrs__ if a.repr), key=lambda a: _SHOWN_LAST.get(a.name, 0))
             fields = ", ".join(f"{a.name}={getattr(self, a.name, attrs.NOTHING)!r}" for a in shown)
             return f"{self.__class__.__qualname__.rsplit('>.', 1)[-1]}({fields})"
         finally:
@@ -56,3 +60,11 @@ class WireObject:
 
 # Mutable objects with value equality must not be hashable (as attrs does it).
 WireObject.__hash__ = None  # type: ignore[assignment]
+
+
+@attrs.define(repr=False, eq=False)
+class MetaObject(WireObject):
+    """A protocol object with a ``_meta`` member (not a public type)."""
+
+    #: The ``_meta`` object, verbatim (``None``: absent).
+    meta: dict[str, Any] | None = attrs.field(default=None, kw_only=True)

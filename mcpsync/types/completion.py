@@ -5,12 +5,12 @@
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Literal
 
 import attrs
 
 from . import _converter
-from ._base import WireObject
+from ._base import MetaObject, WireObject
 
 __all__ = [
     "CompleteRequestParams", "CompleteResult", "Completion", "CompletionArgument", "CompletionContext",
@@ -60,13 +60,12 @@ class CompletionContext(WireObject):
 
 
 @attrs.define(repr=False, eq=False)
-class CompleteRequestParams(WireObject):
+class CompleteRequestParams(MetaObject):
     """The ``params`` of ``completion/complete``."""
 
     ref: CompletionReference
     argument: CompletionArgument
     context: CompletionContext | None = None
-    meta: dict[str, Any] | None = None
 
 
 @attrs.define(repr=False, eq=False)
@@ -81,11 +80,10 @@ class Completion(WireObject):
 
 
 @attrs.define(repr=False, eq=False)
-class CompleteResult(WireObject):
+class CompleteResult(MetaObject):
     """The result of ``completion/complete``."""
 
     completion: Completion
-    meta: dict[str, Any] | None = None
 
 
 _converter.register_union(CompletionReference)

@@ -20,7 +20,7 @@ from typing import Any, Literal
 import attrs
 
 from . import _converter
-from ._base import WireObject
+from ._base import MetaObject, WireObject
 from .lifecycle import Icon
 
 __all__ = [
@@ -46,39 +46,36 @@ class Annotations(WireObject):
 
 
 @attrs.define(repr=False, eq=False)
-class TextContent(WireObject):
+class TextContent(MetaObject):
     """Plain text. ``TextContent("hi")``."""
 
     text: str
     type: Literal["text"] = attrs.field(default="text", init=False)
     annotations: Annotations | None = None
-    meta: dict[str, Any] | None = None
 
 
 @attrs.define(repr=False, eq=False)
-class ImageContent(WireObject):
+class ImageContent(MetaObject):
     """An image: base64 ``data`` and its ``mime_type``."""
 
     data: str
     mime_type: str
     type: Literal["image"] = attrs.field(default="image", init=False)
     annotations: Annotations | None = None
-    meta: dict[str, Any] | None = None
 
 
 @attrs.define(repr=False, eq=False)
-class AudioContent(WireObject):
+class AudioContent(MetaObject):
     """Audio: base64 ``data`` and its ``mime_type`` (2025-03-26+)."""
 
     data: str
     mime_type: str
     type: Literal["audio"] = attrs.field(default="audio", init=False)
     annotations: Annotations | None = None
-    meta: dict[str, Any] | None = None
 
 
 @attrs.define(repr=False, eq=False)
-class ResourceLink(WireObject):
+class ResourceLink(MetaObject):
     """A link to a resource the client may read (2025-06-18+)."""
 
     uri: str
@@ -91,27 +88,24 @@ class ResourceLink(WireObject):
     size: int | None = None
     annotations: Annotations | None = None
     icons: list[Icon] | None = None
-    meta: dict[str, Any] | None = None
 
 
 @attrs.define(repr=False, eq=False)
-class TextResourceContents(WireObject):
+class TextResourceContents(MetaObject):
     """The contents of a text resource."""
 
     uri: str
     text: str
     mime_type: str | None = None
-    meta: dict[str, Any] | None = None
 
 
 @attrs.define(repr=False, eq=False)
-class BlobResourceContents(WireObject):
+class BlobResourceContents(MetaObject):
     """The contents of a binary resource; ``blob`` is base64."""
 
     uri: str
     blob: str
     mime_type: str | None = None
-    meta: dict[str, Any] | None = None
 
 
 #: Resource contents, told apart by the ``text`` or ``blob`` key.
@@ -119,13 +113,12 @@ ResourceContents = TextResourceContents | BlobResourceContents
 
 
 @attrs.define(repr=False, eq=False)
-class EmbeddedResource(WireObject):
+class EmbeddedResource(MetaObject):
     """A resource embedded in a message or tool result."""
 
     resource: ResourceContents
     type: Literal["resource"] = attrs.field(default="resource", init=False)
     annotations: Annotations | None = None
-    meta: dict[str, Any] | None = None
 
 
 @attrs.define(repr=False, eq=False)
@@ -146,18 +139,17 @@ ContentBlock = (
 
 
 @attrs.define(repr=False, eq=False)
-class ToolUseContent(WireObject):
+class ToolUseContent(MetaObject):
     """A model's request to call a tool, in sampling (2025-11-25)."""
 
     id: str
     name: str
     input: dict[str, Any]
     type: Literal["tool_use"] = attrs.field(default="tool_use", init=False)
-    meta: dict[str, Any] | None = None
 
 
 @attrs.define(repr=False, eq=False)
-class ToolResultContent(WireObject):
+class ToolResultContent(MetaObject):
     """The result of a tool call, sent back to the model in sampling (2025-11-25)."""
 
     tool_use_id: str
@@ -165,7 +157,6 @@ class ToolResultContent(WireObject):
     type: Literal["tool_result"] = attrs.field(default="tool_result", init=False)
     structured_content: Any = None
     is_error: bool | None = None
-    meta: dict[str, Any] | None = None
 
 
 #: A block in a sampling message.

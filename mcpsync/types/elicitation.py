@@ -13,7 +13,7 @@ from typing import Any, Literal
 import attrs
 
 from . import _converter
-from ._base import WireObject
+from ._base import MetaObject, WireObject
 from ._task_metadata import TaskMetadata
 
 __all__ = [
@@ -23,7 +23,7 @@ __all__ = [
 
 
 @attrs.define(repr=False, eq=False)
-class ElicitRequestFormParams(WireObject):
+class ElicitRequestFormParams(MetaObject):
     """Ask the user to fill in a form."""
 
     #: The message to show the user.
@@ -33,11 +33,10 @@ class ElicitRequestFormParams(WireObject):
     #: ``"form"``, or ``None`` when the server left it out (before 2025-11-25).
     mode: Literal["form"] | None = None
     task: TaskMetadata | None = None
-    meta: dict[str, Any] | None = None
 
 
 @attrs.define(repr=False, eq=False)
-class ElicitRequestURLParams(WireObject):
+class ElicitRequestURLParams(MetaObject):
     """Ask the user to complete an interaction at a URL (2025-11-25)."""
 
     message: str
@@ -46,7 +45,6 @@ class ElicitRequestURLParams(WireObject):
     elicitation_id: str | None = None
     mode: Literal["url"] = attrs.field(default="url", init=False)
     task: TaskMetadata | None = None
-    meta: dict[str, Any] | None = None
 
 
 #: The ``params`` of ``elicitation/create``, told apart by ``mode``.
@@ -54,7 +52,7 @@ ElicitRequestParams = ElicitRequestFormParams | ElicitRequestURLParams
 
 
 @attrs.define(repr=False, eq=False)
-class ElicitResult(WireObject):
+class ElicitResult(MetaObject):
     """The client's answer to ``elicitation/create``.
 
     ::
@@ -66,7 +64,6 @@ class ElicitResult(WireObject):
     action: Literal["accept", "decline", "cancel"]
     #: The submitted values (form mode with ``"accept"`` only).
     content: dict[str, Any] | None = None
-    meta: dict[str, Any] | None = None
 
 
 @attrs.define(repr=False, eq=False)

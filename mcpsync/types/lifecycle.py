@@ -14,7 +14,7 @@ from typing import Any
 
 import attrs
 
-from ._base import WireObject
+from ._base import MetaObject, WireObject
 
 __all__ = [
     "ClientCapabilities", "ElicitationCapability", "Icon", "Implementation", "InitializeRequestParams",
@@ -157,17 +157,16 @@ class ServerCapabilities(WireObject):
 
 
 @attrs.define(repr=False, eq=False)
-class InitializeRequestParams(WireObject):
+class InitializeRequestParams(MetaObject):
     """The ``params`` of ``initialize``, sent by the client."""
 
     protocol_version: str
     capabilities: ClientCapabilities
     client_info: Implementation
-    meta: dict[str, Any] | None = None
 
 
 @attrs.define(repr=False, eq=False)
-class InitializeResult(WireObject):
+class InitializeResult(MetaObject):
     """The server's answer to ``initialize``."""
 
     protocol_version: str
@@ -175,4 +174,3 @@ class InitializeResult(WireObject):
     server_info: Implementation
     #: Hints for the model on how to use this server.
     instructions: str | None = None
-    meta: dict[str, Any] | None = None

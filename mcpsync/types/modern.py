@@ -9,7 +9,7 @@ from typing import Any, Literal
 
 import attrs
 
-from ._base import WireObject
+from ._base import MetaObject, WireObject
 from .lifecycle import ServerCapabilities
 
 __all__ = [
@@ -33,7 +33,7 @@ CacheScope = Literal["public", "private"]
 
 
 @attrs.define(repr=False, eq=False)
-class DiscoverResult(WireObject):
+class DiscoverResult(MetaObject):
     """The answer to ``server/discover``: versions, capabilities, instructions."""
 
     supported_versions: list[str]
@@ -42,7 +42,6 @@ class DiscoverResult(WireObject):
     result_type: str | None = None
     ttl_ms: int | None = None
     cache_scope: str | None = None
-    meta: dict[str, Any] | None = None
 
 
 @attrs.define(repr=False, eq=False)
@@ -54,13 +53,12 @@ class InputRequest(WireObject):
 
 
 @attrs.define(repr=False, eq=False)
-class InputRequiredResult(WireObject):
+class InputRequiredResult(MetaObject):
     """``resultType: "input_required"``: answer ``input_requests`` and retry."""
 
     result_type: str = "input_required"
     input_requests: dict[str, InputRequest] | None = None
     request_state: str | None = None
-    meta: dict[str, Any] | None = None
 
 
 @attrs.define(repr=False, eq=False)
@@ -74,16 +72,14 @@ class SubscriptionFilter(WireObject):
 
 
 @attrs.define(repr=False, eq=False)
-class SubscriptionsListenRequestParams(WireObject):
+class SubscriptionsListenRequestParams(MetaObject):
     """The ``params`` of ``subscriptions/listen``."""
 
     notifications: SubscriptionFilter
-    meta: dict[str, Any] | None = None
 
 
 @attrs.define(repr=False, eq=False)
-class SubscriptionsAcknowledgedNotificationParams(WireObject):
+class SubscriptionsAcknowledgedNotificationParams(MetaObject):
     """The server's acknowledgement of a listen stream: what it agreed to send."""
 
     notifications: SubscriptionFilter
-    meta: dict[str, Any] | None = None

@@ -13,7 +13,7 @@ from typing import Any, Literal
 import attrs
 
 from . import _converter
-from ._base import WireObject
+from ._base import MetaObject, WireObject
 from ._task_metadata import TaskMetadata
 from .content import Role, SamplingContent
 from .tools import Tool, ToolChoice
@@ -45,16 +45,15 @@ class ModelPreferences(WireObject):
 
 
 @attrs.define(repr=False, eq=False)
-class SamplingMessage(WireObject):
+class SamplingMessage(MetaObject):
     """A message in a sampling conversation."""
 
     role: Role
     content: SamplingMessageContent
-    meta: dict[str, Any] | None = None
 
 
 @attrs.define(repr=False, eq=False)
-class CreateMessageRequestParams(WireObject):
+class CreateMessageRequestParams(MetaObject):
     """What the server asks for in ``sampling/createMessage``.
 
     The client's ``sampling_handler`` receives this and returns a
@@ -75,11 +74,10 @@ class CreateMessageRequestParams(WireObject):
     tools: list[Tool] | None = None
     tool_choice: ToolChoice | None = None
     task: TaskMetadata | None = None
-    meta: dict[str, Any] | None = None
 
 
 @attrs.define(repr=False, eq=False)
-class CreateMessageResult(WireObject):
+class CreateMessageResult(MetaObject):
     """The client's answer to ``sampling/createMessage``.
 
     ::
@@ -94,7 +92,6 @@ class CreateMessageResult(WireObject):
     role: Role = "assistant"
     #: ``"endTurn"``, ``"stopSequence"``, ``"maxTokens"``, ``"toolUse"`` or other.
     stop_reason: str | None = None
-    meta: dict[str, Any] | None = None
 
 
 _converter.register_one_or_many(SamplingContent)

@@ -16,7 +16,7 @@ from typing import Any, Literal
 import attrs
 
 from . import _converter
-from ._base import WireObject
+from ._base import MetaObject, WireObject
 
 __all__ = [
     "SKILLS_EXTENSION", "GetSkillResult", "ListSkillsResult", "LoadedSkill", "Skill", "SkillFile", "SkillResource"
@@ -82,20 +82,18 @@ class Skill(WireObject):
 
 
 @attrs.define(repr=False, eq=False)
-class ListSkillsResult(WireObject):
+class ListSkillsResult(MetaObject):
     """One page of ``skills/list``."""
 
     skills: list[Skill] = attrs.field(factory=list)
     next_cursor: str | None = None
-    meta: dict[str, Any] | None = None
 
 
 @attrs.define(repr=False, eq=False)
-class GetSkillResult(WireObject):
+class GetSkillResult(MetaObject):
     """The result of ``skills/get``."""
 
     skill: Skill
-    meta: dict[str, Any] | None = None
 
 
 @attrs.define(repr=False, eq=False)

@@ -10,7 +10,7 @@ from typing import Any
 import attrs
 
 from ..exceptions import ToolError, excerpt
-from ._base import WireObject
+from ._base import MetaObject, WireObject
 from ._task_metadata import TaskMetadata
 from .apps import ToolUi, tool_ui
 from .content import ContentBlock, TextContent
@@ -42,7 +42,7 @@ class ToolExecution(WireObject):
 
 
 @attrs.define(repr=False, eq=False)
-class Tool(WireObject):
+class Tool(MetaObject):
     """A tool the server offers.
 
     ::
@@ -61,7 +61,6 @@ class Tool(WireObject):
     annotations: ToolAnnotations | None = None
     icons: list[Icon] | None = None
     execution: ToolExecution | None = None
-    meta: dict[str, Any] | None = None
 
     @property
     def ui(self) -> ToolUi | None:
@@ -70,28 +69,26 @@ class Tool(WireObject):
 
 
 @attrs.define(repr=False, eq=False)
-class ListToolsResult(WireObject):
+class ListToolsResult(MetaObject):
     """One page of ``tools/list``."""
 
     tools: list[Tool] = attrs.field(factory=list)
     #: Pass to the next request to get the next page; ``None`` on the last page.
     next_cursor: str | None = None
-    meta: dict[str, Any] | None = None
 
 
 @attrs.define(repr=False, eq=False)
-class CallToolRequestParams(WireObject):
+class CallToolRequestParams(MetaObject):
     """The ``params`` of ``tools/call``."""
 
     name: str
     arguments: dict[str, Any] | None = None
-    meta: dict[str, Any] | None = None
     #: Ask for a task-augmented call (2025-11-25).
     task: TaskMetadata | None = None
 
 
 @attrs.define(repr=False, eq=False)
-class CallToolResult(WireObject):
+class CallToolResult(MetaObject):
     """The result of ``tools/call``.
 
     ``is_error`` is data, not an exception; call :meth:`raise_for_error` to
@@ -108,7 +105,6 @@ class CallToolResult(WireObject):
     structured_content: Any = None
     #: ``True`` when the tool reported an error.
     is_error: bool | None = None
-    meta: dict[str, Any] | None = None
 
     @property
     def text(self) -> str:
@@ -184,7 +180,7 @@ def call_tool_result_from_wire(raw: Any) -> CallToolResult:
                     blocks,
                     raw.get("structuredContent"),
                     None if is_error is _ABSENT else is_error,
-                    None if meta is _ABSENT else meta,
+                    meta=None if meta is _ABSENT else meta,
                     extra={} if kind is _ABSENT else {"resultType": kind},
                 )
     from ._converter import from_wire
