@@ -21,7 +21,6 @@ from mcpsync.config import ConfigError
 class UsageError(ConfigError):
     """The command line is not usable: no server named, bad arguments (exit status 2)."""
 
-_JSON_TYPES = ("string", "number", "integer", "boolean", "object", "array", "null")
 #: Enum values shown in a type before ``|...``.
 _ENUM_SHOWN = 6
 
@@ -114,17 +113,13 @@ def _types(spec: Any) -> set[str] | None:
     return None
 
 
+#: The JSON types that are one Python class (numbers are told apart below).
+_CLASSES: dict[str, type] = {"string": str, "boolean": bool, "null": type(None), "object": dict, "array": list}
+
+
 def _is(value: Any, kind: str) -> bool:
-    if kind == "string":
-        return isinstance(value, str)
-    if kind == "boolean":
-        return isinstance(value, bool)
-    if kind == "null":
-        return value is None
-    if kind == "object":
-        return isinstance(value, dict)
-    if kind == "array":
-        return isinstance(value, list)
+    if kind in _CLASSES:
+        return isinstance(value, _CLASSES[kind])
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         return False
     return kind == "number" or (kind == "integer" and float(value).is_integer())
@@ -132,7 +127,7 @@ def _is(value: Any, kind: str) -> bool:
 
 def _type_ok(value: Any, spec: Any) -> bool:
     allowed = _types(spec)
-    if allowed is None or not allowed & set(_JSON_TYPES):
+    if allowed is None or allowed.isdisjoint({*_CLASSES, "number", "integer"}):
         return True  # the schema does not say (or says something we do not check)
     return any(_is(value, kind) for kind in allowed)
 

@@ -34,8 +34,12 @@ def _unknown(kind: str, name: str, names: list[str]) -> UnknownName:
     return UnknownName(kind, name, f" on the server; its {kind}s: {shown or 'none'}")
 
 
-def _json(args: argparse.Namespace) -> bool:
-    return getattr(args, "output", None) == "json"
+def _dumped(args: argparse.Namespace, value: Any, out: TextIO) -> bool:
+    """Print *value* (protocol objects or JSON) as JSON if ``-o json`` was given; whether it was."""
+    as_json: bool = getattr(args, "output", None) == "json"
+    if as_json:
+        dump_json(value if isinstance(value, dict) else wire(value), out)
+    return as_json
 
 
 def _listed(client: Client, capability: str, list_items: Callable[[], list[Any]]) -> list[Any]:
@@ -46,9 +50,7 @@ def _listed(client: Client, capability: str, list_items: Callable[[], list[Any]]
 def cmd_tools(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     with open_client(args) as client:
         tools: list[types.Tool] = _listed(client, "tools", client.list_tools)
-    if _json(args):
-        dump_json(wire(tools), out)
-    else:
+    if not _dumped(args, tools, out):
         print_signatures([(t.name, signature(t.name, t.input_schema), t.description) for t in tools], out)
     return 0
 
@@ -81,9 +83,7 @@ def cmd_call(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
             result = client.call_tool(args.tool, arguments, progress=bar)
         finally:
             bar.done()
-    if _json(args):
-        dump_json(wire(result), out)
-    else:
+    if not _dumped(args, result, out):
         print_content(result.content, out)
         if result.structured_content is not None and not result.content:
             dump_json(result.structured_content, out)
@@ -104,8 +104,7 @@ def cmd_resources(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     with open_client(args) as client:
         resources: list[types.Resource] = _listed(client, "resources", client.list_resources)
         templates = _listed(client, "resources", lambda: _templates(client))
-    if _json(args):
-        dump_json({"resources": wire(resources), "resourceTemplates": wire(templates)}, out)
+    if _dumped(args, {"resources": wire(resources), "resourceTemplates": wire(templates)}, out):
         return 0
     rows = [[r.uri, r.name or "", r.mime_type or ""] for r in resources]
     rows += [[t.uri_template, t.name or "", "(template)"] for t in templates]
@@ -117,9 +116,7 @@ def cmd_resources(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
 def cmd_read(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     with open_client(args) as client:
         result = client.read_resource(args.uri)
-    if _json(args):
-        dump_json(wire(result), out)
-    else:
+    if not _dumped(args, result, out):
         print_content(list(result.contents), out)
     return 0
 
@@ -127,10 +124,8 @@ def cmd_read(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
 def cmd_prompts(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     with open_client(args) as client:
         prompts: list[types.Prompt] = _listed(client, "prompts", client.list_prompts)
-    if _json(args):
-        dump_json(wire(prompts), out)
-        return 0
-    print_signatures([(p.name, f"{p.name}({prompt_params(p)})", p.description) for p in prompts], out)
+    if not _dumped(args, prompts, out):
+        print_signatures([(p.name, f"{p.name}({prompt_params(p)})", p.description) for p in prompts], out)
     return 0
 
 
@@ -145,12 +140,10 @@ def cmd_prompt(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
                 raise _unknown("prompt", args.name, [p.name for p in known])
             check_prompt_arguments(prompt, arguments)
         result = client.get_prompt(args.name, arguments)
-    if _json(args):
-        dump_json(wire(result), out)
-        return 0
-    for message in result.messages:
-        print(f"[{printable(message.role)}]", file=out)
-        print_content([message.content], out)
+    if not _dumped(args, result, out):
+        for message in result.messages:
+            print(f"[{printable(message.role)}]", file=out)
+            print_content([message.content], out)
     return 0
 
 
@@ -163,9 +156,8 @@ def cmd_servers(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     servers = load_config(path, expand_variables=False)
     # As the file says it: the "auto" transport (Streamable HTTP, else legacy SSE) is type "http".
     shown = {name: "http" if s.transport == "auto" else s.transport for name, s in servers.items()}
-    if _json(args):
-        dump_json({name: {"transport": shown[name], "target": s.target, **s.options}
-                   for name, s in servers.items()}, out)
+    if _dumped(args, {name: {"transport": shown[name], "target": s.target, **s.options}
+                      for name, s in servers.items()}, out):
         return 0
     print_table(["NAME", "TRANSPORT", "COMMAND OR URL"],
                 [[name, shown[name], s.target] for name, s in servers.items()], out)
