@@ -7,14 +7,15 @@ raised and turned into one line (and an exit code) by :func:`mcpsync.cli.main.ma
 from __future__ import annotations
 
 import argparse
-from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, TextIO
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any, NamedTuple, TextIO
 
 from mcpsync import types
 
 from mcpsync.cli.args import (UsageError, check_arguments, check_prompt_arguments, json_arguments, parse_arguments,
                               prompt_params, signature)
 from mcpsync.cli.connect import oauth_for, open_client, resolve
+from mcpsync.cli.demo import cmd_demo
 from mcpsync.cli.output import ProgressBar, dump_json, print_content, print_signatures, print_table, printable, wire
 from mcpsync.config import load_config
 from mcpsync.exceptions import MethodNotFound
@@ -188,14 +189,67 @@ def cmd_logout(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     return 0
 
 
+class Command(NamedTuple):
+    """A subcommand: what runs it, its one-line help, its description, examples and own arguments."""
+
+    func: Callable[[argparse.Namespace, TextIO, TextIO], int]
+    help: str
+    description: str
+    examples: list[str]
+    arguments: Sequence[tuple[str, dict[str, Any]]] = ()
+
+
+_DEMO = "mcpsync --stdio 'mcpsync demo --serve'"
+#: Every subcommand, in the order ``mcpsync --help`` lists them.
 COMMANDS = {
-    "tools": cmd_tools,
-    "call": cmd_call,
-    "resources": cmd_resources,
-    "read": cmd_read,
-    "prompts": cmd_prompts,
-    "prompt": cmd_prompt,
-    "servers": cmd_servers,
-    "login": cmd_login,
-    "logout": cmd_logout,
+    "demo": Command(cmd_demo, "a guided tour: run the bundled demo server and show a session with it",
+                    "Start the bundled demo server over stdio and print a real session with it: server info, tools,"
+                    " a tool call with progress, resources and a prompt. --serve runs the demo server itself on"
+                    " stdin/stdout, for any MCP client.",
+                    ["mcpsync demo", "mcpsync demo --print-config > mcp.json", f"{_DEMO} tools"]),
+    "tools": Command(cmd_tools, "list the server's tools and their parameters",
+                     "List every tool (all pages) as name(param: type, optional?: type) with its description.",
+                     [f"{_DEMO} tools", "mcpsync --config mcp.json --server github tools -o json"]),
+    "call": Command(cmd_call, "call a tool: call TOOL key=value ... | call TOOL --args '{...}'",
+                    "Call TOOL and print its result. Arguments are key=value pairs; a value is read as JSON (2, true,"
+                    " [1,2], {\"k\":1}) unless the tool's schema says the parameter is a string. They are checked"
+                    " against the tool's input schema before sending. Progress is drawn on stderr. Exits 1 when the"
+                    " tool reports an error.",
+                    [f"{_DEMO} call add a=2 b=3", f"{_DEMO} call echo text='hello world'",
+                     f"{_DEMO} call weather --args '{{\"city\": \"Oslo\"}}' -o json",
+                     f"echo '{{\"a\": 1, \"b\": 2}}' | {_DEMO} call add --args -"],
+                    [("tool", {"metavar": "TOOL", "help": "the tool's name (see `tools`)"}),
+                     ("arguments", {"metavar": "key=value", "nargs": "*",
+                                    "help": "a tool argument, e.g. a=2 or name=Ada"}),
+                     ("--no-check", {"action": "store_true",
+                                     "help": "send the arguments without checking them against the tool's schema"})]),
+    "resources": Command(cmd_resources, "list resources and resource templates",
+                         "List the server's resources (URI, name, MIME type) and resource templates; nothing when"
+                         " the server has none.", [f"{_DEMO} resources"]),
+    "read": Command(cmd_read, "read a resource by URI", "Read the resource URI and print its contents (text as is;"
+                    " binary as a summary, or in full with -o json).", [f"{_DEMO} read demo://greeting/Ada"],
+                    [("uri", {"metavar": "URI", "help": "the resource URI (see `resources`)"})]),
+    "prompts": Command(cmd_prompts, "list prompts and their arguments", "List the server's prompts; arguments"
+                       " marked ? are optional. Nothing when the server has no prompts.", [f"{_DEMO} prompts"]),
+    "prompt": Command(cmd_prompt, "get a prompt: prompt NAME key=value ...", "Get prompt NAME with the given"
+                      " arguments (all strings) and print its messages.",
+                      [f"{_DEMO} prompt greet name=Ada style=pirate"],
+                      [("name", {"metavar": "NAME", "help": "the prompt's name (see `prompts`)"}),
+                       ("arguments", {"metavar": "key=value", "nargs": "*",
+                                      "help": "a prompt argument, e.g. name=Ada"})]),
+    "servers": Command(cmd_servers, "list the servers of a config file", "List the entries of the mcpServers file"
+                       " given with --config: name, transport, command or URL.",
+                       ["mcpsync --config ~/.cursor/mcp.json servers"]),
+    "login": Command(cmd_login, "log in to an OAuth-protected HTTP server", "Run the OAuth login for the server"
+                     " (--url or a config entry with url): a browser opens at the server's login page (or the URL"
+                     " is printed when none can open), tokens are saved in the token store and later commands use"
+                     " and refresh them.", ["mcpsync --url https://mcp.example.com/mcp login"],
+                     [("--client-id", {"metavar": "ID",
+                                       "help": "a client registered beforehand (default: register one)"}),
+                      ("--scope", {"metavar": "SCOPES", "help": "scopes to ask for beyond what the server requires"}),
+                      ("--login-timeout", {"type": float, "metavar": "SECONDS", "default": 300.0,
+                                           "help": "how long to wait for the browser login (default 300)"})]),
+    "logout": Command(cmd_logout, "forget the tokens of an HTTP server", "Delete the saved tokens and client"
+                      " registration of the server from the token store.",
+                      ["mcpsync --url https://mcp.example.com/mcp logout"]),
 }
