@@ -50,38 +50,26 @@ from mcpsync.types.protocol import HANDSHAKE_VERSIONS, MODERN_VERSIONS
 __all__ = ["ConfigError", "ConfigWarning", "ServerConfig", "UnsetVariableError", "expand", "load_config"]
 
 #: ``type``/``transport`` values and the transport they mean.
-_REMOTE_TYPES = {
-    "http": "auto",
-    "streamable-http": "streamable-http",
-    "streamablehttp": "streamable-http",
-    "sse": "sse",
-    "websocket": "websocket",
-    "ws": "websocket",
-}
+_REMOTE_TYPES = {"http": "auto", "streamable-http": "streamable-http", "streamablehttp": "streamable-http",
+                 "sse": "sse", "websocket": "websocket", "ws": "websocket"}
 _PATTERN = re.compile(r"\$\$|\$\{([^}]*)\}")
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
 #: Passed as *environ*: leave ``${...}`` as written (listing a file must not need its secrets).
 _VERBATIM: Mapping[str, str] = {}
 
 #: Entry keys and the client option each sets (seconds; ``null`` is the default).
-_SETTINGS = {
-    "timeout": "timeout",
-    "discoverTimeout": "discover_timeout",
-    "closeGrace": "close_grace",
-    "terminateGrace": "terminate_grace",
-}
+_SETTINGS = {"timeout": "timeout", "discoverTimeout": "discover_timeout", "closeGrace": "close_grace",
+             "terminateGrace": "terminate_grace"}
 _STDIO_ONLY = frozenset({"closeGrace", "terminateGrace"})
 #: The values of ``mode`` (the client's ``mode=``): an era, or a protocol version to pin.
 MODES = ("auto", "legacy", "modern", *MODERN_VERSIONS, *HANDSHAKE_VERSIONS)
 #: The keys of an entry mcpsync reads.
 ENTRY_KEYS = frozenset({"command", "args", "env", "cwd", "url", "serverUrl", "headers", "type",
-                   "transport", "allow", "deny", "annotations", "apps", "mode", *_SETTINGS})
+                        "transport", "allow", "deny", "annotations", "apps", "mode", *_SETTINGS})
 #: Keys other MCP clients put in the same entries; a shared file must not warn about them.
-_FOREIGN = frozenset({
-    "disabled", "enabled", "autoApprove", "alwaysAllow", "disabledTools", "description", "name",
-    "envFile", "tools", "trust", "includeTools", "excludeTools", "oauth", "authProviderType",
-    "httpUrl", "gallery", "version", "id", "icon", "notes", "scope", "dev",
-})
+_FOREIGN = frozenset({"disabled", "enabled", "autoApprove", "alwaysAllow", "disabledTools", "description", "name",
+                      "envFile", "tools", "trust", "includeTools", "excludeTools", "oauth", "authProviderType",
+                      "httpUrl", "gallery", "version", "id", "icon", "notes", "scope", "dev"})
 
 
 class ConfigError(McpError, ValueError):
@@ -262,8 +250,7 @@ def _settings(raw: dict[str, Any], where: str, stdio: bool, warn: bool = True) -
         if key not in raw:
             continue
         value = raw[key]
-        if value is not None and (isinstance(value, bool) or not isinstance(value, (int, float))
-                                  or value < 0):
+        if value is not None and (isinstance(value, bool) or not isinstance(value, (int, float)) or value < 0):
             raise ConfigError(f"{where}: {key!r} must be a number of seconds (or null), got {value!r}")
         if key in _STDIO_ONLY and not stdio:
             raise ConfigError(f"{where}: {key!r} applies to stdio servers (entries with 'command')")
@@ -333,14 +320,9 @@ def _servers(source: str | os.PathLike[str] | Mapping[str, Any]) -> tuple[dict[s
     return servers, origin
 
 
-def load_config(
-    source: str | os.PathLike[str] | Mapping[str, Any],
-    name: str | None = None,
-    *,
-    environ: Mapping[str, str] | None = None,
-    expand_variables: bool = True,
-    warn_unknown: bool = True,
-) -> dict[str, ServerConfig]:
+def load_config(source: str | os.PathLike[str] | Mapping[str, Any], name: str | None = None, *,
+                environ: Mapping[str, str] | None = None, expand_variables: bool = True,
+                warn_unknown: bool = True) -> dict[str, ServerConfig]:
     """Parse a configuration file (or an already loaded dict).
 
     >>> from mcpsync.config import load_config

@@ -80,14 +80,13 @@ from __future__ import annotations
 import threading
 from typing import Any, ClassVar
 
-__all__ = [
-    "McpError", "ServerError", "ParseError", "InvalidRequest", "MethodNotFound", "InvalidParams", "InternalError",
-    "ResourceNotFound", "UrlElicitationRequired", "MissingClientCapability", "TaskNotFound", "TaskFailed",
-    "TaskCancelled", "ServerUnsupportedProtocolVersion", "TransportError", "ConnectionClosed", "ServerStartError",
-    "ClientClosed", "MessageTooLarge", "HTTPStatusError", "SessionExpired", "ForkedClientError", "RequestTimeout",
-    "RequestCancelled", "ProtocolError", "SkillVerificationError", "CapabilityNotSupported",
-    "UnsupportedProtocolVersion", "ToolError", "AppResourceError", "ToolNotVisible", "AuthError", "HTTPAuthError"
-]
+__all__ = ["McpError", "ServerError", "ParseError", "InvalidRequest", "MethodNotFound", "InvalidParams",
+           "InternalError", "ResourceNotFound", "UrlElicitationRequired", "MissingClientCapability", "TaskNotFound",
+           "TaskFailed", "TaskCancelled", "ServerUnsupportedProtocolVersion", "TransportError", "ConnectionClosed",
+           "ServerStartError", "ClientClosed", "MessageTooLarge", "HTTPStatusError", "SessionExpired",
+           "ForkedClientError", "RequestTimeout", "RequestCancelled", "ProtocolError", "SkillVerificationError",
+           "CapabilityNotSupported", "UnsupportedProtocolVersion", "ToolError", "AppResourceError", "ToolNotVisible",
+           "AuthError", "HTTPAuthError"]
 
 _EXCERPT_LIMIT = 200
 

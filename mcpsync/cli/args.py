@@ -144,9 +144,7 @@ def _coerce(raw: str, spec: Any) -> Any:
     return raw  # e.g. text=007 or zip=12345 for a string parameter
 
 
-def parse_arguments(
-    pairs: list[str], schema: Any, *, strings: bool = False
-) -> dict[str, Any]:
+def parse_arguments(pairs: list[str], schema: Any, *, strings: bool = False) -> dict[str, Any]:
     """``["a=1", "name=Ada"]`` → ``{"a": 1, "name": "Ada"}``, guided by a JSON Schema.
 
     >>> parse_arguments(["a=2", "text=007", "tags=[1,2]"],

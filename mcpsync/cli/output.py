@@ -154,8 +154,7 @@ class ProgressBar:
     def start(self) -> None:
         """Start the waiting-time display (terminal only)."""
         if self._tty:
-            self._timer = threading.Thread(target=self._tick, name="mcpsync-cli-progress",
-                                           daemon=True)
+            self._timer = threading.Thread(target=self._tick, name="mcpsync-cli-progress", daemon=True)
             self._timer.start()
 
     def _tick(self) -> None:

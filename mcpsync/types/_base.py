@@ -53,9 +53,7 @@ class WireObject:
     def __eq__(self, other: object) -> bool:
         if other.__class__ is not self.__class__:
             return NotImplemented
-        return all(
-            getattr(self, a.name) == getattr(other, a.name) for a in self.__attrs_attrs__ if a.eq
-        )
+        return all(getattr(self, a.name) == getattr(other, a.name) for a in self.__attrs_attrs__ if a.eq)
 
 
 # Mutable objects with value equality must not be hashable (as attrs does it).

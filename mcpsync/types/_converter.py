@@ -144,14 +144,8 @@ def _unstructure_factory(cls: type[Any]) -> Callable[[Any], dict[str, Any]]:
 # --- unions ------------------------------------------------------------------
 
 
-def register_union(
-    union: Any,
-    key: str = "type",
-    *,
-    tags: Mapping[str | None, type[Any]] | None = None,
-    fallback: type[Any] | None = None,
-    keys: Mapping[str, type[Any]] | None = None,
-) -> None:
+def register_union(union: Any, key: str = "type", *, tags: Mapping[str | None, type[Any]] | None = None,
+                   fallback: type[Any] | None = None, keys: Mapping[str, type[Any]] | None = None) -> None:
     """Structure ``union`` by the member ``data[key]`` names, or by which of ``keys`` is present.
 
     By default each member's tag is the default of its ``key`` field (the fixed

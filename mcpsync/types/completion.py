@@ -12,10 +12,8 @@ import attrs
 from . import _converter
 from ._base import MetaObject, WireObject
 
-__all__ = [
-    "CompleteRequestParams", "CompleteResult", "Completion", "CompletionArgument", "CompletionContext",
-    "CompletionReference", "PromptReference", "ResourceReference", "ResourceTemplateReference"
-]
+__all__ = ["CompleteRequestParams", "CompleteResult", "Completion", "CompletionArgument", "CompletionContext",
+           "CompletionReference", "PromptReference", "ResourceReference", "ResourceTemplateReference"]
 
 
 @attrs.define(repr=False, eq=False)

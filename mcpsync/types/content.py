@@ -23,11 +23,9 @@ from . import _converter
 from ._base import MetaObject, WireObject
 from .lifecycle import Icon
 
-__all__ = [
-    "Annotations", "AudioContent", "BlobResourceContents", "ContentBlock", "EmbeddedResource", "ImageContent",
-    "ResourceContents", "ResourceLink", "Role", "SamplingContent", "TextContent", "TextResourceContents",
-    "ToolResultContent", "ToolUseContent", "UnknownContent"
-]
+__all__ = ["Annotations", "AudioContent", "BlobResourceContents", "ContentBlock", "EmbeddedResource", "ImageContent",
+           "ResourceContents", "ResourceLink", "Role", "SamplingContent", "TextContent", "TextResourceContents",
+           "ToolResultContent", "ToolUseContent", "UnknownContent"]
 
 #: The sender or recipient of a message.
 Role = Literal["user", "assistant"]
@@ -133,9 +131,7 @@ class UnknownContent(WireObject):
 
 
 #: A block in a tool result, prompt message or embedded tool result.
-ContentBlock = (
-    TextContent | ImageContent | AudioContent | ResourceLink | EmbeddedResource | UnknownContent
-)
+ContentBlock = TextContent | ImageContent | AudioContent | ResourceLink | EmbeddedResource | UnknownContent
 
 
 @attrs.define(repr=False, eq=False)
@@ -160,9 +156,7 @@ class ToolResultContent(MetaObject):
 
 
 #: A block in a sampling message.
-SamplingContent = (
-    TextContent | ImageContent | AudioContent | ToolUseContent | ToolResultContent | UnknownContent
-)
+SamplingContent = TextContent | ImageContent | AudioContent | ToolUseContent | ToolResultContent | UnknownContent
 
 
 # Registered here, not in _converter: this module may be loaded long after it.

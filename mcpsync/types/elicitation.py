@@ -16,10 +16,8 @@ from . import _converter
 from ._base import MetaObject, WireObject
 from ._task_metadata import TaskMetadata
 
-__all__ = [
-    "ElicitRequestFormParams", "ElicitRequestParams", "ElicitRequestURLParams", "ElicitResult",
-    "ElicitationCompleteNotificationParams"
-]
+__all__ = ["ElicitRequestFormParams", "ElicitRequestParams", "ElicitRequestURLParams", "ElicitResult",
+           "ElicitationCompleteNotificationParams"]
 
 
 @attrs.define(repr=False, eq=False)

@@ -16,11 +16,9 @@ import attrs
 
 from ._base import MetaObject, WireObject
 
-__all__ = [
-    "ClientCapabilities", "ElicitationCapability", "Icon", "Implementation", "InitializeRequestParams",
-    "InitializeResult", "PromptsCapability", "ResourcesCapability", "RootsCapability", "SamplingCapability",
-    "ServerCapabilities", "ToolsCapability"
-]
+__all__ = ["ClientCapabilities", "ElicitationCapability", "Icon", "Implementation", "InitializeRequestParams",
+           "InitializeResult", "PromptsCapability", "ResourcesCapability", "RootsCapability", "SamplingCapability",
+           "ServerCapabilities", "ToolsCapability"]
 
 
 @attrs.define(repr=False, eq=False)

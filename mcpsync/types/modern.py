@@ -12,11 +12,9 @@ import attrs
 from ._base import MetaObject, WireObject
 from .lifecycle import ServerCapabilities
 
-__all__ = [
-    "PROTOCOL_VERSION_KEY", "CLIENT_INFO_KEY", "CLIENT_CAPABILITIES_KEY", "LOG_LEVEL_KEY", "SERVER_INFO_KEY",
-    "SUBSCRIPTION_ID_KEY", "CacheScope", "DiscoverResult", "InputRequest", "InputRequiredResult",
-    "SubscriptionFilter", "SubscriptionsListenRequestParams", "SubscriptionsAcknowledgedNotificationParams"
-]
+__all__ = ["PROTOCOL_VERSION_KEY", "CLIENT_INFO_KEY", "CLIENT_CAPABILITIES_KEY", "LOG_LEVEL_KEY", "SERVER_INFO_KEY",
+           "SUBSCRIPTION_ID_KEY", "CacheScope", "DiscoverResult", "InputRequest", "InputRequiredResult",
+           "SubscriptionFilter", "SubscriptionsListenRequestParams", "SubscriptionsAcknowledgedNotificationParams"]
 
 #: ``_meta`` keys every modern request carries (and the optional log level).
 PROTOCOL_VERSION_KEY = "io.modelcontextprotocol/protocolVersion"

@@ -11,9 +11,8 @@ from ._base import MetaObject, WireObject
 from .content import ContentBlock, Role
 from .lifecycle import Icon
 
-__all__ = [
-    "GetPromptRequestParams", "GetPromptResult", "ListPromptsResult", "Prompt", "PromptArgument", "PromptMessage"
-]
+__all__ = ["GetPromptRequestParams", "GetPromptResult", "ListPromptsResult", "Prompt", "PromptArgument",
+           "PromptMessage"]
 
 
 @attrs.define(repr=False, eq=False)

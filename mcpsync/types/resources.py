@@ -11,11 +11,9 @@ from ._base import MetaObject
 from .content import Annotations, ResourceContents
 from .lifecycle import Icon
 
-__all__ = [
-    "ResourceUpdatedNotificationParams", "ListResourceTemplatesResult", "ListResourcesResult",
-    "ReadResourceRequestParams", "ReadResourceResult", "Resource", "ResourceTemplate", "SubscribeRequestParams",
-    "UnsubscribeRequestParams"
-]
+__all__ = ["ResourceUpdatedNotificationParams", "ListResourceTemplatesResult", "ListResourcesResult",
+           "ReadResourceRequestParams", "ReadResourceResult", "Resource", "ResourceTemplate", "SubscribeRequestParams",
+           "UnsubscribeRequestParams"]
 
 
 @attrs.define(repr=False, eq=False)

@@ -18,10 +18,8 @@ from ._task_metadata import TaskMetadata
 from .content import Role, SamplingContent
 from .tools import Tool, ToolChoice
 
-__all__ = [
-    "CreateMessageRequestParams", "CreateMessageResult", "ModelHint", "ModelPreferences", "SamplingMessage",
-    "SamplingMessageContent"
-]
+__all__ = ["CreateMessageRequestParams", "CreateMessageResult", "ModelHint", "ModelPreferences", "SamplingMessage",
+           "SamplingMessageContent"]
 
 #: One content block or a list of them.
 SamplingMessageContent = SamplingContent | list[SamplingContent]

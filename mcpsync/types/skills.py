@@ -18,9 +18,8 @@ import attrs
 from . import _converter
 from ._base import MetaObject, WireObject
 
-__all__ = [
-    "SKILLS_EXTENSION", "GetSkillResult", "ListSkillsResult", "LoadedSkill", "Skill", "SkillFile", "SkillResource"
-]
+__all__ = ["SKILLS_EXTENSION", "GetSkillResult", "ListSkillsResult", "LoadedSkill", "Skill", "SkillFile",
+           "SkillResource"]
 
 #: The extension's identifier in ``capabilities.extensions``.
 SKILLS_EXTENSION = "io.modelcontextprotocol/skills"

@@ -23,11 +23,9 @@ from ._base import MetaObject
 from ._task_metadata import TaskMetadata
 from .modern import InputRequest
 
-__all__ = [
-    "TASKS_EXTENSION_ID", "TASK_STATUSES", "TERMINAL_STATUSES", "CreateTaskResult", "DetailedTask",
-    "GetTaskResult", "ListTasksResult", "Task", "TaskMetadata", "TaskStatusNotificationParams",
-    "UpdateTaskRequestParams"
-]
+__all__ = ["TASKS_EXTENSION_ID", "TASK_STATUSES", "TERMINAL_STATUSES", "CreateTaskResult", "DetailedTask",
+           "GetTaskResult", "ListTasksResult", "Task", "TaskMetadata", "TaskStatusNotificationParams",
+           "UpdateTaskRequestParams"]
 
 #: The extension identifier, as advertised in ``capabilities.extensions``.
 TASKS_EXTENSION_ID = "io.modelcontextprotocol/tasks"

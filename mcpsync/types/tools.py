@@ -17,10 +17,8 @@ from .apps import ToolUi, tool_ui
 from .content import ContentBlock, TextContent
 from .lifecycle import Icon
 
-__all__ = [
-    "CallToolRequestParams", "CallToolResult", "ListToolsResult", "Tool", "ToolAnnotations", "ToolChoice",
-    "ToolExecution"
-]
+__all__ = ["CallToolRequestParams", "CallToolResult", "ListToolsResult", "Tool", "ToolAnnotations", "ToolChoice",
+           "ToolExecution"]
 
 
 @attrs.define(repr=False, eq=False)
