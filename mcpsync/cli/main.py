@@ -158,10 +158,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             traceback.print_exc(file=sys.stderr)
         from mcpsync.cli.output import Style
 
-        first, *more = _error_lines(exc)
-        print(f"mcpsync: {Style(sys.stderr).red('error')}: {first}", file=sys.stderr)
-        for line in more:
-            print(line, file=sys.stderr)
+        print(f"mcpsync: {Style(sys.stderr).red('error')}: " + "\n".join(_error_lines(exc)), file=sys.stderr)
         return exit_code(exc)
 
 
