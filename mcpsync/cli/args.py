@@ -103,13 +103,8 @@ def _types(spec: Any) -> set[str] | None:
     for key in ("anyOf", "oneOf"):
         options = spec.get(key)
         if isinstance(options, list) and options:
-            found: set[str] = set()
-            for option in options:
-                some = _types(option)
-                if some is None:
-                    return None
-                found |= some
-            return found
+            kinds = [_types(option) for option in options]
+            return None if None in kinds else {kind for some in kinds if some for kind in some}
     return None
 
 

@@ -22,17 +22,24 @@ from mcpsync.exceptions import MethodNotFound
 from mcpsync.group.errors import UnknownName
 
 if TYPE_CHECKING:
+    from mcpsync.auth import OAuth
     from mcpsync.client.client import Client
 
 #: Tool names listed when a name is not found.
 _NAMES_SHOWN = 30
 
 
-def _unknown(kind: str, name: str, names: list[str]) -> UnknownName:
-    """A tool or prompt the server does not list (exit status 4, as if the server said so)."""
-    names = sorted(names)
-    shown = ", ".join(names[:_NAMES_SHOWN]) + (", ..." if len(names) > _NAMES_SHOWN else "")
-    return UnknownName(kind, name, f" on the server; its {kind}s: {shown or 'none'}")
+def _find(kind: str, name: str, listed: list[Any]) -> Any:
+    """The tool or prompt *name* of those the server lists.
+
+    :raises UnknownName: when it lists no such name (exit status 4, as if the server said so).
+    """
+    found = next((item for item in listed if item.name == name), None)
+    if found is None:
+        names = sorted(item.name for item in listed)
+        shown = ", ".join(names[:_NAMES_SHOWN]) + (", ..." if len(names) > _NAMES_SHOWN else "")
+        raise UnknownName(kind, name, f" on the server; its {kind}s: {shown or 'none'}")
+    return found
 
 
 def _dumped(args: argparse.Namespace, value: Any, out: TextIO) -> bool:
@@ -66,10 +73,7 @@ def _arguments(args: argparse.Namespace, client: Client) -> dict[str, Any]:
     given = json_arguments(args.args_json, args.args_file) if as_json else None
     if args.no_check:
         return given if given is not None else parse_arguments(args.arguments, None)
-    tools = client.list_tools()
-    tool = next((t for t in tools if t.name == args.tool), None)
-    if tool is None:
-        raise _unknown("tool", args.tool, [t.name for t in tools])
+    tool: types.Tool = _find("tool", args.tool, client.list_tools())
     arguments = given if given is not None else parse_arguments(args.arguments, tool.input_schema)
     check_arguments(tool.name, tool.input_schema, arguments)
     return arguments
@@ -135,11 +139,7 @@ def cmd_prompt(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     arguments = parse_arguments(args.arguments, None, strings=True)
     with open_client(args) as client:
         if client.server_capabilities.prompts is not None:
-            known = client.list_prompts()
-            prompt = next((p for p in known if p.name == args.name), None)
-            if prompt is None:
-                raise _unknown("prompt", args.name, [p.name for p in known])
-            check_prompt_arguments(prompt, arguments)
+            check_prompt_arguments(_find("prompt", args.name, client.list_prompts()), arguments)
         result = client.get_prompt(args.name, arguments)
     if not _dumped(args, result, out):
         for message in result.messages:
@@ -165,16 +165,16 @@ def cmd_servers(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     return 0
 
 
-def _remote_url(args: argparse.Namespace) -> str:
+def _remote(args: argparse.Namespace, *, interactive: bool) -> tuple[str, OAuth]:
+    """The HTTP server's URL and its OAuth with the persistent token store."""
     entry = resolve(args)
     if entry.url is None or entry.transport == "websocket":
         raise UsageError("login and logout are for HTTP servers (--url, or a config entry with url)")
-    return entry.url
+    return entry.url, oauth_for(args, entry.url, interactive=interactive)
 
 
 def cmd_login(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
-    url = _remote_url(args)
-    auth = oauth_for(args, url, interactive=True)
+    url, auth = _remote(args, interactive=True)
     print(f"Logging in to {url}: a browser opens (or the URL is printed here)...", file=err)
     auth.login_now(url)
     print(f"Logged in to {url}; tokens saved in {auth.store!r}.", file=out)
@@ -182,8 +182,7 @@ def cmd_login(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
 
 
 def cmd_logout(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
-    url = _remote_url(args)
-    auth = oauth_for(args, url, interactive=False)
+    url, auth = _remote(args, interactive=False)
     auth.logout()
     print(f"Logged out of {url}: tokens and registration removed.", file=out)
     return 0
