@@ -345,8 +345,11 @@ def test_every_exported_class_has_a_keyword_only_extra_shown_last() -> None:
     classes = [getattr(types, n) for n in types.__all__ if attrs.has(getattr(types, n))]
     assert len(classes) > 50
     for cls in classes:
-        assert attrs.fields_dict(cls)["extra"].kw_only, cls
+        fields = attrs.fields_dict(cls)
+        assert fields["extra"].kw_only and ("meta" not in fields or fields["meta"].kw_only), cls
+    assert sum("meta" in attrs.fields_dict(cls) for cls in classes) > 50
     assert repr(types.TextContent("hi", extra={"k": 1})).endswith("meta=None, extra={'k': 1})")
+    assert types.to_wire(types.TextContent("hi", meta={"m": 1})) == {"type": "text", "text": "hi", "_meta": {"m": 1}}
 
 
 def test_all_is_complete() -> None:
