@@ -31,23 +31,9 @@ if _typing.TYPE_CHECKING:
     from mcpsync.group import ClientGroup, UnknownName
     from mcpsync.llm import ProviderResponseError
 
-__all__ = [
-    "__version__",
-    "Client",
-    "ClientGroup",
-    "Handle",
-    "PendingCall",
-    "TaskHandle",
-    "Subscription",
-    "Notification",
-    "DEFAULT",
-    "RetryPolicy",
-    "OutgoingRequest",
-    "types",
-    *_exc_all,
-    "UnknownName",
-    "ProviderResponseError",
-]
+__all__ = ["__version__", "Client", "ClientGroup", "Handle", "PendingCall", "TaskHandle", "Subscription",
+           "Notification", "DEFAULT", "RetryPolicy", "OutgoingRequest", "types", *_exc_all, "UnknownName",
+           "ProviderResponseError"]
 
 logging.getLogger(__name__).addHandler(logging.NullHandler())
 

@@ -50,38 +50,26 @@ from mcpsync.types.protocol import HANDSHAKE_VERSIONS, MODERN_VERSIONS
 __all__ = ["ConfigError", "ConfigWarning", "ServerConfig", "UnsetVariableError", "expand", "load_config"]
 
 #: ``type``/``transport`` values and the transport they mean.
-_REMOTE_TYPES = {
-    "http": "auto",
-    "streamable-http": "streamable-http",
-    "streamablehttp": "streamable-http",
-    "sse": "sse",
-    "websocket": "websocket",
-    "ws": "websocket",
-}
+_REMOTE_TYPES = {"http": "auto", "streamable-http": "streamable-http", "streamablehttp": "streamable-http",
+                 "sse": "sse", "websocket": "websocket", "ws": "websocket"}
 _PATTERN = re.compile(r"\$\$|\$\{([^}]*)\}")
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
 #: Passed as *environ*: leave ``${...}`` as written (listing a file must not need its secrets).
 _VERBATIM: Mapping[str, str] = {}
 
 #: Entry keys and the client option each sets (seconds; ``null`` is the default).
-_SETTINGS = {
-    "timeout": "timeout",
-    "discoverTimeout": "discover_timeout",
-    "closeGrace": "close_grace",
-    "terminateGrace": "terminate_grace",
-}
+_SETTINGS = {"timeout": "timeout", "discoverTimeout": "discover_timeout", "closeGrace": "close_grace",
+             "terminateGrace": "terminate_grace"}
 _STDIO_ONLY = frozenset({"closeGrace", "terminateGrace"})
 #: The values of ``mode`` (the client's ``mode=``): an era, or a protocol version to pin.
 MODES = ("auto", "legacy", "modern", *MODERN_VERSIONS, *HANDSHAKE_VERSIONS)
 #: The keys of an entry mcpsync reads.
 ENTRY_KEYS = frozenset({"command", "args", "env", "cwd", "url", "serverUrl", "headers", "type",
-                   "transport", "allow", "deny", "annotations", "apps", "mode", *_SETTINGS})
+                        "transport", "allow", "deny", "annotations", "apps", "mode", *_SETTINGS})
 #: Keys other MCP clients put in the same entries; a shared file must not warn about them.
-_FOREIGN = frozenset({
-    "disabled", "enabled", "autoApprove", "alwaysAllow", "disabledTools", "description", "name",
-    "envFile", "tools", "trust", "includeTools", "excludeTools", "oauth", "authProviderType",
-    "httpUrl", "gallery", "version", "id", "icon", "notes", "scope", "dev",
-})
+_FOREIGN = frozenset({"disabled", "enabled", "autoApprove", "alwaysAllow", "disabledTools", "description", "name",
+                      "envFile", "tools", "trust", "includeTools", "excludeTools", "oauth", "authProviderType",
+                      "httpUrl", "gallery", "version", "id", "icon", "notes", "scope", "dev"})
 
 
 class ConfigError(McpError, ValueError):
@@ -195,31 +183,24 @@ def expand(value: str, where: str, environ: Mapping[str, str] | None = None) -> 
     return _PATTERN.sub(replace, value)
 
 
-def _strings(value: Any, field: str, where: str, environ: Mapping[str, str] | None) -> list[str]:
-    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
-        raise ConfigError(f"{where}: {field!r} must be a list of strings")
-    return [expand(v, f"{where}.{field}", environ) for v in value]
-
-
-def _mapping(
-    value: Any, field: str, where: str, environ: Mapping[str, str] | None
-) -> dict[str, str]:
-    if not isinstance(value, dict) or not all(isinstance(v, str) for v in value.values()):
-        raise ConfigError(f"{where}: {field!r} must be an object of strings")
-    return {k: expand(v, f"{where}.{field}.{k}", environ) for k, v in value.items()}
-
-
-def _string(value: Any, field: str, where: str, environ: Mapping[str, str] | None) -> str:
-    if not isinstance(value, str) or not value:
-        raise ConfigError(f"{where}: {field!r} must be a non-empty string")
-    return expand(value, f"{where}.{field}", environ)
+def _checked(value: Any, field: str, where: str, environ: Mapping[str, str] | None, kind: type = str) -> Any:
+    """*value* with variables expanded, if it is a non-empty string (*kind* ``str``), a list of
+    strings (``list``) or an object of strings (``dict``)."""
+    if kind is str and isinstance(value, str) and value:
+        return expand(value, f"{where}.{field}", environ)
+    if kind is list and isinstance(value, list) and all(isinstance(v, str) for v in value):
+        return [expand(v, f"{where}.{field}", environ) for v in value]
+    if kind is dict and isinstance(value, dict) and all(isinstance(v, str) for v in value.values()):
+        return {k: expand(v, f"{where}.{field}.{k}", environ) for k, v in value.items()}
+    shapes: dict[type, str] = {str: "a non-empty string", list: "a list of strings", dict: "an object of strings"}
+    raise ConfigError(f"{where}: {field!r} must be {shapes[kind]}")
 
 
 def _filters(raw: dict[str, Any], where: str) -> dict[str, Any]:
     """The ``allow``, ``deny`` (name globs) and ``annotations`` keys of an entry."""
     found = {key: raw[key] for key in ("allow", "deny") if raw.get(key) is not None}
     for key, value in found.items():
-        _strings(value, key, where, _VERBATIM)
+        _checked(value, key, where, _VERBATIM, list)
     if raw.get("annotations") is not None:
         if not isinstance(raw["annotations"], dict):
             raise ConfigError(f"{where}: 'annotations' must be an object")
@@ -269,8 +250,7 @@ def _settings(raw: dict[str, Any], where: str, stdio: bool, warn: bool = True) -
         if key not in raw:
             continue
         value = raw[key]
-        if value is not None and (isinstance(value, bool) or not isinstance(value, (int, float))
-                                  or value < 0):
+        if value is not None and (isinstance(value, bool) or not isinstance(value, (int, float)) or value < 0):
             raise ConfigError(f"{where}: {key!r} must be a number of seconds (or null), got {value!r}")
         if key in _STDIO_ONLY and not stdio:
             raise ConfigError(f"{where}: {key!r} applies to stdio servers (entries with 'command')")
@@ -284,43 +264,28 @@ def _entry(name: str, raw: Any, environ: Mapping[str, str] | None, warn: bool = 
     where = f"server {name!r}"
     if not isinstance(raw, dict):
         raise ConfigError(f"{where}: an entry must be a JSON object")
-    filters = _filters(raw, where)
-    options = _settings(raw, where, stdio="command" in raw, warn=warn)
+    common: dict[str, Any] = {"name": name, **_filters(raw, where),
+                              "options": _settings(raw, where, stdio="command" in raw, warn=warn)}
+
+    def optional(key: str, kind: type) -> Any:
+        return None if raw.get(key) is None else _checked(raw[key], key, where, environ, kind)
+
     kind = raw.get("transport", raw.get("type"))
     if kind is not None and not isinstance(kind, str):
         raise ConfigError(f"{where}: 'type' must be a string")
     if "command" in raw:
         if kind not in (None, "stdio"):
             raise ConfigError(f"{where}: has 'command' but type {kind!r}; stdio entries need no type")
-        return ServerConfig(
-            name=name,
-            transport="stdio",
-            command=_string(raw["command"], "command", where, environ),
-            args=_strings(raw.get("args", []), "args", where, environ),
-            env=_mapping(raw["env"], "env", where, environ) if raw.get("env") is not None else None,
-            cwd=_string(raw["cwd"], "cwd", where, environ) if raw.get("cwd") is not None else None,
-            **filters,
-            options=options,
-        )
+        return ServerConfig(transport="stdio", command=_checked(raw["command"], "command", where, environ),
+                            args=_checked(raw.get("args", []), "args", where, environ, list),
+                            env=optional("env", dict), cwd=optional("cwd", str), **common)
     if "url" in raw or "serverUrl" in raw:
-        url = _string(raw.get("url", raw.get("serverUrl")), "url", where, environ)
-        if kind is None:
-            transport = "websocket" if url.startswith(("ws://", "wss://")) else "auto"
-        elif kind.lower() in _REMOTE_TYPES:
-            transport = _REMOTE_TYPES[kind.lower()]
-        else:
-            raise ConfigError(
-                f"{where}: unknown type {kind!r}; use one of {', '.join(sorted(_REMOTE_TYPES))}"
-            )
-        headers = raw.get("headers")
-        return ServerConfig(
-            name=name,
-            transport=transport,
-            url=url,
-            headers=_mapping(headers, "headers", where, environ) if headers is not None else None,
-            **filters,
-            options=options,
-        )
+        url = _checked(raw.get("url", raw.get("serverUrl")), "url", where, environ)
+        if kind is not None and kind.lower() not in _REMOTE_TYPES:
+            raise ConfigError(f"{where}: unknown type {kind!r}; use one of {', '.join(sorted(_REMOTE_TYPES))}")
+        websocket = url.startswith(("ws://", "wss://"))
+        transport = _REMOTE_TYPES[kind.lower()] if kind is not None else "websocket" if websocket else "auto"
+        return ServerConfig(transport=transport, url=url, headers=optional("headers", dict), **common)
     raise ConfigError(f"{where}: needs 'command' (stdio) or 'url' (remote)")
 
 
@@ -355,14 +320,9 @@ def _servers(source: str | os.PathLike[str] | Mapping[str, Any]) -> tuple[dict[s
     return servers, origin
 
 
-def load_config(
-    source: str | os.PathLike[str] | Mapping[str, Any],
-    name: str | None = None,
-    *,
-    environ: Mapping[str, str] | None = None,
-    expand_variables: bool = True,
-    warn_unknown: bool = True,
-) -> dict[str, ServerConfig]:
+def load_config(source: str | os.PathLike[str] | Mapping[str, Any], name: str | None = None, *,
+                environ: Mapping[str, str] | None = None, expand_variables: bool = True,
+                warn_unknown: bool = True) -> dict[str, ServerConfig]:
     """Parse a configuration file (or an already loaded dict).
 
     >>> from mcpsync.config import load_config

@@ -80,14 +80,13 @@ from __future__ import annotations
 import threading
 from typing import Any, ClassVar
 
-__all__ = [
-    "McpError", "ServerError", "ParseError", "InvalidRequest", "MethodNotFound", "InvalidParams", "InternalError",
-    "ResourceNotFound", "UrlElicitationRequired", "MissingClientCapability", "TaskNotFound", "TaskFailed",
-    "TaskCancelled", "ServerUnsupportedProtocolVersion", "TransportError", "ConnectionClosed", "ServerStartError",
-    "ClientClosed", "MessageTooLarge", "HTTPStatusError", "SessionExpired", "ForkedClientError", "RequestTimeout",
-    "RequestCancelled", "ProtocolError", "SkillVerificationError", "CapabilityNotSupported",
-    "UnsupportedProtocolVersion", "ToolError", "AppResourceError", "ToolNotVisible", "AuthError", "HTTPAuthError"
-]
+__all__ = ["McpError", "ServerError", "ParseError", "InvalidRequest", "MethodNotFound", "InvalidParams",
+           "InternalError", "ResourceNotFound", "UrlElicitationRequired", "MissingClientCapability", "TaskNotFound",
+           "TaskFailed", "TaskCancelled", "ServerUnsupportedProtocolVersion", "TransportError", "ConnectionClosed",
+           "ServerStartError", "ClientClosed", "MessageTooLarge", "HTTPStatusError", "SessionExpired",
+           "ForkedClientError", "RequestTimeout", "RequestCancelled", "ProtocolError", "SkillVerificationError",
+           "CapabilityNotSupported", "UnsupportedProtocolVersion", "ToolError", "AppResourceError", "ToolNotVisible",
+           "AuthError", "HTTPAuthError"]
 
 _EXCERPT_LIMIT = 200
 
@@ -259,8 +258,7 @@ class UnsupportedProtocolVersion(McpError):
 
     def __init__(self, message: str, *, requested: str | None = None, supported: list[str] | None = None) -> None:
         super().__init__(message)
-        self.requested = requested
-        self.supported = list(supported or [])
+        self.requested, self.supported = requested, list(supported or [])
 
 
 class ServerUnsupportedProtocolVersion(ServerError, UnsupportedProtocolVersion, code=-32022):
@@ -304,16 +302,12 @@ class ConnectionClosed(TransportError):
     def __init__(self, message: str = "connection closed", *, exit_code: int | None = None, stderr_tail: str = "",
                  outcome_unknown: bool = False) -> None:
         super().__init__(message)
-        self.message = message
-        self.exit_code, self.stderr_tail, self.outcome_unknown = exit_code, stderr_tail, outcome_unknown
+        self.message, self.exit_code, self.stderr_tail = message, exit_code, stderr_tail
+        self.outcome_unknown = outcome_unknown
 
     def __str__(self) -> str:
-        text = self.message
-        if self.exit_code is not None:
-            text += f" (exit code {self.exit_code})"
-        if self.stderr_tail:
-            text += "; server stderr:\n" + self.stderr_tail
-        return text
+        code = "" if self.exit_code is None else f" (exit code {self.exit_code})"
+        return self.message + code + ("; server stderr:\n" + self.stderr_tail if self.stderr_tail else "")
 
 
 class ServerStartError(ConnectionClosed):
@@ -346,12 +340,8 @@ class HTTPStatusError(TransportError):
         self.status, self.message, self.body_excerpt, self.retry_after = status, message, body_excerpt, retry_after
 
     def __str__(self) -> str:
-        text = f"HTTP {self.status}"
-        if self.message:
-            text += f": {self.message}"
-        if self.body_excerpt:
-            text += f" ({self.body_excerpt})"
-        return text
+        return f"HTTP {self.status}" + (f": {self.message}" if self.message else "") + (
+            f" ({self.body_excerpt})" if self.body_excerpt else "")
 
 
 class SessionExpired(HTTPStatusError):
@@ -371,8 +361,7 @@ class RequestTimeout(McpError, TimeoutError):
 
     def __init__(self, message: str, *, method: str = "", elapsed: float = 0.0) -> None:
         super().__init__(message)
-        self.method = method
-        self.elapsed = elapsed
+        self.method, self.elapsed = method, elapsed
 
 
 class RequestCancelled(McpError):
@@ -409,10 +398,8 @@ class SkillVerificationError(ProtocolError):
 
     def __init__(self, uri: str, check: str, expected: object = None, actual: object = None, detail: str = "") -> None:
         message = f"skill file {excerpt(uri, 120)} failed {check} verification"
-        if detail:
-            message += f": {detail}"
-        elif expected is not None or actual is not None:
-            message += f" (expected {excerpt(expected, 80)}, got {excerpt(actual, 80)})"
+        if detail or expected is not None or actual is not None:
+            message += f": {detail}" if detail else f" (expected {excerpt(expected, 80)}, got {excerpt(actual, 80)})"
         super().__init__(message)
         self.uri, self.check, self.expected, self.actual = uri, check, expected, actual
 
@@ -424,12 +411,9 @@ class CapabilityNotSupported(McpError):
     """
 
     def __init__(self, capability: str, method: str = "") -> None:
-        msg = f"server does not declare the {capability!r} capability"
-        if method:
-            msg += f" needed by {method!r}"
-        super().__init__(msg)
-        self.capability = capability
-        self.method = method
+        super().__init__(f"server does not declare the {capability!r} capability"
+                         + (f" needed by {method!r}" if method else ""))
+        self.capability, self.method = capability, method
 
 
 class ToolError(McpError):
@@ -458,8 +442,7 @@ class ToolNotVisible(McpError):
 
     def __init__(self, name: str, caller: str, detail: str) -> None:
         super().__init__(f"tool {excerpt(name, 120)!r} is not for the {caller}: {detail}")
-        self.name = name
-        self.caller = caller
+        self.name, self.caller = name, caller
 
 
 class AuthError(McpError):

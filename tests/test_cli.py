@@ -426,13 +426,13 @@ def test_every_exit_code_is_documented() -> None:
 
 def test_the_examples_in_command_help_work(tmp_path: Path) -> None:
     """Every example of ``mcpsync COMMAND --help`` that needs no outside server runs as printed."""
-    from mcpsync.cli.main import _EXAMPLES
+    from mcpsync.cli.commands import COMMANDS
 
     bin_dir = str(Path(sys.executable).parent)
     assert Path(bin_dir, "mcpsync").exists()
     env = {**os.environ, "PATH": bin_dir + os.pathsep + os.environ.get("PATH", "")}
     env.pop("MCPSYNC_CONFIG", None)
-    examples = [e for examples in _EXAMPLES.values() for e in examples
+    examples = [e for command in COMMANDS.values() for e in command.examples
                 if "example.com" not in e and "github" not in e and "~/" not in e]
     assert len(examples) >= 10
     for example in dict.fromkeys(examples):

@@ -107,21 +107,23 @@ def test_demo_server_in_process() -> None:
 
 
 def test_progress_is_a_redrawn_bar_on_a_terminal() -> None:
-    from mcpsync.cli.demo import _ProgressPrinter
+    # The demo draws with the command line's ProgressBar, narrower and indented.
+    from mcpsync.cli.output import ProgressBar
 
     class Terminal(io.StringIO):
         def isatty(self) -> bool:
             return True
 
     out = Terminal()
-    printer = _ProgressPrinter(out)
+    printer = ProgressBar(out, width=20, empty="-", indent="    ")
     printer(1, 2, "half")
     assert not printer.finished.is_set()
     printer(2, 2, None)
     assert printer.finished.is_set()
+    printer.done()
     text = out.getvalue()
     assert text.count("\r") == 2 and "\x1b[K" in text
-    assert "[##########----------] 1/2  half" in text
+    assert "\r    [##########----------] 1/2 half" in text
     assert text.endswith("[####################] 2/2\x1b[K\n")
 
 

@@ -21,7 +21,6 @@ from mcpsync.config import ConfigError
 class UsageError(ConfigError):
     """The command line is not usable: no server named, bad arguments (exit status 2)."""
 
-_JSON_TYPES = ("string", "number", "integer", "boolean", "object", "array", "null")
 #: Enum values shown in a type before ``|...``.
 _ENUM_SHOWN = 6
 
@@ -104,27 +103,18 @@ def _types(spec: Any) -> set[str] | None:
     for key in ("anyOf", "oneOf"):
         options = spec.get(key)
         if isinstance(options, list) and options:
-            found: set[str] = set()
-            for option in options:
-                some = _types(option)
-                if some is None:
-                    return None
-                found |= some
-            return found
+            kinds = [_types(option) for option in options]
+            return None if None in kinds else {kind for some in kinds if some for kind in some}
     return None
 
 
+#: The JSON types that are one Python class (numbers are told apart below).
+_CLASSES: dict[str, type] = {"string": str, "boolean": bool, "null": type(None), "object": dict, "array": list}
+
+
 def _is(value: Any, kind: str) -> bool:
-    if kind == "string":
-        return isinstance(value, str)
-    if kind == "boolean":
-        return isinstance(value, bool)
-    if kind == "null":
-        return value is None
-    if kind == "object":
-        return isinstance(value, dict)
-    if kind == "array":
-        return isinstance(value, list)
+    if kind in _CLASSES:
+        return isinstance(value, _CLASSES[kind])
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         return False
     return kind == "number" or (kind == "integer" and float(value).is_integer())
@@ -132,7 +122,7 @@ def _is(value: Any, kind: str) -> bool:
 
 def _type_ok(value: Any, spec: Any) -> bool:
     allowed = _types(spec)
-    if allowed is None or not allowed & set(_JSON_TYPES):
+    if allowed is None or allowed.isdisjoint({*_CLASSES, "number", "integer"}):
         return True  # the schema does not say (or says something we do not check)
     return any(_is(value, kind) for kind in allowed)
 
@@ -149,9 +139,7 @@ def _coerce(raw: str, spec: Any) -> Any:
     return raw  # e.g. text=007 or zip=12345 for a string parameter
 
 
-def parse_arguments(
-    pairs: list[str], schema: Any, *, strings: bool = False
-) -> dict[str, Any]:
+def parse_arguments(pairs: list[str], schema: Any, *, strings: bool = False) -> dict[str, Any]:
     """``["a=1", "name=Ada"]`` → ``{"a": 1, "name": "Ada"}``, guided by a JSON Schema.
 
     >>> parse_arguments(["a=2", "text=007", "tags=[1,2]"],

@@ -75,15 +75,12 @@ def add_target_options(parser: argparse.ArgumentParser, *, top: bool) -> None:
                         " to the initialize handshake), legacy (the handshake only: no probe),"
                         " modern, or a protocol version to pin", **d)
     other = parser.add_argument_group("output and other options")
-    other.add_argument("-o", "--output", choices=["text", "json"],
-                       help="output format: text (default) or json", **d)
-    other.add_argument("--json", dest="output", action="store_const", const="json",
-                       help="the same as -o json", **d)
+    other.add_argument("-o", "--output", choices=["text", "json"], help="output format: text (default) or json", **d)
+    other.add_argument("--json", dest="output", action="store_const", const="json", help="the same as -o json", **d)
     other.add_argument("--token-store", metavar="DIR|keyring",
                        help="where OAuth tokens live (default: ~/.config/mcpsync/tokens;"
                        " env: MCPSYNC_TOKEN_STORE)", **d)
-    other.add_argument("--debug", action="store_true",
-                       help="show tracebacks, debug logs and the server's stderr", **d)
+    other.add_argument("--debug", action="store_true", help="show tracebacks, debug logs and the server's stderr", **d)
 
 
 def _seconds(text: str) -> float:
@@ -128,8 +125,7 @@ def resolve(args: argparse.Namespace) -> ServerConfig:
             # Only counting: the entry's own parse below warns about its keys.
             servers = load_config(config, expand_variables=False, warn_unknown=False)
             if len(servers) != 1:
-                raise UsageError(f"--server NAME is needed: {config} has "
-                                 f"{', '.join(servers) or 'no servers'}")
+                raise UsageError(f"--server NAME is needed: {config} has {', '.join(servers) or 'no servers'}")
             name = next(iter(servers))
         return load_config(config, name)[name]
     raise UsageError("no server given: use --stdio CMD, --url URL or --config FILE --server NAME"

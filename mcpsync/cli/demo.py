@@ -7,43 +7,15 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-import threading
 from typing import TYPE_CHECKING, TextIO
 
 from mcpsync._version import __version__
 from mcpsync.cli.args import prompt_params, signature
-from mcpsync.cli.output import bar
+from mcpsync.cli.output import ProgressBar
 from mcpsync.demo import server_command
 
 if TYPE_CHECKING:
     from mcpsync.client.client import Client
-
-
-class _ProgressPrinter:
-    """Shows progress as a redrawn bar on a terminal, as plain lines otherwise."""
-
-    WIDTH = 20
-
-    def __init__(self, out: TextIO) -> None:
-        self._out = out
-        self._tty = bool(getattr(out, "isatty", lambda: False)())
-        self._lock = threading.Lock()
-        self.finished = threading.Event()
-
-    def __call__(self, progress: float, total: float | None, message: str | None) -> None:
-        with self._lock:
-            text = bar(progress, total, self.WIDTH, "-") if total else f"{progress:g}"
-            if message:
-                text += f"  {message}"
-            if self._tty:
-                self._out.write(f"\r    {text}\x1b[K")
-            else:
-                self._out.write(f"    progress {text}\n")
-            self._out.flush()
-            if total and progress >= total:
-                if self._tty:
-                    self._out.write("\n")
-                self.finished.set()
 
 
 def _section(out: TextIO, title: str) -> None:
@@ -72,10 +44,11 @@ def _session(client: Client, out: TextIO) -> None:
     print(f"  echo(text='hello') -> {client.call_tool('echo', {'text': 'hello'}).text}", file=out)
     print(f"  add(a=2, b=3) -> {client.call_tool('add', {'a': 2, 'b': 3}).text}", file=out)
     print("  countdown(n=5, delay=0.2), with progress:", file=out)
-    printer = _ProgressPrinter(out)
+    printer = ProgressBar(out, width=20, empty="-", indent="    ")
     result = client.call_tool("countdown", {"n": 5, "delay": 0.2}, progress=printer)
     # Progress callbacks run on the dispatcher thread; let the last one print first.
     printer.finished.wait(2.0)
+    printer.done()
     print(f"  -> {result.text}", file=out)
     report = client.call_tool("weather", {"city": "Paris"})
     print(f"  weather(city='Paris') -> structured content {json.dumps(report.structured_content)}", file=out)

@@ -125,28 +125,24 @@ def print_content(blocks: list[Any], out: TextIO) -> None:
         print(printable(text), file=out)
 
 
-def bar(progress: float, total: float, width: int, empty: str) -> str:
-    """``[####....] 2/5``: *width* cells, the done part filled."""
-    filled = int(width * min(max(progress / total, 0.0), 1.0))
-    return f"[{'#' * filled}{empty * (width - filled)}] {progress:g}/{total:g}"
-
-
 class ProgressBar:
     """Progress of a call on stderr: a bar redrawn in place on a terminal, lines otherwise.
 
-    On a terminal, a call that reports no progress shows how long it has been
-    waiting once it has taken :attr:`QUIET` seconds.  Progress callbacks run
-    on the client's dispatcher thread and the timer on its own, so drawing
-    takes a lock; :meth:`done` ends the line before the result is printed.
+    The bar is ``[####....] 2/5``: *width* cells of which the done part is filled,
+    every line starting with *indent*.  On a terminal, a call that reports no
+    progress shows how long it has been waiting once it has taken :attr:`QUIET`
+    seconds (after :meth:`start`).  Progress callbacks run on the client's
+    dispatcher thread and the timer on its own, so drawing takes a lock;
+    :meth:`done` ends the line before the result is printed.
     """
 
-    WIDTH = 30
     #: Seconds of silence before the waiting time is shown (terminal only).
     QUIET = 2.0
 
-    def __init__(self, err: TextIO, label: str = "") -> None:
-        self._err = err
-        self._label = label
+    def __init__(self, err: TextIO, label: str = "", *, width: int = 30, empty: str = ".", indent: str = "") -> None:
+        self._err, self._label, self._width, self._empty, self._indent = err, label, width, empty, indent
+        #: Set by the notification that reports ``progress >= total``.
+        self.finished = threading.Event()
         self._tty = bool(getattr(err, "isatty", lambda: False)())
         self._lock = threading.Lock()
         self._drawn = False
@@ -158,8 +154,7 @@ class ProgressBar:
     def start(self) -> None:
         """Start the waiting-time display (terminal only)."""
         if self._tty:
-            self._timer = threading.Thread(target=self._tick, name="mcpsync-cli-progress",
-                                           daemon=True)
+            self._timer = threading.Thread(target=self._tick, name="mcpsync-cli-progress", daemon=True)
             self._timer.start()
 
     def _tick(self) -> None:
@@ -173,7 +168,10 @@ class ProgressBar:
                 self._drawn = True
 
     def __call__(self, progress: float, total: float | None, message: str | None) -> None:
-        text = bar(progress, total, self.WIDTH, ".") if total else f"[{progress:g}]"
+        text = f"[{progress:g}]"
+        if total:
+            filled = int(self._width * min(max(progress / total, 0.0), 1.0))
+            text = f"[{'#' * filled}{self._empty * (self._width - filled)}] {progress:g}/{total:g}"
         if message:
             text += f" {printable(message)}"
         with self._lock:
@@ -181,11 +179,13 @@ class ProgressBar:
                 return  # a late notification after the result: the bar is finished
             self._progressed = True
             if self._tty:
-                self._err.write(f"\r{text}\x1b[K")
+                self._err.write(f"\r{self._indent}{text}\x1b[K")
             else:
-                self._err.write(f"progress {text}\n")
+                self._err.write(f"{self._indent}progress {text}\n")
             self._drawn = True
             self._err.flush()
+            if total and progress >= total:
+                self.finished.set()
 
     def done(self) -> None:
         """Stop drawing and end the bar's line; call before printing the result."""

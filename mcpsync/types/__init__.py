@@ -27,27 +27,9 @@ import importlib as _importlib
 import typing as _typing
 
 if _typing.TYPE_CHECKING:
-    # ``X as X``: an explicit re-export for ``mypy --strict`` (``__all__`` is computed).
-    from . import content as content
-    from . import elicitation as elicitation
-    from . import lifecycle as lifecycle
-    from . import completion as completion
-    from . import logging as logging
-    from . import messages as messages
-    from . import progress as progress
-    from . import roots as roots
-    from . import tasks as tasks
-    from . import modern as modern
-    from . import prompts as prompts
-    from . import resources as resources
-    from . import sampling as sampling
-    from . import skills as skills
-    from . import tools as tools
-    from . import extensions as extensions
-    from . import apps as apps
-    from ._converter import converter as converter
-    from ._converter import from_wire as from_wire
-    from ._converter import to_wire as to_wire
+    # ``X as X``: an explicit re-export for ``mypy --strict`` (``__all__`` is computed).  The star
+    # imports also make each submodule (``types.tools``) known to the type checker.
+    from ._converter import converter as converter, from_wire as from_wire, to_wire as to_wire
     from .content import *
     from .elicitation import *
     from .lifecycle import *

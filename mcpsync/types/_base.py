@@ -1,34 +1,39 @@
-"""The base of every protocol class: one shared ``__repr__`` and ``__eq__``.
+"""The bases of every protocol class: the ``extra`` and ``meta`` fields, one shared ``__repr__``
+and ``__eq__``.
 
-attrs would generate (and ``compile()``) both for each of the ~85 classes at
-import, which was most of the cost of ``import mcpsync``; these generic
-versions read ``__attrs_attrs__`` instead and behave the same: the repr is
-attrs' (``TextContent(text='hi', type='text', ...)``, ``...`` for a cycle),
-equality needs the exact same class and equal fields, and instances stay
-unhashable.  Classes use ``@attrs.define(repr=False, eq=False)``.
+Every protocol class keeps the wire keys it does not know in ``extra`` (keyword-only,
+declared once here) and sends them back, so a newer server never breaks this client.
+The classes whose wire form has ``_meta`` (results, request and notification params,
+content blocks...) derive from :class:`MetaObject`, which adds the keyword-only ``meta``.
+
+attrs would generate (and ``compile()``) ``__repr__`` and ``__eq__`` for each of the ~85
+classes at import, which was most of the cost of ``import mcpsync``; these generic
+versions read ``__attrs_attrs__`` instead and behave the same: the repr is attrs'
+(``TextContent(text='hi', type='text', ..., extra={})``, ``...`` for a cycle), equality
+needs the exact same class and equal fields, and instances stay unhashable.  Classes
+use ``@attrs.define(repr=False, eq=False)``.
 """
 
 from __future__ import annotations
 
 import threading
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import Any
 
 import attrs
 
-__all__ = ["WireObject"]
+__all__ = ["MetaObject", "WireObject"]
 
 _repr_state = threading.local()
+#: The inherited fields (first in attrs' order), shown after the class's own fields, in this order.
+_SHOWN_LAST = {"meta": 1, "extra": 2}
 
 
+@attrs.define(repr=False, eq=False)
 class WireObject:
-    """Shared ``__repr__``/``__eq__`` for attrs protocol classes (not a public type)."""
+    """Shared ``extra``, ``__repr__`` and ``__eq__`` for attrs protocol classes (not a public type)."""
 
-    __slots__ = ()
-    if TYPE_CHECKING:
-        # For type checkers.  It must still evaluate at runtime: cattrs resolves
-        # every annotation in the MRO, and tools such as Sphinx's autodoc import
-        # modules with TYPE_CHECKING set (attrs.Attribute is not subscriptable).
-        __attrs_attrs__: ClassVar[tuple[Any, ...]]
+    #: Unknown wire keys, kept so a round trip is lossless (a field wins over a key of the same name).
+    extra: dict[str, Any] = attrs.field(factory=dict, kw_only=True)
 
     def __repr__(self) -> str:
         # Per thread, like attrs: a cyclic structure prints ``...`` instead of recursing.
@@ -39,11 +44,8 @@ class WireObject:
             return "..."
         active.add(id(self))
         try:
-            fields = ", ".join(
-                f"{a.name}={getattr(self, a.name, attrs.NOTHING)!r}"
-                for a in self.__attrs_attrs__
-                if a.repr
-            )
+            shown = sorted((a for a in self.__attrs_attrs__ if a.repr), key=lambda a: _SHOWN_LAST.get(a.name, 0))
+            fields = ", ".join(f"{a.name}={getattr(self, a.name, attrs.NOTHING)!r}" for a in shown)
             return f"{self.__class__.__qualname__.rsplit('>.', 1)[-1]}({fields})"
         finally:
             active.discard(id(self))
@@ -51,10 +53,16 @@ class WireObject:
     def __eq__(self, other: object) -> bool:
         if other.__class__ is not self.__class__:
             return NotImplemented
-        return all(
-            getattr(self, a.name) == getattr(other, a.name) for a in self.__attrs_attrs__ if a.eq
-        )
+        return all(getattr(self, a.name) == getattr(other, a.name) for a in self.__attrs_attrs__ if a.eq)
 
 
 # Mutable objects with value equality must not be hashable (as attrs does it).
 WireObject.__hash__ = None  # type: ignore[assignment]
+
+
+@attrs.define(repr=False, eq=False)
+class MetaObject(WireObject):
+    """A protocol object with a ``_meta`` member (not a public type)."""
+
+    #: The ``_meta`` object, verbatim (``None``: absent).
+    meta: dict[str, Any] | None = attrs.field(default=None, kw_only=True)

@@ -47,63 +47,27 @@ converter = cattrs.Converter(detailed_validation=False)
 # cattrs' defaults coerce (``str(5)``, ``int("5")``); a peer sending the wrong
 # JSON type is a protocol error we want to report, not paper over.
 
-
-def _hook_for(tp: Any) -> _Hook:
-    """Return the converter's structure hook for ``tp``.
-
-    ``Converter.get_structure_hook`` is new in cattrs 24.1; older releases
-    (the floor is 23.2) reach the same dispatch through ``_structure_func``.
-    """
-    getter = getattr(converter, "get_structure_hook", None)
-    if getter is not None:
-        hook: _Hook = getter(tp)
-        return hook
-    dispatch: Any = converter._structure_func.dispatch
-    legacy: _Hook = dispatch(tp)
-    return legacy
+_hook_for: Callable[[Any], _Hook] = converter.get_structure_hook
 
 
 def _type_error(expected: str, value: object) -> TypeError:
     return TypeError(f"expected {expected}, got {type(value).__name__}")
 
 
-def _structure_str(value: Any, _: Any) -> str:
-    if isinstance(value, str):
-        return value
-    raise _type_error("a string", value)
+def _strict(kinds: tuple[type, ...], expected: str) -> _Hook:
+    """A hook passing a value of *kinds* through as it is (not copied, ints not made floats:
+    ``"progress": 1`` is sent back as ``1``); a bool is a number only where ``bool`` is named."""
+
+    def structure(value: Any, _: Any) -> Any:
+        if isinstance(value, kinds) and (bool in kinds or not isinstance(value, bool)):
+            return value
+        raise _type_error(expected, value)
+
+    return structure
 
 
-def _structure_int(value: Any, _: Any) -> int:
-    if isinstance(value, int) and not isinstance(value, bool):
-        return value
-    raise _type_error("an integer", value)
-
-
-def _structure_float(value: Any, _: Any) -> float:
-    # Ints stay ints: ``"progress": 1`` must be sent back as ``1``, not ``1.0``.
-    if isinstance(value, (int, float)) and not isinstance(value, bool):
-        return value
-    raise _type_error("a number", value)
-
-
-def _structure_bool(value: Any, _: Any) -> bool:
-    if isinstance(value, bool):
-        return value
-    raise _type_error("a boolean", value)
-
-
-def _structure_object(value: Any, _: Any) -> dict[str, Any]:
-    # JSON objects we do not model (schemas, arguments, _meta) are kept as is:
-    # copying them would cost time for nothing.
-    if isinstance(value, dict):
-        return value
-    raise _type_error("an object", value)
-
-
-def _structure_str_or_int(value: Any, _: Any) -> str | int:
-    if isinstance(value, str) or (isinstance(value, int) and not isinstance(value, bool)):
-        return value
-    raise _type_error("a string or an integer", value)
+_STR_OR_INT = _strict((str, int), "a string or an integer")
+_ANY_LIST = _strict((list,), "an array")
 
 
 def _identity(value: Any) -> Any:
@@ -118,20 +82,12 @@ def _list_structure_factory(tp: Any) -> _Hook:
     args = get_args(tp)
     elem = args[0] if args else Any
     if elem is Any:
-
-        def structure_any_list(value: Any, _: Any) -> list[Any]:
-            if isinstance(value, list):
-                return value
-            raise _type_error("an array", value)
-
-        return structure_any_list
+        return _ANY_LIST
     hook = _hook_for(elem)
 
     def structure_list(value: Any, _: Any) -> list[Any]:
         # Without this check a string would be iterated into characters.
-        if not isinstance(value, list):
-            raise _type_error("an array", value)
-        return [hook(item, elem) for item in value]
+        return [hook(item, elem) for item in _ANY_LIST(value, tp)]
 
     return structure_list
 
@@ -188,26 +144,16 @@ def _unstructure_factory(cls: type[Any]) -> Callable[[Any], dict[str, Any]]:
 # --- unions ------------------------------------------------------------------
 
 
-def tagged_union_hook(
-    union: Any,
-    key: str,
-    *,
-    tags: Mapping[str | None, type[Any]] | None = None,
-    fallback: type[Any] | None = None,
-) -> _Hook:
-    """Build a structure hook for ``union`` dispatching on ``data[key]``.
+def register_union(union: Any, key: str = "type", *, tags: Mapping[str | None, type[Any]] | None = None,
+                   fallback: type[Any] | None = None, keys: Mapping[str, type[Any]] | None = None) -> None:
+    """Structure ``union`` by the member ``data[key]`` names, or by which of ``keys`` is present.
 
-    By default each member's tag is the default of its ``key`` field (the
-    fixed ``type``); ``tags[None]`` is used when the key is absent; an unknown
-    tag structures into ``fallback`` or fails.
+    By default each member's tag is the default of its ``key`` field (the fixed
+    ``type``); ``tags[None]`` is used when the key is absent; an unknown tag
+    structures into ``fallback`` or fails.
     """
-    if tags is None:
-        tags = {
-            attrs.fields_dict(cls)[key].default: cls
-            for cls in get_args(union)
-            if cls is not fallback
-        }
-    table = dict(tags)
+    members = () if keys else get_args(union)
+    table = dict(tags or {attrs.fields_dict(c)[key].default: c for c in members if c is not fallback})
     # Hooks are looked up on first use: members may contain unions that are
     # registered after this one.
     hooks: dict[type[Any], _Hook] = {}
@@ -215,41 +161,28 @@ def tagged_union_hook(
     def structure(data: Any, _: Any) -> Any:
         if not isinstance(data, dict):
             raise _type_error("an object", data)
-        tag = data.get(key)
-        cls = table.get(tag)
-        if cls is None:
-            if tag is None and None not in table:
-                raise ValueError(f"missing {key!r}")
-            if fallback is None or not isinstance(tag, str):
-                raise ValueError(f"unknown {key} {excerpt(tag, 60)}")
-            cls = fallback
+        if keys is not None:
+            cls = next((member for name, member in keys.items() if name in data), None)
+            if cls is None:
+                raise ValueError(f"expected one of the keys {sorted(keys)}")
+        else:
+            tag = data.get(key)
+            cls = table.get(tag)
+            if cls is None:
+                if tag is None and None not in table:
+                    raise ValueError(f"missing {key!r}")
+                if fallback is None or not isinstance(tag, str):
+                    raise ValueError(f"unknown {key} {excerpt(tag, 60)}")
+                cls = fallback
         hook = hooks.get(cls)
         if hook is None:
             hook = hooks[cls] = _hook_for(cls)
         return hook(data, cls)
 
-    return structure
+    converter.register_structure_hook(union, structure)
 
 
-def keyed_union_hook(keys: Mapping[str, type[Any]]) -> _Hook:
-    """Build a structure hook choosing the member by which of ``keys`` is present."""
-    hooks: dict[type[Any], _Hook] = {}
-
-    def structure(data: Any, _: Any) -> Any:
-        if not isinstance(data, dict):
-            raise _type_error("an object", data)
-        for key, cls in keys.items():
-            if key in data:
-                hook = hooks.get(cls)
-                if hook is None:
-                    hook = hooks[cls] = _hook_for(cls)
-                return hook(data, cls)
-        raise ValueError(f"expected one of the keys {sorted(keys)}")
-
-    return structure
-
-
-def one_or_many_hook(single: Any) -> _Hook:
+def register_one_or_many(single: Any) -> None:
     """Structure ``single | list[single]`` keeping the shape received."""
     list_type = list[single]
 
@@ -258,28 +191,26 @@ def one_or_many_hook(single: Any) -> _Hook:
             return _hook_for(list_type)(data, list_type)
         return _hook_for(single)(data, single)
 
-    return structure
+    converter.register_structure_hook(single | list_type, structure)
 
 
 def _configure() -> None:
     for tp, hook in (
-        (str, _structure_str),
-        (int, _structure_int),
-        (float, _structure_float),
-        (bool, _structure_bool),
+        (str, _strict((str,), "a string")),
+        (int, _strict((int,), "an integer")),
+        (float, _strict((int, float), "a number")),
+        (bool, _strict((bool,), "a boolean")),
+        (str | int, _STR_OR_INT),  # ``RequestId`` and ``ProgressToken``
+        (str | int | None, lambda v, t: None if v is None else _STR_OR_INT(v, t)),
     ):
         converter.register_structure_hook(tp, hook)
+    # JSON objects we do not model (schemas, arguments, _meta) are kept as is:
+    # copying them would cost time for nothing.
     objects = (dict[str, Any], dict[str, Any] | None)
-    converter.register_structure_hook_func(lambda t: t in objects, _structure_object)
+    converter.register_structure_hook_func(lambda t: t in objects, _strict((dict,), "an object"))
     converter.register_unstructure_hook_func(lambda t: t in objects, _identity)
     # A predicate, not a class registration: ``Any`` is not a class before 3.11.
     converter.register_unstructure_hook_func(lambda t: t is Any, _identity)
-    # ``RequestId`` and ``ProgressToken``.
-    converter.register_structure_hook(str | int, _structure_str_or_int)
-    converter.register_structure_hook(
-        str | int | None,
-        lambda v, t: None if v is None else _structure_str_or_int(v, t),
-    )
     converter.register_structure_hook_factory(_is_list, _list_structure_factory)
     converter.register_structure_hook_factory(attrs.has, _structure_factory)
     converter.register_unstructure_hook_factory(attrs.has, _unstructure_factory)

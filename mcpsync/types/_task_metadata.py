@@ -7,8 +7,6 @@ classes there.
 
 from __future__ import annotations
 
-from typing import Any
-
 import attrs
 
 from ._base import WireObject
@@ -22,4 +20,3 @@ class TaskMetadata(WireObject):
 
     #: Requested lifetime of the task, in milliseconds.
     ttl: int | None = None
-    extra: dict[str, Any] = attrs.field(factory=dict, kw_only=True)

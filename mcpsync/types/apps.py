@@ -167,13 +167,10 @@ def app_resource(uri: str, content: Any, listed: Mapping[str, Any] | None = None
     if not isinstance(csp, Mapping) or not isinstance(permissions, Mapping):
         raise AppResourceError(f"{uri}: malformed _meta.ui: {excerpt(own, 200)}")
     domain, border = ui.get("domain"), ui.get("prefersBorder")
-    return AppResource(
-        uri=uri,
-        html=html,
-        mime_type=mime,
-        csp=AppCsp(*(_origins(uri, csp, k) for k in _CSP_KEYS), extra={k: v for k, v in csp.items() if k not in _CSP_KEYS}),
-        permissions=frozenset(p for p in _PERMISSIONS if p in permissions),
-        domain=domain if isinstance(domain, str) else None,
-        prefers_border=border if isinstance(border, bool) else None,
-        extra={k: v for k, v in ui.items() if k not in ("csp", "permissions", "domain", "prefersBorder")},
-    )
+    app_csp = AppCsp(*(_origins(uri, csp, k) for k in _CSP_KEYS),
+                     extra={k: v for k, v in csp.items() if k not in _CSP_KEYS})
+    rest = {k: v for k, v in ui.items() if k not in ("csp", "permissions", "domain", "prefersBorder")}
+    return AppResource(uri=uri, html=html, mime_type=mime, csp=app_csp,
+                       permissions=frozenset(p for p in _PERMISSIONS if p in permissions),
+                       domain=domain if isinstance(domain, str) else None,
+                       prefers_border=border if isinstance(border, bool) else None, extra=rest)

@@ -5,17 +5,15 @@
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Literal
 
 import attrs
 
 from . import _converter
-from ._base import WireObject
+from ._base import MetaObject, WireObject
 
-__all__ = [
-    "CompleteRequestParams", "CompleteResult", "Completion", "CompletionArgument", "CompletionContext",
-    "CompletionReference", "PromptReference", "ResourceReference", "ResourceTemplateReference"
-]
+__all__ = ["CompleteRequestParams", "CompleteResult", "Completion", "CompletionArgument", "CompletionContext",
+           "CompletionReference", "PromptReference", "ResourceReference", "ResourceTemplateReference"]
 
 
 @attrs.define(repr=False, eq=False)
@@ -25,7 +23,6 @@ class PromptReference(WireObject):
     name: str
     type: Literal["ref/prompt"] = attrs.field(default="ref/prompt", init=False)
     title: str | None = None
-    extra: dict[str, Any] = attrs.field(factory=dict, kw_only=True)
 
 
 @attrs.define(repr=False, eq=False)
@@ -35,7 +32,6 @@ class ResourceTemplateReference(WireObject):
     #: The URI or URI template.
     uri: str
     type: Literal["ref/resource"] = attrs.field(default="ref/resource", init=False)
-    extra: dict[str, Any] = attrs.field(factory=dict, kw_only=True)
 
 
 #: The name of :class:`ResourceTemplateReference` before 2025-06-18.
@@ -52,7 +48,6 @@ class CompletionArgument(WireObject):
 
     name: str
     value: str
-    extra: dict[str, Any] = attrs.field(factory=dict, kw_only=True)
 
 
 @attrs.define(repr=False, eq=False)
@@ -60,18 +55,15 @@ class CompletionContext(WireObject):
     """Already-resolved arguments, to help the server complete (2025-06-18+)."""
 
     arguments: dict[str, str] | None = None
-    extra: dict[str, Any] = attrs.field(factory=dict, kw_only=True)
 
 
 @attrs.define(repr=False, eq=False)
-class CompleteRequestParams(WireObject):
+class CompleteRequestParams(MetaObject):
     """The ``params`` of ``completion/complete``."""
 
     ref: CompletionReference
     argument: CompletionArgument
     context: CompletionContext | None = None
-    meta: dict[str, Any] | None = None
-    extra: dict[str, Any] = attrs.field(factory=dict, kw_only=True)
 
 
 @attrs.define(repr=False, eq=False)
@@ -83,18 +75,13 @@ class Completion(WireObject):
     total: int | None = None
     #: More options exist beyond ``values``.
     has_more: bool | None = None
-    extra: dict[str, Any] = attrs.field(factory=dict, kw_only=True)
 
 
 @attrs.define(repr=False, eq=False)
-class CompleteResult(WireObject):
+class CompleteResult(MetaObject):
     """The result of ``completion/complete``."""
 
     completion: Completion
-    meta: dict[str, Any] | None = None
-    extra: dict[str, Any] = attrs.field(factory=dict, kw_only=True)
 
 
-_converter.converter.register_structure_hook(
-    CompletionReference, _converter.tagged_union_hook(CompletionReference, "type")
-)
+_converter.register_union(CompletionReference)

@@ -20,14 +20,12 @@ from typing import Any, Literal
 import attrs
 
 from . import _converter
-from ._base import WireObject
+from ._base import MetaObject, WireObject
 from .lifecycle import Icon
 
-__all__ = [
-    "Annotations", "AudioContent", "BlobResourceContents", "ContentBlock", "EmbeddedResource", "ImageContent",
-    "ResourceContents", "ResourceLink", "Role", "SamplingContent", "TextContent", "TextResourceContents",
-    "ToolResultContent", "ToolUseContent", "UnknownContent"
-]
+__all__ = ["Annotations", "AudioContent", "BlobResourceContents", "ContentBlock", "EmbeddedResource", "ImageContent",
+           "ResourceContents", "ResourceLink", "Role", "SamplingContent", "TextContent", "TextResourceContents",
+           "ToolResultContent", "ToolUseContent", "UnknownContent"]
 
 #: The sender or recipient of a message.
 Role = Literal["user", "assistant"]
@@ -43,46 +41,39 @@ class Annotations(WireObject):
     priority: float | None = None
     #: ISO 8601 timestamp of the last modification (2025-06-18+).
     last_modified: str | None = None
-    extra: dict[str, Any] = attrs.field(factory=dict, kw_only=True)
 
 
 @attrs.define(repr=False, eq=False)
-class TextContent(WireObject):
+class TextContent(MetaObject):
     """Plain text. ``TextContent("hi")``."""
 
     text: str
     type: Literal["text"] = attrs.field(default="text", init=False)
     annotations: Annotations | None = None
-    meta: dict[str, Any] | None = None
-    extra: dict[str, Any] = attrs.field(factory=dict, kw_only=True)
 
 
 @attrs.define(repr=False, eq=False)
-class ImageContent(WireObject):
+class ImageContent(MetaObject):
     """An image: base64 ``data`` and its ``mime_type``."""
 
     data: str
     mime_type: str
     type: Literal["image"] = attrs.field(default="image", init=False)
     annotations: Annotations | None = None
-    meta: dict[str, Any] | None = None
-    extra: dict[str, Any] = attrs.field(factory=dict, kw_only=True)
 
 
 @attrs.define(repr=False, eq=False)
-class AudioContent(WireObject):
+class AudioContent(MetaObject):
     """Audio: base64 ``data`` and its ``mime_type`` (2025-03-26+)."""
 
     data: str
     mime_type: str
     type: Literal["audio"] = attrs.field(default="audio", init=False)
     annotations: Annotations | None = None
-    meta: dict[str, Any] | None = None
-    extra: dict[str, Any] = attrs.field(factory=dict, kw_only=True)
 
 
 @attrs.define(repr=False, eq=False)
-class ResourceLink(WireObject):
+class ResourceLink(MetaObject):
     """A link to a resource the client may read (2025-06-18+)."""
 
     uri: str
@@ -95,30 +86,24 @@ class ResourceLink(WireObject):
     size: int | None = None
     annotations: Annotations | None = None
     icons: list[Icon] | None = None
-    meta: dict[str, Any] | None = None
-    extra: dict[str, Any] = attrs.field(factory=dict, kw_only=True)
 
 
 @attrs.define(repr=False, eq=False)
-class TextResourceContents(WireObject):
+class TextResourceContents(MetaObject):
     """The contents of a text resource."""
 
     uri: str
     text: str
     mime_type: str | None = None
-    meta: dict[str, Any] | None = None
-    extra: dict[str, Any] = attrs.field(factory=dict, kw_only=True)
 
 
 @attrs.define(repr=False, eq=False)
-class BlobResourceContents(WireObject):
+class BlobResourceContents(MetaObject):
     """The contents of a binary resource; ``blob`` is base64."""
 
     uri: str
     blob: str
     mime_type: str | None = None
-    meta: dict[str, Any] | None = None
-    extra: dict[str, Any] = attrs.field(factory=dict, kw_only=True)
 
 
 #: Resource contents, told apart by the ``text`` or ``blob`` key.
@@ -126,14 +111,12 @@ ResourceContents = TextResourceContents | BlobResourceContents
 
 
 @attrs.define(repr=False, eq=False)
-class EmbeddedResource(WireObject):
+class EmbeddedResource(MetaObject):
     """A resource embedded in a message or tool result."""
 
     resource: ResourceContents
     type: Literal["resource"] = attrs.field(default="resource", init=False)
     annotations: Annotations | None = None
-    meta: dict[str, Any] | None = None
-    extra: dict[str, Any] = attrs.field(factory=dict, kw_only=True)
 
 
 @attrs.define(repr=False, eq=False)
@@ -145,29 +128,24 @@ class UnknownContent(WireObject):
     """
 
     type: str
-    extra: dict[str, Any] = attrs.field(factory=dict, kw_only=True)
 
 
 #: A block in a tool result, prompt message or embedded tool result.
-ContentBlock = (
-    TextContent | ImageContent | AudioContent | ResourceLink | EmbeddedResource | UnknownContent
-)
+ContentBlock = TextContent | ImageContent | AudioContent | ResourceLink | EmbeddedResource | UnknownContent
 
 
 @attrs.define(repr=False, eq=False)
-class ToolUseContent(WireObject):
+class ToolUseContent(MetaObject):
     """A model's request to call a tool, in sampling (2025-11-25)."""
 
     id: str
     name: str
     input: dict[str, Any]
     type: Literal["tool_use"] = attrs.field(default="tool_use", init=False)
-    meta: dict[str, Any] | None = None
-    extra: dict[str, Any] = attrs.field(factory=dict, kw_only=True)
 
 
 @attrs.define(repr=False, eq=False)
-class ToolResultContent(WireObject):
+class ToolResultContent(MetaObject):
     """The result of a tool call, sent back to the model in sampling (2025-11-25)."""
 
     tool_use_id: str
@@ -175,25 +153,13 @@ class ToolResultContent(WireObject):
     type: Literal["tool_result"] = attrs.field(default="tool_result", init=False)
     structured_content: Any = None
     is_error: bool | None = None
-    meta: dict[str, Any] | None = None
-    extra: dict[str, Any] = attrs.field(factory=dict, kw_only=True)
 
 
 #: A block in a sampling message.
-SamplingContent = (
-    TextContent | ImageContent | AudioContent | ToolUseContent | ToolResultContent | UnknownContent
-)
+SamplingContent = TextContent | ImageContent | AudioContent | ToolUseContent | ToolResultContent | UnknownContent
 
 
 # Registered here, not in _converter: this module may be loaded long after it.
-_converter.converter.register_structure_hook(
-    ContentBlock, _converter.tagged_union_hook(ContentBlock, "type", fallback=UnknownContent)
-)
-_converter.converter.register_structure_hook(
-    SamplingContent,
-    _converter.tagged_union_hook(SamplingContent, "type", fallback=UnknownContent),
-)
-_converter.converter.register_structure_hook(
-    ResourceContents,
-    _converter.keyed_union_hook({"text": TextResourceContents, "blob": BlobResourceContents}),
-)
+_converter.register_union(ContentBlock, fallback=UnknownContent)
+_converter.register_union(SamplingContent, fallback=UnknownContent)
+_converter.register_union(ResourceContents, keys={"text": TextResourceContents, "blob": BlobResourceContents})

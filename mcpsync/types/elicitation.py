@@ -13,17 +13,15 @@ from typing import Any, Literal
 import attrs
 
 from . import _converter
-from ._base import WireObject
+from ._base import MetaObject, WireObject
 from ._task_metadata import TaskMetadata
 
-__all__ = [
-    "ElicitRequestFormParams", "ElicitRequestParams", "ElicitRequestURLParams", "ElicitResult",
-    "ElicitationCompleteNotificationParams"
-]
+__all__ = ["ElicitRequestFormParams", "ElicitRequestParams", "ElicitRequestURLParams", "ElicitResult",
+           "ElicitationCompleteNotificationParams"]
 
 
 @attrs.define(repr=False, eq=False)
-class ElicitRequestFormParams(WireObject):
+class ElicitRequestFormParams(MetaObject):
     """Ask the user to fill in a form."""
 
     #: The message to show the user.
@@ -33,12 +31,10 @@ class ElicitRequestFormParams(WireObject):
     #: ``"form"``, or ``None`` when the server left it out (before 2025-11-25).
     mode: Literal["form"] | None = None
     task: TaskMetadata | None = None
-    meta: dict[str, Any] | None = None
-    extra: dict[str, Any] = attrs.field(factory=dict, kw_only=True)
 
 
 @attrs.define(repr=False, eq=False)
-class ElicitRequestURLParams(WireObject):
+class ElicitRequestURLParams(MetaObject):
     """Ask the user to complete an interaction at a URL (2025-11-25)."""
 
     message: str
@@ -47,8 +43,6 @@ class ElicitRequestURLParams(WireObject):
     elicitation_id: str | None = None
     mode: Literal["url"] = attrs.field(default="url", init=False)
     task: TaskMetadata | None = None
-    meta: dict[str, Any] | None = None
-    extra: dict[str, Any] = attrs.field(factory=dict, kw_only=True)
 
 
 #: The ``params`` of ``elicitation/create``, told apart by ``mode``.
@@ -56,7 +50,7 @@ ElicitRequestParams = ElicitRequestFormParams | ElicitRequestURLParams
 
 
 @attrs.define(repr=False, eq=False)
-class ElicitResult(WireObject):
+class ElicitResult(MetaObject):
     """The client's answer to ``elicitation/create``.
 
     ::
@@ -68,8 +62,6 @@ class ElicitResult(WireObject):
     action: Literal["accept", "decline", "cancel"]
     #: The submitted values (form mode with ``"accept"`` only).
     content: dict[str, Any] | None = None
-    meta: dict[str, Any] | None = None
-    extra: dict[str, Any] = attrs.field(factory=dict, kw_only=True)
 
 
 @attrs.define(repr=False, eq=False)
@@ -77,18 +69,7 @@ class ElicitationCompleteNotificationParams(WireObject):
     """A URL-mode elicitation finished (``notifications/elicitation/complete``)."""
 
     elicitation_id: str
-    extra: dict[str, Any] = attrs.field(factory=dict, kw_only=True)
 
 
-_converter.converter.register_structure_hook(
-    ElicitRequestParams,
-    _converter.tagged_union_hook(
-        ElicitRequestParams,
-        "mode",
-        tags={
-            None: ElicitRequestFormParams,
-            "form": ElicitRequestFormParams,
-            "url": ElicitRequestURLParams,
-        },
-    ),
-)
+_converter.register_union(ElicitRequestParams, "mode", tags={
+    None: ElicitRequestFormParams, "form": ElicitRequestFormParams, "url": ElicitRequestURLParams})

@@ -14,13 +14,11 @@ from typing import Any
 
 import attrs
 
-from ._base import WireObject
+from ._base import MetaObject, WireObject
 
-__all__ = [
-    "ClientCapabilities", "ElicitationCapability", "Icon", "Implementation", "InitializeRequestParams",
-    "InitializeResult", "PromptsCapability", "ResourcesCapability", "RootsCapability", "SamplingCapability",
-    "ServerCapabilities", "ToolsCapability"
-]
+__all__ = ["ClientCapabilities", "ElicitationCapability", "Icon", "Implementation", "InitializeRequestParams",
+           "InitializeResult", "PromptsCapability", "ResourcesCapability", "RootsCapability", "SamplingCapability",
+           "ServerCapabilities", "ToolsCapability"]
 
 
 @attrs.define(repr=False, eq=False)
@@ -39,8 +37,6 @@ class Icon(WireObject):
     sizes: list[str] | None = None
     #: ``"light"`` or ``"dark"``: the background the icon is designed for.
     theme: str | None = None
-    #: Unknown wire keys, kept so a round trip is lossless.
-    extra: dict[str, Any] = attrs.field(factory=dict, kw_only=True)
 
 
 @attrs.define(repr=False, eq=False)
@@ -59,7 +55,6 @@ class Implementation(WireObject):
     description: str | None = None
     icons: list[Icon] | None = None
     website_url: str | None = None
-    extra: dict[str, Any] = attrs.field(factory=dict, kw_only=True)
 
 
 @attrs.define(repr=False, eq=False)
@@ -68,7 +63,6 @@ class RootsCapability(WireObject):
 
     #: The client sends ``notifications/roots/list_changed``.
     list_changed: bool | None = None
-    extra: dict[str, Any] = attrs.field(factory=dict, kw_only=True)
 
 
 @attrs.define(repr=False, eq=False)
@@ -81,7 +75,6 @@ class SamplingCapability(WireObject):
 
     context: dict[str, Any] | None = None
     tools: dict[str, Any] | None = None
-    extra: dict[str, Any] = attrs.field(factory=dict, kw_only=True)
 
 
 @attrs.define(repr=False, eq=False)
@@ -93,7 +86,6 @@ class ElicitationCapability(WireObject):
 
     form: dict[str, Any] | None = None
     url: dict[str, Any] | None = None
-    extra: dict[str, Any] = attrs.field(factory=dict, kw_only=True)
 
 
 @attrs.define(repr=False, eq=False)
@@ -114,7 +106,6 @@ class ClientCapabilities(WireObject):
     tasks: dict[str, Any] | None = None
     #: Protocol extensions (2026-07-28), verbatim.
     extensions: dict[str, Any] | None = None
-    extra: dict[str, Any] = attrs.field(factory=dict, kw_only=True)
 
 
 @attrs.define(repr=False, eq=False)
@@ -122,7 +113,6 @@ class PromptsCapability(WireObject):
     """The server offers prompts."""
 
     list_changed: bool | None = None
-    extra: dict[str, Any] = attrs.field(factory=dict, kw_only=True)
 
 
 @attrs.define(repr=False, eq=False)
@@ -132,7 +122,6 @@ class ResourcesCapability(WireObject):
     #: The server supports ``resources/subscribe``.
     subscribe: bool | None = None
     list_changed: bool | None = None
-    extra: dict[str, Any] = attrs.field(factory=dict, kw_only=True)
 
 
 @attrs.define(repr=False, eq=False)
@@ -140,7 +129,6 @@ class ToolsCapability(WireObject):
     """The server offers tools."""
 
     list_changed: bool | None = None
-    extra: dict[str, Any] = attrs.field(factory=dict, kw_only=True)
 
 
 @attrs.define(repr=False, eq=False)
@@ -164,22 +152,19 @@ class ServerCapabilities(WireObject):
     tasks: dict[str, Any] | None = None
     #: Protocol extensions (2026-07-28), verbatim.
     extensions: dict[str, Any] | None = None
-    extra: dict[str, Any] = attrs.field(factory=dict, kw_only=True)
 
 
 @attrs.define(repr=False, eq=False)
-class InitializeRequestParams(WireObject):
+class InitializeRequestParams(MetaObject):
     """The ``params`` of ``initialize``, sent by the client."""
 
     protocol_version: str
     capabilities: ClientCapabilities
     client_info: Implementation
-    meta: dict[str, Any] | None = None
-    extra: dict[str, Any] = attrs.field(factory=dict, kw_only=True)
 
 
 @attrs.define(repr=False, eq=False)
-class InitializeResult(WireObject):
+class InitializeResult(MetaObject):
     """The server's answer to ``initialize``."""
 
     protocol_version: str
@@ -187,5 +172,3 @@ class InitializeResult(WireObject):
     server_info: Implementation
     #: Hints for the model on how to use this server.
     instructions: str | None = None
-    meta: dict[str, Any] | None = None
-    extra: dict[str, Any] = attrs.field(factory=dict, kw_only=True)

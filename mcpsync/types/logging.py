@@ -10,7 +10,7 @@ from typing import Any
 import attrs
 
 from . import protocol as _protocol
-from ._base import WireObject
+from ._base import MetaObject
 
 __all__ = ["LoggingLevel", "LoggingMessageNotificationParams", "SetLevelRequestParams"]
 
@@ -20,16 +20,14 @@ LoggingLevel = _protocol.LoggingLevel
 
 
 @attrs.define(repr=False, eq=False)
-class SetLevelRequestParams(WireObject):
+class SetLevelRequestParams(MetaObject):
     """The ``params`` of ``logging/setLevel``."""
 
     level: LoggingLevel
-    meta: dict[str, Any] | None = None
-    extra: dict[str, Any] = attrs.field(factory=dict, kw_only=True)
 
 
 @attrs.define(repr=False, eq=False)
-class LoggingMessageNotificationParams(WireObject):
+class LoggingMessageNotificationParams(MetaObject):
     """A log message from the server (``notifications/message``)."""
 
     level: LoggingLevel
@@ -37,5 +35,3 @@ class LoggingMessageNotificationParams(WireObject):
     data: Any
     #: Name of the logger that issued the message.
     logger: str | None = None
-    meta: dict[str, Any] | None = None
-    extra: dict[str, Any] = attrs.field(factory=dict, kw_only=True)

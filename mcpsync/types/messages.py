@@ -6,11 +6,9 @@ notification params, and pagination.
 
 from __future__ import annotations
 
-from typing import Any
-
 import attrs
 
-from ._base import WireObject
+from ._base import MetaObject
 
 __all__ = ["EmptyResult", "NotificationParams", "PaginatedRequestParams", "RequestId", "RequestParams"]
 
@@ -20,34 +18,26 @@ RequestId = str | int
 
 
 @attrs.define(repr=False, eq=False)
-class EmptyResult(WireObject):
+class EmptyResult(MetaObject):
     """A result with no content, e.g. the answer to ``ping``."""
 
-    meta: dict[str, Any] | None = None
-    extra: dict[str, Any] = attrs.field(factory=dict, kw_only=True)
 
 
 @attrs.define(repr=False, eq=False)
-class RequestParams(WireObject):
+class RequestParams(MetaObject):
     """The ``params`` of a request that takes no arguments (``ping``, ``roots/list``)."""
 
-    meta: dict[str, Any] | None = None
-    extra: dict[str, Any] = attrs.field(factory=dict, kw_only=True)
 
 
 @attrs.define(repr=False, eq=False)
-class NotificationParams(WireObject):
+class NotificationParams(MetaObject):
     """The ``params`` of a notification with no arguments (``*/list_changed``)."""
 
-    meta: dict[str, Any] | None = None
-    extra: dict[str, Any] = attrs.field(factory=dict, kw_only=True)
 
 
 @attrs.define(repr=False, eq=False)
-class PaginatedRequestParams(WireObject):
+class PaginatedRequestParams(MetaObject):
     """The ``params`` of a ``*/list`` request."""
 
     #: The ``next_cursor`` of the previous page; ``None`` for the first page.
     cursor: str | None = None
-    meta: dict[str, Any] | None = None
-    extra: dict[str, Any] = attrs.field(factory=dict, kw_only=True)

@@ -9,14 +9,12 @@ from typing import Any, Literal
 
 import attrs
 
-from ._base import WireObject
+from ._base import MetaObject, WireObject
 from .lifecycle import ServerCapabilities
 
-__all__ = [
-    "PROTOCOL_VERSION_KEY", "CLIENT_INFO_KEY", "CLIENT_CAPABILITIES_KEY", "LOG_LEVEL_KEY", "SERVER_INFO_KEY",
-    "SUBSCRIPTION_ID_KEY", "CacheScope", "DiscoverResult", "InputRequest", "InputRequiredResult",
-    "SubscriptionFilter", "SubscriptionsListenRequestParams", "SubscriptionsAcknowledgedNotificationParams"
-]
+__all__ = ["PROTOCOL_VERSION_KEY", "CLIENT_INFO_KEY", "CLIENT_CAPABILITIES_KEY", "LOG_LEVEL_KEY", "SERVER_INFO_KEY",
+           "SUBSCRIPTION_ID_KEY", "CacheScope", "DiscoverResult", "InputRequest", "InputRequiredResult",
+           "SubscriptionFilter", "SubscriptionsListenRequestParams", "SubscriptionsAcknowledgedNotificationParams"]
 
 #: ``_meta`` keys every modern request carries (and the optional log level).
 PROTOCOL_VERSION_KEY = "io.modelcontextprotocol/protocolVersion"
@@ -33,7 +31,7 @@ CacheScope = Literal["public", "private"]
 
 
 @attrs.define(repr=False, eq=False)
-class DiscoverResult(WireObject):
+class DiscoverResult(MetaObject):
     """The answer to ``server/discover``: versions, capabilities, instructions."""
 
     supported_versions: list[str]
@@ -42,8 +40,6 @@ class DiscoverResult(WireObject):
     result_type: str | None = None
     ttl_ms: int | None = None
     cache_scope: str | None = None
-    meta: dict[str, Any] | None = None
-    extra: dict[str, Any] = attrs.field(factory=dict, kw_only=True)
 
 
 @attrs.define(repr=False, eq=False)
@@ -52,18 +48,15 @@ class InputRequest(WireObject):
 
     method: str
     params: dict[str, Any] | None = None
-    extra: dict[str, Any] = attrs.field(factory=dict, kw_only=True)
 
 
 @attrs.define(repr=False, eq=False)
-class InputRequiredResult(WireObject):
+class InputRequiredResult(MetaObject):
     """``resultType: "input_required"``: answer ``input_requests`` and retry."""
 
     result_type: str = "input_required"
     input_requests: dict[str, InputRequest] | None = None
     request_state: str | None = None
-    meta: dict[str, Any] | None = None
-    extra: dict[str, Any] = attrs.field(factory=dict, kw_only=True)
 
 
 @attrs.define(repr=False, eq=False)
@@ -74,22 +67,17 @@ class SubscriptionFilter(WireObject):
     prompts_list_changed: bool | None = None
     resources_list_changed: bool | None = None
     resource_subscriptions: list[str] | None = None
-    extra: dict[str, Any] = attrs.field(factory=dict, kw_only=True)
 
 
 @attrs.define(repr=False, eq=False)
-class SubscriptionsListenRequestParams(WireObject):
+class SubscriptionsListenRequestParams(MetaObject):
     """The ``params`` of ``subscriptions/listen``."""
 
     notifications: SubscriptionFilter
-    meta: dict[str, Any] | None = None
-    extra: dict[str, Any] = attrs.field(factory=dict, kw_only=True)
 
 
 @attrs.define(repr=False, eq=False)
-class SubscriptionsAcknowledgedNotificationParams(WireObject):
+class SubscriptionsAcknowledgedNotificationParams(MetaObject):
     """The server's acknowledgement of a listen stream: what it agreed to send."""
 
     notifications: SubscriptionFilter
-    meta: dict[str, Any] | None = None
-    extra: dict[str, Any] = attrs.field(factory=dict, kw_only=True)

@@ -5,11 +5,9 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 import attrs
 
-from ._base import WireObject
+from ._base import MetaObject
 from .messages import RequestId
 
 __all__ = ["CancelledNotificationParams", "ProgressNotificationParams", "ProgressToken"]
@@ -20,7 +18,7 @@ ProgressToken = str | int
 
 
 @attrs.define(repr=False, eq=False)
-class ProgressNotificationParams(WireObject):
+class ProgressNotificationParams(MetaObject):
     """Progress of a long-running request (``notifications/progress``)."""
 
     progress_token: ProgressToken
@@ -28,16 +26,12 @@ class ProgressNotificationParams(WireObject):
     progress: float
     total: float | None = None
     message: str | None = None
-    meta: dict[str, Any] | None = None
-    extra: dict[str, Any] = attrs.field(factory=dict, kw_only=True)
 
 
 @attrs.define(repr=False, eq=False)
-class CancelledNotificationParams(WireObject):
+class CancelledNotificationParams(MetaObject):
     """A request was cancelled (``notifications/cancelled``)."""
 
     #: The id of the cancelled request (absent only for task cancellation).
     request_id: RequestId | None = None
     reason: str | None = None
-    meta: dict[str, Any] | None = None
-    extra: dict[str, Any] = attrs.field(factory=dict, kw_only=True)

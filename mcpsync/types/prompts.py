@@ -5,17 +5,14 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 import attrs
 
-from ._base import WireObject
+from ._base import MetaObject, WireObject
 from .content import ContentBlock, Role
 from .lifecycle import Icon
 
-__all__ = [
-    "GetPromptRequestParams", "GetPromptResult", "ListPromptsResult", "Prompt", "PromptArgument", "PromptMessage"
-]
+__all__ = ["GetPromptRequestParams", "GetPromptResult", "ListPromptsResult", "Prompt", "PromptArgument",
+           "PromptMessage"]
 
 
 @attrs.define(repr=False, eq=False)
@@ -26,11 +23,10 @@ class PromptArgument(WireObject):
     title: str | None = None
     description: str | None = None
     required: bool | None = None
-    extra: dict[str, Any] = attrs.field(factory=dict, kw_only=True)
 
 
 @attrs.define(repr=False, eq=False)
-class Prompt(WireObject):
+class Prompt(MetaObject):
     """A prompt or prompt template the server offers."""
 
     name: str
@@ -38,28 +34,22 @@ class Prompt(WireObject):
     description: str | None = None
     arguments: list[PromptArgument] | None = None
     icons: list[Icon] | None = None
-    meta: dict[str, Any] | None = None
-    extra: dict[str, Any] = attrs.field(factory=dict, kw_only=True)
 
 
 @attrs.define(repr=False, eq=False)
-class ListPromptsResult(WireObject):
+class ListPromptsResult(MetaObject):
     """One page of ``prompts/list``."""
 
     prompts: list[Prompt] = attrs.field(factory=list)
     next_cursor: str | None = None
-    meta: dict[str, Any] | None = None
-    extra: dict[str, Any] = attrs.field(factory=dict, kw_only=True)
 
 
 @attrs.define(repr=False, eq=False)
-class GetPromptRequestParams(WireObject):
+class GetPromptRequestParams(MetaObject):
     """The ``params`` of ``prompts/get``."""
 
     name: str
     arguments: dict[str, str] | None = None
-    meta: dict[str, Any] | None = None
-    extra: dict[str, Any] = attrs.field(factory=dict, kw_only=True)
 
 
 @attrs.define(repr=False, eq=False)
@@ -68,14 +58,11 @@ class PromptMessage(WireObject):
 
     role: Role
     content: ContentBlock
-    extra: dict[str, Any] = attrs.field(factory=dict, kw_only=True)
 
 
 @attrs.define(repr=False, eq=False)
-class GetPromptResult(WireObject):
+class GetPromptResult(MetaObject):
     """The result of ``prompts/get``: ``.messages`` is the list of :class:`PromptMessage`."""
 
     messages: list[PromptMessage] = attrs.field(factory=list)
     description: str | None = None
-    meta: dict[str, Any] | None = None
-    extra: dict[str, Any] = attrs.field(factory=dict, kw_only=True)

@@ -9,10 +9,8 @@ from __future__ import annotations
 
 from typing import Literal, get_args
 
-__all__ = [
-    "HANDSHAKE_VERSIONS", "LATEST_HANDSHAKE_VERSION", "LOGGING_LEVELS", "LoggingLevel", "MODERN_VERSIONS",
-    "wire_name"
-]
+__all__ = ["HANDSHAKE_VERSIONS", "LATEST_HANDSHAKE_VERSION", "LOGGING_LEVELS", "LoggingLevel", "MODERN_VERSIONS",
+           "wire_name"]
 
 #: The handshake-era revisions (``initialize``), newest first.
 HANDSHAKE_VERSIONS: tuple[str, ...] = ("2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05")

@@ -5,23 +5,19 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 import attrs
 
-from ._base import WireObject
+from ._base import MetaObject
 from .content import Annotations, ResourceContents
 from .lifecycle import Icon
 
-__all__ = [
-    "ResourceUpdatedNotificationParams", "ListResourceTemplatesResult", "ListResourcesResult",
-    "ReadResourceRequestParams", "ReadResourceResult", "Resource", "ResourceTemplate", "SubscribeRequestParams",
-    "UnsubscribeRequestParams"
-]
+__all__ = ["ResourceUpdatedNotificationParams", "ListResourceTemplatesResult", "ListResourcesResult",
+           "ReadResourceRequestParams", "ReadResourceResult", "Resource", "ResourceTemplate", "SubscribeRequestParams",
+           "UnsubscribeRequestParams"]
 
 
 @attrs.define(repr=False, eq=False)
-class Resource(WireObject):
+class Resource(MetaObject):
     """A resource the server can read. ``Resource("file:///a.txt", "a.txt")``."""
 
     uri: str
@@ -33,22 +29,18 @@ class Resource(WireObject):
     size: int | None = None
     annotations: Annotations | None = None
     icons: list[Icon] | None = None
-    meta: dict[str, Any] | None = None
-    extra: dict[str, Any] = attrs.field(factory=dict, kw_only=True)
 
 
 @attrs.define(repr=False, eq=False)
-class ListResourcesResult(WireObject):
+class ListResourcesResult(MetaObject):
     """One page of ``resources/list``."""
 
     resources: list[Resource] = attrs.field(factory=list)
     next_cursor: str | None = None
-    meta: dict[str, Any] | None = None
-    extra: dict[str, Any] = attrs.field(factory=dict, kw_only=True)
 
 
 @attrs.define(repr=False, eq=False)
-class ResourceTemplate(WireObject):
+class ResourceTemplate(MetaObject):
     """A family of resources described by an RFC 6570 URI template."""
 
     uri_template: str
@@ -58,31 +50,25 @@ class ResourceTemplate(WireObject):
     mime_type: str | None = None
     annotations: Annotations | None = None
     icons: list[Icon] | None = None
-    meta: dict[str, Any] | None = None
-    extra: dict[str, Any] = attrs.field(factory=dict, kw_only=True)
 
 
 @attrs.define(repr=False, eq=False)
-class ListResourceTemplatesResult(WireObject):
+class ListResourceTemplatesResult(MetaObject):
     """One page of ``resources/templates/list``."""
 
     resource_templates: list[ResourceTemplate] = attrs.field(factory=list)
     next_cursor: str | None = None
-    meta: dict[str, Any] | None = None
-    extra: dict[str, Any] = attrs.field(factory=dict, kw_only=True)
 
 
 @attrs.define(repr=False, eq=False)
-class ReadResourceRequestParams(WireObject):
+class ReadResourceRequestParams(MetaObject):
     """The ``params`` of ``resources/read``."""
 
     uri: str
-    meta: dict[str, Any] | None = None
-    extra: dict[str, Any] = attrs.field(factory=dict, kw_only=True)
 
 
 @attrs.define(repr=False, eq=False)
-class ReadResourceResult(WireObject):
+class ReadResourceResult(MetaObject):
     """The result of ``resources/read``.
 
     ::
@@ -93,32 +79,24 @@ class ReadResourceResult(WireObject):
 
     #: :class:`TextResourceContents` and :class:`BlobResourceContents` items.
     contents: list[ResourceContents] = attrs.field(factory=list)
-    meta: dict[str, Any] | None = None
-    extra: dict[str, Any] = attrs.field(factory=dict, kw_only=True)
 
 
 @attrs.define(repr=False, eq=False)
-class SubscribeRequestParams(WireObject):
+class SubscribeRequestParams(MetaObject):
     """The ``params`` of ``resources/subscribe``."""
 
     uri: str
-    meta: dict[str, Any] | None = None
-    extra: dict[str, Any] = attrs.field(factory=dict, kw_only=True)
 
 
 @attrs.define(repr=False, eq=False)
-class UnsubscribeRequestParams(WireObject):
+class UnsubscribeRequestParams(MetaObject):
     """The ``params`` of ``resources/unsubscribe``."""
 
     uri: str
-    meta: dict[str, Any] | None = None
-    extra: dict[str, Any] = attrs.field(factory=dict, kw_only=True)
 
 
 @attrs.define(repr=False, eq=False)
-class ResourceUpdatedNotificationParams(WireObject):
+class ResourceUpdatedNotificationParams(MetaObject):
     """A subscribed resource changed (``notifications/resources/updated``)."""
 
     uri: str
-    meta: dict[str, Any] | None = None
-    extra: dict[str, Any] = attrs.field(factory=dict, kw_only=True)

@@ -5,30 +5,24 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 import attrs
 
-from ._base import WireObject
+from ._base import MetaObject
 
 __all__ = ["ListRootsResult", "Root"]
 
 
 @attrs.define(repr=False, eq=False)
-class Root(WireObject):
+class Root(MetaObject):
     """A directory or file the server may work in. ``Root("file:///home/me/project")``."""
 
     #: A ``file://`` URI.
     uri: str
     name: str | None = None
-    meta: dict[str, Any] | None = None
-    extra: dict[str, Any] = attrs.field(factory=dict, kw_only=True)
 
 
 @attrs.define(repr=False, eq=False)
-class ListRootsResult(WireObject):
+class ListRootsResult(MetaObject):
     """The client's answer to ``roots/list``."""
 
     roots: list[Root] = attrs.field(factory=list)
-    meta: dict[str, Any] | None = None
-    extra: dict[str, Any] = attrs.field(factory=dict, kw_only=True)

@@ -13,15 +13,13 @@ from typing import Any, Literal
 import attrs
 
 from . import _converter
-from ._base import WireObject
+from ._base import MetaObject, WireObject
 from ._task_metadata import TaskMetadata
 from .content import Role, SamplingContent
 from .tools import Tool, ToolChoice
 
-__all__ = [
-    "CreateMessageRequestParams", "CreateMessageResult", "ModelHint", "ModelPreferences", "SamplingMessage",
-    "SamplingMessageContent"
-]
+__all__ = ["CreateMessageRequestParams", "CreateMessageResult", "ModelHint", "ModelPreferences", "SamplingMessage",
+           "SamplingMessageContent"]
 
 #: One content block or a list of them.
 SamplingMessageContent = SamplingContent | list[SamplingContent]
@@ -32,7 +30,6 @@ class ModelHint(WireObject):
     """A hint for model selection: a (sub)string of a model name."""
 
     name: str | None = None
-    extra: dict[str, Any] = attrs.field(factory=dict, kw_only=True)
 
 
 @attrs.define(repr=False, eq=False)
@@ -43,21 +40,18 @@ class ModelPreferences(WireObject):
     cost_priority: float | None = None
     speed_priority: float | None = None
     intelligence_priority: float | None = None
-    extra: dict[str, Any] = attrs.field(factory=dict, kw_only=True)
 
 
 @attrs.define(repr=False, eq=False)
-class SamplingMessage(WireObject):
+class SamplingMessage(MetaObject):
     """A message in a sampling conversation."""
 
     role: Role
     content: SamplingMessageContent
-    meta: dict[str, Any] | None = None
-    extra: dict[str, Any] = attrs.field(factory=dict, kw_only=True)
 
 
 @attrs.define(repr=False, eq=False)
-class CreateMessageRequestParams(WireObject):
+class CreateMessageRequestParams(MetaObject):
     """What the server asks for in ``sampling/createMessage``.
 
     The client's ``sampling_handler`` receives this and returns a
@@ -78,12 +72,10 @@ class CreateMessageRequestParams(WireObject):
     tools: list[Tool] | None = None
     tool_choice: ToolChoice | None = None
     task: TaskMetadata | None = None
-    meta: dict[str, Any] | None = None
-    extra: dict[str, Any] = attrs.field(factory=dict, kw_only=True)
 
 
 @attrs.define(repr=False, eq=False)
-class CreateMessageResult(WireObject):
+class CreateMessageResult(MetaObject):
     """The client's answer to ``sampling/createMessage``.
 
     ::
@@ -98,10 +90,6 @@ class CreateMessageResult(WireObject):
     role: Role = "assistant"
     #: ``"endTurn"``, ``"stopSequence"``, ``"maxTokens"``, ``"toolUse"`` or other.
     stop_reason: str | None = None
-    meta: dict[str, Any] | None = None
-    extra: dict[str, Any] = attrs.field(factory=dict, kw_only=True)
 
 
-_converter.converter.register_structure_hook(
-    SamplingMessageContent, _converter.one_or_many_hook(SamplingContent)
-)
+_converter.register_one_or_many(SamplingContent)

@@ -16,11 +16,10 @@ from typing import Any, Literal
 import attrs
 
 from . import _converter
-from ._base import WireObject
+from ._base import MetaObject, WireObject
 
-__all__ = [
-    "SKILLS_EXTENSION", "GetSkillResult", "ListSkillsResult", "LoadedSkill", "Skill", "SkillFile", "SkillResource"
-]
+__all__ = ["SKILLS_EXTENSION", "GetSkillResult", "ListSkillsResult", "LoadedSkill", "Skill", "SkillFile",
+           "SkillResource"]
 
 #: The extension's identifier in ``capabilities.extensions``.
 SKILLS_EXTENSION = "io.modelcontextprotocol/skills"
@@ -33,7 +32,6 @@ class SkillResource(WireObject):
     uri: str
     digest: str
     size: int
-    extra: dict[str, Any] = attrs.field(factory=dict, kw_only=True)
 
 
 @attrs.define(repr=False, eq=False)
@@ -52,7 +50,6 @@ class Skill(WireObject):
     frontmatter: dict[str, Any]
     #: Every file with its digest and size, or ``"dynamic"`` (generated, no digests).
     resources: list[SkillResource] | Literal["dynamic"]
-    extra: dict[str, Any] = attrs.field(factory=dict, kw_only=True)
 
     @property
     def name(self) -> str | None:
@@ -84,22 +81,18 @@ class Skill(WireObject):
 
 
 @attrs.define(repr=False, eq=False)
-class ListSkillsResult(WireObject):
+class ListSkillsResult(MetaObject):
     """One page of ``skills/list``."""
 
     skills: list[Skill] = attrs.field(factory=list)
     next_cursor: str | None = None
-    meta: dict[str, Any] | None = None
-    extra: dict[str, Any] = attrs.field(factory=dict, kw_only=True)
 
 
 @attrs.define(repr=False, eq=False)
-class GetSkillResult(WireObject):
+class GetSkillResult(MetaObject):
     """The result of ``skills/get``."""
 
     skill: Skill
-    meta: dict[str, Any] | None = None
-    extra: dict[str, Any] = attrs.field(factory=dict, kw_only=True)
 
 
 @attrs.define(repr=False, eq=False)
@@ -112,7 +105,6 @@ class SkillFile(WireObject):
     mime_type: str | None = None
     #: ``False`` only for a dynamic skill, whose files have nothing to check against.
     verified: bool = True
-    extra: dict[str, Any] = attrs.field(factory=dict, kw_only=True)
 
     @property
     def text(self) -> str:
@@ -139,7 +131,6 @@ class LoadedSkill(WireObject):
     frontmatter: dict[str, Any]
     #: The instructions: ``SKILL.md`` after its frontmatter block.
     body: str
-    extra: dict[str, Any] = attrs.field(factory=dict, kw_only=True)
 
     @property
     def uri(self) -> str:
@@ -157,7 +148,6 @@ class RawSkillsPage(WireObject):
 
     skills: list[dict[str, Any]] = attrs.field(factory=list)
     next_cursor: str | None = None
-    extra: dict[str, Any] = attrs.field(factory=dict, kw_only=True)
 
 
 def _structure_resources(value: Any, _: Any) -> list[SkillResource] | str:
@@ -169,6 +159,4 @@ def _structure_resources(value: Any, _: Any) -> list[SkillResource] | str:
     return items
 
 
-_converter.converter.register_structure_hook(
-    list[SkillResource] | Literal["dynamic"], _structure_resources
-)
+_converter.converter.register_structure_hook(list[SkillResource] | Literal["dynamic"], _structure_resources)

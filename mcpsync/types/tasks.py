@@ -19,15 +19,13 @@ from typing import Any
 
 import attrs
 
-from ._base import WireObject
+from ._base import MetaObject
 from ._task_metadata import TaskMetadata
 from .modern import InputRequest
 
-__all__ = [
-    "TASKS_EXTENSION_ID", "TASK_STATUSES", "TERMINAL_STATUSES", "CreateTaskResult", "DetailedTask",
-    "GetTaskResult", "ListTasksResult", "Task", "TaskMetadata", "TaskStatusNotificationParams",
-    "UpdateTaskRequestParams"
-]
+__all__ = ["TASKS_EXTENSION_ID", "TASK_STATUSES", "TERMINAL_STATUSES", "CreateTaskResult", "DetailedTask",
+           "GetTaskResult", "ListTasksResult", "Task", "TaskMetadata", "TaskStatusNotificationParams",
+           "UpdateTaskRequestParams"]
 
 #: The extension identifier, as advertised in ``capabilities.extensions``.
 TASKS_EXTENSION_ID = "io.modelcontextprotocol/tasks"
@@ -55,7 +53,7 @@ def iso_now() -> str:
 
 
 @attrs.define(repr=False, eq=False)
-class DetailedTask(WireObject):
+class DetailedTask(MetaObject):
     """The state of a task, as ``tasks/get`` (and ``notifications/tasks``) carry it.
 
     ``result`` is set when ``status == "completed"`` (the raw result of the
@@ -79,8 +77,6 @@ class DetailedTask(WireObject):
     error: dict[str, Any] | None = None
     #: ``"task"`` on the answer that created the task, ``"complete"`` on ``tasks/get``.
     result_type: str | None = None
-    meta: dict[str, Any] | None = None
-    extra: dict[str, Any] = attrs.field(factory=dict, kw_only=True)
 
     @property
     def terminal(self) -> bool:
@@ -89,17 +85,15 @@ class DetailedTask(WireObject):
 
 
 @attrs.define(repr=False, eq=False)
-class UpdateTaskRequestParams(WireObject):
+class UpdateTaskRequestParams(MetaObject):
     """The ``params`` of ``tasks/update``: answers to a task's ``inputRequests``."""
 
     task_id: str
     input_responses: dict[str, dict[str, Any]]
-    meta: dict[str, Any] | None = None
-    extra: dict[str, Any] = attrs.field(factory=dict, kw_only=True)
 
 
 @attrs.define(repr=False, eq=False)
-class Task(WireObject):
+class Task(MetaObject):
     """The state of a task (2025-11-25)."""
 
     task_id: str
@@ -111,8 +105,6 @@ class Task(WireObject):
     ttl: int | None
     status_message: str | None = None
     poll_interval: int | None = None
-    meta: dict[str, Any] | None = None
-    extra: dict[str, Any] = attrs.field(factory=dict, kw_only=True)
 
 
 @attrs.define(repr=False, eq=False)
@@ -126,19 +118,15 @@ class TaskStatusNotificationParams(Task):
 
 
 @attrs.define(repr=False, eq=False)
-class CreateTaskResult(WireObject):
+class CreateTaskResult(MetaObject):
     """The answer to a task-augmented request (2025-11-25)."""
 
     task: Task
-    meta: dict[str, Any] | None = None
-    extra: dict[str, Any] = attrs.field(factory=dict, kw_only=True)
 
 
 @attrs.define(repr=False, eq=False)
-class ListTasksResult(WireObject):
+class ListTasksResult(MetaObject):
     """One page of ``tasks/list``."""
 
     tasks: list[Task] = attrs.field(factory=list)
     next_cursor: str | None = None
-    meta: dict[str, Any] | None = None
-    extra: dict[str, Any] = attrs.field(factory=dict, kw_only=True)
