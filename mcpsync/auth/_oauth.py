@@ -144,8 +144,7 @@ class OAuth(AuthBase):
         if grant_type == "jwt_bearer" and assertion is None:
             raise ValueError("grant_type='jwt_bearer' needs assertion= (e.g. an IdJagAssertion)")
         self.store = store if store is not None else MemoryTokenStore()
-        self.login = LoopbackLogin() if login is _DEFAULT and redirect_uri is None else (
-            None if login is _DEFAULT else login)
+        self.login = (LoopbackLogin() if redirect_uri is None else None) if login is _DEFAULT else login
         self.max_auth_attempts = max_auth_attempts
         self.refresh_margin = refresh_margin
         #: What every binding of this ``OAuth`` shares.
@@ -169,22 +168,16 @@ class OAuth(AuthBase):
 
     # -- bindings ----------------------------------------------------------------------------
 
-    def _find(self, url: str, canonical: str) -> Binding | None:
-        """The server's own binding, else the one whose tokens' resource contains *url* (the most specific)."""
-        found = self._bindings.get(canonical)
-        if found is None:
-            covering = [b for b in self._bindings.values() if b.covers(url)]
-            found = max(covering, key=lambda b: len(b.scope), default=None)
-        return found
-
     def _binding(self, url: str) -> Binding | None:
-        """The binding whose tokens a request to *url* may carry, made now for a new server;
+        """The binding whose tokens a request to *url* may carry: the server's own, else the most
+        specific one whose tokens' resource contains *url*, else one made now for a new server;
         ``None`` when an ``OAuth`` that serves one server (or :data:`MAX_SERVERS`) meets another."""
         canonical = canonical_resource(url)
         new: Binding | None = None
         while True:
             with self._guard:
-                found = self._find(url, canonical)
+                found = self._bindings.get(canonical) or max(
+                    (b for b in self._bindings.values() if b.covers(url)), key=lambda b: len(b.scope), default=None)
                 # A server naming new URLs without end (a legacy endpoint per reconnect) cannot grow this.
                 if found is not None or len(self._bindings) >= (1 if self._pinned else MAX_SERVERS):
                     return found
@@ -195,14 +188,12 @@ class OAuth(AuthBase):
 
     def _bound(self, server_url: str | None) -> Binding:
         """The binding for an explicit call (:meth:`login_now`, :meth:`begin`, ...)."""
-        if server_url is not None:
-            binding = self._binding(server_url)
-            if binding is None:
-                raise UnboundServerError(f"this OAuth serves {self._only()} only")
-            return binding
-        if len(self._bindings) != 1:
+        if server_url is None and len(self._bindings) != 1:
             raise ValueError("pass the MCP server URL (server_url=)")
-        return next(iter(self._bindings.values()))
+        binding = self._binding(server_url) if server_url is not None else next(iter(self._bindings.values()))
+        if binding is None:
+            raise UnboundServerError(f"this OAuth serves {self._only()} only")
+        return binding
 
     def _only(self) -> str:
         return ", ".join(sorted(self._bindings)) or "no server yet"
@@ -225,17 +216,14 @@ class OAuth(AuthBase):
     @staticmethod
     def _present(binding: Binding, r: requests.PreparedRequest, tokens: Tokens) -> None:
         """Put *tokens* on *r*: ``Bearer``, or ``DPoP`` with a fresh proof (RFC 9449 §7.1)."""
-        token = tokens.access_token
+        token, key, url = tokens.access_token, binding.dpop.of_tokens(tokens), str(r.url)
         remember_secret(token)
-        key = binding.dpop.of_tokens(tokens)
+        r.headers["Authorization"] = f"{'Bearer' if key is None else 'DPoP'} {token}"
         if key is None:
-            r.headers["Authorization"] = f"Bearer {token}"
             r.headers.pop("DPoP", None)
-            return
-        url = str(r.url)
-        r.headers["Authorization"] = f"DPoP {token}"
-        r.headers["DPoP"] = key.proof(str(r.method or "GET"), url, nonce=binding.dpop.nonces.get(url),
-                                      access_token=token)
+        else:
+            r.headers["DPoP"] = key.proof(str(r.method or "GET"), url, nonce=binding.dpop.nonces.get(url),
+                                          access_token=token)
 
     # -- requests hooks ---------------------------------------------------------------------
 
@@ -336,11 +324,10 @@ class OAuth(AuthBase):
                 binding.tokens = tokens
                 return tokens  # another thread (or process) got a new token meanwhile
             granted = scope_set(tokens.scope) if sent and tokens else set()
-            if status == 401 and sent and tokens and tokens.refresh_token:
-                refreshed = _tokens.refresh(binding, current)
-                if refreshed:
-                    binding.tokens = refreshed
-                    return refreshed
+            if status == 401 and sent and tokens and tokens.refresh_token and (
+                    refreshed := _tokens.refresh(binding, current)):
+                binding.tokens = refreshed
+                return refreshed
             required = scope_set(challenge.get("scope"))
             if status == 403 and required and required <= granted:
                 # The server refuses scopes we were already granted: asking again cannot help.
@@ -364,8 +351,6 @@ class OAuth(AuthBase):
         The login in progress (PKCE verifier, state) is kept in the store, so
         :meth:`complete` may run in another worker process sharing the store.
         """
-        if server_url is None and not self._bindings:
-            raise ValueError("begin() needs the MCP server URL")
         return _flow.begin(self._bound(server_url))
 
     def complete(self, callback_url: str, server_url: str | None = None) -> None:

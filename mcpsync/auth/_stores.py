@@ -60,10 +60,15 @@ class TokenStore(abc.ABC):
         with self._guard:
             return self._thread_locks.setdefault(key, threading.RLock())
 
+    def _lock_file(self, key: str) -> Path | None:
+        """The file locked across processes for *key* besides the thread lock (``None``: none)."""
+        return None
+
     @contextlib.contextmanager
     def lock(self, key: str) -> Iterator[None]:
         """Hold an exclusive lock on *key* (this process only; file-backed stores lock across processes)."""
-        with _held(self._thread_lock(key)):
+        path = self._lock_file(key)
+        with _held(self._thread_lock(key)), (_file_lock(path) if path else contextlib.nullcontext()):
             yield
 
     def __repr__(self) -> str:
@@ -131,6 +136,17 @@ def _flock(fd: int) -> None:
             time.sleep(min(_FLOCK_POLL, left))
 
 
+def _json_object(raw: bytes, what: str, damaged: str) -> dict[str, Any]:
+    """The JSON object a store kept in *raw* (UTF-8)."""
+    try:
+        record = json.loads(raw.decode("utf-8"))
+    except ValueError:
+        raise TokenStoreError(f"{what} {damaged}") from None
+    if not isinstance(record, dict):
+        raise TokenStoreError(f"{what} does not hold a JSON object")
+    return record
+
+
 def _key_name(key: str) -> str:
     # Hashing keeps URLs (slashes, colons) out of file names and file names short.
     return hashlib.sha256(key.encode("utf-8")).hexdigest()[:40]
@@ -150,13 +166,15 @@ def _private_dir(directory: Path, what: str) -> None:
         raise TokenStoreError(f"cannot create {what} {directory}: {exc.strerror}") from None
     if stat.S_ISLNK(info.st_mode) or not stat.S_ISDIR(info.st_mode):
         raise TokenStoreError(f"{what} {directory} is a symlink or not a directory")
+    if _shared(info, f"{what} {directory}"):
+        os.chmod(directory, 0o700)  # ours, but too open (an old umask-made directory): tighten it
+
+
+def _shared(info: os.stat_result, what: str) -> bool:
+    """Whether *what* (ours: another user's is refused) is open to group or world."""
     if hasattr(os, "geteuid") and info.st_uid != os.geteuid():
-        raise TokenStoreError(
-            f"{what} {directory} belongs to another user; remove it or choose another place"
-        )
-    if sys.platform != "win32" and stat.S_IMODE(info.st_mode) & 0o077:
-        # Ours, but too open (an old umask-made directory): tighten it.
-        os.chmod(directory, 0o700)
+        raise TokenStoreError(f"{what} belongs to another user; remove it or choose another place")
+    return sys.platform != "win32" and bool(stat.S_IMODE(info.st_mode) & 0o077)
 
 
 class FileTokenStore(TokenStore):
@@ -197,19 +215,10 @@ class FileTokenStore(TokenStore):
         except OSError as exc:
             raise TokenStoreError(f"cannot open token file {path} (a symlink?): {exc.strerror}") from None
         with os.fdopen(fd, "rb") as handle:
-            info = os.fstat(handle.fileno())
-            if hasattr(os, "geteuid") and info.st_uid != os.geteuid():
-                raise TokenStoreError(f"token file {path} belongs to another user; refusing to use it")
-            if sys.platform != "win32" and stat.S_IMODE(info.st_mode) & 0o077:
-                raise TokenStoreError(f"token file {path} is readable by other users; remove it or run `chmod 600 {path}`")
+            if _shared(os.fstat(handle.fileno()), what := f"token file {path}"):
+                raise TokenStoreError(f"{what} is readable by other users; remove it or run `chmod 600 {path}`")
             raw = handle.read()
-        try:
-            record = json.loads(raw.decode("utf-8"))
-        except ValueError:
-            raise TokenStoreError(f"token file {path} is not valid JSON; delete it to log in again") from None
-        if not isinstance(record, dict):
-            raise TokenStoreError(f"token file {path} does not hold a JSON object")
-        return record
+        return _json_object(raw, what, "is not valid JSON; delete it to log in again")
 
     def save(self, key: str, record: dict[str, Any]) -> None:
         self._prepare()
@@ -237,11 +246,9 @@ class FileTokenStore(TokenStore):
         with contextlib.suppress(FileNotFoundError):
             os.unlink(self._path(key))
 
-    @contextlib.contextmanager
-    def lock(self, key: str) -> Iterator[None]:
+    def _lock_file(self, key: str) -> Path:
         self._prepare()
-        with _held(self._thread_lock(key)), _file_lock(self._path(key, ".lock")):
-            yield
+        return self._path(key, ".lock")
 
 
 # Windows Credential Manager caps a secret at 2,560 bytes and keyring stores it
@@ -312,6 +319,7 @@ class KeyringTokenStore(TokenStore):
         header = self._call(kr.get_password, self.service, key)
         if header is None:
             return None
+        damaged = f"is damaged; run logout to reset it (service {self.service!r})"
         try:
             version, gen, count, digest = header.split(":")
             assert version == "v1"
@@ -319,13 +327,10 @@ class KeyringTokenStore(TokenStore):
             blob = "".join(p for p in parts if p is not None)
             if hashlib.sha256(blob.encode("ascii")).hexdigest()[:16] != digest:
                 raise ValueError("digest")
-            record = json.loads(zlib.decompress(base64.b64decode(blob)).decode("utf-8"))
+            raw = zlib.decompress(base64.b64decode(blob))
         except (ValueError, AssertionError, zlib.error, TypeError):
-            raise TokenStoreError(f"the keyring entry for this server is damaged; run logout to reset it "
-                                  f"(service {self.service!r})") from None
-        if not isinstance(record, dict):
-            raise TokenStoreError("the keyring entry for this server does not hold a JSON object")
-        return record
+            raise TokenStoreError(f"the keyring entry for this server {damaged}") from None
+        return _json_object(raw, "the keyring entry for this server", damaged)
 
     def save(self, key: str, record: dict[str, Any]) -> None:
         kr = self._keyring()
@@ -353,19 +358,14 @@ class KeyringTokenStore(TokenStore):
     def delete(self, key: str) -> None:
         kr = self._keyring()
         header = self._call(kr.get_password, self.service, key)
-        if header is None:
-            return
-        with contextlib.suppress(Exception):
-            kr.delete_password(self.service, key)
-        self._drop_chunks(kr, key, header)
+        if header is not None:
+            with contextlib.suppress(Exception):
+                kr.delete_password(self.service, key)
+            self._drop_chunks(kr, key, header)
 
-    @contextlib.contextmanager
-    def lock(self, key: str) -> Iterator[None]:
-        if self._lock_dir is None:
-            self._lock_dir = _keyring_lock_dir()
-        name = _key_name(f"{self.service}\0{key}") + ".lock"
-        with _held(self._thread_lock(key)), _file_lock(self._lock_dir / name):
-            yield
+    def _lock_file(self, key: str) -> Path:
+        self._lock_dir = self._lock_dir or _keyring_lock_dir()
+        return self._lock_dir / (_key_name(f"{self.service}\0{key}") + ".lock")
 
 
 def _keyring_lock_dir() -> Path:
