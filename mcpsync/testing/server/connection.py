@@ -104,13 +104,8 @@ class ServerConnection:
     :param on_lost: called once the connection is lost and its tools have stopped.
     """
 
-    def __init__(
-        self,
-        send: Send,
-        dispatch: Dispatch,
-        disconnect: Callable[[], None] | None = None,
-        on_lost: Callable[[ServerConnection], None] | None = None,
-    ) -> None:
+    def __init__(self, send: Send, dispatch: Dispatch, disconnect: Callable[[], None] | None = None,
+                 on_lost: Callable[[ServerConnection], None] | None = None) -> None:
         self._send, self._dispatch, self._disconnect, self._on_lost = send, dispatch, disconnect, on_lost
         self._lock = threading.Lock()
         self._ids = itertools.count(1)
@@ -178,9 +173,8 @@ class ServerConnection:
             extra = {"logger": logger} if logger is not None else {}
             self.notify("notifications/message", {"level": level, "data": data, **extra})
 
-    def request(
-        self, method: str, params: Mapping[str, Any] | None = None, *, timeout: float | None = 60.0
-    ) -> dict[str, Any]:
+    def request(self, method: str, params: Mapping[str, Any] | None = None, *, timeout: float | None = 60.0
+                ) -> dict[str, Any]:
         """Send a server→client request and block until the client answers.
 
         Must not be called on the reader thread (the reply arrives there);
@@ -206,9 +200,8 @@ class ServerConnection:
                 mine = self._waiters.pop(request_id, None) is box
             if mine:
                 self.notify("notifications/cancelled", {"requestId": request_id, "reason": "timeout"})
-                elapsed = time.monotonic() - started
-                message = f"client did not answer {method} in time"
-                raise RequestTimeout(message, method=method, elapsed=elapsed) from None
+                raise RequestTimeout(f"client did not answer {method} in time", method=method,
+                                     elapsed=time.monotonic() - started) from None
             reply = box.get()  # popped by the reader or by connection_lost: settled imminently
         except BaseException:
             with self._lock:
@@ -219,8 +212,8 @@ class ServerConnection:
         if "error" in reply:
             error = reply["error"] if isinstance(reply["error"], dict) else {}
             code = error.get("code")
-            code = code if isinstance(code, int) else INTERNAL_ERROR
-            raise ClientRequestError(code, str(error.get("message", "")), error.get("data"))
+            raise ClientRequestError(code if isinstance(code, int) else INTERNAL_ERROR, str(error.get("message", "")),
+                                     error.get("data"))
         result = reply.get("result")
         return result if isinstance(result, dict) else {}
 
@@ -262,12 +255,8 @@ class ServerConnection:
         if cancelled is not None:
             cancelled.set()
 
-    def answer(
-        self,
-        request_id: Any,
-        work: Callable[[], Mapping[str, Any] | None],
-        cancelled: threading.Event | None = None,
-    ) -> None:
+    def answer(self, request_id: Any, work: Callable[[], Mapping[str, Any] | None],
+               cancelled: threading.Event | None = None) -> None:
         """Answer *request_id* with what *work* returns (``None``: answered elsewhere) or raises.
 
         :param cancelled: the call's event while it runs (:meth:`start_call`); a call the
@@ -287,9 +276,7 @@ class ServerConnection:
         if outcome is not None:
             self.respond(request_id, outcome)
 
-    def start_call(
-        self, request_id: Any, cancelled: threading.Event, work: Callable[[], Mapping[str, Any]]
-    ) -> None:
+    def start_call(self, request_id: Any, cancelled: threading.Event, work: Callable[[], Mapping[str, Any]]) -> None:
         """Answer *request_id* on a thread of its own (nothing once the connection is lost).
 
         *cancelled* is set when the client cancels the call or disconnects.
@@ -338,10 +325,8 @@ class ServerConnection:
             honoured["resourceSubscriptions"] = [str(uri) for uri in uris]
         with self._lock:
             self._listens[request_id] = honoured
-        self.notify(
-            "notifications/subscriptions/acknowledged",
-            {"notifications": honoured, "_meta": {SUBSCRIPTION_ID_KEY: request_id}},
-        )
+        self.notify("notifications/subscriptions/acknowledged",
+                    {"notifications": honoured, "_meta": {SUBSCRIPTION_ID_KEY: request_id}})
 
     def publish(self, method: str, params: dict[str, Any]) -> None:
         """Send a change notification: on the listen streams that opted in to it (2026-07-28), or

@@ -22,15 +22,8 @@ import attrs
 
 from mcpsync.testing.server.context import ToolContext
 
-__all__ = [
-    "UriTemplate",
-    "check_arguments",
-    "prompt_messages",
-    "resource_contents",
-    "schema_for",
-    "signature_schema",
-    "tool_result",
-]
+__all__ = ["UriTemplate", "check_arguments", "prompt_messages", "resource_contents", "schema_for", "signature_schema",
+           "tool_result"]
 
 #: Values of ``type`` that mark a dict as a content block.
 CONTENT_TYPES = frozenset({"text", "image", "audio", "resource_link", "resource"})
@@ -118,10 +111,7 @@ def signature_schema(fn: Callable[..., Any]) -> tuple[dict[str, Any], str | None
             required.append(param.name)
         elif _json_safe(param.default):
             properties[param.name]["default"] = param.default
-    schema: dict[str, Any] = {"type": "object", "properties": properties}
-    if required:
-        schema["required"] = required
-    return schema, ctx_name
+    return {"type": "object", "properties": properties, **({"required": required} if required else {})}, ctx_name
 
 
 # -- argument checking ------------------------------------------------------
@@ -148,16 +138,9 @@ def _matches(schema: Mapping[str, Any], value: Any) -> bool:
         return any(_matches(option, value) for option in schema["anyOf"])
     kind = schema.get("type")
     is_number = isinstance(value, (int, float)) and not isinstance(value, bool)
-    ok = {
-        None: True,
-        "null": value is None,
-        "boolean": isinstance(value, bool),
-        "integer": is_number and float(value).is_integer(),
-        "number": is_number,
-        "string": isinstance(value, str),
-        "array": isinstance(value, list),
-        "object": isinstance(value, dict),
-    }.get(kind, True)
+    ok = {None: True, "null": value is None, "boolean": isinstance(value, bool), "number": is_number,
+          "integer": is_number and float(value).is_integer(), "string": isinstance(value, str),
+          "array": isinstance(value, list), "object": isinstance(value, dict)}.get(kind, True)
     if ok and kind == "array" and "items" in schema:
         return all(_matches(schema["items"], item) for item in value)
     if ok and kind == "object" and isinstance(schema.get("additionalProperties"), dict):

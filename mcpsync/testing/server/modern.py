@@ -21,12 +21,7 @@ import threading
 from typing import Any
 
 from mcpsync.testing.server.errors import INVALID_PARAMS, RpcError
-from mcpsync.types.modern import (
-    CLIENT_CAPABILITIES_KEY,
-    CLIENT_INFO_KEY,
-    LOG_LEVEL_KEY,
-    PROTOCOL_VERSION_KEY,
-)
+from mcpsync.types.modern import CLIENT_CAPABILITIES_KEY, CLIENT_INFO_KEY, LOG_LEVEL_KEY, PROTOCOL_VERSION_KEY
 from mcpsync.types.protocol import LOGGING_LEVELS
 from mcpsync.types.tasks import TASKS_EXTENSION_ID
 
@@ -57,11 +52,8 @@ class InputRequired(Exception):
 
     def result(self) -> dict[str, Any]:
         """The ``input_required`` result asking for this, carrying the answers so far."""
-        return {
-            "resultType": "input_required",
-            "inputRequests": {self.key: self.request},
-            "requestState": encode_token(self.call.answers),
-        }
+        return {"resultType": "input_required", "inputRequests": {self.key: self.request},
+                "requestState": encode_token(self.call.answers)}
 
 
 class ModernCall:

@@ -56,17 +56,9 @@ class Feature:
 class Registry:
     """Registered features, and running them for the engine (thread-safe)."""
 
-    def __init__(
-        self,
-        name: str,
-        version: str = "0.1.0",
-        *,
-        instructions: str | None = None,
-        page_size: int | None = None,
-        capabilities: Mapping[str, Any] | None = None,
-        era: str = "dual",
-        cache_ttl_ms: int = 0,
-    ) -> None:
+    def __init__(self, name: str, version: str = "0.1.0", *, instructions: str | None = None,
+                 page_size: int | None = None, capabilities: Mapping[str, Any] | None = None, era: str = "dual",
+                 cache_ttl_ms: int = 0) -> None:
         if era not in ERAS:
             raise ValueError(f"era must be one of {', '.join(ERAS)}; got {era!r}")
         if page_size is not None and page_size < 1:
@@ -105,12 +97,8 @@ class Registry:
         """The capabilities to declare for *protocol_version*."""
         if self._capabilities is not None:
             return dict(self._capabilities)
-        caps: dict[str, Any] = {
-            "tools": {"listChanged": True},
-            "resources": {"subscribe": True, "listChanged": True},
-            "prompts": {"listChanged": True},
-            "logging": {},
-        }
+        caps: dict[str, Any] = {"tools": {"listChanged": True}, "resources": {"subscribe": True, "listChanged": True},
+                                "prompts": {"listChanged": True}, "logging": {}}
         if protocol_version != "2024-11-05":  # completions arrived in 2025-03-26
             caps["completions"] = {}
         if protocol_version not in HANDSHAKE_VERSIONS and any(t.task for t in self._all("tools")):
@@ -173,16 +161,11 @@ class Registry:
         missing = [a["name"] for a in declared if a["required"] and a["name"] not in arguments]
         unknown = sorted(set(arguments) - {a["name"] for a in declared})
         if missing or unknown:
-            problem = f"missing {missing}, unknown {unknown}"
-            raise RpcError(INVALID_PARAMS, f"Invalid arguments for prompt {name}: {problem}")
-        result: dict[str, Any] = {"messages": convert.prompt_messages(prompt.fn(**arguments))}
-        if "description" in prompt.wire:
-            result["description"] = prompt.wire["description"]
-        return result
+            raise RpcError(INVALID_PARAMS, f"Invalid arguments for prompt {name}: missing {missing}, unknown {unknown}")
+        described = {"description": prompt.wire["description"]} if "description" in prompt.wire else {}
+        return {"messages": convert.prompt_messages(prompt.fn(**arguments)), **described}
 
-    def complete(
-        self, ref: dict[str, Any], argument: dict[str, Any], context: dict[str, Any] | None
-    ) -> dict[str, Any]:
+    def complete(self, ref: dict[str, Any], argument: dict[str, Any], context: dict[str, Any] | None) -> dict[str, Any]:
         """Answer ``completion/complete`` with the registered handler (no handler: no values)."""
         values: Any = self._completion(ref, argument, context) if self._completion is not None else []
         if isinstance(values, dict):
