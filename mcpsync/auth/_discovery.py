@@ -67,12 +67,8 @@ def parse_www_authenticate(header: str | None) -> dict[str, str]:
     resource_metadata=...``; its parameters drive discovery and scope
     selection exactly like a Bearer challenge's.  Neither: ``{}``.
     """
-    challenges = parse_challenges(header)
-    for wanted in ("bearer", "dpop"):
-        for scheme, params in challenges:
-            if scheme == wanted:
-                return params
-    return {}
+    challenges = dict(reversed(parse_challenges(header)))  # reversed: the first of a scheme wins
+    return challenges.get("bearer", challenges.get("dpop", {}))
 
 
 def offers_dpop(header: str | None) -> bool:
@@ -82,10 +78,7 @@ def offers_dpop(header: str | None) -> bool:
 
 def wants_dpop_nonce(header: str | None) -> bool:
     """Whether a ``WWW-Authenticate`` value asks for a DPoP proof with a new nonce (RFC 9449 §9)."""
-    return any(
-        scheme == "dpop" and params.get("error") == "use_dpop_nonce"
-        for scheme, params in parse_challenges(header)
-    )
+    return any(scheme == "dpop" and p.get("error") == "use_dpop_nonce" for scheme, p in parse_challenges(header))
 
 
 def origin(url: str) -> str:
@@ -207,15 +200,12 @@ def validate_server_metadata(meta: dict[str, Any], issuer: str, policy: UrlPolic
         raise IssuerMismatchError("authorization server metadata names another issuer (RFC 8414 §3.3)")
     methods = meta.get("code_challenge_methods_supported")
     if not isinstance(methods, list) or "S256" not in methods:
-        raise PKCENotSupportedError(
-            "the authorization server does not advertise PKCE S256 (code_challenge_methods_supported); "
-            "refusing to authorize without it"
-        )
+        raise PKCENotSupportedError("the authorization server does not advertise PKCE S256 "
+                                    "(code_challenge_methods_supported); refusing to authorize without it")
     for name in ("authorization_endpoint", "token_endpoint", "registration_endpoint", "revocation_endpoint"):
-        value = meta.get(name)
-        if value is not None and not isinstance(value, str):
-            raise DiscoveryError(f"authorization server metadata: {name} is not a string")
-        if value is not None:
+        if (value := meta.get(name)) is not None:
+            if not isinstance(value, str):
+                raise DiscoveryError(f"authorization server metadata: {name} is not a string")
             policy.check(value, name)
     if not isinstance(meta.get("token_endpoint"), str):
         raise DiscoveryError("authorization server metadata has no token_endpoint")

@@ -30,6 +30,7 @@ from collections.abc import Callable
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
+from ._discovery import origin
 from ._errors import DPoPError
 from ._record import Record, Tokens
 
@@ -178,21 +179,16 @@ class NonceCache:
         self._nonces: dict[str, str] = {}
         self._lock = threading.Lock()
 
-    @staticmethod
-    def _origin(url: str) -> str:
-        parts = urlsplit(url)
-        return f"{parts.scheme.lower()}://{parts.netloc.lower()}"
-
     def get(self, url: str) -> str | None:
         with self._lock:
-            return self._nonces.get(self._origin(url))
+            return self._nonces.get(origin(url).lower())
 
     def update(self, url: str, nonce: str | None) -> str | None:
         """Remember *nonce* (a response's ``DPoP-Nonce``) for *url*'s server; the nonce kept, if any."""
         if not nonce or len(nonce) > 1024 or not nonce.isprintable():
             return None
         with self._lock:
-            self._nonces[self._origin(url)] = nonce
+            self._nonces[origin(url).lower()] = nonce
         return nonce
 
 
@@ -257,15 +253,13 @@ class DPoPKeys:
         prm = prm or {}
         required = self.setting or prm.get("dpop_bound_access_tokens_required") is True
         as_algs, rs_algs = meta.get("dpop_signing_alg_values_supported"), prm.get("dpop_signing_alg_values_supported")
-        if not (required or offered or isinstance(rs_algs, list)):
+        if not (required or (offered or isinstance(rs_algs, list)) and isinstance(as_algs, list)):
             return None
         for algs, who in ((as_algs, "authorization server"), (rs_algs, "MCP server")):
             if isinstance(algs, list) and ALGORITHM not in algs:
                 if required:
                     raise DPoPError(f"the {who} accepts no {ALGORITHM} DPoP proofs, the only kind mcpsync signs")
                 return None
-        if not required and not isinstance(as_algs, list):
-            return None
         if not required and not available():
             if not self._warned_no_crypto:
                 self._warned_no_crypto = True

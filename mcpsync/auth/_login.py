@@ -28,7 +28,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from ._stores import TokenStore
 
 __all__ = ["PENDING_TTL", "authorization_url", "check_callback", "code_grant", "new_state", "new_verifier",
-           "s256_challenge", "same_secret", "save_pending", "take_pending"]
+           "query_params", "s256_challenge", "same_secret", "save_pending", "take_pending"]
 
 #: Seconds a web-app login started by ``begin()`` may take before ``complete()``.
 PENDING_TTL = 900.0
@@ -47,6 +47,11 @@ def s256_challenge(verifier: str) -> str:
 def new_state() -> str:
     """An unguessable ``state`` value (256 bits, from :mod:`secrets`)."""
     return secrets.token_urlsafe(32)
+
+
+def query_params(url: str) -> dict[str, str]:
+    """The query parameters of a callback URL (the first value of each)."""
+    return {k: v[0] for k, v in parse_qs(urlsplit(url).query, keep_blank_values=True).items()}
 
 
 def same_secret(a: str | None, b: str | None) -> bool:
@@ -148,8 +153,7 @@ def take_pending(store: TokenStore, key: str, callback_url: str) -> tuple[dict[s
     :raises StateMismatchError: no state, an unknown or replayed one, or a login older than
         :data:`PENDING_TTL`.
     """
-    query = parse_qs(urlsplit(callback_url).query, keep_blank_values=True)
-    params = {k: v[0] for k, v in query.items()}
+    params = query_params(callback_url)
     state = params.get("state")
     if not state:
         raise StateMismatchError("the callback URL has no state")
@@ -160,10 +164,7 @@ def take_pending(store: TokenStore, key: str, callback_url: str) -> tuple[dict[s
         pending = logins.pop(_state_name(state), None) if isinstance(logins, dict) else None
         if pending is not None:  # one-shot: a replayed callback finds nothing
             left = _current(logins, now)
-            if left:
-                store.save(record_key, {"logins": left})
-            else:
-                store.delete(record_key)
+            store.save(record_key, {"logins": left}) if left else store.delete(record_key)
         else:  # under the same lock: two copies of one callback get one verifier
             legacy = _legacy_pending_key(key, state)
             pending = store.load(legacy)

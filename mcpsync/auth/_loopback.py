@@ -17,6 +17,7 @@ connection, so no handler thread outlives it.
 from __future__ import annotations
 
 import contextlib
+import functools
 import html
 import http.server
 import logging
@@ -27,12 +28,12 @@ import threading
 import webbrowser
 from collections.abc import Callable
 from typing import Any
-from urllib.parse import parse_qs, urlsplit
+from urllib.parse import urlsplit
 
 import attrs
 
 from ._errors import LoginCancelled, LoginTimeout
-from ._login import same_secret
+from ._login import query_params, same_secret
 
 __all__ = ["LoopbackLogin", "LoopbackReceiver"]
 
@@ -52,12 +53,11 @@ class _Handler(http.server.BaseHTTPRequestHandler):
     timeout = CONNECTION_TIMEOUT
 
     def do_GET(self) -> None:
-        parts = urlsplit(self.path)
         receiver = self.server.receiver
-        if parts.path != receiver.path:
+        if urlsplit(self.path).path != receiver.path:
             self._reply(404, "Not found", "This is not the login callback.")
             return
-        params = {k: v[0] for k, v in parse_qs(parts.query, keep_blank_values=True).items()}
+        params = query_params(self.path)
         if not same_secret(params.get("state"), receiver.state):
             # A stray or forged request: refuse it and keep waiting for the real one.
             self._reply(400, "Login failed", "The login response does not belong to the login in progress.")
@@ -133,10 +133,8 @@ class LoopbackReceiver:
         self._server = _Server((host, port))
         self._server.receiver = self
         self._server.timeout = 0.5
-        name = "mcpsync-auth-loopback"
-        self._thread = threading.Thread(
-            target=self._server.serve_forever, kwargs={"poll_interval": 0.2}, name=name, daemon=True
-        )
+        self._thread = threading.Thread(target=self._server.serve_forever, kwargs={"poll_interval": 0.2},
+                                        name="mcpsync-auth-loopback", daemon=True)
         self._thread.start()
 
     @property
@@ -195,15 +193,11 @@ class LoopbackLogin:
 
     def receiver(self, preferred_port: int | None = None) -> LoopbackReceiver:
         """Bind a listener: *preferred_port* (a registered redirect) if free, else :attr:`port`."""
-        for port in ([preferred_port] if preferred_port else []) + [self.port]:
-            try:
-                return LoopbackReceiver(
-                    host="127.0.0.1", port=port, path=self.path, success_text=self.success_text
-                )
-            except OSError:
-                if port == self.port:
-                    raise
-        raise AssertionError("unreachable")  # pragma: no cover
+        bind = functools.partial(LoopbackReceiver, host="127.0.0.1", path=self.path, success_text=self.success_text)
+        if preferred_port:
+            with contextlib.suppress(OSError):
+                return bind(port=preferred_port)
+        return bind(port=self.port)
 
     def open(self, url: str) -> None:
         """Show *url* to the user: the browser, or stderr when none opens."""
