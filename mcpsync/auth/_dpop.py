@@ -31,10 +31,11 @@ from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
 from ._discovery import origin
-from ._errors import DPoPError
+from ._errors import DPoPError, DPoPNonceError
 from ._record import Record, Tokens
 
-__all__ = ["ALGORITHM", "DPoPKey", "DPoPKeys", "NonceCache", "available", "htu", "jwk_thumbprint", "proof_nonce"]
+__all__ = ["ALGORITHM", "DPoPKey", "DPoPKeys", "NonceCache", "available", "htu", "jwk_thumbprint", "proof_nonce",
+           "refuse_nonce_loop"]
 
 log = logging.getLogger("mcpsync.auth")
 
@@ -95,6 +96,18 @@ def proof_nonce(proof: str) -> str | None:
         return None
     nonce = claims.get("nonce") if isinstance(claims, dict) else None
     return nonce if isinstance(nonce, str) else None
+
+
+def refuse_nonce_loop(who: str, again: bool, nonce: str | None, used: str | None) -> None:
+    """Before re-sending with the nonce a ``use_dpop_nonce`` answer of *who* supplied (RFC 9449 §8, §9).
+
+    :param again: the answer came to a re-send made to add a nonce already.
+    :param used: the nonce the refused request carried.
+    :raises DPoPNonceError: a loop: *again*, or no new nonce.
+    """
+    if again or nonce is None or nonce == used:
+        raise DPoPNonceError(f"the {who} asked for a new DPoP nonce again" if again
+                             else f"the {who} asked for a DPoP nonce but sent none (or the same)")
 
 
 class DPoPKey:

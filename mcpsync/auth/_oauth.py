@@ -33,8 +33,8 @@ from . import _deadline, _flow, _tokens
 from ..exceptions import remember_secret
 from ._binding import Binding, Preregistered, Settings
 from ._discovery import canonical_resource, offers_dpop, parse_www_authenticate, wants_dpop_nonce
-from ._dpop import proof_nonce
-from ._errors import AuthError, DPoPNonceError, UnboundServerError
+from ._dpop import proof_nonce, refuse_nonce_loop
+from ._errors import AuthError, UnboundServerError
 from ._http import discard
 from ._loopback import LoopbackLogin
 from ._record import Tokens, scope_set
@@ -296,9 +296,7 @@ class OAuth(AuthBase):
             # RFC 9449 §9: one re-send with the server's nonce; a second demand in a row is a
             # loop (each re-send alternates with an authorization, so the number of sends stays
             # bounded by max_auth_attempts).
-            if after_nonce or nonce is None or nonce == proof_nonce(proof):
-                raise DPoPNonceError("the MCP server asked for a new DPoP nonce again" if after_nonce
-                                     else "the MCP server asked for a DPoP nonce but sent none (or the same)")
+            refuse_nonce_loop("MCP server", after_nonce, nonce, proof_nonce(proof))
             with self._locked(binding):
                 tokens = binding.tokens
             if tokens and tokens.access_token:

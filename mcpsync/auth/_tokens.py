@@ -18,14 +18,14 @@ from urllib.parse import quote
 
 from ..exceptions import excerpt
 from ._discovery import origin
-from ._errors import DPoPNonceError, TokenRequestError
+from ._dpop import DPoPKey, refuse_nonce_loop
+from ._errors import TokenRequestError
 from ._http import check_token, post_json
 from ._record import Registration, Tokens
 from ._registration import registration
 
 if TYPE_CHECKING:  # pragma: no cover
     from ._binding import Binding
-    from ._dpop import DPoPKey
 
 __all__ = ["headless_grant", "keep", "refresh", "request"]
 
@@ -102,9 +102,7 @@ def request(
         nonce = nonces.update(endpoint, response.headers.get("DPoP-Nonce"))
         if body.get("error") != "use_dpop_nonce":
             break
-        if attempt or nonce is None or nonce == used:
-            raise DPoPNonceError("the authorization server asked for a new DPoP nonce again" if attempt
-                                 else "the authorization server asked for a DPoP nonce but sent none (or the same)")
+        refuse_nonce_loop("authorization server", attempt > 0, nonce, used)
         log.debug("the token endpoint wants a DPoP nonce; retrying once with it")
     check_token(response, body, f"token request ({data.get('grant_type')})")
     token_type = str(body.get("token_type", "Bearer"))

@@ -27,18 +27,11 @@ def _literal(host: str) -> _IPAddress | None:
 
 
 def _host_addresses(host: str) -> list[_IPAddress]:
-    literal = _literal(host)
-    if literal is not None:
-        return [literal]
     try:
         infos = socket.getaddrinfo(host, None, proto=socket.IPPROTO_TCP)
     except (socket.gaierror, UnicodeError) as exc:
         raise DiscoveryError(f"cannot resolve {host!r}: {exc}") from None
-    addresses: list[_IPAddress] = []
-    for info in infos:
-        raw = str(info[4][0]).split("%", 1)[0]  # drop an IPv6 zone id
-        addresses.append(ipaddress.ip_address(raw))
-    return addresses
+    return [ipaddress.ip_address(str(info[4][0]).split("%", 1)[0]) for info in infos]  # less an IPv6 zone id
 
 
 def _kind(addr: _IPAddress) -> str:
