@@ -31,6 +31,7 @@ if TYPE_CHECKING:  # pragma: no cover
 __all__ = ["Binding", "Preregistered", "Settings"]
 
 
+@attrs.define
 class Preregistered:
     """A client registered out of band (``client_id``, maybe a secret) with ONE authorization server.
 
@@ -41,17 +42,11 @@ class Preregistered:
     dynamically registered client is never shown to another issuer either.
     """
 
-    __slots__ = ("_lock", "client_id", "issuer", "secret")
-
-    def __init__(self, client_id: str, secret: str | None, issuer: str | None) -> None:
-        self.client_id = client_id
-        self.secret = secret
-        #: The issuer the credentials belong to (``None``: not seen yet).
-        self.issuer = issuer
-        self._lock = threading.Lock()
-
-    def __repr__(self) -> str:
-        return f"<Preregistered client_id={self.client_id!r} issuer={self.issuer!r}>"
+    client_id: str
+    secret: str | None = attrs.field(repr=False)
+    #: The issuer the credentials belong to (``None``: not seen yet).
+    issuer: str | None
+    _lock: threading.Lock = attrs.field(factory=threading.Lock, init=False, repr=False, eq=False)
 
     def check(self, issuer: str, stored: str | None) -> None:
         """Allow *issuer* (the authorization server about to get the credentials) or raise.
@@ -64,11 +59,9 @@ class Preregistered:
             if expected is None:
                 self.issuer = issuer
             elif not same_issuer(expected, issuer):
-                raise IssuerMismatchError(
-                    "the MCP server now names another authorization server than the one the "
-                    "pre-registered client_id belongs to; its credentials are not sent there "
-                    "(pass issuer= or a client registered with the new server)"
-                )
+                raise IssuerMismatchError("the MCP server now names another authorization server than the one the "
+                                          "pre-registered client_id belongs to; its credentials are not sent there "
+                                          "(pass issuer= or a client registered with the new server)")
 
 
 @attrs.frozen
@@ -137,10 +130,8 @@ class Binding:
         """
         record = Record.from_json(self.settings.store.load(self.key))
         if record.server not in (None, self.canonical):
-            raise TokenStoreError(
-                "the token store's record under this key belongs to another MCP server; "
-                "use one key per server (OAuth(key=...))"
-            )
+            raise TokenStoreError("the token store's record under this key belongs to another MCP server; "
+                                  "use one key per server (OAuth(key=...))")
         return record
 
     def save(self, record: Record) -> None:

@@ -96,12 +96,11 @@ class _Server(socketserver.ThreadingMixIn, http.server.HTTPServer):
     def process_request(self, request: Any, client_address: Any) -> None:
         with self.guard:
             full = len(self.open) >= MAX_CONNECTIONS
-            if not full:
-                self.open.add(request)
+            self.open.add(request)
         if full:
-            self.shutdown_request(request)
-            return
-        super().process_request(request, client_address)
+            self.shutdown_request(request)  # which forgets it again
+        else:
+            super().process_request(request, client_address)
 
     def shutdown_request(self, request: Any) -> None:
         with self.guard:

@@ -70,10 +70,8 @@ def _register(binding: Binding, meta: dict[str, Any], redirect_uri: str) -> Regi
     """Dynamic client registration (RFC 7591) with the issuer of *meta*."""
     endpoint = meta.get("registration_endpoint")
     if not isinstance(endpoint, str):
-        raise RegistrationError(
-            "the authorization server supports no dynamic client registration; pass client_id= "
-            "(and client_secret=) registered with it, or client_metadata_url="
-        )
+        raise RegistrationError("the authorization server supports no dynamic client registration; pass client_id= "
+                                "(and client_secret=) registered with it, or client_metadata_url=")
     binding.policy.check(endpoint, "registration_endpoint")
     method = choose_auth_method(meta, has_secret=False, has_key=False)
     body = {"client_name": binding.settings.client_name, "redirect_uris": [redirect_uri],
@@ -82,20 +80,16 @@ def _register(binding: Binding, meta: dict[str, Any], redirect_uri: str) -> Regi
             "application_type": "native" if binding.settings.login is not None else "web"}
     # No "scope" in the registration: servers treat it as a ceiling, which would
     # make a later step-up to more scopes impossible for this client.
-    response, data = post_json(
-        binding.settings.session, endpoint, "dynamic client registration: request", RegistrationError, json=body
-    )
+    response, data = post_json(binding.settings.session, endpoint, "dynamic client registration: request",
+                               RegistrationError, json=body)
     status, client_id, secret = response.status_code, data.get("client_id"), data.get("client_secret")
     if status not in (200, 201) or not isinstance(client_id, str):
         code = error_code(data)
-        raise RegistrationError(
-            f"dynamic client registration failed: HTTP {status}" + (f" ({excerpt(code, 60)})" if code else "")
-        )
+        raise RegistrationError(f"dynamic client registration failed: HTTP {status}"
+                                + (f" ({excerpt(code, 60)})" if code else ""))
     expires = data.get("client_secret_expires_at")
     log.debug("registered a client with %s by dynamic registration", meta["issuer"])
-    return Registration(
-        meta["issuer"], client_id,
-        data.get("token_endpoint_auth_method") or ("client_secret_basic" if secret else method), "dcr",
-        [redirect_uri], client_secret=secret if isinstance(secret, str) else None,
-        client_secret_expires_at=expires if isinstance(expires, (int, float)) and expires else None,
-    )
+    return Registration(meta["issuer"], client_id, data.get("token_endpoint_auth_method")
+                        or ("client_secret_basic" if secret else method), "dcr", [redirect_uri],
+                        client_secret=secret if isinstance(secret, str) else None,
+                        client_secret_expires_at=expires if isinstance(expires, (int, float)) and expires else None)

@@ -29,6 +29,7 @@ from typing import Any
 
 from . import _deadline
 from ._errors import InsecureTokenStoreError, TokenStoreError
+from ._http import json_object
 
 __all__ = ["FileTokenStore", "KeyringTokenStore", "MemoryTokenStore", "TokenStore"]
 
@@ -137,13 +138,10 @@ def _flock(fd: int) -> None:
 
 
 def _json_object(raw: bytes, what: str, damaged: str) -> dict[str, Any]:
-    """The JSON object a store kept in *raw* (UTF-8)."""
-    try:
-        record = json.loads(raw.decode("utf-8"))
-    except ValueError:
-        raise TokenStoreError(f"{what} {damaged}") from None
-    if not isinstance(record, dict):
-        raise TokenStoreError(f"{what} does not hold a JSON object")
+    """The JSON object a store kept in *raw*."""
+    record = json_object(raw)
+    if record is None:
+        raise TokenStoreError(f"{what} {damaged}")
     return record
 
 
@@ -218,7 +216,7 @@ class FileTokenStore(TokenStore):
             if _shared(os.fstat(handle.fileno()), what := f"token file {path}"):
                 raise TokenStoreError(f"{what} is readable by other users; remove it or run `chmod 600 {path}`")
             raw = handle.read()
-        return _json_object(raw, what, "is not valid JSON; delete it to log in again")
+        return _json_object(raw, what, "is not valid JSON (an object); delete it to log in again")
 
     def save(self, key: str, record: dict[str, Any]) -> None:
         self._prepare()
