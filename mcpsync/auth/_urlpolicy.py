@@ -41,9 +41,7 @@ def _kind(addr: _IPAddress) -> str:
         return "loopback"
     if addr.is_link_local or addr.is_multicast or addr.is_unspecified or addr.is_reserved:
         return "forbidden"
-    if addr.is_private or (
-        isinstance(addr, ipaddress.IPv4Address) and addr in ipaddress.ip_network("100.64.0.0/10")
-    ):
+    if addr.is_private or (isinstance(addr, ipaddress.IPv4Address) and addr in ipaddress.ip_network("100.64.0.0/10")):
         return "private"
     return "public"
 

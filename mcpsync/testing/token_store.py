@@ -38,10 +38,7 @@ class TokenStoreContract:
         assert store.load("https://nothing.example/mcp") is None
 
     def test_round_trip(self, store: TokenStore) -> None:
-        record = {
-            "tokens": {"access_token": "at", "expires_at": 12.5},
-            "clients": {"https://i": {"client_id": "c"}},
-        }
+        record = {"tokens": {"access_token": "at", "expires_at": 12.5}, "clients": {"https://i": {"client_id": "c"}}}
         store.save("https://a.example/mcp", record)
         assert store.load("https://a.example/mcp") == record
 
@@ -78,9 +75,7 @@ class TokenStoreContract:
         assert store.load("https://ü.example/mcp") == {"name": "Zoë ✓"}
 
     def test_lock_is_exclusive_between_threads(self, store: TokenStore) -> None:
-        inside = threading.Event()
-        release = threading.Event()
-        second_in = threading.Event()
+        inside, release, second_in = threading.Event(), threading.Event(), threading.Event()
 
         def holder() -> None:
             with store.lock("k"):

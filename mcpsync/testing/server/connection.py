@@ -149,11 +149,9 @@ class ServerConnection:
         """Answer a request with a result or an error; dropped once the client is gone."""
         member = {"error": outcome.to_wire()} if isinstance(outcome, RpcError) else {"result": dict(outcome)}
         try:
-            try:
-                self._send({"jsonrpc": "2.0", "id": request_id, **member})
-            except (ValueError, TypeError) as exc:  # the app produced something JSON cannot carry
-                error = RpcError(INTERNAL_ERROR, f"result is not valid JSON: {exc}")
-                self._send({"jsonrpc": "2.0", "id": request_id, "error": error.to_wire()})
+            self._send({"jsonrpc": "2.0", "id": request_id, **member})
+        except (ValueError, TypeError) as exc:  # the app produced something JSON cannot carry
+            self.respond(request_id, RpcError(INTERNAL_ERROR, f"result is not valid JSON: {exc}"))
         except McpError:
             _log.debug("client gone; dropping the answer to %r", request_id)
 
