@@ -9,6 +9,7 @@ assertion=IdJagAssertion(...))``.
 
 from __future__ import annotations
 
+import contextlib
 from typing import TYPE_CHECKING
 
 import attrs
@@ -52,12 +53,9 @@ class IdJagAssertion:
             form["client_secret"] = self._client_secret
         if scope:
             form["scope"] = scope
-        session = self._session or _requests.Session()
-        try:
+        # Our own session is closed after the one request; the caller's is left open.
+        with contextlib.nullcontext(self._session) if self._session else _requests.Session() as session:
             response, body = post_json(session, self.token_endpoint, "token exchange", TokenRequestError, data=form)
-        finally:
-            if self._session is None:
-                session.close()
         check_token(response, body, "token exchange")
         if body.get("issued_token_type") not in (None, _ID_JAG):
             raise TokenRequestError("token exchange returned another token type than an ID-JAG")

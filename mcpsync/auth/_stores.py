@@ -297,14 +297,13 @@ class KeyringTokenStore(TokenStore):
 
     @staticmethod
     def _check_backend(backend: Any) -> None:
-        backends = list(getattr(backend, "backends", None) or [backend])
-        if type(backend).__name__ == "ChainerBackend" and not getattr(backend, "backends", None):
+        backends = getattr(backend, "backends", None)
+        if type(backend).__name__ == "ChainerBackend" and not backends:
             raise InsecureTokenStoreError(f"the keyring chainer has no usable backend; {_REMEDY}")
-        for item in backends:
+        for item in backends or [backend]:
             module = type(item).__module__
-            for prefix, why in _BAD_BACKENDS.items():
-                if module.startswith(prefix):
-                    raise InsecureTokenStoreError(f"{why} ({module}.{type(item).__name__}); {_REMEDY}")
+            if why := next((why for prefix, why in _BAD_BACKENDS.items() if module.startswith(prefix)), None):
+                raise InsecureTokenStoreError(f"{why} ({module}.{type(item).__name__}); {_REMEDY}")
 
     def _call(self, fn: Any, *args: Any) -> Any:
         try:

@@ -61,8 +61,8 @@ def _client_auth(binding: Binding, client: Registration, meta: dict[str, Any], d
     headers = {"Content-Type": "application/x-www-form-urlencoded"}
     key, secret = binding.settings.private_key, client.client_secret
     if key is not None:
-        form["client_assertion_type"] = "urn:ietf:params:oauth:client-assertion-type:jwt-bearer"
-        form["client_assertion"] = _client_assertion(client, meta, key, binding.settings.signing_algorithm)
+        form.update(client_assertion_type="urn:ietf:params:oauth:client-assertion-type:jwt-bearer",
+                    client_assertion=_client_assertion(client, meta, key, binding.settings.signing_algorithm))
     elif secret and client.token_endpoint_auth_method == "client_secret_post":
         form["client_secret"] = secret
     elif secret:
@@ -73,9 +73,8 @@ def _client_auth(binding: Binding, client: Registration, meta: dict[str, Any], d
     return form, headers
 
 
-def request(
-    binding: Binding, meta: dict[str, Any], client: Registration, data: dict[str, str], dpop: DPoPKey | None
-) -> Tokens:
+def request(binding: Binding, meta: dict[str, Any], client: Registration, data: dict[str, str], dpop: DPoPKey | None
+            ) -> Tokens:
     """POST to the token endpoint with the client's auth method; the tokens it issued.
 
     They have an absolute ``expires_at`` (or ``None``) and ``scope`` (as requested when
@@ -94,13 +93,10 @@ def request(
         if dpop is not None:
             headers["DPoP"] = dpop.proof("POST", endpoint, nonce=used)
         started = time.time()
-        response, body = post_json(
-            binding.settings.session, endpoint, "token request", TokenRequestError, data=form, headers=headers
-        )
-        if dpop is None:
-            break
-        nonce = nonces.update(endpoint, response.headers.get("DPoP-Nonce"))
-        if body.get("error") != "use_dpop_nonce":
+        response, body = post_json(binding.settings.session, endpoint, "token request", TokenRequestError, data=form,
+                                   headers=headers)
+        nonce = nonces.update(endpoint, response.headers.get("DPoP-Nonce")) if dpop else None
+        if dpop is None or body.get("error") != "use_dpop_nonce":
             break
         refuse_nonce_loop("authorization server", attempt > 0, nonce, used)
         log.debug("the token endpoint wants a DPoP nonce; retrying once with it")
@@ -111,13 +107,11 @@ def request(
         raise TokenRequestError(f"token endpoint issued an unsupported token type {excerpt(token_type, 30)}")
     expires_in, refresh_token, scope = body.get("expires_in"), body.get("refresh_token"), body.get("scope")
     dpop = dpop if token_type.lower() == "dpop" else None
-    return Tokens(
-        body["access_token"], "DPoP" if dpop else "Bearer",
-        started + float(expires_in) if isinstance(expires_in, (int, float)) else None,
-        refresh_token if isinstance(refresh_token, str) else None,
-        scope if isinstance(scope, str) else data.get("scope"),  # RFC 6749 §5.1: omitted means as requested
-        dpop_jkt=dpop.thumbprint if dpop else None,
-    )
+    return Tokens(body["access_token"], "DPoP" if dpop else "Bearer",
+                  started + float(expires_in) if isinstance(expires_in, (int, float)) else None,
+                  refresh_token if isinstance(refresh_token, str) else None,
+                  scope if isinstance(scope, str) else data.get("scope"),  # RFC 6749 §5.1: omitted: as requested
+                  dpop_jkt=dpop.thumbprint if dpop else None)
 
 
 def headless_grant(binding: Binding, issuer: str, resource: str, scope: str | None) -> dict[str, str]:
