@@ -161,9 +161,8 @@ def _well_known(url: str, suffix: str, *, insert: bool = True) -> str:
     return origin(url) + (f"/.well-known/{suffix}{path}" if insert else f"{path}/.well-known/{suffix}")
 
 
-def discover_resource_metadata(
-    session: requests.Session, server_url: str, policy: UrlPolicy, header_url: str | None, *, prefix: bool = False
-) -> dict[str, Any] | None:
+def discover_resource_metadata(session: requests.Session, server_url: str, policy: UrlPolicy, header_url: str | None, *,
+                               prefix: bool = False) -> dict[str, Any] | None:
     """RFC 9728 metadata: the header's URL, then the path-based, then the root well-known URL.
 
     ``None`` when the server publishes none (a 2025-03-26 server).

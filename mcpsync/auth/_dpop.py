@@ -248,9 +248,8 @@ class DPoPKeys:
         if tokens and tokens.token_type == "DPoP" and key and tokens.dpop_jkt == key.thumbprint:
             record.dpop_key = key.private_jwk()
 
-    def for_new_tokens(
-        self, meta: dict[str, Any], prm: dict[str, Any] | None, record: Record | None = None, *, offered: bool = False
-    ) -> DPoPKey | None:
+    def for_new_tokens(self, meta: dict[str, Any], prm: dict[str, Any] | None, record: Record | None = None, *,
+                       offered: bool = False) -> DPoPKey | None:
         """The key to bind new tokens to, or ``None`` for bearer tokens.
 
         DPoP only where the MCP server takes it: a ``DPoP`` challenge (*offered*, RFC 9449

@@ -31,9 +31,8 @@ log = logging.getLogger("mcpsync.auth")
 def discover(binding: Binding, challenge: dict[str, str]) -> tuple[dict[str, Any] | None, dict[str, Any], str]:
     """(resource metadata or None, validated server metadata, resource indicator)."""
     session, url, policy = binding.settings.session, binding.server_url, binding.policy
-    prm = discover_resource_metadata(
-        session, url, policy, challenge.get("resource_metadata"), prefix=binding.settings.resource_prefix
-    )
+    prm = discover_resource_metadata(session, url, policy, challenge.get("resource_metadata"),
+                                     prefix=binding.settings.resource_prefix)
     if prm is None:
         log.debug("no protected resource metadata: using the 2025-03-26 discovery")
         return None, legacy_server_metadata(session, url, policy), binding.canonical

@@ -59,10 +59,8 @@ def same_secret(a: str | None, b: str | None) -> bool:
     return a is not None and b is not None and hmac.compare_digest(a.encode("utf-8"), b.encode("utf-8"))
 
 
-def authorization_url(
-    policy: UrlPolicy, meta: dict[str, Any], client_id: str, redirect_uri: str, state: str, verifier: str,
-    resource: str, scope: str | None,
-) -> str:
+def authorization_url(policy: UrlPolicy, meta: dict[str, Any], client_id: str, redirect_uri: str, state: str,
+                      verifier: str, resource: str, scope: str | None) -> str:
     """The URL the user's browser opens to log in (PKCE S256, RFC 8707 ``resource``)."""
     endpoint = meta.get("authorization_endpoint")
     if not isinstance(endpoint, str):

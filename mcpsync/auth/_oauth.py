@@ -127,16 +127,14 @@ class OAuth(AuthBase):
         origin in the origin's own root metadata document.
     """
 
-    def __init__(
-        self, *, store: TokenStore | None = None, login: LoopbackLogin | None = _DEFAULT, client_name: str = "mcpsync",
-        scopes: Iterable[str] | str | None = None, client_id: str | None = None, client_secret: str | None = None,
-        issuer: str | None = None, client_metadata_url: str | None = None, redirect_uri: str | None = None,
-        grant_type: str = "authorization_code", private_key: Any = None, signing_algorithm: str | None = None,
-        server_url: str | None = None, key: str | None = None, session: requests.Session | None = None,
-        max_auth_attempts: int = 3, refresh_margin: float = 30.0, resolve_hosts: bool = True,
-        assertion: Callable[[str, str, str | None], str] | None = None, dpop: bool | None = None,
-        resource_prefix: bool = False,
-    ) -> None:
+    def __init__(self, *, store: TokenStore | None = None, login: LoopbackLogin | None = _DEFAULT,
+                 client_name: str = "mcpsync", scopes: Iterable[str] | str | None = None, client_id: str | None = None,
+                 client_secret: str | None = None, issuer: str | None = None, client_metadata_url: str | None = None,
+                 redirect_uri: str | None = None, grant_type: str = "authorization_code", private_key: Any = None,
+                 signing_algorithm: str | None = None, server_url: str | None = None, key: str | None = None,
+                 session: requests.Session | None = None, max_auth_attempts: int = 3, refresh_margin: float = 30.0,
+                 resolve_hosts: bool = True, assertion: Callable[[str, str, str | None], str] | None = None,
+                 dpop: bool | None = None, resource_prefix: bool = False) -> None:
         if grant_type not in ("authorization_code", "client_credentials", "jwt_bearer"):
             raise ValueError("grant_type must be 'authorization_code', 'client_credentials' or 'jwt_bearer'")
         if grant_type != "authorization_code" and not client_id:
@@ -310,9 +308,8 @@ class OAuth(AuthBase):
                                    offers_dpop(header))
         return (tokens if binding.covers(server) else None), False
 
-    def _reauthorize(
-        self, binding: Binding, status: int, challenge: dict[str, str], sent: str | None, dpop_offered: bool
-    ) -> Tokens | None:
+    def _reauthorize(self, binding: Binding, status: int, challenge: dict[str, str], sent: str | None,
+                     dpop_offered: bool) -> Tokens | None:
         """Tokens to retry with, or ``None`` to give the refusal to the caller."""
         sent_token = sent.split(" ", 1)[-1] if sent else None
         with self._locked(binding):
