@@ -39,9 +39,7 @@ _ELEMENT = re.compile(
 
 
 def _unquote(value: str) -> str:
-    if len(value) >= 2 and value[0] == value[-1] == '"':
-        return re.sub(r"\\(.)", r"\1", value[1:-1])
-    return value
+    return re.sub(r"\\(.)", r"\1", value[1:-1]) if len(value) >= 2 and value[0] == value[-1] == '"' else value
 
 
 def parse_challenges(header: str | None) -> list[tuple[str, dict[str, str]]]:

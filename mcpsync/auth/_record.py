@@ -31,9 +31,7 @@ def scope_set(value: Any) -> set[str]:
     """The scopes in a space-separated string or a list (RFC 6749 §3.3); anything else: none."""
     if isinstance(value, str):
         return set(value.split())
-    if isinstance(value, (list, tuple, set, frozenset)):
-        return {str(v) for v in value}
-    return set()
+    return {str(v) for v in value} if isinstance(value, (list, tuple, set, frozenset)) else set()
 
 
 def join_scopes(scopes: set[str] | frozenset[str]) -> str | None:
@@ -130,6 +128,4 @@ def to_json(value: Any) -> Any:
     if attrs.has(type(value)):
         members = attrs.asdict(value, recurse=False)
         return {**value.extra, **{k: to_json(v) for k, v in members.items() if v is not None and k != "extra"}}
-    if isinstance(value, dict):
-        return {k: to_json(v) for k, v in value.items()}
-    return value
+    return {k: to_json(v) for k, v in value.items()} if isinstance(value, dict) else value

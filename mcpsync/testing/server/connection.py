@@ -35,11 +35,7 @@ TOOL_JOIN_TIMEOUT = 2.0
 #: How long stdin EOF lets running tools finish and answer before they are cancelled.
 DRAIN_TIMEOUT = 5.0
 #: The ``subscriptions/listen`` flag that opts in to each list-changed notification.
-_LIST_CHANGED_FLAGS = {
-    "notifications/tools/list_changed": "toolsListChanged",
-    "notifications/prompts/list_changed": "promptsListChanged",
-    "notifications/resources/list_changed": "resourcesListChanged",
-}
+_LIST_CHANGED_FLAGS = {f"notifications/{k}/list_changed": f"{k}ListChanged" for k in ("tools", "prompts", "resources")}
 
 #: Writes one message to the client.
 Send = Callable[[Mapping[str, Any]], None]

@@ -73,9 +73,7 @@ def schema_for(hint: Any) -> dict[str, Any]:
 
 
 def _is_context(hint: Any) -> bool:
-    if isinstance(hint, str):
-        return hint == "ToolContext" or hint.endswith(".ToolContext")
-    return hint is ToolContext
+    return hint == "ToolContext" or hint.endswith(".ToolContext") if isinstance(hint, str) else hint is ToolContext
 
 
 def _json_safe(value: Any) -> bool:
@@ -180,9 +178,7 @@ def tool_result(value: Any, output_schema: Mapping[str, Any] | None) -> dict[str
         return {"content": [] if value is None else [_text(value)]}
     items = value if isinstance(value, (list, tuple)) and value else [value]
     blocks = [_content_block(item) for item in items]
-    if all(block is not None for block in blocks):
-        return {"content": blocks}
-    return {"content": [_text(json.dumps(wire, default=str))]}
+    return {"content": blocks if all(block is not None for block in blocks) else [_text(json.dumps(wire, default=str))]}
 
 
 def resource_contents(uri: str, value: Any, mime_type: str | None) -> list[dict[str, Any]]:
