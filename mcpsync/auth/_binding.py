@@ -17,18 +17,17 @@ from typing import TYPE_CHECKING, Any
 
 import attrs
 
-from ._discovery import UrlPolicy, canonical_resource, same_issuer, within
+from ._discovery import canonical_resource, same_issuer, within
 from ._dpop import DPoPKeys
 from ._errors import IssuerMismatchError, TokenStoreError
 from ._record import Record, Tokens, to_json
+from ._urlpolicy import UrlPolicy
 
 if TYPE_CHECKING:  # pragma: no cover
     import requests
 
     from ._loopback import LoopbackLogin
     from ._stores import TokenStore
-
-__all__ = ["Binding", "Preregistered", "Settings"]
 
 
 @attrs.define

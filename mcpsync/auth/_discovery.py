@@ -22,9 +22,6 @@ from ._urlpolicy import UrlPolicy
 if TYPE_CHECKING:  # pragma: no cover
     import requests
 
-__all__ = ["UrlPolicy", "canonical_resource", "discover_resource_metadata", "discover_server_metadata",
-    "fetch_json", "legacy_server_metadata", "offers_dpop", "origin", "parse_challenges", "parse_www_authenticate",
-    "resource_matches", "same_issuer", "wants_dpop_nonce", "within"]
 
 log = logging.getLogger("mcpsync.auth")
 

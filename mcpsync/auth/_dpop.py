@@ -34,8 +34,6 @@ from ._discovery import origin
 from ._errors import DPoPError, DPoPNonceError
 from ._record import Record, Tokens
 
-__all__ = ["ALGORITHM", "DPoPKey", "DPoPKeys", "NonceCache", "available", "htu", "jwk_thumbprint", "proof_nonce",
-           "refuse_nonce_loop"]
 
 log = logging.getLogger("mcpsync.auth")
 

@@ -20,7 +20,6 @@ from ._http import check_token, post_json
 if TYPE_CHECKING:  # pragma: no cover
     import requests
 
-__all__ = ["IdJagAssertion"]
 
 _TOKEN_EXCHANGE = "urn:ietf:params:oauth:grant-type:token-exchange"
 _ID_TOKEN = "urn:ietf:params:oauth:token-type:id_token"

@@ -23,7 +23,6 @@ if TYPE_CHECKING:  # pragma: no cover
     from ._binding import Binding
     from ._dpop import DPoPKey
 
-__all__ = ["authorize", "begin", "complete"]
 
 log = logging.getLogger("mcpsync.auth")
 

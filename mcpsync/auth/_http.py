@@ -18,7 +18,6 @@ from ._errors import AuthError, TokenRequestError
 if TYPE_CHECKING:  # pragma: no cover
     import requests
 
-__all__ = ["MAX_DISCARD_BYTES", "MAX_JSON_BYTES", "TIMEOUT", "check_token", "discard", "post_json", "send"]
 
 #: (connect, read) seconds for every request to an authorization server.
 TIMEOUT = (10.0, 20.0)

@@ -24,11 +24,9 @@ from urllib.parse import parse_qs, urlencode, urlsplit
 from ._errors import CallbackError, DiscoveryError, IssuerMismatchError, StateMismatchError
 
 if TYPE_CHECKING:  # pragma: no cover
-    from ._discovery import UrlPolicy
+    from ._urlpolicy import UrlPolicy
     from ._stores import TokenStore
 
-__all__ = ["PENDING_TTL", "authorization_url", "check_callback", "code_grant", "new_state", "new_verifier",
-           "query_params", "s256_challenge", "same_secret", "save_pending", "take_pending"]
 
 #: Seconds a web-app login started by ``begin()`` may take before ``complete()``.
 PENDING_TTL = 900.0

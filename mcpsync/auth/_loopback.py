@@ -35,7 +35,6 @@ import attrs
 from ._errors import LoginCancelled, LoginTimeout
 from ._login import query_params, same_secret
 
-__all__ = ["LoopbackLogin", "LoopbackReceiver"]
 
 log = logging.getLogger("mcpsync.auth")
 

@@ -40,7 +40,6 @@ from ._loopback import LoopbackLogin
 from ._record import Tokens, scope_set
 from ._stores import MemoryTokenStore, TokenStore
 
-__all__ = ["BearerToken", "OAuth"]
 
 log = logging.getLogger("mcpsync.auth")
 

@@ -21,7 +21,6 @@ from typing import Any, TypeVar
 
 import attrs
 
-__all__ = ["Record", "Registration", "Tokens", "join_scopes", "scope_set", "to_json"]
 
 _T = TypeVar("_T")
 _text = attrs.validators.instance_of(str)

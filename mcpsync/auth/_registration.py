@@ -20,7 +20,6 @@ from ._record import Record, Registration
 if TYPE_CHECKING:  # pragma: no cover
     from ._binding import Binding
 
-__all__ = ["choose_auth_method", "registration"]
 
 log = logging.getLogger("mcpsync.auth")
 

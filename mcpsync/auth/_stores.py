@@ -31,7 +31,6 @@ from . import _deadline
 from ._errors import InsecureTokenStoreError, TokenStoreError
 from ._http import json_object
 
-__all__ = ["FileTokenStore", "KeyringTokenStore", "MemoryTokenStore", "TokenStore"]
 
 class TokenStore(abc.ABC):
     """Where :class:`~mcpsync.auth.OAuth` keeps its state (abstract).

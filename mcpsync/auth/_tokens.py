@@ -27,7 +27,6 @@ from ._registration import registration
 if TYPE_CHECKING:  # pragma: no cover
     from ._binding import Binding
 
-__all__ = ["headless_grant", "keep", "refresh", "request"]
 
 log = logging.getLogger("mcpsync.auth")
 

@@ -14,7 +14,6 @@ from urllib.parse import urlsplit
 
 from ._errors import DiscoveryError, SSRFBlockedError
 
-__all__ = ["UrlPolicy"]
 
 _IPAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
 

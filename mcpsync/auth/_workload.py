@@ -17,7 +17,6 @@ import attrs
 
 from ._errors import TokenRequestError
 
-__all__ = ["WorkloadIdentityAssertion"]
 
 #: A JWT is a few KiB at most; a bigger "token file" is the wrong file.
 _MAX_TOKEN = 64 * 1024
