@@ -139,8 +139,7 @@ def fetch_json(session: requests.Session, url: str, policy: UrlPolicy, what: str
             raise DiscoveryError(f"{what}: HTTP {status} from {_safe(current)}")
         if len(body) > MAX_JSON_BYTES:
             raise DiscoveryError(f"{what}: document larger than {MAX_JSON_BYTES} bytes")
-        data = json_object(body)
-        if data is None:
+        if (data := json_object(body)) is None:
             raise DiscoveryError(f"{what}: {_safe(current)} did not return a JSON object")
         return data
     raise DiscoveryError(f"{what}: more than {MAX_REDIRECTS} redirects")

@@ -97,11 +97,10 @@ class ToolContext:
         :param kwargs: more params in snake_case (``system_prompt=`` → ``systemPrompt``).
         :raises RuntimeError: if the client did not declare the ``sampling`` capability.
         """
-        self._require("sampling")
         wire = [{"role": "user", "content": {"type": "text", "text": m}} if isinstance(m, str) else m
                 for m in ([messages] if isinstance(messages, str) else messages)]
         params = {"messages": wire, "maxTokens": max_tokens, **{wire_name(k): v for k, v in kwargs.items()}}
-        return self.request("sampling/createMessage", params, timeout=timeout)
+        return self._ask("sampling", "sampling/createMessage", params, timeout)
 
     def elicit(self, message: str, requested_schema: Mapping[str, Any], *, timeout: float | None = 60.0
                ) -> dict[str, Any]:
@@ -109,19 +108,19 @@ class ToolContext:
 
         :raises RuntimeError: if the client did not declare the ``elicitation`` capability.
         """
-        self._require("elicitation")
-        return self.request("elicitation/create", {"message": message, "requestedSchema": dict(requested_schema)},
-                            timeout=timeout)
+        params = {"message": message, "requestedSchema": dict(requested_schema)}
+        return self._ask("elicitation", "elicitation/create", params, timeout)
 
     def list_roots(self, *, timeout: float | None = 60.0) -> list[dict[str, Any]]:
         """Ask the client for its roots (``roots/list``).
 
         :raises RuntimeError: if the client did not declare the ``roots`` capability.
         """
-        self._require("roots")
-        roots = self.request("roots/list", None, timeout=timeout).get("roots")
+        roots = self._ask("roots", "roots/list", None, timeout).get("roots")
         return list(roots) if isinstance(roots, list) else []
 
-    def _require(self, capability: str) -> None:
+    def _ask(self, capability: str, method: str, params: Mapping[str, Any] | None, timeout: float | None
+             ) -> dict[str, Any]:
         if capability not in self.client_capabilities:
             raise RuntimeError(f"the client did not declare the {capability!r} capability")
+        return self.request(method, params, timeout=timeout)

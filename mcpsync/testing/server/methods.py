@@ -56,8 +56,7 @@ class Request:
 
         :param default: the value when *key* is missing or ``null``; ``None``: it is required.
         """
-        value = self.params.get(key)
-        value = default if value is None else value
+        value = found if (found := self.params.get(key)) is not None else default
         if not isinstance(value, kind):
             raise RpcError(INVALID_PARAMS, f"{self.method}: {key} must be {_KINDS[kind]}")
         return value
