@@ -169,8 +169,7 @@ def discover_resource_metadata(session: requests.Session, server_url: str, polic
     if urlsplit(server_url).path.strip("/"):
         candidates.append(_well_known(server_url, "oauth-protected-resource"))
     for url in [*candidates, origin(server_url) + ROOT_METADATA]:
-        doc = fetch_json(session, url, policy, "protected resource metadata")
-        if doc is None:
+        if (doc := fetch_json(session, url, policy, "protected resource metadata")) is None:
             continue
         resource, servers = doc.get("resource"), doc.get("authorization_servers")
         if not isinstance(resource, str) or not resource_matches(resource, server_url, url, prefix=prefix):
@@ -215,8 +214,7 @@ def discover_server_metadata(session: requests.Session, issuer: str, policy: Url
     if urlsplit(issuer).path.strip("/"):
         urls.append(_well_known(issuer, "openid-configuration", insert=False))
     for url in urls:
-        doc = fetch_json(session, url, policy, "authorization server metadata")
-        if doc is not None:
+        if (doc := fetch_json(session, url, policy, "authorization server metadata")) is not None:
             return validate_server_metadata(doc, issuer, policy)
     return None
 

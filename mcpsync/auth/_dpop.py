@@ -71,8 +71,7 @@ def _crypto() -> tuple[Any, Any, Any]:
 
 def htu(url: str) -> str:
     """The ``htu`` claim for *url*: the target URI without query and fragment (RFC 9449 §4.2)."""
-    parts = urlsplit(url)
-    return urlunsplit((parts.scheme, parts.netloc, parts.path, "", ""))
+    return urlunsplit(urlsplit(url)._replace(query="", fragment=""))
 
 
 def jwk_thumbprint(jwk: dict[str, str]) -> str:

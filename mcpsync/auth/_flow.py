@@ -37,8 +37,7 @@ def discover(binding: Binding, challenge: dict[str, str]) -> tuple[dict[str, Any
         return None, legacy_server_metadata(session, url, policy), binding.canonical
     issuer = prm["authorization_servers"][0]
     policy.check(issuer, "authorization server")
-    meta = discover_server_metadata(session, issuer, policy)
-    if meta is None:
+    if (meta := discover_server_metadata(session, issuer, policy)) is None:
         raise DiscoveryError("the authorization server publishes no metadata (RFC 8414 / OpenID Connect)")
     return prm, meta, str(prm["resource"])
 

@@ -163,8 +163,7 @@ def take_pending(store: TokenStore, key: str, callback_url: str) -> tuple[dict[s
             store.save(record_key, {"logins": left}) if left else store.delete(record_key)
         else:  # under the same lock: two copies of one callback get one verifier
             legacy = _legacy_pending_key(key, state)
-            pending = store.load(legacy)
-            if pending is not None:
+            if (pending := store.load(legacy)) is not None:
                 store.delete(legacy)
     if not isinstance(pending, dict) or not same_secret(pending.get("state"), state):
         raise StateMismatchError("no login in progress matches this callback (state); start again")

@@ -47,8 +47,7 @@ def registration(binding: Binding, meta: dict[str, Any], record: Record, redirec
     :raises RegistrationError: none can be had.
     """
     issuer, settings = meta["issuer"], binding.settings
-    client = settings.client
-    if client is not None:
+    if (client := settings.client) is not None:
         client.check(issuer, record.client_issuer)
         method = choose_auth_method(meta, has_secret=bool(client.secret), has_key=settings.private_key is not None)
         return Registration(issuer, client.client_id, method, "preregistered", client_secret=client.secret or None)

@@ -138,8 +138,7 @@ def _flock(fd: int) -> None:
 
 def _json_object(raw: bytes, what: str, damaged: str) -> dict[str, Any]:
     """The JSON object a store kept in *raw*."""
-    record = json_object(raw)
-    if record is None:
+    if (record := json_object(raw)) is None:
         raise TokenStoreError(f"{what} {damaged}")
     return record
 
@@ -194,16 +193,14 @@ class FileTokenStore(TokenStore):
     def __repr__(self) -> str:
         return f"<FileTokenStore {str(self.directory)!r}>"
 
-    def _prepare(self) -> None:
+    def _path(self, key: str, suffix: str = ".json") -> Path:
+        """Where *key*'s record (or lock) is, in the directory made or checked at first use."""
         if not self._prepared:
             _private_dir(self.directory, "token directory")
             self._prepared = True
-
-    def _path(self, key: str, suffix: str = ".json") -> Path:
         return self.directory / (_key_name(key) + suffix)
 
     def load(self, key: str) -> dict[str, Any] | None:
-        self._prepare()
         path = self._path(key)
         try:
             fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
@@ -218,7 +215,7 @@ class FileTokenStore(TokenStore):
         return _json_object(raw, what, "is not valid JSON (an object); delete it to log in again")
 
     def save(self, key: str, record: dict[str, Any]) -> None:
-        self._prepare()
+        path = self._path(key)
         fd, tmp = tempfile.mkstemp(prefix=".tmp-", dir=self.directory)  # mkstemp creates 0600
         try:
             with os.fdopen(fd, "wb") as handle:
@@ -226,7 +223,7 @@ class FileTokenStore(TokenStore):
                 handle.write(json.dumps(record, separators=(",", ":")).encode("utf-8"))
                 handle.flush()
                 os.fsync(handle.fileno())
-            os.replace(tmp, self._path(key))
+            os.replace(tmp, path)
         except BaseException:
             with contextlib.suppress(OSError):
                 os.unlink(tmp)
@@ -239,12 +236,10 @@ class FileTokenStore(TokenStore):
                 os.close(dfd)
 
     def delete(self, key: str) -> None:
-        self._prepare()
         with contextlib.suppress(FileNotFoundError):
             os.unlink(self._path(key))
 
     def _lock_file(self, key: str) -> Path:
-        self._prepare()
         return self._path(key, ".lock")
 
 
@@ -256,10 +251,8 @@ _BAD_BACKENDS = {
     "keyring.backends.null": "the null keyring backend stores nothing",
     "keyrings.alt.file": "the keyrings.alt file backend stores secrets in a plaintext or weakly encrypted file",
 }
-_REMEDY = (
-    "use mcpsync.auth.FileTokenStore(directory) instead (0600 files), or install and unlock a "
-    "real keyring (Secret Service, macOS Keychain, Windows Credential Manager)"
-)
+_REMEDY = ("use mcpsync.auth.FileTokenStore(directory) instead (0600 files), or install and unlock a "
+           "real keyring (Secret Service, macOS Keychain, Windows Credential Manager)")
 
 
 class KeyringTokenStore(TokenStore):
@@ -312,8 +305,7 @@ class KeyringTokenStore(TokenStore):
 
     def load(self, key: str) -> dict[str, Any] | None:
         kr = self._keyring()
-        header = self._call(kr.get_password, self.service, key)
-        if header is None:
+        if (header := self._call(kr.get_password, self.service, key)) is None:
             return None
         damaged = f"is damaged; run logout to reset it (service {self.service!r})"
         try:
@@ -330,8 +322,7 @@ class KeyringTokenStore(TokenStore):
 
     def save(self, key: str, record: dict[str, Any]) -> None:
         kr = self._keyring()
-        blob = base64.b64encode(zlib.compress(json.dumps(record, separators=(",", ":")).encode("utf-8"), 9))
-        text = blob.decode("ascii")
+        text = base64.b64encode(zlib.compress(json.dumps(record, separators=(",", ":")).encode("utf-8"), 9)).decode()
         chunks = [text[i : i + _CHUNK] for i in range(0, len(text), _CHUNK)] or [""]
         old = self._call(kr.get_password, self.service, key)
         gen = os.urandom(4).hex()
@@ -353,8 +344,7 @@ class KeyringTokenStore(TokenStore):
 
     def delete(self, key: str) -> None:
         kr = self._keyring()
-        header = self._call(kr.get_password, self.service, key)
-        if header is not None:
+        if (header := self._call(kr.get_password, self.service, key)) is not None:
             with contextlib.suppress(Exception):
                 kr.delete_password(self.service, key)
             self._drop_chunks(kr, key, header)
@@ -371,8 +361,7 @@ def _keyring_lock_dir() -> Path:
     the shared temporary directory is checked like a token directory, so a
     directory another user planted there is refused rather than used.
     """
-    runtime = os.environ.get("XDG_RUNTIME_DIR")
-    if runtime:
+    if runtime := os.environ.get("XDG_RUNTIME_DIR"):
         directory = Path(runtime) / "mcpsync-locks"
     else:
         user = os.geteuid() if hasattr(os, "geteuid") else "user"

@@ -57,8 +57,7 @@ class ToolContext:
 
     def report_progress(self, progress: float, total: float | None = None, message: str | None = None) -> None:
         """Send ``notifications/progress`` if the client asked for progress (else do nothing)."""
-        token = self.meta.get("progressToken")
-        if token is None:
+        if (token := self.meta.get("progressToken")) is None:
             return
         params: dict[str, Any] = {"progressToken": token, "progress": progress}
         if total is not None:

@@ -118,8 +118,7 @@ def signature_schema(fn: Callable[..., Any]) -> tuple[dict[str, Any], str | None
 def check_arguments(schema: Mapping[str, Any], arguments: Mapping[str, Any]) -> str | None:
     """Check *arguments* against a derived ``inputSchema``; an error message or ``None``."""
     properties = schema.get("properties", {})
-    missing = [name for name in schema.get("required", []) if name not in arguments]
-    if missing:
+    if missing := [name for name in schema.get("required", []) if name not in arguments]:
         return f"missing required argument(s): {', '.join(missing)}"
     for name, value in arguments.items():
         if name not in properties:

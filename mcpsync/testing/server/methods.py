@@ -175,8 +175,7 @@ def _complete(r: Request) -> dict[str, Any]:
 
 
 def _set_level(r: Request) -> dict[str, Any]:
-    level = r.params.get("level")
-    if level not in LOGGING_LEVELS:
+    if (level := r.params.get("level")) not in LOGGING_LEVELS:
         raise RpcError(INVALID_PARAMS, f"unknown logging level {level!r}")
     r.conn.log_level = str(level)
     return {}

@@ -120,11 +120,9 @@ class Registry:
         :raises RpcError: for an unknown tool, or raised by the tool itself.
         :raises ~mcpsync.testing.server.modern.InputRequired: the tool asked a 2026-07-28 client.
         """
-        tool = self._get("tools", name)
-        if tool is None:
+        if (tool := self._get("tools", name)) is None:
             raise RpcError(INVALID_PARAMS, f"Unknown tool: {name}")
-        problem = convert.check_arguments(tool.wire["inputSchema"], arguments)
-        if problem is not None:
+        if (problem := convert.check_arguments(tool.wire["inputSchema"], arguments)) is not None:
             return _error_result(problem)
         kwargs = {**arguments, tool.ctx_param: ctx} if tool.ctx_param is not None else arguments
         try:
@@ -154,8 +152,7 @@ class Registry:
 
     def get_prompt(self, name: str, arguments: dict[str, str]) -> dict[str, Any]:
         """Render a prompt."""
-        prompt = self._get("prompts", name)
-        if prompt is None:
+        if (prompt := self._get("prompts", name)) is None:
             raise RpcError(INVALID_PARAMS, f"Unknown prompt: {name}")
         declared = prompt.wire["arguments"]
         missing = [a["name"] for a in declared if a["required"] and a["name"] not in arguments]
