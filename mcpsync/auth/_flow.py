@@ -69,8 +69,7 @@ def authorize(binding: Binding, challenge: dict[str, str], granted: set[str], *,
         tokens = _tokens.request(binding, meta, client, _tokens.headless_grant(binding, meta["issuer"], resource, scope),
                                  dpop)
         return _tokens.keep(binding, prm, meta, client, tokens, resource)
-    login = settings.login
-    if login is None:
+    if (login := settings.login) is None:
         raise AuthorizationRequired(_start(binding, prm, meta, record, resource, scope, dpop_offered))
     stored = record.clients.get(meta["issuer"])
     registered = (stored.redirect_uris if stored else None) or [""]
@@ -115,8 +114,7 @@ def _exchange(binding: Binding, attempt: dict[str, Any], params: dict[str, str],
 def _start(binding: Binding, prm: dict[str, Any] | None, meta: dict[str, Any], record: Record, resource: str,
            scope: str | None, dpop_offered: bool = False) -> str:
     """Register if needed, remember a pending login in the store; the authorization URL."""
-    redirect_uri = binding.settings.redirect_uri
-    if redirect_uri is None:
+    if (redirect_uri := binding.settings.redirect_uri) is None:
         raise RegistrationError("the web-app flow (login=None) needs redirect_uri=")
     attempt, url = _attempt(binding, prm, meta, record, redirect_uri, resource, scope, dpop_offered=dpop_offered)
     _login.save_pending(binding.settings.store, binding.key, attempt)

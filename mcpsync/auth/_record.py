@@ -59,8 +59,7 @@ class Tokens:
 
     def expiring(self, margin: float = 30.0) -> bool:
         """Whether they expire within *margin* seconds."""
-        expires = self.expires_at
-        return isinstance(expires, (int, float)) and time.time() >= expires - margin
+        return isinstance(self.expires_at, (int, float)) and time.time() >= self.expires_at - margin
 
 
 @attrs.define

@@ -41,7 +41,7 @@ _LIST_CHANGED_FLAGS = {f"notifications/{k}/list_changed": f"{k}ListChanged" for 
 Send = Callable[[Mapping[str, Any]], None]
 #: ``(connection, request_id, method, params)``: answers one request.
 Dispatch = Callable[["ServerConnection", Any, str, "dict[str, Any]"], None]
-_thread_numbers = itertools.count(1)
+_numbers = itertools.count(1)  # of the threads, across the process
 
 
 def _valid_id(value: Any) -> bool:
@@ -73,8 +73,7 @@ class ThreadSet:
                 with self._lock:
                     self._threads.discard(thread)
 
-        name = f"mcpsync-fakeserver-{self._kind}-{next(_thread_numbers)}"
-        thread = threading.Thread(target=run, name=name, daemon=True)
+        thread = threading.Thread(target=run, name=f"mcpsync-fakeserver-{self._kind}-{next(_numbers)}", daemon=True)
         with self._lock:
             self._threads.add(thread)
         thread.start()

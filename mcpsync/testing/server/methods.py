@@ -181,10 +181,6 @@ def _set_level(r: Request) -> dict[str, Any]:
     return {}
 
 
-def _listen(r: Request) -> None:
-    r.conn.listen(r.id, r.params)
-
-
 def _task(r: Request) -> dict[str, Any]:
     assert r.modern is not None
     return r.app.tasks.handle(r.method, r.params, r.modern)
@@ -201,6 +197,6 @@ HANDLERS: dict[str, Handler] = {
     "prompts/get": lambda r: r.app.get_prompt(r.param("name"), r.param("arguments", dict, {})),
     "completion/complete": _complete,
     "logging/setLevel": _set_level,
-    "subscriptions/listen": _listen,
+    "subscriptions/listen": lambda r: r.conn.listen(r.id, r.params),  # answered when the stream ends
     "tasks/get": _task, "tasks/update": _task, "tasks/cancel": _task,
 }
