@@ -62,7 +62,7 @@ class _Handler(http.server.BaseHTTPRequestHandler):
             self._reply(400, "Login failed", "The login response does not belong to the login in progress.")
             return
         if "error" in params:
-            said = f"{params['error']} {params.get('error_description', '')}"
+            said = f"{params['error']} {params.get('error_description', '')}"  # escaped and cut by _reply
             self._reply(400, "Login failed", f"The authorization server said: {said}")
         else:
             self._reply(200, "Logged in", receiver.success_text)
@@ -119,12 +119,11 @@ class _Server(socketserver.ThreadingMixIn, http.server.HTTPServer):
                 sock.shutdown(socket.SHUT_RDWR)
 
 
-class LoopbackReceiver:
+class LoopbackReceiver(contextlib.AbstractContextManager["LoopbackReceiver"]):
     """One bound loopback listener, for one login.  Use as a context manager."""
 
     def __init__(self, *, host: str, port: int, path: str, success_text: str) -> None:
-        self.path = path
-        self.success_text = success_text
+        self.path, self.success_text = path, success_text
         self.state: str | None = None
         self._result: dict[str, str] | None = None
         self._done = threading.Event()
@@ -163,9 +162,6 @@ class LoopbackReceiver:
         self._server.drop_all()
         self._server.server_close()
         self._thread.join(5.0)
-
-    def __enter__(self) -> LoopbackReceiver:  # noqa: PYI034
-        return self
 
     def __exit__(self, *exc: object) -> None:
         self.close()

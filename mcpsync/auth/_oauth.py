@@ -286,8 +286,7 @@ class OAuth(AuthBase):
         """The tokens to send *response*'s request again with (``None``: give it to the caller),
         and whether that re-send only adds a DPoP nonce."""
         status, header = response.status_code, response.headers.get("WWW-Authenticate")
-        url = str(response.request.url)  # DPoP nonces are the URL's
-        nonce = binding.dpop.nonces.update(url, response.headers.get("DPoP-Nonce"))
+        nonce = binding.dpop.nonces.update(str(response.request.url), response.headers.get("DPoP-Nonce"))
         proof = response.request.headers.get("DPoP")
         if status == 401 and isinstance(proof, str) and wants_dpop_nonce(header):
             # RFC 9449 §9: one re-send with the server's nonce; a second demand in a row is a

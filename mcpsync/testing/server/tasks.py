@@ -133,8 +133,7 @@ class ServerTasks:
                 result = self._run_tool(task.name, task.arguments, ctx)
             except InputRequired as needed:
                 if self._ask(task, needed):
-                    continue
-                return
+                    continue  # answered: run the tool again with the answers
             except Exception as exc:
                 error = exc if isinstance(exc, RpcError) else internal_error(exc)
                 self._end(task, "failed", error=error.to_wire(), message=error.message)
