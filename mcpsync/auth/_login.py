@@ -70,8 +70,7 @@ def authorization_url(policy: UrlPolicy, meta: dict[str, Any], client_id: str, r
         query["scope"] = scope
     if scope and "offline_access" in scope.split():
         query["prompt"] = "consent"  # OIDC: offline_access is granted only with consent
-    separator = "&" if urlsplit(endpoint).query else "?"
-    return endpoint + separator + urlencode(query)
+    return endpoint + ("&" if urlsplit(endpoint).query else "?") + urlencode(query)
 
 
 def check_callback(meta: dict[str, Any], params: Mapping[str, str], state: str) -> str:
@@ -79,10 +78,9 @@ def check_callback(meta: dict[str, Any], params: Mapping[str, str], state: str) 
     if not same_secret(params.get("state"), state):
         raise StateMismatchError("the login response does not belong to the login in progress (state)")
     # RFC 9207: check iss before anything else the response says (mix-up attacks).
-    if "iss" in params:
-        if params["iss"] != meta["issuer"]:
-            raise IssuerMismatchError("the login response came from another authorization server (iss)")
-    elif meta.get("authorization_response_iss_parameter_supported") is True:
+    if "iss" in params and params["iss"] != meta["issuer"]:
+        raise IssuerMismatchError("the login response came from another authorization server (iss)")
+    if "iss" not in params and meta.get("authorization_response_iss_parameter_supported") is True:
         raise IssuerMismatchError("the authorization server promised an iss parameter but sent none")
     if "error" in params:
         code = params["error"][:60]

@@ -36,8 +36,7 @@ def choose_auth_method(meta: dict[str, Any], *, has_secret: bool, has_key: bool)
     if not has_secret and ("none" in offered or not isinstance(supported, list)):
         return "none"
     # A secret, or a server that wants a confidential client (DCR will give us a secret).
-    method = next((m for m in _SECRET_METHODS if m in offered), None)
-    return method or ("client_secret_basic" if has_secret else "none")
+    return next((m for m in _SECRET_METHODS if m in offered), "client_secret_basic" if has_secret else "none")
 
 
 def registration(binding: Binding, meta: dict[str, Any], record: Record, redirect_uri: str | None) -> Registration:

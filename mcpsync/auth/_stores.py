@@ -83,8 +83,7 @@ class MemoryTokenStore(TokenStore):
         self._data: dict[str, str] = {}
 
     def load(self, key: str) -> dict[str, Any] | None:
-        found = self._data.get(key)
-        return None if found is None else json.loads(found)
+        return None if (found := self._data.get(key)) is None else json.loads(found)
 
     def save(self, key: str, record: dict[str, Any]) -> None:
         self._data[key] = json.dumps(record)  # the same contract as the persistent stores: JSON only

@@ -146,11 +146,9 @@ def refresh(binding: Binding, stale: str | None) -> Tokens | None:
     with binding.settings.store.lock(binding.key):
         record = binding.load()
         tokens, meta = record.tokens, record.server_metadata
-        if tokens is None:
-            return None
-        if tokens.access_token != stale and not tokens.expiring():
+        if tokens is not None and tokens.access_token != stale and not tokens.expiring():
             return tokens  # another thread or process refreshed already
-        if not meta:
+        if tokens is None or not meta:
             return None
         spent = tokens.refresh_token
         # Pre-registered credentials go through their issuer check again.

@@ -26,7 +26,6 @@ from mcpsync.testing.server.errors import ClientRequestError, RpcError, internal
 from mcpsync.types.modern import SUBSCRIPTION_ID_KEY
 from mcpsync.types.protocol import LOGGING_LEVELS
 
-__all__ = ["Dispatch", "Send", "ServerConnection", "ThreadSet"]
 
 _log = logging.getLogger(__name__)
 

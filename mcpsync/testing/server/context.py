@@ -11,8 +11,6 @@ from mcpsync.testing.server.connection import ServerConnection
 from mcpsync.testing.server.modern import ModernCall
 from mcpsync.types.protocol import wire_name
 
-__all__ = ["ToolContext"]
-
 
 class ToolContext:
     """Given to a tool that declares a ``ctx: ToolContext`` parameter.

@@ -22,8 +22,6 @@ import attrs
 
 from mcpsync.testing.server.context import ToolContext
 
-__all__ = ["UriTemplate", "check_arguments", "prompt_messages", "resource_contents", "schema_for", "signature_schema",
-           "tool_result"]
 
 #: Values of ``type`` that mark a dict as a content block.
 CONTENT_TYPES = frozenset({"text", "image", "audio", "resource_link", "resource"})

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 from typing import Any
 
-__all__ = ["ClientRequestError", "RpcError", "internal_error"]
 
 PARSE_ERROR, INVALID_REQUEST, METHOD_NOT_FOUND, INVALID_PARAMS, INTERNAL_ERROR = -32700, -32600, -32601, -32602, -32603
 RESOURCE_NOT_FOUND, MISSING_CAPABILITY, UNSUPPORTED_VERSION = -32002, -32021, -32022

@@ -29,7 +29,6 @@ from mcpsync.testing.server.tasks import missing_capability
 from mcpsync.types.modern import SERVER_INFO_KEY
 from mcpsync.types.protocol import HANDSHAKE_VERSIONS, LOGGING_LEVELS, MODERN_VERSIONS
 
-__all__ = ["HANDLERS", "Request", "dispatch"]
 
 #: Methods of one era only: 2026-07-28 removed the first ones and added the second.
 _HANDSHAKE_ONLY = {"initialize", "ping", "logging/setLevel", "resources/subscribe", "resources/unsubscribe"}

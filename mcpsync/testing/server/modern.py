@@ -25,8 +25,6 @@ from mcpsync.types.modern import CLIENT_CAPABILITIES_KEY, CLIENT_INFO_KEY, LOG_L
 from mcpsync.types.protocol import LOGGING_LEVELS
 from mcpsync.types.tasks import TASKS_EXTENSION_ID
 
-__all__ = ["InputRequired", "ModernCall", "decode_token", "encode_token"]
-
 
 def encode_token(value: Any) -> str:
     """An opaque token carrying *value* (JSON) for the client to hand back."""
@@ -73,8 +71,7 @@ class ModernCall:
         self.answers: dict[str, Any] = {} if state is None else decode_token(state, "requestState")
         if not isinstance(self.answers, dict):
             raise RpcError(INVALID_PARAMS, "invalid requestState")
-        responses = params.get("inputResponses")
-        if isinstance(responses, dict):
+        if isinstance(responses := params.get("inputResponses"), dict):
             self.answers.update(responses)
         self._asked = 0
         self._lock = threading.Lock()

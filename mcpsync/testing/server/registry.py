@@ -23,7 +23,6 @@ from mcpsync.testing.server.tasks import ServerTasks
 from mcpsync.types.protocol import HANDSHAKE_VERSIONS
 from mcpsync.types.tasks import TASKS_EXTENSION_ID
 
-__all__ = ["ERAS", "KEYS", "Feature", "Registry", "ToolFailure"]
 
 #: What ``FakeServer(era=...)`` accepts.
 ERAS = ("legacy", "modern", "dual")

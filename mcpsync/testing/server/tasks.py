@@ -28,7 +28,6 @@ from mcpsync.testing.server.errors import INTERNAL_ERROR, INVALID_PARAMS, MISSIN
 from mcpsync.testing.server.modern import InputRequired, ModernCall
 from mcpsync.types.tasks import TASKS_EXTENSION_ID, TERMINAL_STATUSES, iso_now, task_fields
 
-__all__ = ["TASK_MODES", "ServerTasks", "missing_capability"]
 
 #: What ``FakeServer.tool(task=...)`` accepts (``None``: never a task).
 TASK_MODES = (None, "optional", "required")
