@@ -76,8 +76,7 @@ def htu(url: str) -> str:
 
 def jwk_thumbprint(jwk: dict[str, str]) -> str:
     """The RFC 7638 SHA-256 thumbprint of an EC public JWK (what ``cnf.jkt`` holds)."""
-    members = {name: jwk[name] for name in ("crv", "kty", "x", "y")}
-    return _b64(hashlib.sha256(_json(members)).digest())
+    return _b64(hashlib.sha256(_json({name: jwk[name] for name in ("crv", "kty", "x", "y")})).digest())
 
 
 def access_token_hash(token: str) -> str:

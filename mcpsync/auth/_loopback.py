@@ -201,5 +201,4 @@ class LoopbackLogin:
             log.warning("could not open a browser (%s)", type(exc).__name__)
             opened = False
         if opened is False:
-            sys.stderr.write(f"Open this URL in a browser to log in:\n\n    {url}\n\n")
-            sys.stderr.flush()
+            print(f"Open this URL in a browser to log in:\n\n    {url}\n", file=sys.stderr, flush=True)

@@ -23,10 +23,8 @@ __all__ = ["TokenStoreContract"]
 
 #: A record as big as a real one with a long JWT access token and metadata (~8 KB).
 BIG_RECORD: dict[str, Any] = {
-    "tokens": {
-        "access_token": "eyJ" + "a" * 4000, "refresh_token": "r" * 1500, "expires_at": 1.5e9,
-        "scope": "mcp:read mcp:write", "issuer": "https://as.example", "resource": "https://mcp.example/mcp",
-    },
+    "tokens": {"access_token": "eyJ" + "a" * 4000, "refresh_token": "r" * 1500, "expires_at": 1.5e9,
+               "scope": "mcp:read mcp:write", "issuer": "https://as.example", "resource": "https://mcp.example/mcp"},
     "server_metadata": {"issuer": "https://as.example", "scopes_supported": [f"scope{i}" for i in range(200)]},
 }
 

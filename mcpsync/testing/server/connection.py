@@ -48,10 +48,7 @@ def _valid_id(value: Any) -> bool:
 
 
 def _message(method: str, params: Mapping[str, Any] | None, **fields: Any) -> dict[str, Any]:
-    message: dict[str, Any] = {"jsonrpc": "2.0", **fields, "method": method}
-    if params is not None:
-        message["params"] = dict(params)
-    return message
+    return {"jsonrpc": "2.0", **fields, "method": method, **({"params": dict(params)} if params is not None else {})}
 
 
 class ThreadSet:

@@ -187,10 +187,7 @@ def resource_contents(uri: str, value: Any, mime_type: str | None) -> list[dict[
         wire = {"text": item} if isinstance(item, str) else _wire(item)
         if not isinstance(wire, dict):
             raise TypeError(f"a resource function must return str, bytes or dict, not {type(item).__name__}")
-        entry = {"uri": uri, **wire}
-        if mime_type is not None:
-            entry.setdefault("mimeType", mime_type)
-        contents.append(entry)
+        contents.append({"uri": uri, **({"mimeType": mime_type} if mime_type is not None else {}), **wire})
     return contents
 
 

@@ -35,10 +35,7 @@ class RpcError(Exception):
 
     def to_wire(self) -> dict[str, Any]:
         """The ``error`` member of a JSON-RPC response."""
-        error: dict[str, Any] = {"code": self.code, "message": self.message}
-        if self.data is not None:
-            error["data"] = self.data
-        return error
+        return {"code": self.code, "message": self.message, **({"data": self.data} if self.data is not None else {})}
 
 
 class ClientRequestError(RpcError):
