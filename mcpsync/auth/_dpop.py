@@ -90,8 +90,7 @@ def proof_nonce(proof: str) -> str | None:
         claims = json.loads(_unb64(proof.split(".")[1]))
     except (ValueError, IndexError):
         return None
-    nonce = claims.get("nonce") if isinstance(claims, dict) else None
-    return nonce if isinstance(nonce, str) else None
+    return nonce if isinstance(claims, dict) and isinstance(nonce := claims.get("nonce"), str) else None
 
 
 def refuse_nonce_loop(who: str, again: bool, nonce: str | None, used: str | None) -> None:

@@ -90,8 +90,7 @@ def post_json(session: requests.Session, url: str, what: str, error: type[AuthEr
 
 def error_code(body: dict[str, Any]) -> str | None:
     """The OAuth ``error`` code of an answer, if it has one."""
-    code = body.get("error")
-    return code if isinstance(code, str) else None
+    return code if isinstance(code := body.get("error"), str) else None
 
 
 def check_token(response: requests.Response, body: dict[str, Any], what: str) -> None:

@@ -59,9 +59,8 @@ class UrlPolicy:
     """
 
     def __init__(self, server_url: str, *, resolve: bool = True) -> None:
-        parts = urlsplit(server_url)
         self._resolve = resolve
-        kinds = self._kinds(parts.hostname or "")
+        kinds = self._kinds(urlsplit(server_url).hostname or "")
         #: The MCP server is on loopback: a local development setup.
         self.local = kinds == {"loopback"}
         #: The MCP server is on a private network: its authorization server may be too.
@@ -76,8 +75,7 @@ class UrlPolicy:
     def check(self, url: str, what: str) -> str:
         """Return *url* if it may be used for *what*, else raise :class:`SSRFBlockedError`."""
         parts = urlsplit(url)
-        scheme = parts.scheme.lower()
-        host = parts.hostname or ""
+        scheme, host = parts.scheme.lower(), parts.hostname or ""
         if scheme not in ("https", "http") or not host or parts.username or parts.password:
             raise SSRFBlockedError(f"{what}: only https URLs with a host are allowed (got scheme {scheme!r})")
         kinds = self._kinds(host)

@@ -304,13 +304,11 @@ class ServerConnection:
 
     def listen(self, request_id: Any, params: dict[str, Any]) -> None:
         """Open a ``subscriptions/listen`` stream (2026-07-28); it stays open until cancelled or ended."""
-        wanted = params.get("notifications")
-        if not isinstance(wanted, dict):
+        if not isinstance(wanted := params.get("notifications"), dict):
             raise RpcError(INVALID_PARAMS, "subscriptions/listen needs notifications")
         # Honour every kind asked for; echo only what is switched on.
         honoured: dict[str, Any] = {flag: True for flag in _LIST_CHANGED_FLAGS.values() if wanted.get(flag)}
-        uris = wanted.get("resourceSubscriptions")
-        if isinstance(uris, list) and uris:
+        if isinstance(uris := wanted.get("resourceSubscriptions"), list) and uris:
             honoured["resourceSubscriptions"] = [str(uri) for uri in uris]
         with self._lock:
             self._listens[request_id] = honoured
