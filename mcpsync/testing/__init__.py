@@ -183,8 +183,7 @@ class FakeServer(Registry):
         def register(fn: F) -> F:
             arguments = [{"name": p.name, "required": p.default is p.empty} for p in
                          inspect.signature(fn).parameters.values() if p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD)]
-            wire = _wire(fn, description, name=name or fn.__name__, arguments=arguments)
-            self._add("prompts", Feature(fn, wire))
+            self._add("prompts", Feature(fn, _wire(fn, description, name=name or fn.__name__, arguments=arguments)))
             return fn
 
         return register

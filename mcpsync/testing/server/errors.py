@@ -26,9 +26,7 @@ class RpcError(Exception):
 
     def __init__(self, code: int, message: str, data: Any = None) -> None:
         super().__init__(code, message, data)
-        self.code = code
-        self.message = message
-        self.data = data
+        self.code, self.message, self.data = code, message, data
 
     def __str__(self) -> str:
         return f"[{self.code}] {self.message}"

@@ -44,8 +44,7 @@ class InputRequired(Exception):
 
     def __init__(self, call: ModernCall, key: str, method: str, params: dict[str, Any] | None) -> None:
         super().__init__(key, method)
-        self.call = call
-        self.key = key
+        self.call, self.key = call, key
         self.request: dict[str, Any] = {"method": method, "params": params or {}}
 
     def result(self) -> dict[str, Any]:

@@ -110,8 +110,7 @@ class Registry:
 
     def task_mode(self, name: str) -> str | None:
         """How tool *name* runs as a task (``None``: it does not)."""
-        tool = self._get("tools", name)
-        return tool.task if tool is not None else None
+        return tool.task if (tool := self._get("tools", name)) is not None else None
 
     def call_tool(self, name: str, arguments: dict[str, Any], ctx: ToolContext) -> dict[str, Any]:
         """Run a tool on the calling thread and convert its result (a failure is ``isError``).
