@@ -54,8 +54,7 @@ class Preregistered:
         :raises IssuerMismatchError: *issuer* is another authorization server.
         """
         with self._lock:
-            expected = self.issuer or stored
-            if expected is None:
+            if (expected := self.issuer or stored) is None:
                 self.issuer = issuer
             elif not same_issuer(expected, issuer):
                 raise IssuerMismatchError("the MCP server now names another authorization server than the one the "

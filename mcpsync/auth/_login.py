@@ -148,8 +148,7 @@ def take_pending(store: TokenStore, key: str, callback_url: str) -> tuple[dict[s
         :data:`PENDING_TTL`.
     """
     params = query_params(callback_url)
-    state = params.get("state")
-    if not state:
+    if not (state := params.get("state")):
         raise StateMismatchError("the callback URL has no state")
     now = time.time()
     record_key = _pending_key(key)

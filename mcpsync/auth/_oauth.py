@@ -144,13 +144,11 @@ class OAuth(AuthBase):
         self.login = (LoopbackLogin() if redirect_uri is None else None) if login is _DEFAULT else login
         self.max_auth_attempts = max_auth_attempts
         self.refresh_margin = refresh_margin
+        client = Preregistered(client_id, client_secret, issuer) if client_id else None
         #: What every binding of this ``OAuth`` shares.
-        self.settings = Settings(
-            self.store, self.login, session or requests.Session(), client_name, frozenset(scope_set(scopes)),
-            Preregistered(client_id, client_secret, issuer) if client_id else None, client_metadata_url,
-            redirect_uri, grant_type, private_key, signing_algorithm, resolve_hosts, assertion, dpop,
-            resource_prefix, key,
-        )
+        self.settings = Settings(self.store, self.login, session or requests.Session(), client_name,
+                                 frozenset(scope_set(scopes)), client, client_metadata_url, redirect_uri, grant_type,
+                                 private_key, signing_algorithm, resolve_hosts, assertion, dpop, resource_prefix, key)
         #: One binding per server, by canonical URL.
         self._bindings: dict[str, Binding] = {}
         self._guard = threading.Lock()

@@ -67,8 +67,7 @@ class UrlPolicy:
         self.private = bool(kinds & {"private"}) or self.local
 
     def _kinds(self, host: str) -> set[str]:
-        literal = _literal(host)
-        if literal is None and not self._resolve:
+        if (literal := _literal(host)) is None and not self._resolve:
             return {"loopback"} if host.lower() == "localhost" else {"public"}
         return {_kind(a) for a in ([literal] if literal is not None else _host_addresses(host))}
 

@@ -135,8 +135,7 @@ class Registry:
 
     def read_resource(self, uri: str) -> dict[str, Any]:
         """Read a resource, or the first template that matches *uri*."""
-        resource = self._get("resources", uri)
-        if resource is not None:
+        if (resource := self._get("resources", uri)) is not None:
             value = resource.fn()
         else:
             for candidate in self._all("resourceTemplates"):
