@@ -331,22 +331,20 @@ class KeyringTokenStore(TokenStore):
             self._call(kr.set_password, self.service, f"{key}#{gen}#{i}", chunk)
         digest = hashlib.sha256(text.encode("ascii")).hexdigest()[:16]
         self._call(kr.set_password, self.service, key, f"v1:{gen}:{len(chunks)}:{digest}")
-        self._drop_chunks(kr, key, old)
+        self._drop(kr, key, old)
 
-    def _drop_chunks(self, kr: Any, key: str, header: str | None) -> None:
-        if not header or header.count(":") != 3:
-            return
-        _, gen, count, _ = header.split(":")
-        for i in range(int(count) if count.isdigit() else 0):
-            with contextlib.suppress(Exception):  # leftovers are harmless: best effort
-                kr.delete_password(self.service, f"{key}#{gen}#{i}")
+    def _drop(self, kr: Any, key: str, header: str | None, *, with_header: bool = False) -> None:
+        """Delete the entries *header* names (and the header), best effort: leftovers are harmless."""
+        parts = (header or "").split(":")
+        count = int(parts[2]) if len(parts) == 4 and parts[2].isdigit() else 0
+        for name in ([key] if with_header else []) + [f"{key}#{parts[1]}#{i}" for i in range(count)]:
+            with contextlib.suppress(Exception):
+                kr.delete_password(self.service, name)
 
     def delete(self, key: str) -> None:
         kr = self._keyring()
         if (header := self._call(kr.get_password, self.service, key)) is not None:
-            with contextlib.suppress(Exception):
-                kr.delete_password(self.service, key)
-            self._drop_chunks(kr, key, header)
+            self._drop(kr, key, header, with_header=True)
 
     def _lock_file(self, key: str) -> Path:
         self._lock_dir = self._lock_dir or _keyring_lock_dir()

@@ -224,7 +224,7 @@ class UriTemplate:
         self.template = template
         pattern, last = [], 0
         for found in self._VAR.finditer(template):
-            body = ".+" if found.group(1) else "[^/?#]+"
+            body = ".+" if found.group(1) else "[^/?#]+"  # {+var}: anything; {var}: one path segment
             pattern += [re.escape(template[last : found.start()]), f"(?P<{found.group(2)}>{body})"]
             last = found.end()
         self._regex = re.compile("".join(pattern) + re.escape(template[last:]))
