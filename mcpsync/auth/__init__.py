@@ -10,12 +10,11 @@ it through ``requests``' auth hooks, and it never imports a transport or the cli
 from __future__ import annotations
 
 from . import _errors
-from ._enterprise import IdJagAssertion
+from ._assertions import IdJagAssertion, WorkloadIdentityAssertion
 from ._errors import *  # noqa: F403 - every error, as listed in _errors.__all__
 from ._loopback import LoopbackLogin
 from ._oauth import BearerToken, OAuth
 from ._stores import FileTokenStore, KeyringTokenStore, MemoryTokenStore, TokenStore
-from ._workload import WorkloadIdentityAssertion
 
 __all__ = ["BearerToken", "FileTokenStore", "IdJagAssertion", "KeyringTokenStore", "LoopbackLogin",
     "MemoryTokenStore", "OAuth", "TokenStore", "WorkloadIdentityAssertion"]

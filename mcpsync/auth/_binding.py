@@ -17,10 +17,11 @@ from typing import TYPE_CHECKING, Any
 
 import attrs
 
-from ._discovery import UrlPolicy, canonical_resource, same_issuer, within
+from ._discovery import canonical_resource, same_issuer, within
 from ._dpop import DPoPKeys
 from ._errors import IssuerMismatchError, TokenStoreError
 from ._record import Record, Tokens, to_json
+from ._urlpolicy import UrlPolicy
 
 if TYPE_CHECKING:  # pragma: no cover
     import requests
@@ -28,9 +29,8 @@ if TYPE_CHECKING:  # pragma: no cover
     from ._loopback import LoopbackLogin
     from ._stores import TokenStore
 
-__all__ = ["Binding", "Preregistered", "Settings"]
 
-
+@attrs.define
 class Preregistered:
     """A client registered out of band (``client_id``, maybe a secret) with ONE authorization server.
 
@@ -41,17 +41,11 @@ class Preregistered:
     dynamically registered client is never shown to another issuer either.
     """
 
-    __slots__ = ("_lock", "client_id", "issuer", "secret")
-
-    def __init__(self, client_id: str, secret: str | None, issuer: str | None) -> None:
-        self.client_id = client_id
-        self.secret = secret
-        #: The issuer the credentials belong to (``None``: not seen yet).
-        self.issuer = issuer
-        self._lock = threading.Lock()
-
-    def __repr__(self) -> str:
-        return f"<Preregistered client_id={self.client_id!r} issuer={self.issuer!r}>"
+    client_id: str
+    secret: str | None = attrs.field(repr=False)
+    #: The issuer the credentials belong to (``None``: not seen yet).
+    issuer: str | None
+    _lock: threading.Lock = attrs.field(factory=threading.Lock, init=False, repr=False, eq=False)
 
     def check(self, issuer: str, stored: str | None) -> None:
         """Allow *issuer* (the authorization server about to get the credentials) or raise.
@@ -60,15 +54,12 @@ class Preregistered:
         :raises IssuerMismatchError: *issuer* is another authorization server.
         """
         with self._lock:
-            expected = self.issuer or stored
-            if expected is None:
+            if (expected := self.issuer or stored) is None:
                 self.issuer = issuer
             elif not same_issuer(expected, issuer):
-                raise IssuerMismatchError(
-                    "the MCP server now names another authorization server than the one the "
-                    "pre-registered client_id belongs to; its credentials are not sent there "
-                    "(pass issuer= or a client registered with the new server)"
-                )
+                raise IssuerMismatchError("the MCP server now names another authorization server than the one the "
+                                          "pre-registered client_id belongs to; its credentials are not sent there "
+                                          "(pass issuer= or a client registered with the new server)")
 
 
 @attrs.frozen
@@ -137,10 +128,8 @@ class Binding:
         """
         record = Record.from_json(self.settings.store.load(self.key))
         if record.server not in (None, self.canonical):
-            raise TokenStoreError(
-                "the token store's record under this key belongs to another MCP server; "
-                "use one key per server (OAuth(key=...))"
-            )
+            raise TokenStoreError("the token store's record under this key belongs to another MCP server; "
+                                  "use one key per server (OAuth(key=...))")
         return record
 
     def save(self, record: Record) -> None:

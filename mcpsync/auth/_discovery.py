@@ -22,9 +22,6 @@ from ._urlpolicy import UrlPolicy
 if TYPE_CHECKING:  # pragma: no cover
     import requests
 
-__all__ = ["UrlPolicy", "canonical_resource", "discover_resource_metadata", "discover_server_metadata",
-    "fetch_json", "legacy_server_metadata", "offers_dpop", "origin", "parse_challenges", "parse_www_authenticate",
-    "resource_matches", "same_issuer", "wants_dpop_nonce", "within"]
 
 log = logging.getLogger("mcpsync.auth")
 
@@ -39,9 +36,7 @@ _ELEMENT = re.compile(
 
 
 def _unquote(value: str) -> str:
-    if len(value) >= 2 and value[0] == value[-1] == '"':
-        return re.sub(r"\\(.)", r"\1", value[1:-1])
-    return value
+    return re.sub(r"\\(.)", r"\1", value[1:-1]) if len(value) >= 2 and value[0] == value[-1] == '"' else value
 
 
 def parse_challenges(header: str | None) -> list[tuple[str, dict[str, str]]]:
@@ -67,12 +62,8 @@ def parse_www_authenticate(header: str | None) -> dict[str, str]:
     resource_metadata=...``; its parameters drive discovery and scope
     selection exactly like a Bearer challenge's.  Neither: ``{}``.
     """
-    challenges = parse_challenges(header)
-    for wanted in ("bearer", "dpop"):
-        for scheme, params in challenges:
-            if scheme == wanted:
-                return params
-    return {}
+    challenges = dict(reversed(parse_challenges(header)))  # reversed: the first of a scheme wins
+    return challenges.get("bearer", challenges.get("dpop", {}))
 
 
 def offers_dpop(header: str | None) -> bool:
@@ -82,10 +73,7 @@ def offers_dpop(header: str | None) -> bool:
 
 def wants_dpop_nonce(header: str | None) -> bool:
     """Whether a ``WWW-Authenticate`` value asks for a DPoP proof with a new nonce (RFC 9449 §9)."""
-    return any(
-        scheme == "dpop" and params.get("error") == "use_dpop_nonce"
-        for scheme, params in parse_challenges(header)
-    )
+    return any(scheme == "dpop" and p.get("error") == "use_dpop_nonce" for scheme, p in parse_challenges(header))
 
 
 def origin(url: str) -> str:
@@ -151,8 +139,7 @@ def fetch_json(session: requests.Session, url: str, policy: UrlPolicy, what: str
             raise DiscoveryError(f"{what}: HTTP {status} from {_safe(current)}")
         if len(body) > MAX_JSON_BYTES:
             raise DiscoveryError(f"{what}: document larger than {MAX_JSON_BYTES} bytes")
-        data = json_object(body)
-        if data is None:
+        if (data := json_object(body)) is None:
             raise DiscoveryError(f"{what}: {_safe(current)} did not return a JSON object")
         return data
     raise DiscoveryError(f"{what}: more than {MAX_REDIRECTS} redirects")
@@ -168,9 +155,8 @@ def _well_known(url: str, suffix: str, *, insert: bool = True) -> str:
     return origin(url) + (f"/.well-known/{suffix}{path}" if insert else f"{path}/.well-known/{suffix}")
 
 
-def discover_resource_metadata(
-    session: requests.Session, server_url: str, policy: UrlPolicy, header_url: str | None, *, prefix: bool = False
-) -> dict[str, Any] | None:
+def discover_resource_metadata(session: requests.Session, server_url: str, policy: UrlPolicy, header_url: str | None, *,
+                               prefix: bool = False) -> dict[str, Any] | None:
     """RFC 9728 metadata: the header's URL, then the path-based, then the root well-known URL.
 
     ``None`` when the server publishes none (a 2025-03-26 server).
@@ -183,8 +169,7 @@ def discover_resource_metadata(
     if urlsplit(server_url).path.strip("/"):
         candidates.append(_well_known(server_url, "oauth-protected-resource"))
     for url in [*candidates, origin(server_url) + ROOT_METADATA]:
-        doc = fetch_json(session, url, policy, "protected resource metadata")
-        if doc is None:
+        if (doc := fetch_json(session, url, policy, "protected resource metadata")) is None:
             continue
         resource, servers = doc.get("resource"), doc.get("authorization_servers")
         if not isinstance(resource, str) or not resource_matches(resource, server_url, url, prefix=prefix):
@@ -207,15 +192,12 @@ def validate_server_metadata(meta: dict[str, Any], issuer: str, policy: UrlPolic
         raise IssuerMismatchError("authorization server metadata names another issuer (RFC 8414 §3.3)")
     methods = meta.get("code_challenge_methods_supported")
     if not isinstance(methods, list) or "S256" not in methods:
-        raise PKCENotSupportedError(
-            "the authorization server does not advertise PKCE S256 (code_challenge_methods_supported); "
-            "refusing to authorize without it"
-        )
+        raise PKCENotSupportedError("the authorization server does not advertise PKCE S256 "
+                                    "(code_challenge_methods_supported); refusing to authorize without it")
     for name in ("authorization_endpoint", "token_endpoint", "registration_endpoint", "revocation_endpoint"):
-        value = meta.get(name)
-        if value is not None and not isinstance(value, str):
-            raise DiscoveryError(f"authorization server metadata: {name} is not a string")
-        if value is not None:
+        if (value := meta.get(name)) is not None:
+            if not isinstance(value, str):
+                raise DiscoveryError(f"authorization server metadata: {name} is not a string")
             policy.check(value, name)
     if not isinstance(meta.get("token_endpoint"), str):
         raise DiscoveryError("authorization server metadata has no token_endpoint")
@@ -232,8 +214,7 @@ def discover_server_metadata(session: requests.Session, issuer: str, policy: Url
     if urlsplit(issuer).path.strip("/"):
         urls.append(_well_known(issuer, "openid-configuration", insert=False))
     for url in urls:
-        doc = fetch_json(session, url, policy, "authorization server metadata")
-        if doc is not None:
+        if (doc := fetch_json(session, url, policy, "authorization server metadata")) is not None:
             return validate_server_metadata(doc, issuer, policy)
     return None
 

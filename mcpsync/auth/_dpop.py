@@ -30,10 +30,10 @@ from collections.abc import Callable
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
-from ._errors import DPoPError
+from ._discovery import origin
+from ._errors import DPoPError, DPoPNonceError
 from ._record import Record, Tokens
 
-__all__ = ["ALGORITHM", "DPoPKey", "DPoPKeys", "NonceCache", "available", "htu", "jwk_thumbprint", "proof_nonce"]
 
 log = logging.getLogger("mcpsync.auth")
 
@@ -71,14 +71,12 @@ def _crypto() -> tuple[Any, Any, Any]:
 
 def htu(url: str) -> str:
     """The ``htu`` claim for *url*: the target URI without query and fragment (RFC 9449 §4.2)."""
-    parts = urlsplit(url)
-    return urlunsplit((parts.scheme, parts.netloc, parts.path, "", ""))
+    return urlunsplit(urlsplit(url)._replace(query="", fragment=""))
 
 
 def jwk_thumbprint(jwk: dict[str, str]) -> str:
     """The RFC 7638 SHA-256 thumbprint of an EC public JWK (what ``cnf.jkt`` holds)."""
-    members = {name: jwk[name] for name in ("crv", "kty", "x", "y")}
-    return _b64(hashlib.sha256(_json(members)).digest())
+    return _b64(hashlib.sha256(_json({name: jwk[name] for name in ("crv", "kty", "x", "y")})).digest())
 
 
 def access_token_hash(token: str) -> str:
@@ -92,8 +90,19 @@ def proof_nonce(proof: str) -> str | None:
         claims = json.loads(_unb64(proof.split(".")[1]))
     except (ValueError, IndexError):
         return None
-    nonce = claims.get("nonce") if isinstance(claims, dict) else None
-    return nonce if isinstance(nonce, str) else None
+    return nonce if isinstance(claims, dict) and isinstance(nonce := claims.get("nonce"), str) else None
+
+
+def refuse_nonce_loop(who: str, again: bool, nonce: str | None, used: str | None) -> None:
+    """Before re-sending with the nonce a ``use_dpop_nonce`` answer of *who* supplied (RFC 9449 §8, §9).
+
+    :param again: the answer came to a re-send made to add a nonce already.
+    :param used: the nonce the refused request carried.
+    :raises DPoPNonceError: a loop: *again*, or no new nonce.
+    """
+    if again or nonce is None or nonce == used:
+        raise DPoPNonceError(f"the {who} asked for a new DPoP nonce again" if again
+                             else f"the {who} asked for a DPoP nonce but sent none (or the same)")
 
 
 class DPoPKey:
@@ -178,21 +187,16 @@ class NonceCache:
         self._nonces: dict[str, str] = {}
         self._lock = threading.Lock()
 
-    @staticmethod
-    def _origin(url: str) -> str:
-        parts = urlsplit(url)
-        return f"{parts.scheme.lower()}://{parts.netloc.lower()}"
-
     def get(self, url: str) -> str | None:
         with self._lock:
-            return self._nonces.get(self._origin(url))
+            return self._nonces.get(origin(url).lower())
 
     def update(self, url: str, nonce: str | None) -> str | None:
         """Remember *nonce* (a response's ``DPoP-Nonce``) for *url*'s server; the nonce kept, if any."""
         if not nonce or len(nonce) > 1024 or not nonce.isprintable():
             return None
         with self._lock:
-            self._nonces[self._origin(url)] = nonce
+            self._nonces[origin(url).lower()] = nonce
         return nonce
 
 
@@ -239,9 +243,8 @@ class DPoPKeys:
         if tokens and tokens.token_type == "DPoP" and key and tokens.dpop_jkt == key.thumbprint:
             record.dpop_key = key.private_jwk()
 
-    def for_new_tokens(
-        self, meta: dict[str, Any], prm: dict[str, Any] | None, record: Record | None = None, *, offered: bool = False
-    ) -> DPoPKey | None:
+    def for_new_tokens(self, meta: dict[str, Any], prm: dict[str, Any] | None, record: Record | None = None, *,
+                       offered: bool = False) -> DPoPKey | None:
         """The key to bind new tokens to, or ``None`` for bearer tokens.
 
         DPoP only where the MCP server takes it: a ``DPoP`` challenge (*offered*, RFC 9449
@@ -257,15 +260,13 @@ class DPoPKeys:
         prm = prm or {}
         required = self.setting or prm.get("dpop_bound_access_tokens_required") is True
         as_algs, rs_algs = meta.get("dpop_signing_alg_values_supported"), prm.get("dpop_signing_alg_values_supported")
-        if not (required or offered or isinstance(rs_algs, list)):
+        if not (required or (offered or isinstance(rs_algs, list)) and isinstance(as_algs, list)):
             return None
         for algs, who in ((as_algs, "authorization server"), (rs_algs, "MCP server")):
             if isinstance(algs, list) and ALGORITHM not in algs:
                 if required:
                     raise DPoPError(f"the {who} accepts no {ALGORITHM} DPoP proofs, the only kind mcpsync signs")
                 return None
-        if not required and not isinstance(as_algs, list):
-            return None
         if not required and not available():
             if not self._warned_no_crypto:
                 self._warned_no_crypto = True

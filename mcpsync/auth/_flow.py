@@ -23,7 +23,6 @@ if TYPE_CHECKING:  # pragma: no cover
     from ._binding import Binding
     from ._dpop import DPoPKey
 
-__all__ = ["authorize", "begin", "complete"]
 
 log = logging.getLogger("mcpsync.auth")
 
@@ -31,16 +30,14 @@ log = logging.getLogger("mcpsync.auth")
 def discover(binding: Binding, challenge: dict[str, str]) -> tuple[dict[str, Any] | None, dict[str, Any], str]:
     """(resource metadata or None, validated server metadata, resource indicator)."""
     session, url, policy = binding.settings.session, binding.server_url, binding.policy
-    prm = discover_resource_metadata(
-        session, url, policy, challenge.get("resource_metadata"), prefix=binding.settings.resource_prefix
-    )
+    prm = discover_resource_metadata(session, url, policy, challenge.get("resource_metadata"),
+                                     prefix=binding.settings.resource_prefix)
     if prm is None:
         log.debug("no protected resource metadata: using the 2025-03-26 discovery")
         return None, legacy_server_metadata(session, url, policy), binding.canonical
     issuer = prm["authorization_servers"][0]
     policy.check(issuer, "authorization server")
-    meta = discover_server_metadata(session, issuer, policy)
-    if meta is None:
+    if (meta := discover_server_metadata(session, issuer, policy)) is None:
         raise DiscoveryError("the authorization server publishes no metadata (RFC 8414 / OpenID Connect)")
     return prm, meta, str(prm["resource"])
 
@@ -72,18 +69,14 @@ def authorize(binding: Binding, challenge: dict[str, str], granted: set[str], *,
         tokens = _tokens.request(binding, meta, client, _tokens.headless_grant(binding, meta["issuer"], resource, scope),
                                  dpop)
         return _tokens.keep(binding, prm, meta, client, tokens, resource)
-    login = settings.login
-    if login is None:
+    if (login := settings.login) is None:
         raise AuthorizationRequired(_start(binding, prm, meta, record, resource, scope, dpop_offered))
     stored = record.clients.get(meta["issuer"])
     registered = (stored.redirect_uris if stored else None) or [""]
     preferred = urlsplit(registered[0]).port if registered[0].startswith("http://127.0.0.1:") else None
     with login.receiver(preferred) as receiver:
-        client = registration(binding, meta, record, receiver.redirect_uri)
-        state, verifier = _login.new_state(), _login.new_verifier()
-        url = _login.authorization_url(binding.policy, meta, client.client_id, receiver.redirect_uri, state,
-                                       verifier, resource, scope)
-        receiver.state = state  # before the browser: a fast callback must find it
+        attempt, url = _attempt(binding, prm, meta, record, receiver.redirect_uri, resource, scope)
+        receiver.state = state = attempt["state"]  # before the browser: a fast callback must find it
         log.info("opening the browser to log in at %s", urlsplit(meta["issuer"]).netloc)
         # The one exception to the call's deadline: a person at a browser has the
         # login's own timeout, and what they achieved is exchanged and saved even
@@ -92,35 +85,40 @@ def authorize(binding: Binding, challenge: dict[str, str], granted: set[str], *,
             login.open(url)
             params = receiver.wait(state, login.timeout)
     with _deadline.suspended():
-        return _exchange(binding, prm, meta, client, params, state, verifier, receiver.redirect_uri, resource, scope,
-                         dpop)
+        return _exchange(binding, attempt, params, receiver.redirect_uri, dpop)
 
 
-def _exchange(
-    binding: Binding, prm: dict[str, Any] | None, meta: dict[str, Any], client: Registration, params: dict[str, str],
-    state: str, verifier: str, redirect_uri: str, resource: str, scope: str | None, dpop: DPoPKey | None,
-) -> Tokens:
-    """Check the login response, trade its code for tokens and save them."""
-    code = _login.check_callback(meta, params, state)
-    tokens = _tokens.request(binding, meta, client, _login.code_grant(code, redirect_uri, verifier, resource), dpop)
-    tokens.scope = tokens.scope or scope
-    return _tokens.keep(binding, prm, meta, client, tokens, resource)
+def _attempt(binding: Binding, prm: dict[str, Any] | None, meta: dict[str, Any], record: Record, redirect_uri: str,
+             resource: str, scope: str | None, **extra: Any) -> tuple[dict[str, Any], str]:
+    """Register if needed and start a login: what finishing it needs (as the web-app flow keeps it in
+    the store: new ``state`` and PKCE ``verifier`` among it), and the authorization URL."""
+    client = registration(binding, meta, record, redirect_uri)
+    attempt = {"state": _login.new_state(), "verifier": _login.new_verifier(), "scope": scope, "resource": resource,
+               "server_metadata": meta, "client": to_json(client), "resource_metadata": prm, **extra}
+    return attempt, _login.authorization_url(binding.policy, meta, client.client_id, redirect_uri, attempt["state"],
+                                             attempt["verifier"], resource, scope)
+
+
+def _exchange(binding: Binding, attempt: dict[str, Any], params: dict[str, str], redirect_uri: str,
+              dpop: DPoPKey | None) -> Tokens:
+    """Check the login response to *attempt*, trade its code for tokens and save them."""
+    meta, resource, client = attempt["server_metadata"], attempt["resource"], parse(Registration, attempt["client"])
+    assert client is not None
+    code = _login.check_callback(meta, params, attempt["state"])
+    grant = _login.code_grant(code, redirect_uri, attempt["verifier"], resource)
+    tokens = _tokens.request(binding, meta, client, grant, dpop)
+    tokens.scope = tokens.scope or attempt.get("scope")
+    return _tokens.keep(binding, attempt.get("resource_metadata"), meta, client, tokens, resource)
 
 
 def _start(binding: Binding, prm: dict[str, Any] | None, meta: dict[str, Any], record: Record, resource: str,
            scope: str | None, dpop_offered: bool = False) -> str:
     """Register if needed, remember a pending login in the store; the authorization URL."""
-    redirect_uri = binding.settings.redirect_uri
-    if redirect_uri is None:
+    if (redirect_uri := binding.settings.redirect_uri) is None:
         raise RegistrationError("the web-app flow (login=None) needs redirect_uri=")
-    client = registration(binding, meta, record, redirect_uri)
-    state, verifier = _login.new_state(), _login.new_verifier()
-    _login.save_pending(binding.settings.store, binding.key, {
-        "state": state, "verifier": verifier, "scope": scope, "resource": resource, "server_metadata": meta,
-        "client": to_json(client), "resource_metadata": prm, "dpop_offered": dpop_offered,
-    })
-    return _login.authorization_url(binding.policy, meta, client.client_id, redirect_uri, state, verifier, resource,
-                                    scope)
+    attempt, url = _attempt(binding, prm, meta, record, redirect_uri, resource, scope, dpop_offered=dpop_offered)
+    _login.save_pending(binding.settings.store, binding.key, attempt)
+    return url
 
 
 def begin(binding: Binding) -> str:
@@ -134,9 +132,7 @@ def begin(binding: Binding) -> str:
 def complete(binding: Binding, callback_url: str) -> Tokens:
     """Finish the web-app login the callback URL belongs to; the new tokens (saved)."""
     pending, params = _login.take_pending(binding.settings.store, binding.key, callback_url)
-    meta, client, resource = pending["server_metadata"], parse(Registration, pending["client"]), pending["resource"]
-    prm = pending.get("resource_metadata")
-    assert binding.settings.redirect_uri is not None and client is not None
-    dpop = binding.dpop.for_new_tokens(meta, prm, offered=pending.get("dpop_offered") is True)
-    return _exchange(binding, prm, meta, client, params, pending["state"], pending["verifier"],
-                     binding.settings.redirect_uri, resource, pending.get("scope"), dpop)
+    assert binding.settings.redirect_uri is not None
+    dpop = binding.dpop.for_new_tokens(pending["server_metadata"], pending.get("resource_metadata"),
+                                       offered=pending.get("dpop_offered") is True)
+    return _exchange(binding, pending, params, binding.settings.redirect_uri, dpop)

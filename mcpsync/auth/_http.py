@@ -18,7 +18,6 @@ from ._errors import AuthError, TokenRequestError
 if TYPE_CHECKING:  # pragma: no cover
     import requests
 
-__all__ = ["MAX_DISCARD_BYTES", "MAX_JSON_BYTES", "TIMEOUT", "check_token", "discard", "post_json", "send"]
 
 #: (connect, read) seconds for every request to an authorization server.
 TIMEOUT = (10.0, 20.0)
@@ -46,9 +45,8 @@ def discard(response: requests.Response, limit: int = MAX_DISCARD_BYTES) -> None
     response.close()
 
 
-def send(
-    session: requests.Session, method: str, url: str, what: str, error: type[AuthError], **kwargs: Any
-) -> tuple[requests.Response, bytes]:
+def send(session: requests.Session, method: str, url: str, what: str, error: type[AuthError], **kwargs: Any
+         ) -> tuple[requests.Response, bytes]:
     """One request; the response (closed) and at most ``MAX_JSON_BYTES + 1`` bytes of its body.
 
     :param what: names the request in the error (``"token request"``).
@@ -83,9 +81,8 @@ def json_object(body: bytes) -> dict[str, Any] | None:
     return data if isinstance(data, dict) else None
 
 
-def post_json(
-    session: requests.Session, url: str, what: str, error: type[AuthError], **kwargs: Any
-) -> tuple[requests.Response, dict[str, Any]]:
+def post_json(session: requests.Session, url: str, what: str, error: type[AuthError], **kwargs: Any
+              ) -> tuple[requests.Response, dict[str, Any]]:
     """POST with :func:`send`; the response and its JSON object (``{}``: none, or too large)."""
     response, body = send(session, "POST", url, what, error, **kwargs)
     return response, (json_object(body) if len(body) <= MAX_JSON_BYTES else None) or {}
@@ -93,17 +90,14 @@ def post_json(
 
 def error_code(body: dict[str, Any]) -> str | None:
     """The OAuth ``error`` code of an answer, if it has one."""
-    code = body.get("error")
-    return code if isinstance(code, str) else None
+    return code if isinstance(code := body.get("error"), str) else None
 
 
 def check_token(response: requests.Response, body: dict[str, Any], what: str) -> None:
     """:raises TokenRequestError: *response* issued no token (a refusal, with its ``error`` code)."""
-    if response.status_code != 200 or not isinstance(body.get("access_token"), str):
+    status = response.status_code
+    if status != 200 or not isinstance(body.get("access_token"), str):
         code = error_code(body)
         # error_description is server text: never shown; the code only as a short excerpt.
-        raise TokenRequestError(
-            f"{what} refused: HTTP {response.status_code}" + (f" {excerpt(code, 60)}" if code else ""),
-            error=code,
-            status=response.status_code,
-        )
+        raise TokenRequestError(f"{what} refused: HTTP {status}" + (f" {excerpt(code, 60)}" if code else ""),
+                                error=code, status=status)

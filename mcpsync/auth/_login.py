@@ -24,11 +24,9 @@ from urllib.parse import parse_qs, urlencode, urlsplit
 from ._errors import CallbackError, DiscoveryError, IssuerMismatchError, StateMismatchError
 
 if TYPE_CHECKING:  # pragma: no cover
-    from ._discovery import UrlPolicy
+    from ._urlpolicy import UrlPolicy
     from ._stores import TokenStore
 
-__all__ = ["PENDING_TTL", "authorization_url", "check_callback", "code_grant", "new_state", "new_verifier",
-           "s256_challenge", "same_secret", "save_pending", "take_pending"]
 
 #: Seconds a web-app login started by ``begin()`` may take before ``complete()``.
 PENDING_TTL = 900.0
@@ -49,15 +47,18 @@ def new_state() -> str:
     return secrets.token_urlsafe(32)
 
 
+def query_params(url: str) -> dict[str, str]:
+    """The query parameters of a callback URL (the first value of each)."""
+    return {k: v[0] for k, v in parse_qs(urlsplit(url).query, keep_blank_values=True).items()}
+
+
 def same_secret(a: str | None, b: str | None) -> bool:
     """Constant-time comparison; ``None`` never matches."""
     return a is not None and b is not None and hmac.compare_digest(a.encode("utf-8"), b.encode("utf-8"))
 
 
-def authorization_url(
-    policy: UrlPolicy, meta: dict[str, Any], client_id: str, redirect_uri: str, state: str, verifier: str,
-    resource: str, scope: str | None,
-) -> str:
+def authorization_url(policy: UrlPolicy, meta: dict[str, Any], client_id: str, redirect_uri: str, state: str,
+                      verifier: str, resource: str, scope: str | None) -> str:
     """The URL the user's browser opens to log in (PKCE S256, RFC 8707 ``resource``)."""
     endpoint = meta.get("authorization_endpoint")
     if not isinstance(endpoint, str):
@@ -69,8 +70,7 @@ def authorization_url(
         query["scope"] = scope
     if scope and "offline_access" in scope.split():
         query["prompt"] = "consent"  # OIDC: offline_access is granted only with consent
-    separator = "&" if urlsplit(endpoint).query else "?"
-    return endpoint + separator + urlencode(query)
+    return endpoint + ("&" if urlsplit(endpoint).query else "?") + urlencode(query)
 
 
 def check_callback(meta: dict[str, Any], params: Mapping[str, str], state: str) -> str:
@@ -78,10 +78,9 @@ def check_callback(meta: dict[str, Any], params: Mapping[str, str], state: str) 
     if not same_secret(params.get("state"), state):
         raise StateMismatchError("the login response does not belong to the login in progress (state)")
     # RFC 9207: check iss before anything else the response says (mix-up attacks).
-    if "iss" in params:
-        if params["iss"] != meta["issuer"]:
-            raise IssuerMismatchError("the login response came from another authorization server (iss)")
-    elif meta.get("authorization_response_iss_parameter_supported") is True:
+    if "iss" in params and params["iss"] != meta["issuer"]:
+        raise IssuerMismatchError("the login response came from another authorization server (iss)")
+    if "iss" not in params and meta.get("authorization_response_iss_parameter_supported") is True:
         raise IssuerMismatchError("the authorization server promised an iss parameter but sent none")
     if "error" in params:
         code = params["error"][:60]
@@ -148,10 +147,8 @@ def take_pending(store: TokenStore, key: str, callback_url: str) -> tuple[dict[s
     :raises StateMismatchError: no state, an unknown or replayed one, or a login older than
         :data:`PENDING_TTL`.
     """
-    query = parse_qs(urlsplit(callback_url).query, keep_blank_values=True)
-    params = {k: v[0] for k, v in query.items()}
-    state = params.get("state")
-    if not state:
+    params = query_params(callback_url)
+    if not (state := params.get("state")):
         raise StateMismatchError("the callback URL has no state")
     now = time.time()
     record_key = _pending_key(key)
@@ -160,14 +157,10 @@ def take_pending(store: TokenStore, key: str, callback_url: str) -> tuple[dict[s
         pending = logins.pop(_state_name(state), None) if isinstance(logins, dict) else None
         if pending is not None:  # one-shot: a replayed callback finds nothing
             left = _current(logins, now)
-            if left:
-                store.save(record_key, {"logins": left})
-            else:
-                store.delete(record_key)
+            store.save(record_key, {"logins": left}) if left else store.delete(record_key)
         else:  # under the same lock: two copies of one callback get one verifier
             legacy = _legacy_pending_key(key, state)
-            pending = store.load(legacy)
-            if pending is not None:
+            if (pending := store.load(legacy)) is not None:
                 store.delete(legacy)
     if not isinstance(pending, dict) or not same_secret(pending.get("state"), state):
         raise StateMismatchError("no login in progress matches this callback (state); start again")

@@ -17,6 +17,7 @@ connection, so no handler thread outlives it.
 from __future__ import annotations
 
 import contextlib
+import functools
 import html
 import http.server
 import logging
@@ -27,14 +28,13 @@ import threading
 import webbrowser
 from collections.abc import Callable
 from typing import Any
-from urllib.parse import parse_qs, urlsplit
+from urllib.parse import urlsplit
 
 import attrs
 
 from ._errors import LoginCancelled, LoginTimeout
-from ._login import same_secret
+from ._login import query_params, same_secret
 
-__all__ = ["LoopbackLogin", "LoopbackReceiver"]
 
 log = logging.getLogger("mcpsync.auth")
 
@@ -52,18 +52,17 @@ class _Handler(http.server.BaseHTTPRequestHandler):
     timeout = CONNECTION_TIMEOUT
 
     def do_GET(self) -> None:
-        parts = urlsplit(self.path)
         receiver = self.server.receiver
-        if parts.path != receiver.path:
+        if urlsplit(self.path).path != receiver.path:
             self._reply(404, "Not found", "This is not the login callback.")
             return
-        params = {k: v[0] for k, v in parse_qs(parts.query, keep_blank_values=True).items()}
+        params = query_params(self.path)
         if not same_secret(params.get("state"), receiver.state):
             # A stray or forged request: refuse it and keep waiting for the real one.
             self._reply(400, "Login failed", "The login response does not belong to the login in progress.")
             return
         if "error" in params:
-            said = f"{params['error']} {params.get('error_description', '')}"
+            said = f"{params['error']} {params.get('error_description', '')}"  # escaped and cut by _reply
             self._reply(400, "Login failed", f"The authorization server said: {said}")
         else:
             self._reply(200, "Logged in", receiver.success_text)
@@ -96,12 +95,11 @@ class _Server(socketserver.ThreadingMixIn, http.server.HTTPServer):
     def process_request(self, request: Any, client_address: Any) -> None:
         with self.guard:
             full = len(self.open) >= MAX_CONNECTIONS
-            if not full:
-                self.open.add(request)
+            self.open.add(request)
         if full:
-            self.shutdown_request(request)
-            return
-        super().process_request(request, client_address)
+            self.shutdown_request(request)  # which forgets it again
+        else:
+            super().process_request(request, client_address)
 
     def shutdown_request(self, request: Any) -> None:
         with self.guard:
@@ -121,22 +119,19 @@ class _Server(socketserver.ThreadingMixIn, http.server.HTTPServer):
                 sock.shutdown(socket.SHUT_RDWR)
 
 
-class LoopbackReceiver:
+class LoopbackReceiver(contextlib.AbstractContextManager["LoopbackReceiver"]):
     """One bound loopback listener, for one login.  Use as a context manager."""
 
     def __init__(self, *, host: str, port: int, path: str, success_text: str) -> None:
-        self.path = path
-        self.success_text = success_text
+        self.path, self.success_text = path, success_text
         self.state: str | None = None
         self._result: dict[str, str] | None = None
         self._done = threading.Event()
         self._server = _Server((host, port))
         self._server.receiver = self
         self._server.timeout = 0.5
-        name = "mcpsync-auth-loopback"
-        self._thread = threading.Thread(
-            target=self._server.serve_forever, kwargs={"poll_interval": 0.2}, name=name, daemon=True
-        )
+        self._thread = threading.Thread(target=self._server.serve_forever, kwargs={"poll_interval": 0.2},
+                                        name="mcpsync-auth-loopback", daemon=True)
         self._thread.start()
 
     @property
@@ -168,9 +163,6 @@ class LoopbackReceiver:
         self._server.server_close()
         self._thread.join(5.0)
 
-    def __enter__(self) -> LoopbackReceiver:  # noqa: PYI034
-        return self
-
     def __exit__(self, *exc: object) -> None:
         self.close()
 
@@ -195,15 +187,11 @@ class LoopbackLogin:
 
     def receiver(self, preferred_port: int | None = None) -> LoopbackReceiver:
         """Bind a listener: *preferred_port* (a registered redirect) if free, else :attr:`port`."""
-        for port in ([preferred_port] if preferred_port else []) + [self.port]:
-            try:
-                return LoopbackReceiver(
-                    host="127.0.0.1", port=port, path=self.path, success_text=self.success_text
-                )
-            except OSError:
-                if port == self.port:
-                    raise
-        raise AssertionError("unreachable")  # pragma: no cover
+        bind = functools.partial(LoopbackReceiver, host="127.0.0.1", path=self.path, success_text=self.success_text)
+        if preferred_port:
+            with contextlib.suppress(OSError):
+                return bind(port=preferred_port)
+        return bind(port=self.port)
 
     def open(self, url: str) -> None:
         """Show *url* to the user: the browser, or stderr when none opens."""
@@ -213,5 +201,4 @@ class LoopbackLogin:
             log.warning("could not open a browser (%s)", type(exc).__name__)
             opened = False
         if opened is False:
-            sys.stderr.write(f"Open this URL in a browser to log in:\n\n    {url}\n\n")
-            sys.stderr.flush()
+            print(f"Open this URL in a browser to log in:\n\n    {url}\n", file=sys.stderr, flush=True)

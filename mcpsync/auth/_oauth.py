@@ -34,14 +34,13 @@ from ..exceptions import remember_secret
 from ..rpc.deadline import REQUEST_ATTRIBUTE
 from ._binding import Binding, Preregistered, Settings
 from ._discovery import canonical_resource, offers_dpop, parse_www_authenticate, wants_dpop_nonce
-from ._dpop import proof_nonce
-from ._errors import AuthError, DPoPNonceError, UnboundServerError
+from ._dpop import proof_nonce, refuse_nonce_loop
+from ._errors import AuthError, UnboundServerError
 from ._http import discard
 from ._loopback import LoopbackLogin
 from ._record import Tokens, scope_set
 from ._stores import MemoryTokenStore, TokenStore
 
-__all__ = ["BearerToken", "OAuth"]
 
 log = logging.getLogger("mcpsync.auth")
 
@@ -128,16 +127,14 @@ class OAuth(AuthBase):
         origin in the origin's own root metadata document.
     """
 
-    def __init__(
-        self, *, store: TokenStore | None = None, login: LoopbackLogin | None = _DEFAULT, client_name: str = "mcpsync",
-        scopes: Iterable[str] | str | None = None, client_id: str | None = None, client_secret: str | None = None,
-        issuer: str | None = None, client_metadata_url: str | None = None, redirect_uri: str | None = None,
-        grant_type: str = "authorization_code", private_key: Any = None, signing_algorithm: str | None = None,
-        server_url: str | None = None, key: str | None = None, session: requests.Session | None = None,
-        max_auth_attempts: int = 3, refresh_margin: float = 30.0, resolve_hosts: bool = True,
-        assertion: Callable[[str, str, str | None], str] | None = None, dpop: bool | None = None,
-        resource_prefix: bool = False,
-    ) -> None:
+    def __init__(self, *, store: TokenStore | None = None, login: LoopbackLogin | None = _DEFAULT,
+                 client_name: str = "mcpsync", scopes: Iterable[str] | str | None = None, client_id: str | None = None,
+                 client_secret: str | None = None, issuer: str | None = None, client_metadata_url: str | None = None,
+                 redirect_uri: str | None = None, grant_type: str = "authorization_code", private_key: Any = None,
+                 signing_algorithm: str | None = None, server_url: str | None = None, key: str | None = None,
+                 session: requests.Session | None = None, max_auth_attempts: int = 3, refresh_margin: float = 30.0,
+                 resolve_hosts: bool = True, assertion: Callable[[str, str, str | None], str] | None = None,
+                 dpop: bool | None = None, resource_prefix: bool = False) -> None:
         if grant_type not in ("authorization_code", "client_credentials", "jwt_bearer"):
             raise ValueError("grant_type must be 'authorization_code', 'client_credentials' or 'jwt_bearer'")
         if grant_type != "authorization_code" and not client_id:
@@ -145,17 +142,14 @@ class OAuth(AuthBase):
         if grant_type == "jwt_bearer" and assertion is None:
             raise ValueError("grant_type='jwt_bearer' needs assertion= (e.g. an IdJagAssertion)")
         self.store = store if store is not None else MemoryTokenStore()
-        self.login = LoopbackLogin() if login is _DEFAULT and redirect_uri is None else (
-            None if login is _DEFAULT else login)
+        self.login = (LoopbackLogin() if redirect_uri is None else None) if login is _DEFAULT else login
         self.max_auth_attempts = max_auth_attempts
         self.refresh_margin = refresh_margin
+        client = Preregistered(client_id, client_secret, issuer) if client_id else None
         #: What every binding of this ``OAuth`` shares.
-        self.settings = Settings(
-            self.store, self.login, session or requests.Session(), client_name, frozenset(scope_set(scopes)),
-            Preregistered(client_id, client_secret, issuer) if client_id else None, client_metadata_url,
-            redirect_uri, grant_type, private_key, signing_algorithm, resolve_hosts, assertion, dpop,
-            resource_prefix, key,
-        )
+        self.settings = Settings(self.store, self.login, session or requests.Session(), client_name,
+                                 frozenset(scope_set(scopes)), client, client_metadata_url, redirect_uri, grant_type,
+                                 private_key, signing_algorithm, resolve_hosts, assertion, dpop, resource_prefix, key)
         #: One binding per server, by canonical URL.
         self._bindings: dict[str, Binding] = {}
         self._guard = threading.Lock()
@@ -170,22 +164,16 @@ class OAuth(AuthBase):
 
     # -- bindings ----------------------------------------------------------------------------
 
-    def _find(self, url: str, canonical: str) -> Binding | None:
-        """The server's own binding, else the one whose tokens' resource contains *url* (the most specific)."""
-        found = self._bindings.get(canonical)
-        if found is None:
-            covering = [b for b in self._bindings.values() if b.covers(url)]
-            found = max(covering, key=lambda b: len(b.scope), default=None)
-        return found
-
     def _binding(self, url: str) -> Binding | None:
-        """The binding whose tokens a request to *url* may carry, made now for a new server;
+        """The binding whose tokens a request to *url* may carry: the server's own, else the most
+        specific one whose tokens' resource contains *url*, else one made now for a new server;
         ``None`` when an ``OAuth`` that serves one server (or :data:`MAX_SERVERS`) meets another."""
         canonical = canonical_resource(url)
         new: Binding | None = None
         while True:
             with self._guard:
-                found = self._find(url, canonical)
+                found = self._bindings.get(canonical) or max(
+                    (b for b in self._bindings.values() if b.covers(url)), key=lambda b: len(b.scope), default=None)
                 # A server naming new URLs without end (a legacy endpoint per reconnect) cannot grow this.
                 if found is not None or len(self._bindings) >= (1 if self._pinned else MAX_SERVERS):
                     return found
@@ -196,14 +184,12 @@ class OAuth(AuthBase):
 
     def _bound(self, server_url: str | None) -> Binding:
         """The binding for an explicit call (:meth:`login_now`, :meth:`begin`, ...)."""
-        if server_url is not None:
-            binding = self._binding(server_url)
-            if binding is None:
-                raise UnboundServerError(f"this OAuth serves {self._only()} only")
-            return binding
-        if len(self._bindings) != 1:
+        if server_url is None and len(self._bindings) != 1:
             raise ValueError("pass the MCP server URL (server_url=)")
-        return next(iter(self._bindings.values()))
+        binding = self._binding(server_url) if server_url is not None else next(iter(self._bindings.values()))
+        if binding is None:
+            raise UnboundServerError(f"this OAuth serves {self._only()} only")
+        return binding
 
     def _only(self) -> str:
         return ", ".join(sorted(self._bindings)) or "no server yet"
@@ -226,17 +212,14 @@ class OAuth(AuthBase):
     @staticmethod
     def _present(binding: Binding, r: requests.PreparedRequest, tokens: Tokens) -> None:
         """Put *tokens* on *r*: ``Bearer``, or ``DPoP`` with a fresh proof (RFC 9449 §7.1)."""
-        token = tokens.access_token
+        token, key, url = tokens.access_token, binding.dpop.of_tokens(tokens), str(r.url)
         remember_secret(token)
-        key = binding.dpop.of_tokens(tokens)
+        r.headers["Authorization"] = f"{'Bearer' if key is None else 'DPoP'} {token}"
         if key is None:
-            r.headers["Authorization"] = f"Bearer {token}"
             r.headers.pop("DPoP", None)
-            return
-        url = str(r.url)
-        r.headers["Authorization"] = f"DPoP {token}"
-        r.headers["DPoP"] = key.proof(str(r.method or "GET"), url, nonce=binding.dpop.nonces.get(url),
-                                      access_token=token)
+        else:
+            r.headers["DPoP"] = key.proof(str(r.method or "GET"), url, nonce=binding.dpop.nonces.get(url),
+                                          access_token=token)
 
     # -- requests hooks ---------------------------------------------------------------------
 
@@ -302,16 +285,13 @@ class OAuth(AuthBase):
         """The tokens to send *response*'s request again with (``None``: give it to the caller),
         and whether that re-send only adds a DPoP nonce."""
         status, header = response.status_code, response.headers.get("WWW-Authenticate")
-        url = str(response.request.url)  # DPoP nonces are the URL's
-        nonce = binding.dpop.nonces.update(url, response.headers.get("DPoP-Nonce"))
+        nonce = binding.dpop.nonces.update(str(response.request.url), response.headers.get("DPoP-Nonce"))
         proof = response.request.headers.get("DPoP")
         if status == 401 and isinstance(proof, str) and wants_dpop_nonce(header):
             # RFC 9449 §9: one re-send with the server's nonce; a second demand in a row is a
             # loop (each re-send alternates with an authorization, so the number of sends stays
             # bounded by max_auth_attempts).
-            if after_nonce or nonce is None or nonce == proof_nonce(proof):
-                raise DPoPNonceError("the MCP server asked for a new DPoP nonce again" if after_nonce
-                                     else "the MCP server asked for a DPoP nonce but sent none (or the same)")
+            refuse_nonce_loop("MCP server", after_nonce, nonce, proof_nonce(proof))
             with self._locked(binding):
                 tokens = binding.tokens
             if tokens and tokens.access_token:
@@ -325,9 +305,8 @@ class OAuth(AuthBase):
                                    offers_dpop(header))
         return (tokens if binding.covers(server) else None), False
 
-    def _reauthorize(
-        self, binding: Binding, status: int, challenge: dict[str, str], sent: str | None, dpop_offered: bool
-    ) -> Tokens | None:
+    def _reauthorize(self, binding: Binding, status: int, challenge: dict[str, str], sent: str | None,
+                     dpop_offered: bool) -> Tokens | None:
         """Tokens to retry with, or ``None`` to give the refusal to the caller."""
         sent_token = sent.split(" ", 1)[-1] if sent else None
         with self._locked(binding):
@@ -337,11 +316,10 @@ class OAuth(AuthBase):
                 binding.tokens = tokens
                 return tokens  # another thread (or process) got a new token meanwhile
             granted = scope_set(tokens.scope) if sent and tokens else set()
-            if status == 401 and sent and tokens and tokens.refresh_token:
-                refreshed = _tokens.refresh(binding, current)
-                if refreshed:
-                    binding.tokens = refreshed
-                    return refreshed
+            if status == 401 and sent and tokens and tokens.refresh_token and (
+                    refreshed := _tokens.refresh(binding, current)):
+                binding.tokens = refreshed
+                return refreshed
             required = scope_set(challenge.get("scope"))
             if status == 403 and required and required <= granted:
                 # The server refuses scopes we were already granted: asking again cannot help.
@@ -365,8 +343,6 @@ class OAuth(AuthBase):
         The login in progress (PKCE verifier, state) is kept in the store, so
         :meth:`complete` may run in another worker process sharing the store.
         """
-        if server_url is None and not self._bindings:
-            raise ValueError("begin() needs the MCP server URL")
         return _flow.begin(self._bound(server_url))
 
     def complete(self, callback_url: str, server_url: str | None = None) -> None:

@@ -21,7 +21,6 @@ from typing import Any, TypeVar
 
 import attrs
 
-__all__ = ["Record", "Registration", "Tokens", "join_scopes", "scope_set", "to_json"]
 
 _T = TypeVar("_T")
 _text = attrs.validators.instance_of(str)
@@ -31,9 +30,7 @@ def scope_set(value: Any) -> set[str]:
     """The scopes in a space-separated string or a list (RFC 6749 §3.3); anything else: none."""
     if isinstance(value, str):
         return set(value.split())
-    if isinstance(value, (list, tuple, set, frozenset)):
-        return {str(v) for v in value}
-    return set()
+    return {str(v) for v in value} if isinstance(value, (list, tuple, set, frozenset)) else set()
 
 
 def join_scopes(scopes: set[str] | frozenset[str]) -> str | None:
@@ -62,8 +59,7 @@ class Tokens:
 
     def expiring(self, margin: float = 30.0) -> bool:
         """Whether they expire within *margin* seconds."""
-        expires = self.expires_at
-        return isinstance(expires, (int, float)) and time.time() >= expires - margin
+        return isinstance(self.expires_at, (int, float)) and time.time() >= self.expires_at - margin
 
 
 @attrs.define
@@ -130,6 +126,4 @@ def to_json(value: Any) -> Any:
     if attrs.has(type(value)):
         members = attrs.asdict(value, recurse=False)
         return {**value.extra, **{k: to_json(v) for k, v in members.items() if v is not None and k != "extra"}}
-    if isinstance(value, dict):
-        return {k: to_json(v) for k, v in value.items()}
-    return value
+    return {k: to_json(v) for k, v in value.items()} if isinstance(value, dict) else value

@@ -20,7 +20,6 @@ from ._record import Record, Registration
 if TYPE_CHECKING:  # pragma: no cover
     from ._binding import Binding
 
-__all__ = ["choose_auth_method", "registration"]
 
 log = logging.getLogger("mcpsync.auth")
 
@@ -37,8 +36,7 @@ def choose_auth_method(meta: dict[str, Any], *, has_secret: bool, has_key: bool)
     if not has_secret and ("none" in offered or not isinstance(supported, list)):
         return "none"
     # A secret, or a server that wants a confidential client (DCR will give us a secret).
-    method = next((m for m in _SECRET_METHODS if m in offered), None)
-    return method or ("client_secret_basic" if has_secret else "none")
+    return next((m for m in _SECRET_METHODS if m in offered), "client_secret_basic" if has_secret else "none")
 
 
 def registration(binding: Binding, meta: dict[str, Any], record: Record, redirect_uri: str | None) -> Registration:
@@ -48,8 +46,7 @@ def registration(binding: Binding, meta: dict[str, Any], record: Record, redirec
     :raises RegistrationError: none can be had.
     """
     issuer, settings = meta["issuer"], binding.settings
-    client = settings.client
-    if client is not None:
+    if (client := settings.client) is not None:
         client.check(issuer, record.client_issuer)
         method = choose_auth_method(meta, has_secret=bool(client.secret), has_key=settings.private_key is not None)
         return Registration(issuer, client.client_id, method, "preregistered", client_secret=client.secret or None)
@@ -70,10 +67,8 @@ def _register(binding: Binding, meta: dict[str, Any], redirect_uri: str) -> Regi
     """Dynamic client registration (RFC 7591) with the issuer of *meta*."""
     endpoint = meta.get("registration_endpoint")
     if not isinstance(endpoint, str):
-        raise RegistrationError(
-            "the authorization server supports no dynamic client registration; pass client_id= "
-            "(and client_secret=) registered with it, or client_metadata_url="
-        )
+        raise RegistrationError("the authorization server supports no dynamic client registration; pass client_id= "
+                                "(and client_secret=) registered with it, or client_metadata_url=")
     binding.policy.check(endpoint, "registration_endpoint")
     method = choose_auth_method(meta, has_secret=False, has_key=False)
     body = {"client_name": binding.settings.client_name, "redirect_uris": [redirect_uri],
@@ -82,20 +77,16 @@ def _register(binding: Binding, meta: dict[str, Any], redirect_uri: str) -> Regi
             "application_type": "native" if binding.settings.login is not None else "web"}
     # No "scope" in the registration: servers treat it as a ceiling, which would
     # make a later step-up to more scopes impossible for this client.
-    response, data = post_json(
-        binding.settings.session, endpoint, "dynamic client registration: request", RegistrationError, json=body
-    )
+    response, data = post_json(binding.settings.session, endpoint, "dynamic client registration: request",
+                               RegistrationError, json=body)
     status, client_id, secret = response.status_code, data.get("client_id"), data.get("client_secret")
     if status not in (200, 201) or not isinstance(client_id, str):
         code = error_code(data)
-        raise RegistrationError(
-            f"dynamic client registration failed: HTTP {status}" + (f" ({excerpt(code, 60)})" if code else "")
-        )
+        raise RegistrationError(f"dynamic client registration failed: HTTP {status}"
+                                + (f" ({excerpt(code, 60)})" if code else ""))
     expires = data.get("client_secret_expires_at")
     log.debug("registered a client with %s by dynamic registration", meta["issuer"])
-    return Registration(
-        meta["issuer"], client_id,
-        data.get("token_endpoint_auth_method") or ("client_secret_basic" if secret else method), "dcr",
-        [redirect_uri], client_secret=secret if isinstance(secret, str) else None,
-        client_secret_expires_at=expires if isinstance(expires, (int, float)) and expires else None,
-    )
+    return Registration(meta["issuer"], client_id, data.get("token_endpoint_auth_method")
+                        or ("client_secret_basic" if secret else method), "dcr", [redirect_uri],
+                        client_secret=secret if isinstance(secret, str) else None,
+                        client_secret_expires_at=expires if isinstance(expires, (int, float)) and expires else None)

@@ -29,8 +29,8 @@ from typing import Any
 
 from . import _deadline
 from ._errors import InsecureTokenStoreError, TokenStoreError
+from ._http import json_object
 
-__all__ = ["FileTokenStore", "KeyringTokenStore", "MemoryTokenStore", "TokenStore"]
 
 class TokenStore(abc.ABC):
     """Where :class:`~mcpsync.auth.OAuth` keeps its state (abstract).
@@ -60,10 +60,15 @@ class TokenStore(abc.ABC):
         with self._guard:
             return self._thread_locks.setdefault(key, threading.RLock())
 
+    def _lock_file(self, key: str) -> Path | None:
+        """The file locked across processes for *key* besides the thread lock (``None``: none)."""
+        return None
+
     @contextlib.contextmanager
     def lock(self, key: str) -> Iterator[None]:
         """Hold an exclusive lock on *key* (this process only; file-backed stores lock across processes)."""
-        with _held(self._thread_lock(key)):
+        path = self._lock_file(key)
+        with _held(self._thread_lock(key)), (_file_lock(path) if path else contextlib.nullcontext()):
             yield
 
     def __repr__(self) -> str:
@@ -78,8 +83,7 @@ class MemoryTokenStore(TokenStore):
         self._data: dict[str, str] = {}
 
     def load(self, key: str) -> dict[str, Any] | None:
-        found = self._data.get(key)
-        return None if found is None else json.loads(found)
+        return None if (found := self._data.get(key)) is None else json.loads(found)
 
     def save(self, key: str, record: dict[str, Any]) -> None:
         self._data[key] = json.dumps(record)  # the same contract as the persistent stores: JSON only
@@ -132,6 +136,13 @@ def _flock(fd: int) -> None:
             time.sleep(min(_FLOCK_POLL, left))
 
 
+def _json_object(raw: bytes, what: str, damaged: str) -> dict[str, Any]:
+    """The JSON object a store kept in *raw*."""
+    if (record := json_object(raw)) is None:
+        raise TokenStoreError(f"{what} {damaged}")
+    return record
+
+
 def _key_name(key: str) -> str:
     # Hashing keeps URLs (slashes, colons) out of file names and file names short.
     return hashlib.sha256(key.encode("utf-8")).hexdigest()[:40]
@@ -151,13 +162,15 @@ def _private_dir(directory: Path, what: str) -> None:
         raise TokenStoreError(f"cannot create {what} {directory}: {exc.strerror}") from None
     if stat.S_ISLNK(info.st_mode) or not stat.S_ISDIR(info.st_mode):
         raise TokenStoreError(f"{what} {directory} is a symlink or not a directory")
+    if _shared(info, f"{what} {directory}"):
+        os.chmod(directory, 0o700)  # ours, but too open (an old umask-made directory): tighten it
+
+
+def _shared(info: os.stat_result, what: str) -> bool:
+    """Whether *what* (ours: another user's is refused) is open to group or world."""
     if hasattr(os, "geteuid") and info.st_uid != os.geteuid():
-        raise TokenStoreError(
-            f"{what} {directory} belongs to another user; remove it or choose another place"
-        )
-    if sys.platform != "win32" and stat.S_IMODE(info.st_mode) & 0o077:
-        # Ours, but too open (an old umask-made directory): tighten it.
-        os.chmod(directory, 0o700)
+        raise TokenStoreError(f"{what} belongs to another user; remove it or choose another place")
+    return sys.platform != "win32" and bool(stat.S_IMODE(info.st_mode) & 0o077)
 
 
 class FileTokenStore(TokenStore):
@@ -180,16 +193,14 @@ class FileTokenStore(TokenStore):
     def __repr__(self) -> str:
         return f"<FileTokenStore {str(self.directory)!r}>"
 
-    def _prepare(self) -> None:
+    def _path(self, key: str, suffix: str = ".json") -> Path:
+        """Where *key*'s record (or lock) is, in the directory made or checked at first use."""
         if not self._prepared:
             _private_dir(self.directory, "token directory")
             self._prepared = True
-
-    def _path(self, key: str, suffix: str = ".json") -> Path:
         return self.directory / (_key_name(key) + suffix)
 
     def load(self, key: str) -> dict[str, Any] | None:
-        self._prepare()
         path = self._path(key)
         try:
             fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
@@ -198,22 +209,13 @@ class FileTokenStore(TokenStore):
         except OSError as exc:
             raise TokenStoreError(f"cannot open token file {path} (a symlink?): {exc.strerror}") from None
         with os.fdopen(fd, "rb") as handle:
-            info = os.fstat(handle.fileno())
-            if hasattr(os, "geteuid") and info.st_uid != os.geteuid():
-                raise TokenStoreError(f"token file {path} belongs to another user; refusing to use it")
-            if sys.platform != "win32" and stat.S_IMODE(info.st_mode) & 0o077:
-                raise TokenStoreError(f"token file {path} is readable by other users; remove it or run `chmod 600 {path}`")
+            if _shared(os.fstat(handle.fileno()), what := f"token file {path}"):
+                raise TokenStoreError(f"{what} is readable by other users; remove it or run `chmod 600 {path}`")
             raw = handle.read()
-        try:
-            record = json.loads(raw.decode("utf-8"))
-        except ValueError:
-            raise TokenStoreError(f"token file {path} is not valid JSON; delete it to log in again") from None
-        if not isinstance(record, dict):
-            raise TokenStoreError(f"token file {path} does not hold a JSON object")
-        return record
+        return _json_object(raw, what, "is not valid JSON (an object); delete it to log in again")
 
     def save(self, key: str, record: dict[str, Any]) -> None:
-        self._prepare()
+        path = self._path(key)
         fd, tmp = tempfile.mkstemp(prefix=".tmp-", dir=self.directory)  # mkstemp creates 0600
         try:
             with os.fdopen(fd, "wb") as handle:
@@ -221,7 +223,7 @@ class FileTokenStore(TokenStore):
                 handle.write(json.dumps(record, separators=(",", ":")).encode("utf-8"))
                 handle.flush()
                 os.fsync(handle.fileno())
-            os.replace(tmp, self._path(key))
+            os.replace(tmp, path)
         except BaseException:
             with contextlib.suppress(OSError):
                 os.unlink(tmp)
@@ -234,15 +236,11 @@ class FileTokenStore(TokenStore):
                 os.close(dfd)
 
     def delete(self, key: str) -> None:
-        self._prepare()
         with contextlib.suppress(FileNotFoundError):
             os.unlink(self._path(key))
 
-    @contextlib.contextmanager
-    def lock(self, key: str) -> Iterator[None]:
-        self._prepare()
-        with _held(self._thread_lock(key)), _file_lock(self._path(key, ".lock")):
-            yield
+    def _lock_file(self, key: str) -> Path:
+        return self._path(key, ".lock")
 
 
 # Windows Credential Manager caps a secret at 2,560 bytes and keyring stores it
@@ -253,10 +251,8 @@ _BAD_BACKENDS = {
     "keyring.backends.null": "the null keyring backend stores nothing",
     "keyrings.alt.file": "the keyrings.alt file backend stores secrets in a plaintext or weakly encrypted file",
 }
-_REMEDY = (
-    "use mcpsync.auth.FileTokenStore(directory) instead (0600 files), or install and unlock a "
-    "real keyring (Secret Service, macOS Keychain, Windows Credential Manager)"
-)
+_REMEDY = ("use mcpsync.auth.FileTokenStore(directory) instead (0600 files), or install and unlock a "
+           "real keyring (Secret Service, macOS Keychain, Windows Credential Manager)")
 
 
 class KeyringTokenStore(TokenStore):
@@ -293,14 +289,13 @@ class KeyringTokenStore(TokenStore):
 
     @staticmethod
     def _check_backend(backend: Any) -> None:
-        backends = list(getattr(backend, "backends", None) or [backend])
-        if type(backend).__name__ == "ChainerBackend" and not getattr(backend, "backends", None):
+        backends = getattr(backend, "backends", None)
+        if type(backend).__name__ == "ChainerBackend" and not backends:
             raise InsecureTokenStoreError(f"the keyring chainer has no usable backend; {_REMEDY}")
-        for item in backends:
+        for item in backends or [backend]:
             module = type(item).__module__
-            for prefix, why in _BAD_BACKENDS.items():
-                if module.startswith(prefix):
-                    raise InsecureTokenStoreError(f"{why} ({module}.{type(item).__name__}); {_REMEDY}")
+            if why := next((why for prefix, why in _BAD_BACKENDS.items() if module.startswith(prefix)), None):
+                raise InsecureTokenStoreError(f"{why} ({module}.{type(item).__name__}); {_REMEDY}")
 
     def _call(self, fn: Any, *args: Any) -> Any:
         try:
@@ -310,9 +305,9 @@ class KeyringTokenStore(TokenStore):
 
     def load(self, key: str) -> dict[str, Any] | None:
         kr = self._keyring()
-        header = self._call(kr.get_password, self.service, key)
-        if header is None:
+        if (header := self._call(kr.get_password, self.service, key)) is None:
             return None
+        damaged = f"is damaged; run logout to reset it (service {self.service!r})"
         try:
             version, gen, count, digest = header.split(":")
             assert version == "v1"
@@ -320,18 +315,14 @@ class KeyringTokenStore(TokenStore):
             blob = "".join(p for p in parts if p is not None)
             if hashlib.sha256(blob.encode("ascii")).hexdigest()[:16] != digest:
                 raise ValueError("digest")
-            record = json.loads(zlib.decompress(base64.b64decode(blob)).decode("utf-8"))
+            raw = zlib.decompress(base64.b64decode(blob))
         except (ValueError, AssertionError, zlib.error, TypeError):
-            raise TokenStoreError(f"the keyring entry for this server is damaged; run logout to reset it "
-                                  f"(service {self.service!r})") from None
-        if not isinstance(record, dict):
-            raise TokenStoreError("the keyring entry for this server does not hold a JSON object")
-        return record
+            raise TokenStoreError(f"the keyring entry for this server {damaged}") from None
+        return _json_object(raw, "the keyring entry for this server", damaged)
 
     def save(self, key: str, record: dict[str, Any]) -> None:
         kr = self._keyring()
-        blob = base64.b64encode(zlib.compress(json.dumps(record, separators=(",", ":")).encode("utf-8"), 9))
-        text = blob.decode("ascii")
+        text = base64.b64encode(zlib.compress(json.dumps(record, separators=(",", ":")).encode("utf-8"), 9)).decode()
         chunks = [text[i : i + _CHUNK] for i in range(0, len(text), _CHUNK)] or [""]
         old = self._call(kr.get_password, self.service, key)
         gen = os.urandom(4).hex()
@@ -341,32 +332,24 @@ class KeyringTokenStore(TokenStore):
             self._call(kr.set_password, self.service, f"{key}#{gen}#{i}", chunk)
         digest = hashlib.sha256(text.encode("ascii")).hexdigest()[:16]
         self._call(kr.set_password, self.service, key, f"v1:{gen}:{len(chunks)}:{digest}")
-        self._drop_chunks(kr, key, old)
+        self._drop(kr, key, old)
 
-    def _drop_chunks(self, kr: Any, key: str, header: str | None) -> None:
-        if not header or header.count(":") != 3:
-            return
-        _, gen, count, _ = header.split(":")
-        for i in range(int(count) if count.isdigit() else 0):
-            with contextlib.suppress(Exception):  # leftovers are harmless: best effort
-                kr.delete_password(self.service, f"{key}#{gen}#{i}")
+    def _drop(self, kr: Any, key: str, header: str | None, *, with_header: bool = False) -> None:
+        """Delete the entries *header* names (and the header), best effort: leftovers are harmless."""
+        parts = (header or "").split(":")
+        count = int(parts[2]) if len(parts) == 4 and parts[2].isdigit() else 0
+        for name in ([key] if with_header else []) + [f"{key}#{parts[1]}#{i}" for i in range(count)]:
+            with contextlib.suppress(Exception):
+                kr.delete_password(self.service, name)
 
     def delete(self, key: str) -> None:
         kr = self._keyring()
-        header = self._call(kr.get_password, self.service, key)
-        if header is None:
-            return
-        with contextlib.suppress(Exception):
-            kr.delete_password(self.service, key)
-        self._drop_chunks(kr, key, header)
+        if (header := self._call(kr.get_password, self.service, key)) is not None:
+            self._drop(kr, key, header, with_header=True)
 
-    @contextlib.contextmanager
-    def lock(self, key: str) -> Iterator[None]:
-        if self._lock_dir is None:
-            self._lock_dir = _keyring_lock_dir()
-        name = _key_name(f"{self.service}\0{key}") + ".lock"
-        with _held(self._thread_lock(key)), _file_lock(self._lock_dir / name):
-            yield
+    def _lock_file(self, key: str) -> Path:
+        self._lock_dir = self._lock_dir or _keyring_lock_dir()
+        return self._lock_dir / (_key_name(f"{self.service}\0{key}") + ".lock")
 
 
 def _keyring_lock_dir() -> Path:
@@ -376,8 +359,7 @@ def _keyring_lock_dir() -> Path:
     the shared temporary directory is checked like a token directory, so a
     directory another user planted there is refused rather than used.
     """
-    runtime = os.environ.get("XDG_RUNTIME_DIR")
-    if runtime:
+    if runtime := os.environ.get("XDG_RUNTIME_DIR"):
         directory = Path(runtime) / "mcpsync-locks"
     else:
         user = os.geteuid() if hasattr(os, "geteuid") else "user"

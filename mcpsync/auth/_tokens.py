@@ -18,16 +18,15 @@ from urllib.parse import quote
 
 from ..exceptions import excerpt
 from ._discovery import origin
-from ._errors import DPoPNonceError, TokenRequestError
+from ._dpop import DPoPKey, refuse_nonce_loop
+from ._errors import TokenRequestError
 from ._http import check_token, post_json
 from ._record import Registration, Tokens
 from ._registration import registration
 
 if TYPE_CHECKING:  # pragma: no cover
     from ._binding import Binding
-    from ._dpop import DPoPKey
 
-__all__ = ["headless_grant", "keep", "refresh", "request"]
 
 log = logging.getLogger("mcpsync.auth")
 
@@ -61,8 +60,8 @@ def _client_auth(binding: Binding, client: Registration, meta: dict[str, Any], d
     headers = {"Content-Type": "application/x-www-form-urlencoded"}
     key, secret = binding.settings.private_key, client.client_secret
     if key is not None:
-        form["client_assertion_type"] = "urn:ietf:params:oauth:client-assertion-type:jwt-bearer"
-        form["client_assertion"] = _client_assertion(client, meta, key, binding.settings.signing_algorithm)
+        form.update(client_assertion_type="urn:ietf:params:oauth:client-assertion-type:jwt-bearer",
+                    client_assertion=_client_assertion(client, meta, key, binding.settings.signing_algorithm))
     elif secret and client.token_endpoint_auth_method == "client_secret_post":
         form["client_secret"] = secret
     elif secret:
@@ -73,9 +72,8 @@ def _client_auth(binding: Binding, client: Registration, meta: dict[str, Any], d
     return form, headers
 
 
-def request(
-    binding: Binding, meta: dict[str, Any], client: Registration, data: dict[str, str], dpop: DPoPKey | None
-) -> Tokens:
+def request(binding: Binding, meta: dict[str, Any], client: Registration, data: dict[str, str], dpop: DPoPKey | None
+            ) -> Tokens:
     """POST to the token endpoint with the client's auth method; the tokens it issued.
 
     They have an absolute ``expires_at`` (or ``None``) and ``scope`` (as requested when
@@ -94,17 +92,12 @@ def request(
         if dpop is not None:
             headers["DPoP"] = dpop.proof("POST", endpoint, nonce=used)
         started = time.time()
-        response, body = post_json(
-            binding.settings.session, endpoint, "token request", TokenRequestError, data=form, headers=headers
-        )
-        if dpop is None:
+        response, body = post_json(binding.settings.session, endpoint, "token request", TokenRequestError, data=form,
+                                   headers=headers)
+        nonce = nonces.update(endpoint, response.headers.get("DPoP-Nonce")) if dpop else None
+        if dpop is None or body.get("error") != "use_dpop_nonce":
             break
-        nonce = nonces.update(endpoint, response.headers.get("DPoP-Nonce"))
-        if body.get("error") != "use_dpop_nonce":
-            break
-        if attempt or nonce is None or nonce == used:
-            raise DPoPNonceError("the authorization server asked for a new DPoP nonce again" if attempt
-                                 else "the authorization server asked for a DPoP nonce but sent none (or the same)")
+        refuse_nonce_loop("authorization server", attempt > 0, nonce, used)
         log.debug("the token endpoint wants a DPoP nonce; retrying once with it")
     check_token(response, body, f"token request ({data.get('grant_type')})")
     token_type = str(body.get("token_type", "Bearer"))
@@ -113,13 +106,11 @@ def request(
         raise TokenRequestError(f"token endpoint issued an unsupported token type {excerpt(token_type, 30)}")
     expires_in, refresh_token, scope = body.get("expires_in"), body.get("refresh_token"), body.get("scope")
     dpop = dpop if token_type.lower() == "dpop" else None
-    return Tokens(
-        body["access_token"], "DPoP" if dpop else "Bearer",
-        started + float(expires_in) if isinstance(expires_in, (int, float)) else None,
-        refresh_token if isinstance(refresh_token, str) else None,
-        scope if isinstance(scope, str) else data.get("scope"),  # RFC 6749 §5.1: omitted means as requested
-        dpop_jkt=dpop.thumbprint if dpop else None,
-    )
+    return Tokens(body["access_token"], "DPoP" if dpop else "Bearer",
+                  started + float(expires_in) if isinstance(expires_in, (int, float)) else None,
+                  refresh_token if isinstance(refresh_token, str) else None,
+                  scope if isinstance(scope, str) else data.get("scope"),  # RFC 6749 §5.1: omitted: as requested
+                  dpop_jkt=dpop.thumbprint if dpop else None)
 
 
 def headless_grant(binding: Binding, issuer: str, resource: str, scope: str | None) -> dict[str, str]:
@@ -155,11 +146,9 @@ def refresh(binding: Binding, stale: str | None) -> Tokens | None:
     with binding.settings.store.lock(binding.key):
         record = binding.load()
         tokens, meta = record.tokens, record.server_metadata
-        if tokens is None:
-            return None
-        if tokens.access_token != stale and not tokens.expiring():
+        if tokens is not None and tokens.access_token != stale and not tokens.expiring():
             return tokens  # another thread or process refreshed already
-        if not meta:
+        if tokens is None or not meta:
             return None
         spent = tokens.refresh_token
         # Pre-registered credentials go through their issuer check again.

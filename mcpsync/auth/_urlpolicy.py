@@ -14,7 +14,6 @@ from urllib.parse import urlsplit
 
 from ._errors import DiscoveryError, SSRFBlockedError
 
-__all__ = ["UrlPolicy"]
 
 _IPAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
 
@@ -27,18 +26,11 @@ def _literal(host: str) -> _IPAddress | None:
 
 
 def _host_addresses(host: str) -> list[_IPAddress]:
-    literal = _literal(host)
-    if literal is not None:
-        return [literal]
     try:
         infos = socket.getaddrinfo(host, None, proto=socket.IPPROTO_TCP)
     except (socket.gaierror, UnicodeError) as exc:
         raise DiscoveryError(f"cannot resolve {host!r}: {exc}") from None
-    addresses: list[_IPAddress] = []
-    for info in infos:
-        raw = str(info[4][0]).split("%", 1)[0]  # drop an IPv6 zone id
-        addresses.append(ipaddress.ip_address(raw))
-    return addresses
+    return [ipaddress.ip_address(str(info[4][0]).split("%", 1)[0]) for info in infos]  # less an IPv6 zone id
 
 
 def _kind(addr: _IPAddress) -> str:
@@ -48,9 +40,7 @@ def _kind(addr: _IPAddress) -> str:
         return "loopback"
     if addr.is_link_local or addr.is_multicast or addr.is_unspecified or addr.is_reserved:
         return "forbidden"
-    if addr.is_private or (
-        isinstance(addr, ipaddress.IPv4Address) and addr in ipaddress.ip_network("100.64.0.0/10")
-    ):
+    if addr.is_private or (isinstance(addr, ipaddress.IPv4Address) and addr in ipaddress.ip_network("100.64.0.0/10")):
         return "private"
     return "public"
 
@@ -69,25 +59,22 @@ class UrlPolicy:
     """
 
     def __init__(self, server_url: str, *, resolve: bool = True) -> None:
-        parts = urlsplit(server_url)
         self._resolve = resolve
-        kinds = self._kinds(parts.hostname or "")
+        kinds = self._kinds(urlsplit(server_url).hostname or "")
         #: The MCP server is on loopback: a local development setup.
         self.local = kinds == {"loopback"}
         #: The MCP server is on a private network: its authorization server may be too.
         self.private = bool(kinds & {"private"}) or self.local
 
     def _kinds(self, host: str) -> set[str]:
-        literal = _literal(host)
-        if literal is None and not self._resolve:
+        if (literal := _literal(host)) is None and not self._resolve:
             return {"loopback"} if host.lower() == "localhost" else {"public"}
         return {_kind(a) for a in ([literal] if literal is not None else _host_addresses(host))}
 
     def check(self, url: str, what: str) -> str:
         """Return *url* if it may be used for *what*, else raise :class:`SSRFBlockedError`."""
         parts = urlsplit(url)
-        scheme = parts.scheme.lower()
-        host = parts.hostname or ""
+        scheme, host = parts.scheme.lower(), parts.hostname or ""
         if scheme not in ("https", "http") or not host or parts.username or parts.password:
             raise SSRFBlockedError(f"{what}: only https URLs with a host are allowed (got scheme {scheme!r})")
         kinds = self._kinds(host)

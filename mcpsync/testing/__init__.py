@@ -31,6 +31,7 @@ transport, its own server engine (:mod:`mcpsync.testing.server`), rpc, types, ex
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import inspect
 import sys
@@ -52,16 +53,8 @@ if TYPE_CHECKING:
     from mcpsync.client.client import Client
     from mcpsync.testing.token_store import TokenStoreContract
 
-__all__ = [
-    "ClientRequestError",
-    "FakeServer",
-    "MemoryTransport",
-    "RpcError",
-    "TokenStoreContract",
-    "ToolContext",
-    "ToolFailure",
-    "create_pair",
-]
+__all__ = ["ClientRequestError", "FakeServer", "MemoryTransport", "RpcError", "TokenStoreContract", "ToolContext",
+           "ToolFailure", "create_pair"]
 
 
 def __getattr__(name: str) -> Any:
@@ -119,27 +112,12 @@ class FakeServer(Registry):
     @overload
     def tool(self, name: F) -> F: ...
     @overload
-    def tool(
-        self,
-        name: str | None = None,
-        description: str | None = None,
-        output_schema: Mapping[str, Any] | None = None,
-        *,
-        title: str | None = None,
-        annotations: Mapping[str, Any] | None = None,
-        task: str | None = None,
-    ) -> Callable[[F], F]: ...
+    def tool(self, name: str | None = None, description: str | None = None,
+             output_schema: Mapping[str, Any] | None = None, *, title: str | None = None,
+             annotations: Mapping[str, Any] | None = None, task: str | None = None) -> Callable[[F], F]: ...
 
-    def tool(
-        self,
-        name: Any = None,
-        description: str | None = None,
-        output_schema: Mapping[str, Any] | None = None,
-        *,
-        title: str | None = None,
-        annotations: Mapping[str, Any] | None = None,
-        task: str | None = None,
-    ) -> Any:
+    def tool(self, name: Any = None, description: str | None = None, output_schema: Mapping[str, Any] | None = None,
+             *, title: str | None = None, annotations: Mapping[str, Any] | None = None, task: str | None = None) -> Any:
         """Register a tool (decorator); usable bare (``@server.tool``) or called.
 
         :param name: the tool name (default: the function's name).
@@ -157,10 +135,8 @@ class FakeServer(Registry):
 
         def register(fn: F) -> F:
             schema, ctx_param = convert.signature_schema(fn)
-            wire = _wire(
-                fn, description, name=name or fn.__name__, inputSchema=schema, title=title,
-                outputSchema=output_schema, annotations=annotations or None,
-            )
+            wire = _wire(fn, description, name=name or fn.__name__, inputSchema=schema, title=title,
+                         outputSchema=output_schema, annotations=annotations or None)
             self._add("tools", Feature(fn, wire, ctx_param, task))
             return fn
 
@@ -171,29 +147,24 @@ class FakeServer(Registry):
         with self._lock:
             del self._features["tools"][name]
 
-    def resource(
-        self, uri: str, name: str | None = None, mime_type: str | None = "text/plain", *,
-        description: str | None = None,
-    ) -> Callable[[F], F]:
+    def resource(self, uri: str, name: str | None = None, mime_type: str | None = "text/plain", *,
+                 description: str | None = None) -> Callable[[F], F]:
         """Register a resource (decorator); the function takes no arguments.
 
         It returns ``str`` (text), ``bytes`` (blob), a contents dict, or a list of them.
         """
         return self._resource("resources", uri, name, mime_type, description)
 
-    def resource_template(
-        self, uri_template: str, name: str | None = None, mime_type: str | None = "text/plain", *,
-        description: str | None = None,
-    ) -> Callable[[F], F]:
+    def resource_template(self, uri_template: str, name: str | None = None, mime_type: str | None = "text/plain", *,
+                          description: str | None = None) -> Callable[[F], F]:
         """Register a resource template (decorator), e.g. ``"demo://greeting/{name}"``.
 
         The function receives the template's variables as keyword arguments.
         """
         return self._resource("resourceTemplates", uri_template, name, mime_type, description)
 
-    def _resource(
-        self, kind: str, uri: str, name: str | None, mime_type: str | None, description: str | None
-    ) -> Callable[[F], F]:
+    def _resource(self, kind: str, uri: str, name: str | None, mime_type: str | None, description: str | None
+                  ) -> Callable[[F], F]:
         def register(fn: F) -> F:
             wire = _wire(fn, description, **{KEYS[kind]: uri}, name=name or fn.__name__, mimeType=mime_type)
             template = convert.UriTemplate(uri) if kind == "resourceTemplates" else None
@@ -210,13 +181,9 @@ class FakeServer(Registry):
         """
 
         def register(fn: F) -> F:
-            arguments = [
-                {"name": p.name, "required": p.default is p.empty}
-                for p in inspect.signature(fn).parameters.values()
-                if p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD)
-            ]
-            wire = _wire(fn, description, name=name or fn.__name__, arguments=arguments)
-            self._add("prompts", Feature(fn, wire))
+            arguments = [{"name": p.name, "required": p.default is p.empty} for p in
+                         inspect.signature(fn).parameters.values() if p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD)]
+            self._add("prompts", Feature(fn, _wire(fn, description, name=name or fn.__name__, arguments=arguments)))
             return fn
 
         return register
@@ -325,12 +292,9 @@ class FakeServer(Registry):
         While serving, ``sys.stdout`` points at stderr so a stray ``print()``
         cannot corrupt the protocol stream.
         """
-        stdin, stdout = sys.stdin.buffer, sys.stdout.buffer
-        saved, sys.stdout = sys.stdout, sys.stderr
-        try:
-            serve_stdio(self._connect, stdin, stdout)
-        finally:
-            sys.stdout = saved
+        stdout = sys.stdout.buffer
+        with contextlib.redirect_stdout(sys.stderr):
+            serve_stdio(self._connect, sys.stdin.buffer, stdout)
 
     def __repr__(self) -> str:
         return f"FakeServer({self.name!r}, {self.version!r})"

@@ -23,10 +23,8 @@ __all__ = ["TokenStoreContract"]
 
 #: A record as big as a real one with a long JWT access token and metadata (~8 KB).
 BIG_RECORD: dict[str, Any] = {
-    "tokens": {
-        "access_token": "eyJ" + "a" * 4000, "refresh_token": "r" * 1500, "expires_at": 1.5e9,
-        "scope": "mcp:read mcp:write", "issuer": "https://as.example", "resource": "https://mcp.example/mcp",
-    },
+    "tokens": {"access_token": "eyJ" + "a" * 4000, "refresh_token": "r" * 1500, "expires_at": 1.5e9,
+               "scope": "mcp:read mcp:write", "issuer": "https://as.example", "resource": "https://mcp.example/mcp"},
     "server_metadata": {"issuer": "https://as.example", "scopes_supported": [f"scope{i}" for i in range(200)]},
 }
 
@@ -38,10 +36,7 @@ class TokenStoreContract:
         assert store.load("https://nothing.example/mcp") is None
 
     def test_round_trip(self, store: TokenStore) -> None:
-        record = {
-            "tokens": {"access_token": "at", "expires_at": 12.5},
-            "clients": {"https://i": {"client_id": "c"}},
-        }
+        record = {"tokens": {"access_token": "at", "expires_at": 12.5}, "clients": {"https://i": {"client_id": "c"}}}
         store.save("https://a.example/mcp", record)
         assert store.load("https://a.example/mcp") == record
 
@@ -78,9 +73,7 @@ class TokenStoreContract:
         assert store.load("https://ü.example/mcp") == {"name": "Zoë ✓"}
 
     def test_lock_is_exclusive_between_threads(self, store: TokenStore) -> None:
-        inside = threading.Event()
-        release = threading.Event()
-        second_in = threading.Event()
+        inside, release, second_in = threading.Event(), threading.Event(), threading.Event()
 
         def holder() -> None:
             with store.lock("k"):

@@ -26,7 +26,6 @@ from mcpsync.testing.server.errors import ClientRequestError, RpcError, internal
 from mcpsync.types.modern import SUBSCRIPTION_ID_KEY
 from mcpsync.types.protocol import LOGGING_LEVELS
 
-__all__ = ["Dispatch", "Send", "ServerConnection", "ThreadSet"]
 
 _log = logging.getLogger(__name__)
 
@@ -35,17 +34,13 @@ TOOL_JOIN_TIMEOUT = 2.0
 #: How long stdin EOF lets running tools finish and answer before they are cancelled.
 DRAIN_TIMEOUT = 5.0
 #: The ``subscriptions/listen`` flag that opts in to each list-changed notification.
-_LIST_CHANGED_FLAGS = {
-    "notifications/tools/list_changed": "toolsListChanged",
-    "notifications/prompts/list_changed": "promptsListChanged",
-    "notifications/resources/list_changed": "resourcesListChanged",
-}
+_LIST_CHANGED_FLAGS = {f"notifications/{k}/list_changed": f"{k}ListChanged" for k in ("tools", "prompts", "resources")}
 
 #: Writes one message to the client.
 Send = Callable[[Mapping[str, Any]], None]
 #: ``(connection, request_id, method, params)``: answers one request.
 Dispatch = Callable[["ServerConnection", Any, str, "dict[str, Any]"], None]
-_thread_numbers = itertools.count(1)
+_numbers = itertools.count(1)  # of the threads, across the process
 
 
 def _valid_id(value: Any) -> bool:
@@ -53,10 +48,7 @@ def _valid_id(value: Any) -> bool:
 
 
 def _message(method: str, params: Mapping[str, Any] | None, **fields: Any) -> dict[str, Any]:
-    message: dict[str, Any] = {"jsonrpc": "2.0", **fields, "method": method}
-    if params is not None:
-        message["params"] = dict(params)
-    return message
+    return {"jsonrpc": "2.0", **fields, "method": method, **({"params": dict(params)} if params is not None else {})}
 
 
 class ThreadSet:
@@ -77,8 +69,7 @@ class ThreadSet:
                 with self._lock:
                     self._threads.discard(thread)
 
-        name = f"mcpsync-fakeserver-{self._kind}-{next(_thread_numbers)}"
-        thread = threading.Thread(target=run, name=name, daemon=True)
+        thread = threading.Thread(target=run, name=f"mcpsync-fakeserver-{self._kind}-{next(_numbers)}", daemon=True)
         with self._lock:
             self._threads.add(thread)
         thread.start()
@@ -104,13 +95,8 @@ class ServerConnection:
     :param on_lost: called once the connection is lost and its tools have stopped.
     """
 
-    def __init__(
-        self,
-        send: Send,
-        dispatch: Dispatch,
-        disconnect: Callable[[], None] | None = None,
-        on_lost: Callable[[ServerConnection], None] | None = None,
-    ) -> None:
+    def __init__(self, send: Send, dispatch: Dispatch, disconnect: Callable[[], None] | None = None,
+                 on_lost: Callable[[ServerConnection], None] | None = None) -> None:
         self._send, self._dispatch, self._disconnect, self._on_lost = send, dispatch, disconnect, on_lost
         self._lock = threading.Lock()
         self._ids = itertools.count(1)
@@ -154,11 +140,9 @@ class ServerConnection:
         """Answer a request with a result or an error; dropped once the client is gone."""
         member = {"error": outcome.to_wire()} if isinstance(outcome, RpcError) else {"result": dict(outcome)}
         try:
-            try:
-                self._send({"jsonrpc": "2.0", "id": request_id, **member})
-            except (ValueError, TypeError) as exc:  # the app produced something JSON cannot carry
-                error = RpcError(INTERNAL_ERROR, f"result is not valid JSON: {exc}")
-                self._send({"jsonrpc": "2.0", "id": request_id, "error": error.to_wire()})
+            self._send({"jsonrpc": "2.0", "id": request_id, **member})
+        except (ValueError, TypeError) as exc:  # the app produced something JSON cannot carry
+            self.respond(request_id, RpcError(INTERNAL_ERROR, f"result is not valid JSON: {exc}"))
         except McpError:
             _log.debug("client gone; dropping the answer to %r", request_id)
 
@@ -178,9 +162,8 @@ class ServerConnection:
             extra = {"logger": logger} if logger is not None else {}
             self.notify("notifications/message", {"level": level, "data": data, **extra})
 
-    def request(
-        self, method: str, params: Mapping[str, Any] | None = None, *, timeout: float | None = 60.0
-    ) -> dict[str, Any]:
+    def request(self, method: str, params: Mapping[str, Any] | None = None, *, timeout: float | None = 60.0
+                ) -> dict[str, Any]:
         """Send a server→client request and block until the client answers.
 
         Must not be called on the reader thread (the reply arrives there);
@@ -206,9 +189,8 @@ class ServerConnection:
                 mine = self._waiters.pop(request_id, None) is box
             if mine:
                 self.notify("notifications/cancelled", {"requestId": request_id, "reason": "timeout"})
-                elapsed = time.monotonic() - started
-                message = f"client did not answer {method} in time"
-                raise RequestTimeout(message, method=method, elapsed=elapsed) from None
+                raise RequestTimeout(f"client did not answer {method} in time", method=method,
+                                     elapsed=time.monotonic() - started) from None
             reply = box.get()  # popped by the reader or by connection_lost: settled imminently
         except BaseException:
             with self._lock:
@@ -219,8 +201,8 @@ class ServerConnection:
         if "error" in reply:
             error = reply["error"] if isinstance(reply["error"], dict) else {}
             code = error.get("code")
-            code = code if isinstance(code, int) else INTERNAL_ERROR
-            raise ClientRequestError(code, str(error.get("message", "")), error.get("data"))
+            raise ClientRequestError(code if isinstance(code, int) else INTERNAL_ERROR, str(error.get("message", "")),
+                                     error.get("data"))
         result = reply.get("result")
         return result if isinstance(result, dict) else {}
 
@@ -262,12 +244,8 @@ class ServerConnection:
         if cancelled is not None:
             cancelled.set()
 
-    def answer(
-        self,
-        request_id: Any,
-        work: Callable[[], Mapping[str, Any] | None],
-        cancelled: threading.Event | None = None,
-    ) -> None:
+    def answer(self, request_id: Any, work: Callable[[], Mapping[str, Any] | None],
+               cancelled: threading.Event | None = None) -> None:
         """Answer *request_id* with what *work* returns (``None``: answered elsewhere) or raises.
 
         :param cancelled: the call's event while it runs (:meth:`start_call`); a call the
@@ -287,9 +265,7 @@ class ServerConnection:
         if outcome is not None:
             self.respond(request_id, outcome)
 
-    def start_call(
-        self, request_id: Any, cancelled: threading.Event, work: Callable[[], Mapping[str, Any]]
-    ) -> None:
+    def start_call(self, request_id: Any, cancelled: threading.Event, work: Callable[[], Mapping[str, Any]]) -> None:
         """Answer *request_id* on a thread of its own (nothing once the connection is lost).
 
         *cancelled* is set when the client cancels the call or disconnects.
@@ -328,20 +304,16 @@ class ServerConnection:
 
     def listen(self, request_id: Any, params: dict[str, Any]) -> None:
         """Open a ``subscriptions/listen`` stream (2026-07-28); it stays open until cancelled or ended."""
-        wanted = params.get("notifications")
-        if not isinstance(wanted, dict):
+        if not isinstance(wanted := params.get("notifications"), dict):
             raise RpcError(INVALID_PARAMS, "subscriptions/listen needs notifications")
         # Honour every kind asked for; echo only what is switched on.
         honoured: dict[str, Any] = {flag: True for flag in _LIST_CHANGED_FLAGS.values() if wanted.get(flag)}
-        uris = wanted.get("resourceSubscriptions")
-        if isinstance(uris, list) and uris:
+        if isinstance(uris := wanted.get("resourceSubscriptions"), list) and uris:
             honoured["resourceSubscriptions"] = [str(uri) for uri in uris]
         with self._lock:
             self._listens[request_id] = honoured
-        self.notify(
-            "notifications/subscriptions/acknowledged",
-            {"notifications": honoured, "_meta": {SUBSCRIPTION_ID_KEY: request_id}},
-        )
+        self.notify("notifications/subscriptions/acknowledged",
+                    {"notifications": honoured, "_meta": {SUBSCRIPTION_ID_KEY: request_id}})
 
     def publish(self, method: str, params: dict[str, Any]) -> None:
         """Send a change notification: on the listen streams that opted in to it (2026-07-28), or

@@ -11,8 +11,6 @@ from mcpsync.testing.server.connection import ServerConnection
 from mcpsync.testing.server.modern import ModernCall
 from mcpsync.types.protocol import wire_name
 
-__all__ = ["ToolContext"]
-
 
 class ToolContext:
     """Given to a tool that declares a ``ctx: ToolContext`` parameter.
@@ -32,14 +30,8 @@ class ToolContext:
             return "done"
     """
 
-    def __init__(
-        self,
-        conn: ServerConnection,
-        request_id: Any,
-        meta: Mapping[str, Any],
-        modern: ModernCall | None = None,
-        cancelled: threading.Event | None = None,
-    ) -> None:
+    def __init__(self, conn: ServerConnection, request_id: Any, meta: Mapping[str, Any],
+                 modern: ModernCall | None = None, cancelled: threading.Event | None = None) -> None:
         #: The JSON-RPC id of the ``tools/call`` request (``None`` in a task).
         self.request_id = request_id
         #: The request's ``_meta`` (may hold ``progressToken``).
@@ -61,12 +53,9 @@ class ToolContext:
         """The capabilities the client declared (in ``initialize``, or in this request's ``_meta``)."""
         return self.modern.client_capabilities if self.modern is not None else self._conn.client_capabilities
 
-    def report_progress(
-        self, progress: float, total: float | None = None, message: str | None = None
-    ) -> None:
+    def report_progress(self, progress: float, total: float | None = None, message: str | None = None) -> None:
         """Send ``notifications/progress`` if the client asked for progress (else do nothing)."""
-        token = self.meta.get("progressToken")
-        if token is None:
+        if (token := self.meta.get("progressToken")) is None:
             return
         params: dict[str, Any] = {"progressToken": token, "progress": progress}
         if total is not None:
@@ -85,9 +74,8 @@ class ToolContext:
         elif self.modern.log_level is not None:
             self._conn.send_log(level, data, logger, self.modern.log_level)
 
-    def request(
-        self, method: str, params: Mapping[str, Any] | None = None, *, timeout: float | None = 60.0
-    ) -> dict[str, Any]:
+    def request(self, method: str, params: Mapping[str, Any] | None = None, *, timeout: float | None = 60.0
+                ) -> dict[str, Any]:
         """Send a raw server→client request and block until its result.
 
         In 2026-07-28 there are no server→client requests: the first time, this
@@ -98,43 +86,38 @@ class ToolContext:
             return self.modern.answer(method, dict(params) if params is not None else None)
         return self._conn.request(method, params, timeout=timeout)
 
-    def sample(
-        self, messages: list[Any] | str, *, max_tokens: int = 256, timeout: float | None = 60.0, **kwargs: Any
-    ) -> dict[str, Any]:
+    def sample(self, messages: list[Any] | str, *, max_tokens: int = 256, timeout: float | None = 60.0, **kwargs: Any
+               ) -> dict[str, Any]:
         """Ask the client's LLM (``sampling/createMessage``); returns the raw result dict.
 
         :param messages: message dicts, or strings (each becomes a user text message).
         :param kwargs: more params in snake_case (``system_prompt=`` → ``systemPrompt``).
         :raises RuntimeError: if the client did not declare the ``sampling`` capability.
         """
-        self._require("sampling")
-        wire = [
-            {"role": "user", "content": {"type": "text", "text": m}} if isinstance(m, str) else m
-            for m in ([messages] if isinstance(messages, str) else messages)
-        ]
+        wire = [{"role": "user", "content": {"type": "text", "text": m}} if isinstance(m, str) else m
+                for m in ([messages] if isinstance(messages, str) else messages)]
         params = {"messages": wire, "maxTokens": max_tokens, **{wire_name(k): v for k, v in kwargs.items()}}
-        return self.request("sampling/createMessage", params, timeout=timeout)
+        return self._ask("sampling", "sampling/createMessage", params, timeout)
 
-    def elicit(
-        self, message: str, requested_schema: Mapping[str, Any], *, timeout: float | None = 60.0
-    ) -> dict[str, Any]:
+    def elicit(self, message: str, requested_schema: Mapping[str, Any], *, timeout: float | None = 60.0
+               ) -> dict[str, Any]:
         """Ask the user for input (``elicitation/create``, form mode); returns the raw result.
 
         :raises RuntimeError: if the client did not declare the ``elicitation`` capability.
         """
-        self._require("elicitation")
         params = {"message": message, "requestedSchema": dict(requested_schema)}
-        return self.request("elicitation/create", params, timeout=timeout)
+        return self._ask("elicitation", "elicitation/create", params, timeout)
 
     def list_roots(self, *, timeout: float | None = 60.0) -> list[dict[str, Any]]:
         """Ask the client for its roots (``roots/list``).
 
         :raises RuntimeError: if the client did not declare the ``roots`` capability.
         """
-        self._require("roots")
-        roots = self.request("roots/list", None, timeout=timeout).get("roots")
+        roots = self._ask("roots", "roots/list", None, timeout).get("roots")
         return list(roots) if isinstance(roots, list) else []
 
-    def _require(self, capability: str) -> None:
+    def _ask(self, capability: str, method: str, params: Mapping[str, Any] | None, timeout: float | None
+             ) -> dict[str, Any]:
         if capability not in self.client_capabilities:
             raise RuntimeError(f"the client did not declare the {capability!r} capability")
+        return self.request(method, params, timeout=timeout)

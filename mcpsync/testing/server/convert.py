@@ -22,15 +22,6 @@ import attrs
 
 from mcpsync.testing.server.context import ToolContext
 
-__all__ = [
-    "UriTemplate",
-    "check_arguments",
-    "prompt_messages",
-    "resource_contents",
-    "schema_for",
-    "signature_schema",
-    "tool_result",
-]
 
 #: Values of ``type`` that mark a dict as a content block.
 CONTENT_TYPES = frozenset({"text", "image", "audio", "resource_link", "resource"})
@@ -80,9 +71,7 @@ def schema_for(hint: Any) -> dict[str, Any]:
 
 
 def _is_context(hint: Any) -> bool:
-    if isinstance(hint, str):
-        return hint == "ToolContext" or hint.endswith(".ToolContext")
-    return hint is ToolContext
+    return hint == "ToolContext" or hint.endswith(".ToolContext") if isinstance(hint, str) else hint is ToolContext
 
 
 def _json_safe(value: Any) -> bool:
@@ -118,10 +107,7 @@ def signature_schema(fn: Callable[..., Any]) -> tuple[dict[str, Any], str | None
             required.append(param.name)
         elif _json_safe(param.default):
             properties[param.name]["default"] = param.default
-    schema: dict[str, Any] = {"type": "object", "properties": properties}
-    if required:
-        schema["required"] = required
-    return schema, ctx_name
+    return {"type": "object", "properties": properties, **({"required": required} if required else {})}, ctx_name
 
 
 # -- argument checking ------------------------------------------------------
@@ -130,8 +116,7 @@ def signature_schema(fn: Callable[..., Any]) -> tuple[dict[str, Any], str | None
 def check_arguments(schema: Mapping[str, Any], arguments: Mapping[str, Any]) -> str | None:
     """Check *arguments* against a derived ``inputSchema``; an error message or ``None``."""
     properties = schema.get("properties", {})
-    missing = [name for name in schema.get("required", []) if name not in arguments]
-    if missing:
+    if missing := [name for name in schema.get("required", []) if name not in arguments]:
         return f"missing required argument(s): {', '.join(missing)}"
     for name, value in arguments.items():
         if name not in properties:
@@ -148,16 +133,9 @@ def _matches(schema: Mapping[str, Any], value: Any) -> bool:
         return any(_matches(option, value) for option in schema["anyOf"])
     kind = schema.get("type")
     is_number = isinstance(value, (int, float)) and not isinstance(value, bool)
-    ok = {
-        None: True,
-        "null": value is None,
-        "boolean": isinstance(value, bool),
-        "integer": is_number and float(value).is_integer(),
-        "number": is_number,
-        "string": isinstance(value, str),
-        "array": isinstance(value, list),
-        "object": isinstance(value, dict),
-    }.get(kind, True)
+    ok = {None: True, "null": value is None, "boolean": isinstance(value, bool), "number": is_number,
+          "integer": is_number and float(value).is_integer(), "string": isinstance(value, str),
+          "array": isinstance(value, list), "object": isinstance(value, dict)}.get(kind, True)
     if ok and kind == "array" and "items" in schema:
         return all(_matches(schema["items"], item) for item in value)
     if ok and kind == "object" and isinstance(schema.get("additionalProperties"), dict):
@@ -197,9 +175,7 @@ def tool_result(value: Any, output_schema: Mapping[str, Any] | None) -> dict[str
         return {"content": [] if value is None else [_text(value)]}
     items = value if isinstance(value, (list, tuple)) and value else [value]
     blocks = [_content_block(item) for item in items]
-    if all(block is not None for block in blocks):
-        return {"content": blocks}
-    return {"content": [_text(json.dumps(wire, default=str))]}
+    return {"content": blocks if all(block is not None for block in blocks) else [_text(json.dumps(wire, default=str))]}
 
 
 def resource_contents(uri: str, value: Any, mime_type: str | None) -> list[dict[str, Any]]:
@@ -211,10 +187,7 @@ def resource_contents(uri: str, value: Any, mime_type: str | None) -> list[dict[
         wire = {"text": item} if isinstance(item, str) else _wire(item)
         if not isinstance(wire, dict):
             raise TypeError(f"a resource function must return str, bytes or dict, not {type(item).__name__}")
-        entry = {"uri": uri, **wire}
-        if mime_type is not None:
-            entry.setdefault("mimeType", mime_type)
-        contents.append(entry)
+        contents.append({"uri": uri, **({"mimeType": mime_type} if mime_type is not None else {}), **wire})
     return contents
 
 
@@ -251,7 +224,7 @@ class UriTemplate:
         self.template = template
         pattern, last = [], 0
         for found in self._VAR.finditer(template):
-            body = ".+" if found.group(1) else "[^/?#]+"
+            body = ".+" if found.group(1) else "[^/?#]+"  # {+var}: anything; {var}: one path segment
             pattern += [re.escape(template[last : found.start()]), f"(?P<{found.group(2)}>{body})"]
             last = found.end()
         self._regex = re.compile("".join(pattern) + re.escape(template[last:]))

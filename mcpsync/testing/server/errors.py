@@ -9,11 +9,8 @@ from __future__ import annotations
 
 from typing import Any
 
-__all__ = ["ClientRequestError", "RpcError", "internal_error"]
 
-PARSE_ERROR, INVALID_REQUEST, METHOD_NOT_FOUND, INVALID_PARAMS, INTERNAL_ERROR = (
-    -32700, -32600, -32601, -32602, -32603,
-)
+PARSE_ERROR, INVALID_REQUEST, METHOD_NOT_FOUND, INVALID_PARAMS, INTERNAL_ERROR = -32700, -32600, -32601, -32602, -32603
 RESOURCE_NOT_FOUND, MISSING_CAPABILITY, UNSUPPORTED_VERSION = -32002, -32021, -32022
 
 
@@ -29,19 +26,14 @@ class RpcError(Exception):
 
     def __init__(self, code: int, message: str, data: Any = None) -> None:
         super().__init__(code, message, data)
-        self.code = code
-        self.message = message
-        self.data = data
+        self.code, self.message, self.data = code, message, data
 
     def __str__(self) -> str:
         return f"[{self.code}] {self.message}"
 
     def to_wire(self) -> dict[str, Any]:
         """The ``error`` member of a JSON-RPC response."""
-        error: dict[str, Any] = {"code": self.code, "message": self.message}
-        if self.data is not None:
-            error["data"] = self.data
-        return error
+        return {"code": self.code, "message": self.message, **({"data": self.data} if self.data is not None else {})}
 
 
 class ClientRequestError(RpcError):

@@ -21,20 +21,14 @@ import attrs
 
 from mcpsync.testing.server.connection import ServerConnection
 from mcpsync.testing.server.context import ToolContext
-from mcpsync.testing.server.errors import (
-    INVALID_PARAMS,
-    INVALID_REQUEST,
-    METHOD_NOT_FOUND,
-    UNSUPPORTED_VERSION,
-    RpcError,
-)
+from mcpsync.testing.server.errors import INVALID_PARAMS, INVALID_REQUEST, METHOD_NOT_FOUND, UNSUPPORTED_VERSION
+from mcpsync.testing.server.errors import RpcError
 from mcpsync.testing.server.modern import InputRequired, ModernCall, decode_token, encode_token
 from mcpsync.testing.server.registry import Registry
 from mcpsync.testing.server.tasks import missing_capability
 from mcpsync.types.modern import SERVER_INFO_KEY
 from mcpsync.types.protocol import HANDSHAKE_VERSIONS, LOGGING_LEVELS, MODERN_VERSIONS
 
-__all__ = ["HANDLERS", "Request", "dispatch"]
 
 #: Methods of one era only: 2026-07-28 removed the first ones and added the second.
 _HANDSHAKE_ONLY = {"initialize", "ping", "logging/setLevel", "resources/subscribe", "resources/unsubscribe"}
@@ -61,8 +55,7 @@ class Request:
 
         :param default: the value when *key* is missing or ``null``; ``None``: it is required.
         """
-        value = self.params.get(key)
-        value = default if value is None else value
+        value = found if (found := self.params.get(key)) is not None else default
         if not isinstance(value, kind):
             raise RpcError(INVALID_PARAMS, f"{self.method}: {key} must be {_KINDS[kind]}")
         return value
@@ -82,9 +75,7 @@ class Request:
 Handler = Callable[[Request], "dict[str, Any] | None"]
 
 
-def dispatch(
-    app: Registry, conn: ServerConnection, request_id: Any, method: str, params: dict[str, Any]
-) -> None:
+def dispatch(app: Registry, conn: ServerConnection, request_id: Any, method: str, params: dict[str, Any]) -> None:
     """Answer one request (on the reader thread; ``tools/call`` goes on to a thread of its own)."""
 
     def work() -> dict[str, Any] | None:
@@ -126,8 +117,8 @@ def _initialize(r: Request) -> dict[str, Any]:
 
 def _discover(r: Request) -> dict[str, Any]:
     assert r.modern is not None
-    about = _about(r.app, r.modern.version)
-    return {"supportedVersions": list(MODERN_VERSIONS), **about, "ttlMs": 0, "cacheScope": "private"}
+    return {"supportedVersions": list(MODERN_VERSIONS), **_about(r.app, r.modern.version), "ttlMs": 0,
+            "cacheScope": "private"}
 
 
 def _list(kind: str) -> Handler:
@@ -142,10 +133,7 @@ def _list(kind: str) -> Handler:
             if not 0 <= start <= len(items):
                 raise RpcError(INVALID_PARAMS, "invalid cursor")
         end = len(items) if r.app.page_size is None else start + r.app.page_size
-        result: dict[str, Any] = {kind: items[start:end]}
-        if end < len(items):
-            result["nextCursor"] = encode_token([kind, end])
-        return result
+        return {kind: items[start:end], **({"nextCursor": encode_token([kind, end])} if end < len(items) else {})}
 
     return page
 
@@ -153,8 +141,7 @@ def _list(kind: str) -> Handler:
 def _call_tool(r: Request) -> dict[str, Any] | None:
     name, arguments, meta = r.param("name"), r.param("arguments", dict, {}), r.params.get("_meta")
     meta = meta if isinstance(meta, dict) else {}
-    mode = r.app.task_mode(name) if r.modern is not None else None
-    if r.modern is not None and mode is not None:
+    if r.modern is not None and (mode := r.app.task_mode(name)) is not None:
         if r.modern.declares_tasks:
             return r.app.tasks.start(r.conn, name, arguments, meta)
         if mode == "required":
@@ -187,15 +174,10 @@ def _complete(r: Request) -> dict[str, Any]:
 
 
 def _set_level(r: Request) -> dict[str, Any]:
-    level = r.params.get("level")
-    if level not in LOGGING_LEVELS:
+    if (level := r.params.get("level")) not in LOGGING_LEVELS:
         raise RpcError(INVALID_PARAMS, f"unknown logging level {level!r}")
     r.conn.log_level = str(level)
     return {}
-
-
-def _listen(r: Request) -> None:
-    r.conn.listen(r.id, r.params)
 
 
 def _task(r: Request) -> dict[str, Any]:
@@ -205,22 +187,15 @@ def _task(r: Request) -> dict[str, Any]:
 
 #: Every method the engine answers; anything else is -32601.
 HANDLERS: dict[str, Handler] = {
-    "initialize": _initialize,
-    "ping": lambda r: {},
-    "server/discover": _discover,
-    "tools/list": _list("tools"),
-    "resources/list": _list("resources"),
+    "initialize": _initialize, "ping": lambda r: {}, "server/discover": _discover,
+    "tools/list": _list("tools"), "resources/list": _list("resources"), "prompts/list": _list("prompts"),
     "resources/templates/list": _list("resourceTemplates"),
-    "prompts/list": _list("prompts"),
     "tools/call": _call_tool,
     "resources/read": lambda r: r.app.read_resource(r.param("uri")),
-    "resources/subscribe": _subscribe(True),
-    "resources/unsubscribe": _subscribe(False),
+    "resources/subscribe": _subscribe(True), "resources/unsubscribe": _subscribe(False),
     "prompts/get": lambda r: r.app.get_prompt(r.param("name"), r.param("arguments", dict, {})),
     "completion/complete": _complete,
     "logging/setLevel": _set_level,
-    "subscriptions/listen": _listen,
-    "tasks/get": _task,
-    "tasks/update": _task,
-    "tasks/cancel": _task,
+    "subscriptions/listen": lambda r: r.conn.listen(r.id, r.params),  # answered when the stream ends
+    "tasks/get": _task, "tasks/update": _task, "tasks/cancel": _task,
 }

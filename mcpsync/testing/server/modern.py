@@ -21,16 +21,9 @@ import threading
 from typing import Any
 
 from mcpsync.testing.server.errors import INVALID_PARAMS, RpcError
-from mcpsync.types.modern import (
-    CLIENT_CAPABILITIES_KEY,
-    CLIENT_INFO_KEY,
-    LOG_LEVEL_KEY,
-    PROTOCOL_VERSION_KEY,
-)
+from mcpsync.types.modern import CLIENT_CAPABILITIES_KEY, CLIENT_INFO_KEY, LOG_LEVEL_KEY, PROTOCOL_VERSION_KEY
 from mcpsync.types.protocol import LOGGING_LEVELS
 from mcpsync.types.tasks import TASKS_EXTENSION_ID
-
-__all__ = ["InputRequired", "ModernCall", "decode_token", "encode_token"]
 
 
 def encode_token(value: Any) -> str:
@@ -51,17 +44,13 @@ class InputRequired(Exception):
 
     def __init__(self, call: ModernCall, key: str, method: str, params: dict[str, Any] | None) -> None:
         super().__init__(key, method)
-        self.call = call
-        self.key = key
+        self.call, self.key = call, key
         self.request: dict[str, Any] = {"method": method, "params": params or {}}
 
     def result(self) -> dict[str, Any]:
         """The ``input_required`` result asking for this, carrying the answers so far."""
-        return {
-            "resultType": "input_required",
-            "inputRequests": {self.key: self.request},
-            "requestState": encode_token(self.call.answers),
-        }
+        return {"resultType": "input_required", "inputRequests": {self.key: self.request},
+                "requestState": encode_token(self.call.answers)}
 
 
 class ModernCall:
@@ -81,8 +70,7 @@ class ModernCall:
         self.answers: dict[str, Any] = {} if state is None else decode_token(state, "requestState")
         if not isinstance(self.answers, dict):
             raise RpcError(INVALID_PARAMS, "invalid requestState")
-        responses = params.get("inputResponses")
-        if isinstance(responses, dict):
+        if isinstance(responses := params.get("inputResponses"), dict):
             self.answers.update(responses)
         self._asked = 0
         self._lock = threading.Lock()

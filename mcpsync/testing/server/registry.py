@@ -23,7 +23,6 @@ from mcpsync.testing.server.tasks import ServerTasks
 from mcpsync.types.protocol import HANDSHAKE_VERSIONS
 from mcpsync.types.tasks import TASKS_EXTENSION_ID
 
-__all__ = ["ERAS", "KEYS", "Feature", "Registry", "ToolFailure"]
 
 #: What ``FakeServer(era=...)`` accepts.
 ERAS = ("legacy", "modern", "dual")
@@ -56,17 +55,9 @@ class Feature:
 class Registry:
     """Registered features, and running them for the engine (thread-safe)."""
 
-    def __init__(
-        self,
-        name: str,
-        version: str = "0.1.0",
-        *,
-        instructions: str | None = None,
-        page_size: int | None = None,
-        capabilities: Mapping[str, Any] | None = None,
-        era: str = "dual",
-        cache_ttl_ms: int = 0,
-    ) -> None:
+    def __init__(self, name: str, version: str = "0.1.0", *, instructions: str | None = None,
+                 page_size: int | None = None, capabilities: Mapping[str, Any] | None = None, era: str = "dual",
+                 cache_ttl_ms: int = 0) -> None:
         if era not in ERAS:
             raise ValueError(f"era must be one of {', '.join(ERAS)}; got {era!r}")
         if page_size is not None and page_size < 1:
@@ -105,12 +96,8 @@ class Registry:
         """The capabilities to declare for *protocol_version*."""
         if self._capabilities is not None:
             return dict(self._capabilities)
-        caps: dict[str, Any] = {
-            "tools": {"listChanged": True},
-            "resources": {"subscribe": True, "listChanged": True},
-            "prompts": {"listChanged": True},
-            "logging": {},
-        }
+        caps: dict[str, Any] = {"tools": {"listChanged": True}, "resources": {"subscribe": True, "listChanged": True},
+                                "prompts": {"listChanged": True}, "logging": {}}
         if protocol_version != "2024-11-05":  # completions arrived in 2025-03-26
             caps["completions"] = {}
         if protocol_version not in HANDSHAKE_VERSIONS and any(t.task for t in self._all("tools")):
@@ -123,8 +110,7 @@ class Registry:
 
     def task_mode(self, name: str) -> str | None:
         """How tool *name* runs as a task (``None``: it does not)."""
-        tool = self._get("tools", name)
-        return tool.task if tool is not None else None
+        return tool.task if (tool := self._get("tools", name)) is not None else None
 
     def call_tool(self, name: str, arguments: dict[str, Any], ctx: ToolContext) -> dict[str, Any]:
         """Run a tool on the calling thread and convert its result (a failure is ``isError``).
@@ -132,11 +118,9 @@ class Registry:
         :raises RpcError: for an unknown tool, or raised by the tool itself.
         :raises ~mcpsync.testing.server.modern.InputRequired: the tool asked a 2026-07-28 client.
         """
-        tool = self._get("tools", name)
-        if tool is None:
+        if (tool := self._get("tools", name)) is None:
             raise RpcError(INVALID_PARAMS, f"Unknown tool: {name}")
-        problem = convert.check_arguments(tool.wire["inputSchema"], arguments)
-        if problem is not None:
+        if (problem := convert.check_arguments(tool.wire["inputSchema"], arguments)) is not None:
             return _error_result(problem)
         kwargs = {**arguments, tool.ctx_param: ctx} if tool.ctx_param is not None else arguments
         try:
@@ -151,8 +135,7 @@ class Registry:
 
     def read_resource(self, uri: str) -> dict[str, Any]:
         """Read a resource, or the first template that matches *uri*."""
-        resource = self._get("resources", uri)
-        if resource is not None:
+        if (resource := self._get("resources", uri)) is not None:
             value = resource.fn()
         else:
             for candidate in self._all("resourceTemplates"):
@@ -166,23 +149,17 @@ class Registry:
 
     def get_prompt(self, name: str, arguments: dict[str, str]) -> dict[str, Any]:
         """Render a prompt."""
-        prompt = self._get("prompts", name)
-        if prompt is None:
+        if (prompt := self._get("prompts", name)) is None:
             raise RpcError(INVALID_PARAMS, f"Unknown prompt: {name}")
         declared = prompt.wire["arguments"]
         missing = [a["name"] for a in declared if a["required"] and a["name"] not in arguments]
         unknown = sorted(set(arguments) - {a["name"] for a in declared})
         if missing or unknown:
-            problem = f"missing {missing}, unknown {unknown}"
-            raise RpcError(INVALID_PARAMS, f"Invalid arguments for prompt {name}: {problem}")
-        result: dict[str, Any] = {"messages": convert.prompt_messages(prompt.fn(**arguments))}
-        if "description" in prompt.wire:
-            result["description"] = prompt.wire["description"]
-        return result
+            raise RpcError(INVALID_PARAMS, f"Invalid arguments for prompt {name}: missing {missing}, unknown {unknown}")
+        described = {"description": prompt.wire["description"]} if "description" in prompt.wire else {}
+        return {"messages": convert.prompt_messages(prompt.fn(**arguments)), **described}
 
-    def complete(
-        self, ref: dict[str, Any], argument: dict[str, Any], context: dict[str, Any] | None
-    ) -> dict[str, Any]:
+    def complete(self, ref: dict[str, Any], argument: dict[str, Any], context: dict[str, Any] | None) -> dict[str, Any]:
         """Answer ``completion/complete`` with the registered handler (no handler: no values)."""
         values: Any = self._completion(ref, argument, context) if self._completion is not None else []
         if isinstance(values, dict):

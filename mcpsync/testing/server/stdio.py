@@ -14,7 +14,6 @@ from mcpsync.testing.server.connection import Send, ServerConnection
 from mcpsync.testing.server.errors import PARSE_ERROR, RpcError
 from mcpsync.transports.base import encode_message
 
-__all__ = ["serve_stdio"]
 
 _log = logging.getLogger(__name__)
 

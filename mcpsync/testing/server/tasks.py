@@ -24,17 +24,10 @@ from typing import Any
 
 from mcpsync.testing.server.connection import ServerConnection, ThreadSet
 from mcpsync.testing.server.context import ToolContext
-from mcpsync.testing.server.errors import (
-    INTERNAL_ERROR,
-    INVALID_PARAMS,
-    MISSING_CAPABILITY,
-    RpcError,
-    internal_error,
-)
+from mcpsync.testing.server.errors import INTERNAL_ERROR, INVALID_PARAMS, MISSING_CAPABILITY, RpcError, internal_error
 from mcpsync.testing.server.modern import InputRequired, ModernCall
 from mcpsync.types.tasks import TASKS_EXTENSION_ID, TERMINAL_STATUSES, iso_now, task_fields
 
-__all__ = ["TASK_MODES", "ServerTasks", "missing_capability"]
 
 #: What ``FakeServer.tool(task=...)`` accepts (``None``: never a task).
 TASK_MODES = (None, "optional", "required")
@@ -48,11 +41,8 @@ RunTool = Callable[[str, "dict[str, Any]", ToolContext], "dict[str, Any]"]
 
 def missing_capability(what: str) -> RpcError:
     """The -32021 answer for a request that needed the tasks extension declared."""
-    return RpcError(
-        MISSING_CAPABILITY,
-        f"{what} needs the tasks extension ({TASKS_EXTENSION_ID}) declared on the request",
-        {"requiredCapabilities": {"extensions": {TASKS_EXTENSION_ID: {}}}},
-    )
+    return RpcError(MISSING_CAPABILITY, f"{what} needs the tasks extension ({TASKS_EXTENSION_ID}) declared on "
+                    "the request", {"requiredCapabilities": {"extensions": {TASKS_EXTENSION_ID: {}}}})
 
 
 class _Task:
@@ -99,9 +89,8 @@ class ServerTasks:
         self._tasks: dict[str, _Task] = {}
         self._threads = ThreadSet("task")
 
-    def start(
-        self, conn: ServerConnection, name: str, arguments: dict[str, Any], meta: dict[str, Any]
-    ) -> dict[str, Any]:
+    def start(self, conn: ServerConnection, name: str, arguments: dict[str, Any], meta: dict[str, Any]
+              ) -> dict[str, Any]:
         """Start tool *name* as a task; the ``tools/call`` result that announces it."""
         task = _Task(name, arguments, meta)
         with self._cond:
@@ -143,8 +132,7 @@ class ServerTasks:
                 result = self._run_tool(task.name, task.arguments, ctx)
             except InputRequired as needed:
                 if self._ask(task, needed):
-                    continue
-                return
+                    continue  # answered: run the tool again with the answers
             except Exception as exc:
                 error = exc if isinstance(exc, RpcError) else internal_error(exc)
                 self._end(task, "failed", error=error.to_wire(), message=error.message)
@@ -158,10 +146,8 @@ class ServerTasks:
             if not task.cancelled.is_set():
                 task.asking = {needed.key: needed.request}
                 task.settle("input_required")
-                self._cond.wait_for(
-                    lambda: needed.key in task.answers or task.cancelled.is_set(),
-                    timeout=max(0.0, task.expires - time.monotonic()),
-                )
+                self._cond.wait_for(lambda: needed.key in task.answers or task.cancelled.is_set(),
+                                    timeout=max(0.0, task.expires - time.monotonic()))
             if needed.key in task.answers and not task.cancelled.is_set():
                 task.asking = {}
                 task.settle("working")
@@ -169,8 +155,7 @@ class ServerTasks:
         if task.cancelled.is_set():
             self._end(task, "cancelled")
         else:
-            error = {"code": INTERNAL_ERROR, "message": "no answer within the task's lifetime"}
-            self._end(task, "failed", error=error)
+            self._end(task, "failed", error={"code": INTERNAL_ERROR, "message": "no answer within the task's lifetime"})
         return False
 
     def _end(self, task: _Task, status: str, **fields: Any) -> None:
