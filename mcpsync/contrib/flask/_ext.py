@@ -11,13 +11,13 @@ import flask
 from ...auth import AuthorizationRequired, FileTokenStore, OAuth, TokenStore
 from ...config import ConfigError
 from .._server_set import NO_KEY_NEEDED, ServerFront, ServerSet, ServerSpec
-from .._useroauth import EncryptedTokenStore, ScopedTokenStore, is_safe_next, user_client, user_oauth
-from ._blueprint import EXTENSION_KEY, NEXT_KEY
+from .._useroauth import EncryptedTokenStore, ScopedTokenStore, to_login, user_client, user_oauth
+from ._blueprint import EXTENSION_KEY, Web, respond
 
 if TYPE_CHECKING:
     from ...client.client import Client
 
-#: The session key of an anonymous user's id (the blueprint's NEXT_KEY is the other).
+#: The session key of an anonymous user's id (:data:`~mcpsync.contrib._useroauth.NEXT_KEY` is the other).
 ANON_KEY = "mcpsync.user"
 
 
@@ -122,7 +122,6 @@ class MCP(ServerFront):
 
         :raises mcpsync.contrib._server_set.ServerSetError: the settings have errors.
         """
-        from . import _apps  # noqa: F401  (adds the MCP Apps routes to the blueprint)
         from ._blueprint import blueprint
         from ._cli import mcp_command
 
@@ -205,6 +204,4 @@ class MCP(ServerFront):
 
 
 def _to_login(exc: AuthorizationRequired) -> Any:
-    if flask.request.method == "GET" and is_safe_next(flask.request.full_path):
-        flask.session[NEXT_KEY] = flask.request.full_path
-    return flask.redirect(exc.url)
+    return respond(to_login(Web(), exc))
