@@ -16,19 +16,20 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import logging
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
 from ..auth import (AuthError, AuthorizationRequired, CallbackError, IssuerMismatchError, OAuth, StateMismatchError,
                     TokenStore)
 from ..client.client import Client
+from ..config import ConfigError
 from ..exceptions import McpError
 from ._cipher import RecordCipher
 from ._web import Reply, Web, plain, redirect
 
 if TYPE_CHECKING:
-    from ._server_set import ServerSpec
+    from ._server_set import ServerSet
 
 log = logging.getLogger(__name__)
 
@@ -36,15 +37,21 @@ log = logging.getLogger(__name__)
 NEXT_KEY = "mcpsync.next"
 
 
-def user_oauth(spec: ServerSpec, store: TokenStore, redirect_uri: str) -> OAuth:
-    """The web-app OAuth of server *spec* with a store already bound to one user."""
-    assert spec.oauth is not None and spec.config.url is not None
+def user_oauth(servers: ServerSet, name: str, store: Callable[[], TokenStore], redirect_uri: str) -> OAuth:
+    """The web-app OAuth of server *name* with *store()*, a store already bound to one user.
+
+    :raises ConfigError: no such server, or it has no ``oauth`` entry.
+    """
+    spec = servers.spec(name)
+    if spec.oauth is None or spec.config.url is None:
+        raise ConfigError(f"MCP server {name!r} has no 'oauth' entry: use mcp[{name!r}]")
     settings = {"client_name": "mcpsync", **spec.oauth}
-    return OAuth(store=store, login=None, redirect_uri=redirect_uri, server_url=spec.config.url, **settings)
+    return OAuth(store=store(), login=None, redirect_uri=redirect_uri, server_url=spec.config.url, **settings)
 
 
-def user_client(spec: ServerSpec, oauth: OAuth) -> Client:
-    """A new, unconnected client for *spec* that authorizes with *oauth*; close it after use."""
+def user_client(servers: ServerSet, name: str, oauth: OAuth) -> Client:
+    """A new, unconnected client for server *name* that authorizes with *oauth*; close it after use."""
+    spec = servers.spec(name)
     return Client.from_server_config(spec.config, auth=oauth, **spec.options)
 
 

@@ -84,13 +84,8 @@ def oauth_for_user(request: HttpRequest, name: str) -> OAuth:
 
     from .._useroauth import user_oauth
 
-    spec = _state.servers().spec(name)
-    if spec.oauth is None:
-        from ...config import ConfigError
-
-        raise ConfigError(f"MCP server {name!r} has no 'oauth' entry: use get_client({name!r})")
     callback = request.build_absolute_uri(reverse("mcpsync:callback", args=[name]))
-    return user_oauth(spec, token_store_for(request.user), callback)
+    return user_oauth(_state.servers(), name, lambda: token_store_for(request.user), callback)
 
 
 def client_for_user(request: HttpRequest, name: str) -> Client:
@@ -103,7 +98,7 @@ def client_for_user(request: HttpRequest, name: str) -> Client:
     """
     from .._useroauth import user_client
 
-    return user_client(_state.servers().spec(name), oauth_for_user(request, name))
+    return user_client(_state.servers(), name, oauth_for_user(request, name))
 
 
 class McpServers(ServerFront):

@@ -26,7 +26,6 @@ def build() -> ServerSet:
 
     :raises django.core.exceptions.ImproperlyConfigured: the settings have errors.
     """
-    global _current
     from django.conf import settings
     from django.core.exceptions import ImproperlyConfigured
 
@@ -38,11 +37,16 @@ def build() -> ServerSet:
         )
     except ServerSetError as exc:
         raise ImproperlyConfigured(str(exc)) from None
+    _swap(fresh)
+    return fresh
+
+
+def _swap(fresh: ServerSet | None) -> None:
+    global _current
     with _lock:
         old, _current = _current, fresh
     if old is not None:
         old.close()
-    return fresh
 
 
 def token_key() -> Any:
@@ -62,10 +66,5 @@ def servers() -> ServerSet:
 
 def reset(**kwargs: Any) -> None:
     """Close the server set; the next use builds one from the settings (``setting_changed``)."""
-    global _current
-    if kwargs.get("setting") not in SETTINGS and "setting" in kwargs:
-        return
-    with _lock:
-        old, _current = _current, None
-    if old is not None:
-        old.close()
+    if kwargs.get("setting", "MCP_SERVERS") in SETTINGS:
+        _swap(None)

@@ -185,11 +185,8 @@ class MCP(ServerFront):
 
     def oauth_for_user(self, name: str) -> OAuth:
         """The web-app :class:`~mcpsync.auth.OAuth` of the current user for server *name*."""
-        spec = self._state().servers.spec(name)
-        if spec.oauth is None:
-            raise ConfigError(f"MCP server {name!r} has no 'oauth' entry: use mcp[{name!r}]")
         callback = flask.url_for("mcpsync.callback", server=name, _external=True)
-        return user_oauth(spec, self.token_store(), callback)
+        return user_oauth(self._servers(), name, self.token_store, callback)
 
     def client_for_user(self, name: str) -> Client:
         """A new client acting for the current user on server *name*; use it in ``with``.
@@ -197,7 +194,7 @@ class MCP(ServerFront):
         A call that needs a login raises :class:`~mcpsync.auth.AuthorizationRequired`,
         which the extension answers with the redirect (and a way back to this page).
         """
-        return user_client(self._state().servers.spec(name), self.oauth_for_user(name))
+        return user_client(self._servers(), name, self.oauth_for_user(name))
 
     def __repr__(self) -> str:
         return "<mcpsync.contrib.flask.MCP>"
