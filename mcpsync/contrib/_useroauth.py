@@ -142,13 +142,13 @@ def _remember(web: Web, target: str | None) -> None:
 
 def _back(web: Web) -> Reply:
     target = web.session.pop(NEXT_KEY, None) if web.session is not None else None
-    return redirect(str(target if is_safe_next(target) else web.setting("MCP_LOGIN_REDIRECT_URL", "/")))
+    return redirect(str(target if is_safe_next(target) else web.setting("MCP_LOGIN_REDIRECT_URL") or "/"))
 
 
 def connect(web: Web, server: str) -> Reply:
     """``GET connect/<server>?next=/path``: redirect to the authorization page; a 502 (logged)
     when the server or its authorization server cannot be reached."""
-    _remember(web, web.arg("next"))
+    _remember(web, web.args.get("next"))
     oauth = _oauth(web, server)
     try:
         return redirect(oauth.begin())
@@ -180,7 +180,7 @@ def callback(web: Web, server: str) -> Reply:
 def disconnect(web: Web, server: str) -> Reply:
     """``POST disconnect/<server>``: forget the user's tokens for *server*, then back to ``next``."""
     _oauth(web, server).logout()
-    _remember(web, web.arg("next"))
+    _remember(web, web.args.get("next"))
     return _back(web)
 
 

@@ -3,15 +3,15 @@
 The pages ("connect this server", the OAuth callback, "disconnect" in
 :mod:`._useroauth`; the MCP Apps host pages in :mod:`.apps`) are written once, over a
 :class:`Web` (one request, as they see it), and answer a :class:`Reply`.  Each framework
-module wraps its request in a :class:`Web` and turns the :class:`Reply` into its own
+module makes a :class:`Web` of its request and turns the :class:`Reply` into its own
 response; only what really differs (sessions, URL names, signing, CSRF) stays there.
 """
 
 from __future__ import annotations
 
 import contextlib
-from collections.abc import MutableMapping
-from typing import Any, NoReturn, Protocol
+from collections.abc import Callable, Mapping, MutableMapping
+from typing import Any, NoReturn
 
 import attrs
 
@@ -44,40 +44,32 @@ def redirect(url: str) -> Reply:
     return Reply(302, "", {"Location": url})
 
 
-class Web(Protocol):
-    """One request and its app, as the pages see them."""
+@attrs.frozen
+class Web:
+    """One request and its app, as the pages see them (each framework makes one per request)."""
 
     #: The request's method, full URL, path with query, and the app's origin (``scheme://host[:port]``).
     method: str
     url: str
     full_path: str
     origin: str
+    #: The query's arguments (a POST's: its form fields).
+    args: Mapping[str, str]
     #: The user's session (``None``: the app has none).
     session: MutableMapping[str, Any] | None
-
-    def servers(self) -> ServerSet: ...
-
-    def setting(self, name: str, default: Any = None) -> Any: ...
-
-    def arg(self, name: str) -> str | None:
-        """A query argument (of a POST: a form field)."""
-
-    def reverse(self, name: str, **kwargs: str) -> str:
-        """The path of page *name* (``"callback"``, ``"app-call"``, ``"app-sandbox"``)."""
-
-    def oauth_for_user(self, server: str) -> OAuth: ...
-
-    def client_for_user(self, server: str) -> Any: ...
-
-    def sign(self, payload: Any) -> str: ...
-
-    def unsign(self, text: str) -> Any:
-        """The payload of a :meth:`sign`\\ ed text; ``None`` if its signature does not check out."""
-
-    def csrf(self) -> tuple[str, str]:
-        """The header name and the token a script sends back with a POST."""
-
-    def not_found(self, why: str) -> NoReturn: ...
+    servers: Callable[[], ServerSet]
+    #: The app's setting of a name (``None``: unset).
+    setting: Callable[[str], Any]
+    #: The path of a page (``"callback"``, ``"app-call"``, ``"app-sandbox"``) from its URL's arguments.
+    reverse: Callable[..., str]
+    oauth_for_user: Callable[[str], OAuth]
+    client_for_user: Callable[[str], Any]
+    #: A payload signed into a text, and back (``None``: the signature does not check out).
+    sign: Callable[[Any], str]
+    unsign: Callable[[str], Any]
+    #: The header name and the token a script sends back with a POST.
+    csrf: Callable[[], tuple[str, str]]
+    not_found: Callable[[str], NoReturn]
 
 
 def client_of(web: Web, server: str) -> Any:

@@ -82,7 +82,7 @@ def app_page(web: Web, server: str, tool: str) -> Reply:
     after calling the tool with the arguments; a 404 for a tool without a UI."""
     sandbox, csrf = sandbox_origin(web.setting("MCP_APPS_SANDBOX_ORIGIN"), web.origin), web.csrf()
     try:
-        args = json.loads(web.arg("arguments") or "{}")
+        args = json.loads(web.args.get("arguments") or "{}")
     except ValueError:
         args = None
     if not isinstance(args, dict):
@@ -138,7 +138,7 @@ def sandbox_page(web: Web) -> Reply:
     """``GET apps/sandbox/?s=<signed payload>``: the sandbox proxy, on the sandbox origin only."""
     if web.origin != origin_of(str(web.setting("MCP_APPS_SANDBOX_ORIGIN") or "")):
         web.not_found("the MCP Apps sandbox is served on MCP_APPS_SANDBOX_ORIGIN only")
-    payload = web.unsign(web.arg("s") or "")
+    payload = web.unsign(web.args.get("s") or "")
     if not isinstance(payload, dict) or not isinstance(payload.get("csp"), str) or not isinstance(payload.get("host"), str):
         return plain(400, "not a valid sandbox link")
     page = Template(_asset("sandbox.html")).substitute(host=_script_json(payload["host"]))

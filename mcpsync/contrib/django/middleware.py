@@ -15,7 +15,7 @@ from django.http import HttpRequest, HttpResponse
 
 from ...auth import AuthorizationRequired
 from .._useroauth import to_login
-from .views import _Web, respond
+from .views import respond, web_of
 
 __all__ = ["McpAuthorizationMiddleware"]
 
@@ -32,4 +32,4 @@ class McpAuthorizationMiddleware:
     def process_exception(self, request: HttpRequest, exception: Exception) -> HttpResponse | None:
         if not isinstance(exception, AuthorizationRequired):
             return None
-        return respond(to_login(_Web(request), exception))
+        return respond(to_login(web_of(request), exception))

@@ -34,49 +34,34 @@ from django.views.decorators.http import require_GET, require_POST
 
 from .. import _useroauth as login
 from .. import apps as host
-from .._web import SANDBOX_SALT, Reply
+from .._web import SANDBOX_SALT, Reply, Web
 from . import _state, client_for_user, oauth_for_user
 
 
-class _Web:
-    """A Django request as the pages see it (:class:`~mcpsync.contrib._web.Web`)."""
+def web_of(request: HttpRequest) -> Web:
+    """The pages' view of a Django request."""
+    return Web(
+        method=request.method, url=request.build_absolute_uri(), full_path=request.get_full_path(),
+        origin=host.origin_of(request.build_absolute_uri("/")),
+        args=request.POST if request.method == "POST" else request.GET, session=getattr(request, "session", None),
+        servers=_state.servers, setting=lambda name: getattr(settings, name, None),
+        reverse=lambda name, **kwargs: str(reverse(f"mcpsync:{name}", kwargs=kwargs)),
+        oauth_for_user=functools.partial(oauth_for_user, request),
+        client_for_user=functools.partial(client_for_user, request),
+        sign=lambda payload: str(signing.dumps(payload, salt=SANDBOX_SALT, compress=True)), unsign=_unsign,
+        csrf=lambda: ("X-CSRFToken", get_token(request)), not_found=_not_found,
+    )
 
-    def __init__(self, request: HttpRequest) -> None:
-        self.request, self.method, self.full_path = request, request.method, request.get_full_path()
-        self.url = request.build_absolute_uri()
-        self.origin = host.origin_of(request.build_absolute_uri("/"))
-        self.session = getattr(request, "session", None)
-        self.servers = _state.servers
 
-    def setting(self, name: str, default: Any = None) -> Any:
-        return getattr(settings, name, default)
+def _unsign(text: str) -> Any:
+    try:
+        return signing.loads(text, salt=SANDBOX_SALT)
+    except signing.BadSignature:
+        return None
 
-    def arg(self, name: str) -> Any:
-        return (self.request.POST if self.method == "POST" else self.request.GET).get(name)
 
-    def reverse(self, name: str, **kwargs: str) -> str:
-        return str(reverse(f"mcpsync:{name}", kwargs=kwargs))
-
-    def oauth_for_user(self, server: str) -> Any:
-        return oauth_for_user(self.request, server)
-
-    def client_for_user(self, server: str) -> Any:
-        return client_for_user(self.request, server)
-
-    def sign(self, payload: Any) -> str:
-        return str(signing.dumps(payload, salt=SANDBOX_SALT, compress=True))
-
-    def unsign(self, text: str) -> Any:
-        try:
-            return signing.loads(text, salt=SANDBOX_SALT)
-        except signing.BadSignature:
-            return None
-
-    def csrf(self) -> tuple[str, str]:
-        return "X-CSRFToken", get_token(self.request)
-
-    def not_found(self, why: str) -> NoReturn:
-        raise Http404(why)
+def _not_found(why: str) -> NoReturn:
+    raise Http404(why)
 
 
 def respond(reply: Reply) -> HttpResponse:
@@ -93,9 +78,9 @@ def respond(reply: Reply) -> HttpResponse:
 
 
 def _view(page: Callable[..., Reply], *decorators: Callable[[Any], Any]) -> Any:
-    """A Django view of *page* (a function of the request's :class:`_Web` and the URL's arguments)."""
+    """A Django view of *page* (a function of the request's :class:`~mcpsync.contrib._web.Web` and the URL's arguments)."""
     def view(request: HttpRequest, **kwargs: str) -> HttpResponse:
-        return respond(page(_Web(request), **kwargs))
+        return respond(page(web_of(request), **kwargs))
 
     return functools.reduce(lambda inner, decorator: decorator(inner), reversed(decorators), view)
 
@@ -116,4 +101,4 @@ def app_call(request: HttpRequest, server: str) -> HttpResponse:
         return app(request, server=server, tool="call")
     if request.method != "POST":
         return HttpResponseNotAllowed(["GET", "POST"])
-    return respond(host.app_call(_Web(request), server, request.body))
+    return respond(host.app_call(web_of(request), server, request.body))

@@ -14,14 +14,14 @@ OPTIONS must carry the session's CSRF token (:mod:`._csrf`; templates get it as
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any, NoReturn
+from typing import Any
 
 import flask
 from itsdangerous import BadSignature, URLSafeSerializer
 
 from .. import _useroauth as login
 from .. import apps as host
-from .._web import SANDBOX_SALT, Reply
+from .._web import SANDBOX_SALT, Reply, Web
 from ._csrf import CSRF_HEADER, check_csrf, csrf_token
 
 #: Where ``MCP.init_app`` puts the extension, in ``app.extensions``.
@@ -38,54 +38,33 @@ def _csrf() -> None:
         check_csrf()
 
 
-class Web:
-    """The current Flask request as the pages see it (:class:`~mcpsync.contrib._web.Web`)."""
+def web() -> Web:
+    """The pages' view of the current Flask request."""
+    request, mcp = flask.request, flask.current_app.extensions.get(EXTENSION_KEY)
+    if mcp is None:
+        raise RuntimeError("MCP.init_app() was not called for this app")
+    return Web(
+        method=request.method, url=request.url, full_path=request.full_path, origin=host.origin_of(request.host_url),
+        args=request.form if request.method == "POST" else request.args, session=flask.session,
+        servers=mcp._servers, setting=flask.current_app.config.get,
+        reverse=lambda name, **kwargs: flask.url_for(f"mcpsync.{name.replace('-', '_')}", **kwargs),
+        oauth_for_user=mcp.oauth_for_user, client_for_user=mcp.client_for_user,
+        sign=lambda payload: str(_signer().dumps(payload)), unsign=_unsign,
+        csrf=lambda: (CSRF_HEADER, csrf_token()), not_found=lambda why: flask.abort(404, description=why),
+    )
 
-    def __init__(self) -> None:
-        request, mcp = flask.request, flask.current_app.extensions.get(EXTENSION_KEY)
-        if mcp is None:
-            raise RuntimeError("MCP.init_app() was not called for this app")
-        self.method, self.url, self.full_path = request.method, request.url, request.full_path
-        self.origin, self.mcp = host.origin_of(request.host_url), mcp
-        self.session: Any = flask.session
 
-    def servers(self) -> Any:
-        return self.mcp._servers()
+def _signer() -> URLSafeSerializer:
+    if not flask.current_app.secret_key:
+        raise RuntimeError("the MCP Apps pages need the app's SECRET_KEY (sessions, signed sandbox links)")
+    return URLSafeSerializer(flask.current_app.secret_key, salt=SANDBOX_SALT)
 
-    def setting(self, name: str, default: Any = None) -> Any:
-        return flask.current_app.config.get(name, default)
 
-    def arg(self, name: str) -> str | None:
-        return (flask.request.form if self.method == "POST" else flask.request.args).get(name)
-
-    def reverse(self, name: str, **kwargs: Any) -> str:
-        return flask.url_for(f"mcpsync.{name.replace('-', '_')}", **kwargs)
-
-    def oauth_for_user(self, server: str) -> Any:
-        return self.mcp.oauth_for_user(server)
-
-    def client_for_user(self, server: str) -> Any:
-        return self.mcp.client_for_user(server)
-
-    def _signer(self) -> URLSafeSerializer:
-        if not flask.current_app.secret_key:
-            raise RuntimeError("the MCP Apps pages need the app's SECRET_KEY (sessions, signed sandbox links)")
-        return URLSafeSerializer(flask.current_app.secret_key, salt=SANDBOX_SALT)
-
-    def sign(self, payload: Any) -> str:
-        return str(self._signer().dumps(payload))
-
-    def unsign(self, text: str) -> Any:
-        try:
-            return self._signer().loads(text)
-        except BadSignature:
-            return None
-
-    def csrf(self) -> tuple[str, str]:
-        return CSRF_HEADER, csrf_token()
-
-    def not_found(self, why: str) -> NoReturn:
-        flask.abort(404, description=why)
+def _unsign(text: str) -> Any:
+    try:
+        return _signer().loads(text)
+    except BadSignature:
+        return None
 
 
 def respond(reply: Reply) -> Any:
@@ -102,7 +81,7 @@ def respond(reply: Reply) -> Any:
 
 
 def _route(rule: str, endpoint: str, page: Callable[..., Reply], method: str = "GET") -> None:
-    blueprint.add_url_rule(rule, endpoint, lambda **kwargs: respond(page(Web(), **kwargs)), methods=[method])
+    blueprint.add_url_rule(rule, endpoint, lambda **kwargs: respond(page(web(), **kwargs)), methods=[method])
 
 
 _route("/connect/<server>", "connect", login.connect)

@@ -12,7 +12,7 @@ from ...auth import AuthorizationRequired, FileTokenStore, OAuth, TokenStore
 from ...config import ConfigError
 from .._server_set import NO_KEY_NEEDED, ServerFront, ServerSet, ServerSpec
 from .._useroauth import EncryptedTokenStore, ScopedTokenStore, to_login, user_client, user_oauth
-from ._blueprint import EXTENSION_KEY, Web, respond
+from ._blueprint import EXTENSION_KEY, respond, web
 
 if TYPE_CHECKING:
     from ...client.client import Client
@@ -201,4 +201,4 @@ class MCP(ServerFront):
 
 
 def _to_login(exc: AuthorizationRequired) -> Any:
-    return respond(to_login(Web(), exc))
+    return respond(to_login(web(), exc))
