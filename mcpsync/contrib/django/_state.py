@@ -13,9 +13,7 @@ from typing import Any
 from .._server_set import NO_KEY_NEEDED, ServerSet, ServerSetError
 
 #: The settings this app reads; changing any of them rebuilds the server set.
-SETTINGS = frozenset(
-    {"MCP_SERVERS", "MCP_DEFAULTS", "MCP_TOKEN_KEY", "MCP_TOKEN_STORE", "MCP_TOKEN_CACHE"}
-)
+SETTINGS = frozenset({"MCP_SERVERS", "MCP_DEFAULTS", "MCP_TOKEN_KEY", "MCP_TOKEN_STORE", "MCP_TOKEN_CACHE"})
 
 _lock = threading.Lock()
 _current: ServerSet | None = None
@@ -30,11 +28,8 @@ def build() -> ServerSet:
     from django.core.exceptions import ImproperlyConfigured
 
     try:
-        fresh = ServerSet.from_settings(
-            getattr(settings, "MCP_SERVERS", None),
-            getattr(settings, "MCP_DEFAULTS", None),
-            token_key(),
-        )
+        fresh = ServerSet.from_settings(getattr(settings, "MCP_SERVERS", None), getattr(settings, "MCP_DEFAULTS", None),
+                                        token_key())
     except ServerSetError as exc:
         raise ImproperlyConfigured(str(exc)) from None
     _swap(fresh)

@@ -6,6 +6,7 @@ import secrets
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
+import attrs
 import flask
 
 from ...auth import AuthorizationRequired, FileTokenStore, OAuth, TokenStore
@@ -36,15 +37,13 @@ def _default_user_id() -> str:
 TOKEN_STORES = ("file", "sqlalchemy")
 
 
+@attrs.frozen
 class _AppState:
-    """What :meth:`MCP.init_app` keeps per app in ``app.extensions["mcp"]``.
+    """What :meth:`MCP.init_app` keeps per app in ``app.extensions["mcp"]``."""
 
-    *for_user* makes the store of one user's records (``None``: no server has ``oauth``).
-    """
-
-    def __init__(self, servers: ServerSet, for_user: Callable[[str], TokenStore] | None) -> None:
-        self.servers = servers
-        self.for_user = for_user
+    servers: ServerSet
+    #: Makes the store of one user's records (``None``: no server has ``oauth``).
+    for_user: Callable[[str], TokenStore] | None
 
 
 def _scoped(store: TokenStore) -> Callable[[str], TokenStore]:
