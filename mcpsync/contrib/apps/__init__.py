@@ -112,7 +112,7 @@ def app_page(web: Web, server: str, tool: str) -> Reply:
         "sandboxOrigin": sandbox, "callUrl": web.reverse("app-call", server=server), "csrfHeader": csrf[0],
         "csrfToken": csrf[1], "hostInfo": {"name": "mcpsync", "version": __version__},
         "tool": to_wire(found), "arguments": args, "result": result, "cancelled": cancelled,
-        "html": app.html, "csp": _wire_csp(app), "permissions": {p: {} for p in sorted(app.permissions)},
+        "html": app.html, "csp": {key: list(value) for key, value in _csp_names(app.csp).items() if value}, "permissions": {p: {} for p in sorted(app.permissions)},
         "maxHeight": MAX_HEIGHT,
     }
     link = f"{sandbox}{web.reverse('app-sandbox')}?s={web.sign({'csp': csp, 'host': web.origin})}"
@@ -127,11 +127,9 @@ def app_page(web: Web, server: str, tool: str) -> Reply:
     return Reply(200, page)
 
 
-def _wire_csp(app: Any) -> dict[str, list[str]]:
-    csp = app.csp
-    names = {"connectDomains": csp.connect_domains, "resourceDomains": csp.resource_domains,
-             "frameDomains": csp.frame_domains, "baseUriDomains": csp.base_uri_domains}
-    return {key: list(value) for key, value in names.items() if value}
+def _csp_names(csp: Any) -> dict[str, Any]:
+    return {"connectDomains": csp.connect_domains, "resourceDomains": csp.resource_domains,
+            "frameDomains": csp.frame_domains, "baseUriDomains": csp.base_uri_domains}
 
 
 def sandbox_page(web: Web) -> Reply:

@@ -13,12 +13,7 @@ from typing import Any
 
 from django.core import checks
 
-from .._server_set import Problem, validate
-
-
-def _message(problem: Problem) -> checks.CheckMessage:
-    kind = checks.Error if problem.level == "error" else checks.Warning
-    return kind(problem.message, hint=problem.hint, id=problem.id)
+from .._server_set import validate
 
 
 @checks.register("mcpsync")  # on import, by McpConfig.ready (a set: registering again changes nothing)
@@ -30,4 +25,4 @@ def check_mcp_settings(app_configs: Any = None, **kwargs: Any) -> list[checks.Ch
 
     _specs, problems = validate(getattr(settings, "MCP_SERVERS", None), getattr(settings, "MCP_DEFAULTS", None),
                                 token_key=token_key())
-    return [_message(p) for p in problems]
+    return [(checks.Error if p.level == "error" else checks.Warning)(p.message, hint=p.hint, id=p.id) for p in problems]

@@ -101,13 +101,8 @@ class MCP(ServerFront):
         Flask-Login's ``current_user`` if installed, else one id per browser session).
     """
 
-    def __init__(
-        self,
-        app: flask.Flask | None = None,
-        *,
-        token_store: TokenStore | None = None,
-        user_id: Callable[[], str] | None = None,
-    ) -> None:
+    def __init__(self, app: flask.Flask | None = None, *, token_store: TokenStore | None = None,
+                 user_id: Callable[[], str] | None = None) -> None:
         self._token_store = token_store
         self._user_id = user_id or _default_user_id
         self._app: flask.Flask | None = None

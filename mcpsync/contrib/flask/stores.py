@@ -112,14 +112,8 @@ class SQLAlchemyTokens:
     :param table: an existing table of the same columns.
     """
 
-    def __init__(
-        self,
-        engine: sa.Engine | Callable[[], sa.Engine],
-        cipher: RecordCipher,
-        *,
-        metadata: sa.MetaData | None = None,
-        table: sa.Table | None = None,
-    ) -> None:
+    def __init__(self, engine: sa.Engine | Callable[[], sa.Engine], cipher: RecordCipher, *,
+                 metadata: sa.MetaData | None = None, table: sa.Table | None = None) -> None:
         self._engine = engine
         self.cipher = cipher
         self.table = table if table is not None else token_table(metadata or sa.MetaData())
