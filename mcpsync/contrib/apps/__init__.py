@@ -98,14 +98,12 @@ def app_page(web: Web, server: str, tool: str) -> Reply:
         except McpError as exc:
             log.warning("MCP app %s/%s: %s: %s", server, tool, type(exc).__name__, exc)
             return plain(502, f"the MCP server {server!r} failed ({type(exc).__name__})")
-        result: Any = None
-        cancelled = None
         try:
-            result = to_wire(client.call_tool(tool, args))
+            result, cancelled = to_wire(client.call_tool(tool, args)), None
         except AuthorizationRequired:
             raise
         except McpError as exc:
-            cancelled = f"{type(exc).__name__}: {exc}"
+            result, cancelled = None, f"{type(exc).__name__}: {exc}"
     csp = app.csp_header()
     log.info("MCP app %s of %s/%s served with CSP %r", app.uri, server, tool, csp)
     config = {

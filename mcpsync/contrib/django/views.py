@@ -79,6 +79,7 @@ def respond(reply: Reply) -> HttpResponse:
 
 def _view(page: Callable[..., Reply], *decorators: Callable[[Any], Any]) -> Any:
     """A Django view of *page* (a function of the request's :class:`~mcpsync.contrib._web.Web` and the URL's arguments)."""
+    @functools.wraps(page)
     def view(request: HttpRequest, **kwargs: str) -> HttpResponse:
         return respond(page(web_of(request), **kwargs))
 

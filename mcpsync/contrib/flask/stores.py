@@ -182,23 +182,22 @@ class SQLAlchemyTokens:
                         # At least 1 ms: 0 would mean no limit at all.
                         conn.exec_driver_sql(f"SET LOCAL lock_timeout = '{max(1, int(wait * 1000))}ms'")
                     self._lock_row(conn, user_key, key)
-                got.append(conn)
-                return True
-            except sa_exc.OperationalError as exc:
+            except BaseException as exc:
                 conn.close()
-                if _is_busy(exc) and engine.dialect.name == "sqlite":
+                if isinstance(exc, sa_exc.OperationalError) and _is_busy(exc) and engine.dialect.name == "sqlite":
                     return False  # poll() tries again
-                if _is_busy(exc) or "timeout" in str(exc).lower() or _deadline.passed():
-                    raise gave_up("waiting for the token lock in the database") from None
-                raise _failed(exc) from None
-            except sa_exc.SQLAlchemyError as exc:
-                conn.close()
-                raise _failed(exc) from None
-            except BaseException:
-                conn.close()
                 raise
+            got.append(conn)
+            return True
 
-        poll(attempt, "waiting for the token lock in the database")
+        try:
+            poll(attempt, "waiting for the token lock in the database")
+        except sa_exc.OperationalError as exc:
+            if _is_busy(exc) or "timeout" in str(exc).lower() or _deadline.passed():
+                raise gave_up("waiting for the token lock in the database") from None
+            raise _failed(exc) from None
+        except sa_exc.SQLAlchemyError as exc:
+            raise _failed(exc) from None
         return got[0]
 
     def _lock_row(self, conn: sa.Connection, user_key: str, key: str) -> None:
