@@ -143,6 +143,15 @@ def test_management_commands_reuse_the_cli() -> None:
         call_command("mcp", "call", "nope", stdout=io.StringIO(), stderr=io.StringIO())
 
 
+def test_management_command_without_servers_is_a_usage_error() -> None:
+    from django.core.management import CommandError, call_command
+    from django.test import override_settings
+
+    with override_settings(MCP_SERVERS=None), pytest.raises(CommandError, match="MCP_SERVERS is not set") as info:
+        call_command("mcp", "servers", stdout=io.StringIO(), stderr=io.StringIO())
+    assert info.value.returncode == 2  # a usage error, as for flask mcp
+
+
 # -- token stores ---------------------------------------------------------------------------
 
 from mcpsync.testing.token_store import TokenStoreContract  # noqa: E402

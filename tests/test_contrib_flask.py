@@ -130,6 +130,8 @@ def test_cli_commands(closing: list[MCP]) -> None:
     assert "countdown(n?: integer, delay?: number)" in result.output
     result = runner.invoke(args=["mcp", "servers"])
     assert result.output.splitlines()[1].split()[:2] == ["demo", "stdio"]
+    result = runner.invoke(args=["mcp", "servers", "--timeout", "5"])  # every command takes --timeout
+    assert result.exit_code == 0 and result.output.splitlines()[1].split()[:2] == ["demo", "stdio"]
     result = runner.invoke(args=["mcp", "call", "nope"])
     assert result.exit_code == 4
 

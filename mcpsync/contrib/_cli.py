@@ -13,8 +13,8 @@ import contextlib
 import json
 import os
 import tempfile
-from collections.abc import Iterator, Sequence
-from typing import TextIO
+from collections.abc import Callable, Iterator, Sequence
+from typing import Any, TextIO
 
 from mcpsync.cli.args import UsageError
 
@@ -69,15 +69,22 @@ def argv_for(prog: str, command: str, rest: Sequence[str], names: Sequence[str])
     return ["--server", server, command, *args]
 
 
-def run(servers: object, prog: str, command: str, rest: Sequence[str], *, timeout: float | None,
+def run(setting: Callable[[str], Any], prog: str, command: str, rest: Sequence[str], *, timeout: float | None,
         stdout: TextIO, stderr: TextIO) -> int:
-    """Run ``mcpsync --config <servers> ... COMMAND REST``; the exit status.
+    """Run ``mcpsync --config <MCP_SERVERS> ... COMMAND REST``; the exit status.
 
+    :param setting: the app's setting of a name (``None``: unset).
     :param prog: the framework's command (``"manage.py mcp"``), for usage errors.
-    :raises UsageError: see :func:`argv_for`.
+    :param timeout: seconds per request (``None``: ``MCP_DEFAULTS``' timeout, else the CLI's).
+    :raises UsageError: ``MCP_SERVERS`` is not set; see also :func:`argv_for`.
     """
     from mcpsync.cli.main import main
 
+    servers = setting("MCP_SERVERS")
+    if servers is None:
+        raise UsageError("MCP_SERVERS is not set")
+    if timeout is None:
+        timeout = (setting("MCP_DEFAULTS") or {}).get("timeout")
     names = list(read_servers(servers)[0])
     tail = argv_for(prog, command, rest, names)
     with _config_file(servers) as path:

@@ -4,9 +4,11 @@ A server whose ``MCP_SERVERS`` entry has ``oauth`` is never shared: each
 request makes a short-lived :class:`~mcpsync.Client` whose
 :class:`~mcpsync.auth.OAuth` reads and writes *that user's* records only (the
 store is bound to the user, so no key a caller passes can reach another
-user's tokens).  The framework modules add the views: "connect" redirects to
-:meth:`~mcpsync.auth.OAuth.begin`'s URL, the callback calls
-:meth:`~mcpsync.auth.OAuth.complete` (which checks ``state`` and ``iss``).
+user's tokens).  The pages, framework aside (over a :class:`~._web.Web`): "connect"
+redirects to :meth:`~mcpsync.auth.OAuth.begin`'s URL, the callback calls
+:meth:`~mcpsync.auth.OAuth.complete` (which checks ``state`` and ``iss``), "disconnect"
+forgets the tokens, and :func:`to_login` turns :class:`~mcpsync.auth.AuthorizationRequired`
+into the login redirect.
 """
 
 from __future__ import annotations
@@ -14,30 +16,42 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import logging
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
-from ..auth import OAuth, TokenStore
+from ..auth import (AuthError, AuthorizationRequired, CallbackError, IssuerMismatchError, OAuth, StateMismatchError,
+                    TokenStore)
 from ..client.client import Client
+from ..config import ConfigError
 from ..exceptions import McpError
 from ._cipher import RecordCipher
+from ._web import Reply, Web, plain, redirect
 
 if TYPE_CHECKING:
-    from ._server_set import ServerSpec
+    from ._server_set import ServerSet
 
 log = logging.getLogger(__name__)
 
+#: The session key of the page to return to after a login.
+NEXT_KEY = "mcpsync.next"
 
-def user_oauth(spec: ServerSpec, store: TokenStore, redirect_uri: str) -> OAuth:
-    """The web-app OAuth of server *spec* with a store already bound to one user."""
-    assert spec.oauth is not None and spec.config.url is not None
+
+def user_oauth(servers: ServerSet, name: str, store: Callable[[], TokenStore], redirect_uri: str) -> OAuth:
+    """The web-app OAuth of server *name* with *store()*, a store already bound to one user.
+
+    :raises ConfigError: no such server, or it has no ``oauth`` entry.
+    """
+    spec = servers.spec(name)
+    if spec.oauth is None or spec.config.url is None:
+        raise ConfigError(f"MCP server {name!r} has no 'oauth' entry: use mcp[{name!r}]")
     settings = {"client_name": "mcpsync", **spec.oauth}
-    return OAuth(store=store, login=None, redirect_uri=redirect_uri, server_url=spec.config.url, **settings)
+    return OAuth(store=store(), login=None, redirect_uri=redirect_uri, server_url=spec.config.url, **settings)
 
 
-def user_client(spec: ServerSpec, oauth: OAuth) -> Client:
-    """A new, unconnected client for *spec* that authorizes with *oauth*; close it after use."""
+def user_client(servers: ServerSet, name: str, oauth: OAuth) -> Client:
+    """A new, unconnected client for server *name* that authorizes with *oauth*; close it after use."""
+    spec = servers.spec(name)
     return Client.from_server_config(spec.config, auth=oauth, **spec.options)
 
 
@@ -113,32 +127,65 @@ class EncryptedTokenStore(_Layered):
         self.inner.save(key, {"sealed": self._cipher.encrypt(record, key)})
 
 
-def login_url(oauth: OAuth, server: str) -> tuple[int, str]:
-    """Start a web-app login: (302, the authorization URL), or (502, text for the user) when
-    the server or its authorization server cannot be reached (logged)."""
+def _oauth(web: Web, server: str) -> OAuth:
+    """The user's OAuth for *server*; not found for a server that is not a per-user one."""
+    servers = web.servers()
+    if server not in servers or servers.spec(server).oauth is None:
+        web.not_found("no such MCP server to connect")
+    return web.oauth_for_user(server)
+
+
+def _remember(web: Web, target: str | None) -> None:
+    if is_safe_next(target) and web.session is not None:
+        web.session[NEXT_KEY] = target
+
+
+def _back(web: Web) -> Reply:
+    target = web.session.pop(NEXT_KEY, None) if web.session is not None else None
+    return redirect(str(target if is_safe_next(target) else web.setting("MCP_LOGIN_REDIRECT_URL") or "/"))
+
+
+def connect(web: Web, server: str) -> Reply:
+    """``GET connect/<server>?next=/path``: redirect to the authorization page; a 502 (logged)
+    when the server or its authorization server cannot be reached."""
+    _remember(web, web.args.get("next"))
+    oauth = _oauth(web, server)
     try:
-        return 302, oauth.begin()
+        return redirect(oauth.begin())
     except McpError as exc:
         log.warning("MCP server %r: %s: %s", server, type(exc).__name__, exc)
-        return 502, f"the MCP server {server!r} cannot be reached for a login ({type(exc).__name__})"
+        return plain(502, f"the MCP server {server!r} cannot be reached for a login ({type(exc).__name__})")
 
 
-def finish_login(oauth: OAuth, callback_url: str) -> tuple[int, str] | None:
-    """Complete a web-app login; ``None`` on success, else (HTTP status, text for the user).
+def callback(web: Web, server: str) -> Reply:
+    """``GET callback/<server>``: complete the login, then back to ``next``.
 
     A forged, replayed, another user's or stale callback (``state``/``iss``) is
     a 400 and exchanges nothing; a refusal at the authorization server is a
     400 too; any other failure (the server or the authorization server down,
     a refused code) is a 502.
     """
-    from ..auth import AuthError, CallbackError, IssuerMismatchError, StateMismatchError
-
+    oauth = _oauth(web, server)
     try:
-        oauth.complete(callback_url)
+        oauth.complete(web.url)
     except (StateMismatchError, IssuerMismatchError) as exc:
-        return 400, f"this login link is not valid any more; start again ({exc})"
+        return plain(400, f"this login link is not valid any more; start again ({exc})")
     except CallbackError as exc:
-        return 400, f"the login did not succeed: {exc}"
+        return plain(400, f"the login did not succeed: {exc}")
     except AuthError as exc:
-        return 502, f"the login could not be completed ({type(exc).__name__}: {exc})"
-    return None
+        return plain(502, f"the login could not be completed ({type(exc).__name__}: {exc})")
+    return _back(web)
+
+
+def disconnect(web: Web, server: str) -> Reply:
+    """``POST disconnect/<server>``: forget the user's tokens for *server*, then back to ``next``."""
+    _oauth(web, server).logout()
+    _remember(web, web.args.get("next"))
+    return _back(web)
+
+
+def to_login(web: Web, exc: AuthorizationRequired) -> Reply:
+    """A page raised :class:`~mcpsync.auth.AuthorizationRequired`: to the login, and back after it."""
+    if web.method == "GET":
+        _remember(web, web.full_path)
+    return redirect(exc.url)

@@ -31,25 +31,17 @@ class NameMap:
 
     def __init__(self, names: Iterable[str], limit: int) -> None:
         names = list(names)
-        self.limit = limit
-        self.to_provider: dict[str, str] = {}
-        taken: set[str] = set()
-        for name in names:  # names that already fit keep themselves, whatever comes after
-            if len(name) <= limit and not _REFUSED.search(name) and name:
-                self.to_provider[name] = name
-                taken.add(name)
+        # Names that already fit keep themselves, whatever comes after.
+        self.to_provider = {name: name for name in names if name and len(name) <= limit and not _REFUSED.search(name)}
+        taken = set(self.to_provider)
         for name in names:
             if name in self.to_provider:
                 continue
             base = candidate = _REFUSED.sub("_", name) or "tool"
-            if len(base) > limit or base in taken:
-                digest = hashlib.sha256(name.encode("utf-8")).hexdigest()[:8]
-                n = 1
-                candidate = f"{base[: limit - 9]}_{digest}"
-                while candidate in taken:  # a hash collision: never in practice, still handled
-                    n += 1
-                    suffix = f"_{digest}{n}"
-                    candidate = f"{base[: limit - len(suffix)]}{suffix}"
+            seed = name
+            while len(candidate) > limit or candidate in taken:  # taken again: a hash collision, never in practice
+                seed = hashlib.sha256(seed.encode("utf-8")).hexdigest()[:8]
+                candidate = f"{base[: limit - 9]}_{seed}"
             self.to_provider[name] = candidate
             taken.add(candidate)
         self.to_mcp = {provider: name for name, provider in self.to_provider.items()}

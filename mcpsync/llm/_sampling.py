@@ -114,8 +114,16 @@ def _tool_use(name: str, call_id: Any, raw: Any, names: NameMap, where: str) -> 
     return types.ToolUseContent(call_id, name, raw)
 
 
-def _result(content: list[Any], response: Any, model: str, reason: Any,
-            stops: dict[str, str]) -> types.CreateMessageResult:
+def _answer(blocks: list[Any], response: Any, model: str, reason: Any, stops: dict[str, str], names: NameMap,
+            where: str) -> types.CreateMessageResult:
+    """The result of the model's answer: its text and tool-use *blocks* (Anthropic's shape), read."""
+    content: list[Any] = []
+    for block in blocks:
+        kind = field(block, "type")
+        if kind == "text":
+            content.append(types.TextContent(str(field(block, "text") or "")))
+        elif kind == "tool_use":
+            content.append(_tool_use(field(block, "name"), field(block, "id"), field(block, "input"), names, where))
     single = content[0] if len(content) == 1 else content or types.TextContent("")
     return types.CreateMessageResult(single, model=str(field(response, "model") or model),
                                      stop_reason=stops.get(reason, reason))
@@ -191,12 +199,11 @@ def _chat_answer(response: Any, names: NameMap, model: str) -> types.CreateMessa
     if not isinstance(choices, list) or not choices or field(choices[0], "message") is None:
         raise ProviderResponseError("the chat completion has no choices[0].message")
     message = field(choices[0], "message")
-    content: list[Any] = [types.TextContent(str(field(message, "content")))] if field(message, "content") else []
-    for call in field(message, "tool_calls") or []:
-        function = field(call, "function")
-        content.append(_tool_use(field(function, "name"), field(call, "id"), field(function, "arguments"), names,
-                                 "a tool call in the chat completion"))
-    return _result(content, response, model, field(choices[0], "finish_reason"), _CHAT_STOP)
+    blocks = [{"type": "text", "text": field(message, "content")}] if field(message, "content") else []
+    blocks += [{"type": "tool_use", "id": field(call, "id"), "name": field(field(call, "function"), "name"),
+                "input": field(field(call, "function"), "arguments")} for call in field(message, "tool_calls") or []]
+    return _answer(blocks, response, model, field(choices[0], "finish_reason"), _CHAT_STOP, names,
+                   "a tool call in the chat completion")
 
 
 # -- Anthropic Messages -----------------------------------------------------
@@ -248,12 +255,5 @@ def _anthropic_answer(response: Any, names: NameMap, model: str) -> types.Create
     blocks = field(response, "content")
     if not isinstance(blocks, list):
         raise ProviderResponseError("the Anthropic message has no content list")
-    content: list[Any] = []
-    for block in blocks:
-        kind = field(block, "type")
-        if kind == "text":
-            content.append(types.TextContent(str(field(block, "text") or "")))
-        elif kind == "tool_use":
-            content.append(_tool_use(field(block, "name"), field(block, "id"), field(block, "input"), names,
-                                     "a tool_use block of the Anthropic message"))
-    return _result(content, response, model, field(response, "stop_reason"), _ANTHROPIC_STOP)
+    return _answer(blocks, response, model, field(response, "stop_reason"), _ANTHROPIC_STOP, names,
+                   "a tool_use block of the Anthropic message")

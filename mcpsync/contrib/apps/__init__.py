@@ -26,16 +26,15 @@ import json
 import logging
 from pathlib import Path
 from string import Template
-from typing import Any, Callable
+from typing import Any
 from urllib.parse import urlsplit
-
-import attrs
 
 from ..._version import __version__
 from ...auth import AuthorizationRequired
 from ...config import ConfigError
 from ...exceptions import McpError, ToolNotVisible
 from ...types import to_wire
+from .._web import Reply, Web, client_of, plain
 
 log = logging.getLogger(__name__)
 
@@ -43,18 +42,8 @@ _ASSETS = Path(__file__).resolve().parent
 #: Permission Policy features of the declared ``_meta.ui.permissions``.
 _FEATURES = {"camera": "camera", "microphone": "microphone", "geolocation": "geolocation",
              "clipboardWrite": "clipboard-write"}
-_NO_STORE = {"Cache-Control": "no-store"}
 #: The tallest the host lets an app grow (CSS pixels).
 MAX_HEIGHT = 4000
-
-
-@attrs.frozen
-class Reply:
-    """What a view answers: status, body (``str``: HTML; else JSON), headers."""
-
-    status: int
-    body: Any
-    headers: dict[str, str] = attrs.field(factory=lambda: dict(_NO_STORE))
 
 
 @functools.cache
@@ -88,54 +77,46 @@ def _script_json(value: Any) -> str:
     return json.dumps(value).replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
 
 
-def app_page(
-    client: Any, server: str, tool_name: str, arguments: str | None, *,
-    host_origin: str, sandbox: str, sandbox_url: Callable[[dict[str, str]], str], call_url: str,
-    csrf: tuple[str, str],
-) -> Reply:
-    """The host page of *tool_name*'s app, after calling the tool with *arguments* (JSON).
-
-    :param sandbox: the sandbox origin (:func:`sandbox_origin`).
-    :param sandbox_url: the sandbox page's URL (on that origin) carrying a payload, signed.
-    :param csrf: the header name and token the bridge sends with its calls.
-    """
+def app_page(web: Web, server: str, tool: str) -> Reply:
+    """``GET apps/<server>/<tool>/?arguments=<JSON>``: the host page of *tool*'s app,
+    after calling the tool with the arguments; a 404 for a tool without a UI."""
+    sandbox, csrf = sandbox_origin(web.setting("MCP_APPS_SANDBOX_ORIGIN"), web.origin), web.csrf()
     try:
-        args = json.loads(arguments) if arguments else {}
+        args = json.loads(web.args.get("arguments") or "{}")
     except ValueError:
         args = None
     if not isinstance(args, dict):
-        return Reply(400, "the arguments must be a JSON object", {"Content-Type": "text/plain"})
-    try:
-        tool = next((t for t in client.list_tools() if t.name == tool_name), None)
-        if tool is None or tool.ui is None or tool.ui.resource_uri is None:
-            return Reply(404, "no such tool with an app on this server", {"Content-Type": "text/plain"})
-        app = client.read_app(tool)
-    except AuthorizationRequired:
-        raise  # the framework sends the user to the login
-    except McpError as exc:
-        log.warning("MCP app %s/%s: %s: %s", server, tool_name, type(exc).__name__, exc)
-        return Reply(502, f"the MCP server {server!r} failed ({type(exc).__name__})", {"Content-Type": "text/plain"})
-    result: Any = None
-    cancelled = None
-    try:
-        result = to_wire(client.call_tool(tool_name, args))
-    except AuthorizationRequired:
-        raise
-    except McpError as exc:
-        cancelled = f"{type(exc).__name__}: {exc}"
+        return plain(400, "the arguments must be a JSON object")
+    with client_of(web, server) as client:
+        try:
+            found = next((t for t in client.list_tools() if t.name == tool), None)
+            if found is None or found.ui is None or found.ui.resource_uri is None:
+                return plain(404, "no such tool with an app on this server")
+            app = client.read_app(found)
+        except AuthorizationRequired:
+            raise  # the framework sends the user to the login
+        except McpError as exc:
+            log.warning("MCP app %s/%s: %s: %s", server, tool, type(exc).__name__, exc)
+            return plain(502, f"the MCP server {server!r} failed ({type(exc).__name__})")
+        try:
+            result, cancelled = to_wire(client.call_tool(tool, args)), None
+        except AuthorizationRequired:
+            raise
+        except McpError as exc:
+            result, cancelled = None, f"{type(exc).__name__}: {exc}"
     csp = app.csp_header()
-    log.info("MCP app %s of %s/%s served with CSP %r", app.uri, server, tool_name, csp)
+    log.info("MCP app %s of %s/%s served with CSP %r", app.uri, server, tool, csp)
     config = {
-        "sandboxOrigin": sandbox, "callUrl": call_url, "csrfHeader": csrf[0],
+        "sandboxOrigin": sandbox, "callUrl": web.reverse("app-call", server=server), "csrfHeader": csrf[0],
         "csrfToken": csrf[1], "hostInfo": {"name": "mcpsync", "version": __version__},
-        "tool": to_wire(tool), "arguments": args, "result": result, "cancelled": cancelled,
-        "html": app.html, "csp": _wire_csp(app), "permissions": {p: {} for p in sorted(app.permissions)},
+        "tool": to_wire(found), "arguments": args, "result": result, "cancelled": cancelled,
+        "html": app.html, "csp": {key: list(value) for key, value in _csp_names(app.csp).items() if value}, "permissions": {p: {} for p in sorted(app.permissions)},
         "maxHeight": MAX_HEIGHT,
     }
-    title = html.escape(tool.title or tool.name)
+    link = f"{sandbox}{web.reverse('app-sandbox')}?s={web.sign({'csp': csp, 'host': web.origin})}"
     page = Template(_asset("host.html")).substitute(
-        title=title,
-        src=html.escape(sandbox_url({"csp": csp, "host": host_origin})),
+        title=html.escape(found.title or found.name),
+        src=html.escape(link),
         allow=html.escape("; ".join(_FEATURES[p] for p in sorted(app.permissions))),
         border="border:1px solid #8888;border-radius:8px" if app.prefers_border else "border:0",
         config=_script_json(config),
@@ -144,17 +125,18 @@ def app_page(
     return Reply(200, page)
 
 
-def _wire_csp(app: Any) -> dict[str, list[str]]:
-    csp = app.csp
-    names = {"connectDomains": csp.connect_domains, "resourceDomains": csp.resource_domains,
-             "frameDomains": csp.frame_domains, "baseUriDomains": csp.base_uri_domains}
-    return {key: list(value) for key, value in names.items() if value}
+def _csp_names(csp: Any) -> dict[str, Any]:
+    return {"connectDomains": csp.connect_domains, "resourceDomains": csp.resource_domains,
+            "frameDomains": csp.frame_domains, "baseUriDomains": csp.base_uri_domains}
 
 
-def sandbox_page(payload: Any) -> Reply:
-    """The sandbox proxy for a verified *payload* (``None``: the signature did not check out)."""
+def sandbox_page(web: Web) -> Reply:
+    """``GET apps/sandbox/?s=<signed payload>``: the sandbox proxy, on the sandbox origin only."""
+    if web.origin != origin_of(str(web.setting("MCP_APPS_SANDBOX_ORIGIN") or "")):
+        web.not_found("the MCP Apps sandbox is served on MCP_APPS_SANDBOX_ORIGIN only")
+    payload = web.unsign(web.args.get("s") or "")
     if not isinstance(payload, dict) or not isinstance(payload.get("csp"), str) or not isinstance(payload.get("host"), str):
-        return Reply(400, "not a valid sandbox link", {"Content-Type": "text/plain"})
+        return plain(400, "not a valid sandbox link")
     page = Template(_asset("sandbox.html")).substitute(host=_script_json(payload["host"]))
     # Two policies: the app's, and who may frame it.  The inner srcdoc frame inherits both.
     return Reply(200, page, {
@@ -163,31 +145,33 @@ def sandbox_page(payload: Any) -> Reply:
     })
 
 
-def app_call(client: Any, server: str, body: bytes) -> Reply:
-    """A ``tools/call`` from an app of *server*: ``{"name": ..., "arguments": {...}}``.
+def app_call(web: Web, server: str, body: bytes) -> Reply:
+    """``POST apps/<server>/call/`` (CSRF-checked by the framework): a ``tools/call`` from an
+    app of *server*, ``{"name": ..., "arguments": {...}}``, through the user's client.
 
     The reply is the ``CallToolResult`` (wire form), or ``{"error": {"code", "message"}}``:
     400 for a bad request, 403 for a tool not visible to apps (or not this server's), 401
     when the user must connect the server again, 502 when the server failed.
     """
-    try:
-        request = json.loads(body)
-        name, arguments = request["name"], request.get("arguments") or {}
-        if not isinstance(name, str) or not isinstance(arguments, dict):
-            raise TypeError
-    except (ValueError, KeyError, TypeError, AttributeError):
-        return _error(400, -32602, "expected {\"name\": str, \"arguments\": object}")
-    try:
-        result = client.call_tool(name, arguments, caller="app")
-    except ToolNotVisible as exc:
-        log.warning("MCP app of %s: refused tools/call %r: %s", server, name, exc)
-        return _error(403, -32602, str(exc))
-    except AuthorizationRequired:
-        return _error(401, -32001, f"connect {server!r} again to use this app")
-    except McpError as exc:
-        return _error(502, -32603, f"{type(exc).__name__}: {exc}")
-    log.info("MCP app of %s called %r", server, name)
-    return Reply(200, to_wire(result))
+    with client_of(web, server) as client:
+        try:
+            request = json.loads(body)
+            name, arguments = request["name"], request.get("arguments") or {}
+            if not isinstance(name, str) or not isinstance(arguments, dict):
+                raise TypeError
+        except (ValueError, KeyError, TypeError, AttributeError):
+            return _error(400, -32602, "expected {\"name\": str, \"arguments\": object}")
+        try:
+            result = client.call_tool(name, arguments, caller="app")
+        except ToolNotVisible as exc:
+            log.warning("MCP app of %s: refused tools/call %r: %s", server, name, exc)
+            return _error(403, -32602, str(exc))
+        except AuthorizationRequired:
+            return _error(401, -32001, f"connect {server!r} again to use this app")
+        except McpError as exc:
+            return _error(502, -32603, f"{type(exc).__name__}: {exc}")
+        log.info("MCP app of %s called %r", server, name)
+        return Reply(200, to_wire(result))
 
 
 def _error(status: int, code: int, message: str) -> Reply:

@@ -22,7 +22,7 @@ May import: Django, :mod:`mcpsync.contrib` and everything below it.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from .._server_set import ServerFront, ServerSet
 from . import _state
@@ -58,20 +58,14 @@ def token_store_for(user: Any) -> TokenStore:
     from django.utils.module_loading import import_string
 
     from .._cipher import RecordCipher
+    from .stores import CacheTokenStore, DatabaseTokenStore
 
-    key = _user_key(user)
-    kind = getattr(settings, "MCP_TOKEN_STORE", "database")
+    key, kind = _user_key(user), getattr(settings, "MCP_TOKEN_STORE", "database")
     if kind not in ("database", "cache"):
-        factory = import_string(kind)
-        store: TokenStore = factory(key)
-        return store
+        return cast("TokenStore", import_string(kind)(key))
     cipher = RecordCipher(getattr(settings, "MCP_TOKEN_KEY", None))
     if kind == "cache":
-        from .stores import CacheTokenStore
-
         return CacheTokenStore(key, cipher, getattr(settings, "MCP_TOKEN_CACHE", "default"))
-    from .stores import DatabaseTokenStore
-
     return DatabaseTokenStore(key, cipher)
 
 
@@ -84,13 +78,8 @@ def oauth_for_user(request: HttpRequest, name: str) -> OAuth:
 
     from .._useroauth import user_oauth
 
-    spec = _state.servers().spec(name)
-    if spec.oauth is None:
-        from ...config import ConfigError
-
-        raise ConfigError(f"MCP server {name!r} has no 'oauth' entry: use get_client({name!r})")
     callback = request.build_absolute_uri(reverse("mcpsync:callback", args=[name]))
-    return user_oauth(spec, token_store_for(request.user), callback)
+    return user_oauth(_state.servers(), name, lambda: token_store_for(request.user), callback)
 
 
 def client_for_user(request: HttpRequest, name: str) -> Client:
@@ -103,7 +92,7 @@ def client_for_user(request: HttpRequest, name: str) -> Client:
     """
     from .._useroauth import user_client
 
-    return user_client(_state.servers().spec(name), oauth_for_user(request, name))
+    return user_client(_state.servers(), name, oauth_for_user(request, name))
 
 
 class McpServers(ServerFront):

@@ -13,9 +13,7 @@ from typing import Any
 from .._server_set import NO_KEY_NEEDED, ServerSet, ServerSetError
 
 #: The settings this app reads; changing any of them rebuilds the server set.
-SETTINGS = frozenset(
-    {"MCP_SERVERS", "MCP_DEFAULTS", "MCP_TOKEN_KEY", "MCP_TOKEN_STORE", "MCP_TOKEN_CACHE"}
-)
+SETTINGS = frozenset({"MCP_SERVERS", "MCP_DEFAULTS", "MCP_TOKEN_KEY", "MCP_TOKEN_STORE", "MCP_TOKEN_CACHE"})
 
 _lock = threading.Lock()
 _current: ServerSet | None = None
@@ -26,23 +24,24 @@ def build() -> ServerSet:
 
     :raises django.core.exceptions.ImproperlyConfigured: the settings have errors.
     """
-    global _current
     from django.conf import settings
     from django.core.exceptions import ImproperlyConfigured
 
     try:
-        fresh = ServerSet.from_settings(
-            getattr(settings, "MCP_SERVERS", None),
-            getattr(settings, "MCP_DEFAULTS", None),
-            token_key(),
-        )
+        fresh = ServerSet.from_settings(getattr(settings, "MCP_SERVERS", None), getattr(settings, "MCP_DEFAULTS", None),
+                                        token_key())
     except ServerSetError as exc:
         raise ImproperlyConfigured(str(exc)) from None
+    _swap(fresh)
+    return fresh
+
+
+def _swap(fresh: ServerSet | None) -> None:
+    global _current
     with _lock:
         old, _current = _current, fresh
     if old is not None:
         old.close()
-    return fresh
 
 
 def token_key() -> Any:
@@ -62,10 +61,5 @@ def servers() -> ServerSet:
 
 def reset(**kwargs: Any) -> None:
     """Close the server set; the next use builds one from the settings (``setting_changed``)."""
-    global _current
-    if kwargs.get("setting") not in SETTINGS and "setting" in kwargs:
-        return
-    with _lock:
-        old, _current = _current, None
-    if old is not None:
-        old.close()
+    if kwargs.get("setting", "MCP_SERVERS") in SETTINGS:
+        _swap(None)

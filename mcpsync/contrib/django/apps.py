@@ -16,9 +16,8 @@ class McpConfig(AppConfig):
     def ready(self) -> None:
         from django.core.signals import setting_changed
 
-        from . import _state, checks
+        from . import _state, checks  # noqa: F401  (importing checks registers the check)
 
-        checks.register()
         setting_changed.connect(_state.reset, dispatch_uid="mcpsync-settings")
         # Errors stop the app here, before any request: under gunicorn or uWSGI no system check
         # runs, so waiting for one would move the error to the first request.

@@ -13,28 +13,16 @@ from typing import Any
 
 from django.core import checks
 
-from .._server_set import Problem, validate
+from .._server_set import validate
 
 
-def _message(problem: Problem) -> checks.CheckMessage:
-    kind = checks.Error if problem.level == "error" else checks.Warning
-    return kind(problem.message, hint=problem.hint, id=problem.id)
-
-
+@checks.register("mcpsync")  # on import, by McpConfig.ready (a set: registering again changes nothing)
 def check_mcp_settings(app_configs: Any = None, **kwargs: Any) -> list[checks.CheckMessage]:
     """Every problem in ``MCP_SERVERS``/``MCP_DEFAULTS`` as a check message."""
     from django.conf import settings
 
     from ._state import token_key
 
-    _specs, problems = validate(
-        getattr(settings, "MCP_SERVERS", None),
-        getattr(settings, "MCP_DEFAULTS", None),
-        token_key=token_key(),
-    )
-    return [_message(p) for p in problems]
-
-
-def register() -> None:
-    """Register the check (idempotent)."""
-    checks.register(check_mcp_settings, "mcpsync")
+    _specs, problems = validate(getattr(settings, "MCP_SERVERS", None), getattr(settings, "MCP_DEFAULTS", None),
+                                token_key=token_key())
+    return [(checks.Error if p.level == "error" else checks.Warning)(p.message, hint=p.hint, id=p.id) for p in problems]

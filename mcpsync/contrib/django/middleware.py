@@ -11,10 +11,11 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
+from django.http import HttpRequest, HttpResponse
 
 from ...auth import AuthorizationRequired
-from .views import _remember_next
+from .._useroauth import to_login
+from .views import respond, web_of
 
 __all__ = ["McpAuthorizationMiddleware"]
 
@@ -31,6 +32,4 @@ class McpAuthorizationMiddleware:
     def process_exception(self, request: HttpRequest, exception: Exception) -> HttpResponse | None:
         if not isinstance(exception, AuthorizationRequired):
             return None
-        if request.method == "GET":
-            _remember_next(request, request.get_full_path())
-        return HttpResponseRedirect(exception.url)
+        return respond(to_login(web_of(request), exception))

@@ -11,59 +11,33 @@ row with ``SELECT ... FOR UPDATE`` where the database has it (PostgreSQL,
 MySQL, Oracle; SQLite serialises writers anyway) and the cache store uses
 ``cache.add`` as a lock with an expiry (shared caches: Redis, Memcached).
 Every wait for a lock ends by the deadline of the call that needs the token
-(:class:`~mcpsync.RequestTimeout`), and never lasts longer than :data:`LOCK_TTL`.
+(:class:`~mcpsync.RequestTimeout`), and never lasts longer than
+:data:`~mcpsync.contrib._records.LOCK_TTL`.
 """
 
 from __future__ import annotations
 
 import contextlib
 import secrets
-import threading
-import time
 from collections.abc import Iterator
 from typing import Any
 
 from django.db import IntegrityError, OperationalError, connections, router, transaction
 
-from ...auth import TokenStore, TokenStoreError, _deadline
+from ...auth import TokenStoreError, _deadline
 from ...auth._stores import _held
-from .._cipher import RecordCipher, digest, row_name
+from .._cipher import RecordCipher, digest
+from .._records import LOCK_TTL, UserRecords, gave_up, poll
 
-__all__ = ["CacheTokenStore", "DatabaseTokenStore"]
-
-#: Seconds a cache lock lives if its holder dies; a waiter gives up after as long.
-LOCK_TTL = 60.0
+__all__ = ["LOCK_TTL", "CacheTokenStore", "DatabaseTokenStore"]
 
 
-_thread_locks: dict[tuple[str, str, str], threading.RLock] = {}
-_thread_locks_guard = threading.Lock()
-
-
-def _shared_thread_lock(where: str, user_key: str, key: str) -> threading.RLock:
-    # A store object is made per request (token_store_for), so its own locks would never
-    # meet another request's: the threads of a process share one lock per user and key.
-    with _thread_locks_guard:
-        return _thread_locks.setdefault((where, user_key, key), threading.RLock())
-
-
-def _gave_up(what: str) -> Exception:
-    """The call's deadline passed (RequestTimeout), or the lock's own time to live did."""
-    if _deadline.passed():
-        return _deadline.expired(what)
-    return TokenStoreError(f"timed out {what}")
-
-
-class DatabaseTokenStore(TokenStore):
+class DatabaseTokenStore(UserRecords):
     """One user's records in the ``mcpsync_token`` table.
 
     :param user_key: the user's primary key (any string).
     :param cipher: encrypts the records (from ``MCP_TOKEN_KEY``).
     """
-
-    def __init__(self, user_key: str, cipher: RecordCipher) -> None:
-        super().__init__()
-        self.user_key = str(user_key)
-        self._cipher = cipher
 
     def _rows(self, key: str) -> Any:
         from .models import McpToken
@@ -71,14 +45,13 @@ class DatabaseTokenStore(TokenStore):
         return McpToken.objects.filter(user_key=self.user_key, key_hash=digest(key))
 
     def load(self, key: str) -> dict[str, Any] | None:
-        sealed = self._rows(key).values_list("sealed", flat=True).first()
         # "": the empty row lock() made to have something to lock; no record yet.
-        return None if not sealed else self._cipher.decrypt(sealed, row_name(self.user_key, key))
+        return self.unseal(key, self._rows(key).values_list("sealed", flat=True).first())
 
     def save(self, key: str, record: dict[str, Any]) -> None:
         from .models import McpToken
 
-        sealed = self._cipher.encrypt(record, row_name(self.user_key, key))
+        sealed = self.seal(key, record)
         for _ in range(2):  # a concurrent first save from another process wins once
             if self._rows(key).update(sealed=sealed):
                 return
@@ -101,15 +74,12 @@ class DatabaseTokenStore(TokenStore):
         deleted, _ = McpToken.objects.filter(user_key=str(user_key)).delete()
         return int(deleted)
 
-    def _thread_lock(self, key: str) -> threading.RLock:
-        return _shared_thread_lock("database", self.user_key, key)
-
     @contextlib.contextmanager
     def lock(self, key: str) -> Iterator[None]:
         from .models import McpToken
 
         alias = router.db_for_write(McpToken)
-        with _held(self._thread_lock(key)):
+        with _held(self.thread_lock("database", key)):
             if not connections[alias].features.has_select_for_update:
                 yield
                 return
@@ -137,7 +107,7 @@ class DatabaseTokenStore(TokenStore):
                 if list(self._rows(key).select_for_update().values_list("pk", flat=True)):
                     return
             except OperationalError:
-                raise _gave_up("waiting for another process's token refresh") from None
+                raise gave_up("waiting for another process's token refresh") from None
             with contextlib.suppress(IntegrityError), transaction.atomic(using=alias):
                 McpToken.objects.using(alias).create(user_key=self.user_key, key_hash=digest(key), sealed="")
         raise TokenStoreError("cannot lock the token record (it was deleted while locking, 3 times)")
@@ -146,7 +116,7 @@ class DatabaseTokenStore(TokenStore):
         return "<DatabaseTokenStore>"
 
 
-class CacheTokenStore(TokenStore):
+class CacheTokenStore(UserRecords):
     """One user's records in a Django cache (``MCP_TOKEN_CACHE``, default ``"default"``).
 
     A cache may evict: a record lost that way means the user connects the server again.
@@ -156,12 +126,8 @@ class CacheTokenStore(TokenStore):
     :param alias: the cache alias.
     """
 
-    _poll = 0.05
-
     def __init__(self, user_key: str, cipher: RecordCipher, alias: str = "default") -> None:
-        super().__init__()
-        self.user_key = str(user_key)
-        self._cipher = cipher
+        super().__init__(user_key, cipher)
         self.alias = alias
 
     @property
@@ -174,30 +140,20 @@ class CacheTokenStore(TokenStore):
         return f"mcpsync:{kind}:{digest(self.user_key)[:32]}:{digest(key)[:40]}"
 
     def load(self, key: str) -> dict[str, Any] | None:
-        sealed = self._cache.get(self._key(key))
-        return None if sealed is None else self._cipher.decrypt(str(sealed), row_name(self.user_key, key))
+        return self.unseal(key, self._cache.get(self._key(key)))
 
     def save(self, key: str, record: dict[str, Any]) -> None:
-        self._cache.set(self._key(key), self._cipher.encrypt(record, row_name(self.user_key, key)), timeout=None)
+        self._cache.set(self._key(key), self.seal(key, record), timeout=None)
 
     def delete(self, key: str) -> None:
         self._cache.delete(self._key(key))
 
-    def _thread_lock(self, key: str) -> threading.RLock:
-        return _shared_thread_lock(f"cache:{self.alias}", self.user_key, key)
-
     @contextlib.contextmanager
     def lock(self, key: str) -> Iterator[None]:
         name, token = self._key(key, "lock"), secrets.token_hex(8)
-        with _held(self._thread_lock(key)):
-            deadline = time.monotonic() + _deadline.capped(LOCK_TTL)
-            # No cache offers a wait-for-release event, so this polls, bounded by LOCK_TTL
-            # and by the call's deadline.
-            while not self._cache.add(name, token, timeout=LOCK_TTL):
-                left = deadline - time.monotonic()
-                if left <= 0:
-                    raise _gave_up("waiting for the token lock in the cache")
-                time.sleep(min(self._poll, left))
+        with _held(self.thread_lock(f"cache:{self.alias}", key)):
+            # No cache offers a wait-for-release event: this polls.
+            poll(lambda: bool(self._cache.add(name, token, timeout=LOCK_TTL)), "waiting for the token lock in the cache")
             try:
                 yield
             finally:

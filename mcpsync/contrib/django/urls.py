@@ -1,9 +1,9 @@
 """``path("mcp/", include("mcpsync.contrib.django.urls"))``: connect, callback, disconnect,
-and the MCP Apps host pages (:mod:`.app_views`)."""
+and the MCP Apps host pages (:mod:`.views`)."""
 
 from django.urls import path
 
-from . import app_views, views
+from . import views
 
 app_name = "mcpsync"
 
@@ -11,7 +11,7 @@ urlpatterns = [
     path("connect/<str:server>/", views.connect, name="connect"),
     path("callback/<str:server>/", views.callback, name="callback"),
     path("disconnect/<str:server>/", views.disconnect, name="disconnect"),
-    path("apps/sandbox/", app_views.app_sandbox, name="app-sandbox"),
-    path("apps/<str:server>/call/", app_views.app_call, name="app-call"),
-    path("apps/<str:server>/<str:tool>/", app_views.app, name="app"),
+    path("apps/sandbox/", views.app_sandbox, name="app-sandbox"),
+    path("apps/<str:server>/call/", views.app_call, name="app-call"),
+    path("apps/<str:server>/<str:tool>/", views.app, name="app"),
 ]

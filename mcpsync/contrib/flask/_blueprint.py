@@ -1,27 +1,31 @@
-""""Connect this server" and the OAuth callback for the current user (``/mcp/...``).
+"""The pages of :mod:`mcpsync.contrib` on the ``mcpsync`` blueprint (``/mcp/...``).
 
-The same three routes as the Django views: ``GET connect/<server>?next=``,
+The same pages as the Django views: ``GET connect/<server>?next=``,
 ``GET callback/<server>`` (``state`` and ``iss`` checked; a forged, replayed
-or stale callback is a 400), ``POST disconnect/<server>``.  Every request
-other than GET, HEAD and OPTIONS must carry the session's CSRF token
-(:mod:`._csrf`; templates get it as ``mcp_csrf_token()``).
+or stale callback is a 400), ``POST disconnect/<server>``; and the MCP Apps host
+pages (docs/apps.rst): ``GET apps/<server>/<tool>/?arguments=<JSON>``
+(``mcpsync.app``), ``POST apps/<server>/call/`` (``mcpsync.app_call``, the app's
+``tools/call`` with ``caller="app"``), ``GET apps/sandbox/`` (``mcpsync.app_sandbox``,
+answered only on ``MCP_APPS_SANDBOX_ORIGIN``).  Every request other than GET, HEAD and
+OPTIONS must carry the session's CSRF token (:mod:`._csrf`; templates get it as
+``mcp_csrf_token()``, the Apps bridge sends it back in ``X-CSRFToken``).
 """
 
 from __future__ import annotations
 
-from typing import Any, Protocol, runtime_checkable
+from collections.abc import Callable
+from typing import Any
 
 import flask
+from itsdangerous import BadSignature, URLSafeSerializer
 
-from ...auth import OAuth
-from .._server_set import ServerSpec
-from .._useroauth import finish_login, is_safe_next, login_url
-from ._csrf import check_csrf, csrf_token
+from .. import _useroauth as login
+from .. import apps as host
+from .._web import SANDBOX_SALT, Reply, Web
+from ._csrf import CSRF_HEADER, check_csrf, csrf_token
 
 #: Where ``MCP.init_app`` puts the extension, in ``app.extensions``.
 EXTENSION_KEY = "mcp.ext"
-#: The session key of the page to return to after a login.
-NEXT_KEY = "mcpsync.next"
 
 blueprint = flask.Blueprint("mcpsync", __name__)
 blueprint.add_app_template_global(csrf_token, "mcp_csrf_token")
@@ -34,59 +38,56 @@ def _csrf() -> None:
         check_csrf()
 
 
-@runtime_checkable
-class _Servers(Protocol):
-    """What these routes need of the app's ``MCP`` extension (it registers them)."""
-
-    def __contains__(self, name: object) -> bool: ...
-
-    def spec(self, name: str) -> ServerSpec: ...
-
-    def oauth_for_user(self, name: str) -> OAuth: ...
-
-
-def _oauth(server: str) -> OAuth:
-    """The current user's OAuth for *server*; a 404 for a server that is not a per-user one."""
-    mcp = flask.current_app.extensions.get(EXTENSION_KEY)
-    if not isinstance(mcp, _Servers):
+def web() -> Web:
+    """The pages' view of the current Flask request."""
+    request, mcp = flask.request, flask.current_app.extensions.get(EXTENSION_KEY)
+    if mcp is None:
         raise RuntimeError("MCP.init_app() was not called for this app")
-    if server not in mcp or mcp.spec(server).oauth is None:
-        flask.abort(404)
-    return mcp.oauth_for_user(server)
+    return Web(
+        method=request.method, url=request.url, full_path=request.full_path, origin=host.origin_of(request.host_url),
+        args=request.form if request.method == "POST" else request.args, session=flask.session,
+        servers=mcp._servers, setting=flask.current_app.config.get,
+        reverse=lambda name, **kwargs: flask.url_for(f"mcpsync.{name.replace('-', '_')}", **kwargs),
+        oauth_for_user=mcp.oauth_for_user, client_for_user=mcp.client_for_user,
+        sign=lambda payload: str(_signer().dumps(payload)), unsign=_unsign,
+        csrf=lambda: (CSRF_HEADER, csrf_token()), not_found=lambda why: flask.abort(404, description=why),
+    )
 
 
-def _remember_next(target: str | None) -> None:
-    if is_safe_next(target):
-        flask.session[NEXT_KEY] = target
+def _signer() -> URLSafeSerializer:
+    if not flask.current_app.secret_key:
+        raise RuntimeError("the MCP Apps pages need the app's SECRET_KEY (sessions, signed sandbox links)")
+    return URLSafeSerializer(flask.current_app.secret_key, salt=SANDBOX_SALT)
 
 
-def _after_login() -> Any:
-    target = flask.session.pop(NEXT_KEY, None)
-    if not is_safe_next(target):
-        target = flask.current_app.config.get("MCP_LOGIN_REDIRECT_URL", "/")
-    return flask.redirect(target)
+def _unsign(text: str) -> Any:
+    try:
+        return _signer().loads(text)
+    except BadSignature:
+        return None
 
 
-@blueprint.get("/connect/<server>")
-def connect(server: str) -> Any:
-    """Redirect the user to the server's authorization page."""
-    _remember_next(flask.request.args.get("next"))
-    status, url_or_text = login_url(_oauth(server), server)
-    return flask.redirect(url_or_text) if status == 302 else (url_or_text, status)
+def respond(reply: Reply) -> Any:
+    """*reply* as Flask's response."""
+    if reply.status == 302:
+        return flask.redirect(reply.headers["Location"])
+    if isinstance(reply.body, str):
+        response = flask.Response(reply.body, reply.status, mimetype="text/html")
+    else:
+        response = flask.jsonify(reply.body)
+        response.status_code = reply.status
+    response.headers.update(reply.headers)
+    return response
 
 
-@blueprint.get("/callback/<server>")
-def callback(server: str) -> Any:
-    """Finish the login this callback belongs to (this user's, with this ``state``)."""
-    failed = finish_login(_oauth(server), flask.request.url)
-    if failed is not None:
-        return failed[1], failed[0], {"Content-Type": "text/plain; charset=utf-8"}
-    return _after_login()
+def _route(rule: str, endpoint: str, page: Callable[..., Reply], method: str = "GET") -> None:
+    blueprint.add_url_rule(rule, endpoint, lambda **kwargs: respond(page(web(), **kwargs)), methods=[method])
 
 
-@blueprint.post("/disconnect/<server>")
-def disconnect(server: str) -> Any:
-    """Forget the current user's tokens for *server*."""
-    _oauth(server).logout()
-    _remember_next(flask.request.form.get("next"))
-    return _after_login()
+_route("/connect/<server>", "connect", login.connect)
+_route("/callback/<server>", "callback", login.callback)
+_route("/disconnect/<server>", "disconnect", login.disconnect, "POST")
+_route("/apps/<server>/<tool>/", "app", host.app_page)
+_route("/apps/<server>/call/", "app_call", lambda web, server: host.app_call(web, server, flask.request.get_data()),
+       "POST")
+_route("/apps/sandbox/", "app_sandbox", host.sandbox_page)

@@ -6,18 +6,19 @@ import secrets
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
+import attrs
 import flask
 
 from ...auth import AuthorizationRequired, FileTokenStore, OAuth, TokenStore
 from ...config import ConfigError
 from .._server_set import NO_KEY_NEEDED, ServerFront, ServerSet, ServerSpec
-from .._useroauth import EncryptedTokenStore, ScopedTokenStore, is_safe_next, user_client, user_oauth
-from ._blueprint import EXTENSION_KEY, NEXT_KEY
+from .._useroauth import EncryptedTokenStore, ScopedTokenStore, to_login, user_client, user_oauth
+from ._blueprint import EXTENSION_KEY, respond, web
 
 if TYPE_CHECKING:
     from ...client.client import Client
 
-#: The session key of an anonymous user's id (the blueprint's NEXT_KEY is the other).
+#: The session key of an anonymous user's id (:data:`~mcpsync.contrib._useroauth.NEXT_KEY` is the other).
 ANON_KEY = "mcpsync.user"
 
 
@@ -36,15 +37,13 @@ def _default_user_id() -> str:
 TOKEN_STORES = ("file", "sqlalchemy")
 
 
+@attrs.frozen
 class _AppState:
-    """What :meth:`MCP.init_app` keeps per app in ``app.extensions["mcp"]``.
+    """What :meth:`MCP.init_app` keeps per app in ``app.extensions["mcp"]``."""
 
-    *for_user* makes the store of one user's records (``None``: no server has ``oauth``).
-    """
-
-    def __init__(self, servers: ServerSet, for_user: Callable[[str], TokenStore] | None) -> None:
-        self.servers = servers
-        self.for_user = for_user
+    servers: ServerSet
+    #: Makes the store of one user's records (``None``: no server has ``oauth``).
+    for_user: Callable[[str], TokenStore] | None
 
 
 def _scoped(store: TokenStore) -> Callable[[str], TokenStore]:
@@ -102,13 +101,8 @@ class MCP(ServerFront):
         Flask-Login's ``current_user`` if installed, else one id per browser session).
     """
 
-    def __init__(
-        self,
-        app: flask.Flask | None = None,
-        *,
-        token_store: TokenStore | None = None,
-        user_id: Callable[[], str] | None = None,
-    ) -> None:
+    def __init__(self, app: flask.Flask | None = None, *, token_store: TokenStore | None = None,
+                 user_id: Callable[[], str] | None = None) -> None:
         self._token_store = token_store
         self._user_id = user_id or _default_user_id
         self._app: flask.Flask | None = None
@@ -122,7 +116,6 @@ class MCP(ServerFront):
 
         :raises mcpsync.contrib._server_set.ServerSetError: the settings have errors.
         """
-        from . import _apps  # noqa: F401  (adds the MCP Apps routes to the blueprint)
         from ._blueprint import blueprint
         from ._cli import mcp_command
 
@@ -186,11 +179,8 @@ class MCP(ServerFront):
 
     def oauth_for_user(self, name: str) -> OAuth:
         """The web-app :class:`~mcpsync.auth.OAuth` of the current user for server *name*."""
-        spec = self._state().servers.spec(name)
-        if spec.oauth is None:
-            raise ConfigError(f"MCP server {name!r} has no 'oauth' entry: use mcp[{name!r}]")
         callback = flask.url_for("mcpsync.callback", server=name, _external=True)
-        return user_oauth(spec, self.token_store(), callback)
+        return user_oauth(self._servers(), name, self.token_store, callback)
 
     def client_for_user(self, name: str) -> Client:
         """A new client acting for the current user on server *name*; use it in ``with``.
@@ -198,13 +188,11 @@ class MCP(ServerFront):
         A call that needs a login raises :class:`~mcpsync.auth.AuthorizationRequired`,
         which the extension answers with the redirect (and a way back to this page).
         """
-        return user_client(self._state().servers.spec(name), self.oauth_for_user(name))
+        return user_client(self._servers(), name, self.oauth_for_user(name))
 
     def __repr__(self) -> str:
         return "<mcpsync.contrib.flask.MCP>"
 
 
 def _to_login(exc: AuthorizationRequired) -> Any:
-    if flask.request.method == "GET" and is_safe_next(flask.request.full_path):
-        flask.session[NEXT_KEY] = flask.request.full_path
-    return flask.redirect(exc.url)
+    return respond(to_login(web(), exc))

@@ -14,12 +14,12 @@ of a process and between processes:
 
 - PostgreSQL, MySQL/MariaDB, Oracle: ``SELECT ... FOR UPDATE`` on the user's
   row, in a transaction held for as long as the lock (on PostgreSQL with a
-  ``lock_timeout`` of :data:`LOCK_TTL`, or what is left of the call's deadline when
-  that is shorter, so a waiter never waits forever).
+  ``lock_timeout`` of :data:`~mcpsync.contrib._records.LOCK_TTL`, or what is left of
+  the call's deadline when that is shorter, so a waiter never waits forever).
 - SQLite, which has no row locks: ``BEGIN IMMEDIATE``, the database's write
   lock.  Other processes' readers go on, their writers (of any table) wait
   until the lock is released, within their busy timeout; this store retries
-  its own writes and locks until :data:`LOCK_TTL` (or the call's deadline).
+  its own writes and locks until ``LOCK_TTL`` (or the call's deadline).
 
 Imports SQLAlchemy, which only the apps that use this module need.
 """
@@ -29,16 +29,16 @@ from __future__ import annotations
 import contextlib
 import datetime
 import threading
-import time
 from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any, TypeVar
 
 import sqlalchemy as sa
 from sqlalchemy import exc as sa_exc
 
-from ...auth import TokenStore, TokenStoreError, _deadline
+from ...auth import TokenStoreError, _deadline
 from ...auth._stores import _held
-from .._cipher import digest, row_name
+from .._cipher import digest
+from .._records import LOCK_TTL, UserRecords, gave_up, poll
 
 if TYPE_CHECKING:
     from .._cipher import RecordCipher
@@ -47,9 +47,6 @@ __all__ = ["LOCK_TTL", "TABLE_NAME", "SQLAlchemyTokenStore", "SQLAlchemyTokens",
 
 #: The table's name (the same as the Django integration's ``McpToken`` model's).
 TABLE_NAME = "mcpsync_token"
-#: Seconds a lock (or a write on SQLite) waits for another holder before
-#: :class:`~mcpsync.auth.TokenStoreError`.
-LOCK_TTL = 60.0
 
 T = TypeVar("T")
 
@@ -98,11 +95,10 @@ class _Conflict(TokenStoreError):
 
 
 class _Held(threading.local):
-    """The connection a thread's :meth:`SQLAlchemyTokens.lock` holds, and how deep."""
+    """The connection (and its engine) a thread's :meth:`SQLAlchemyTokenStore.lock` holds."""
 
     conn: sa.Connection | None = None
     engine: sa.Engine | None = None
-    depth = 0
 
 
 class SQLAlchemyTokens:
@@ -116,19 +112,11 @@ class SQLAlchemyTokens:
     :param table: an existing table of the same columns.
     """
 
-    def __init__(
-        self,
-        engine: sa.Engine | Callable[[], sa.Engine],
-        cipher: RecordCipher,
-        *,
-        metadata: sa.MetaData | None = None,
-        table: sa.Table | None = None,
-    ) -> None:
+    def __init__(self, engine: sa.Engine | Callable[[], sa.Engine], cipher: RecordCipher, *,
+                 metadata: sa.MetaData | None = None, table: sa.Table | None = None) -> None:
         self._engine = engine
-        self._cipher = cipher
+        self.cipher = cipher
         self.table = table if table is not None else token_table(metadata or sa.MetaData())
-        self._thread_locks: dict[tuple[str, str], threading.RLock] = {}
-        self._guard = threading.Lock()
         self._held = _Held()
 
     def engine(self) -> sa.Engine:
@@ -144,81 +132,44 @@ class SQLAlchemyTokens:
         statement = sa.delete(self.table).where(self.table.c.user_key == str(user_key))
         return int(self.run(self.engine(), lambda conn: conn.execute(statement).rowcount))
 
-    # -- used by SQLAlchemyTokenStore -------------------------------------------------------
-
     def where(self, user_key: str, key: str) -> Any:
         """The condition selecting one user's row for *key*."""
         return sa.and_(self.table.c.user_key == user_key, self.table.c.key_hash == digest(key))
-
-    def seal(self, record: dict[str, Any], user_key: str, key: str) -> str:
-        return self._cipher.encrypt(record, row_name(user_key, key))
-
-    def unseal(self, sealed: str | None, user_key: str, key: str) -> dict[str, Any] | None:
-        """The record of a row, if it was sealed for that row (see :mod:`mcpsync.contrib._cipher`)."""
-        return self._cipher.decrypt(sealed, row_name(user_key, key)) if sealed else None
 
     def run(self, engine: sa.Engine, work: Callable[[sa.Connection], T]) -> T:
         """*work* in the transaction this thread's lock holds, else in a transaction of its own.
 
         On SQLite a write that finds the database locked by another process
-        (past the driver's busy timeout) is tried again until :data:`LOCK_TTL`.
+        (past the driver's busy timeout) is tried again until ``LOCK_TTL``.
         """
-        held = self._held
+        done: list[T] = []
+
+        def attempt() -> bool:
+            try:
+                with engine.begin() as conn:
+                    done.append(work(conn))
+                return True
+            except sa_exc.OperationalError as exc:
+                if _is_busy(exc):
+                    return False
+                raise
+
         try:
-            if held.conn is not None and held.engine is engine:
-                return work(held.conn)
-            deadline = time.monotonic() + _deadline.capped(LOCK_TTL)
-            while True:
-                try:
-                    with engine.begin() as conn:
-                        return work(conn)
-                except sa_exc.OperationalError as exc:
-                    if not (_is_busy(exc) and time.monotonic() < deadline):
-                        if _is_busy(exc) and _deadline.passed():
-                            raise _deadline.expired("waiting for the token database") from None
-                        raise
-                time.sleep(0.05)  # SQLite offers no "lock released" event to wait on
+            if self._held.conn is not None and self._held.engine is engine:
+                return work(self._held.conn)
+            poll(attempt, "waiting for the token database")
+            return done[0]
         except sa_exc.IntegrityError as exc:
             raise _Conflict(str(_failed(exc))) from None
         except sa_exc.SQLAlchemyError as exc:
             raise _failed(exc) from None
 
-    @contextlib.contextmanager
-    def lock(self, engine: sa.Engine, user_key: str, key: str) -> Iterator[None]:
-        """Hold *user_key*'s lock on *key* against other threads and processes.
-
-        Reentrant in a thread; the store's reads and writes in the ``with``
-        block go through the lock's transaction, which is committed when the
-        block ends (also when it raises: a refreshed token saved there must not
-        be lost).
-        """
-        with self._guard:
-            thread_lock = self._thread_locks.setdefault((user_key, key), threading.RLock())
-        with _held(thread_lock):
-            held = self._held
-            if held.conn is not None and held.engine is engine:
-                # Nested (another key, or the same again): the same transaction.
-                self._lock_row(held.conn, user_key, key)
-                held.depth += 1
-                try:
-                    yield
-                finally:
-                    held.depth -= 1
-                return
-            conn = self._begin(engine, user_key, key)
-            held.conn, held.engine, held.depth = conn, engine, 1
-            try:
-                yield
-            finally:
-                held.conn, held.engine, held.depth = None, None, 0
-                self._end(conn)
-
     def _begin(self, engine: sa.Engine, user_key: str, key: str) -> sa.Connection:
         """A connection holding the cross-process lock (see the module's text)."""
-        # LOCK_TTL, or less: what is left of the call's deadline.
-        wait = _deadline.capped(LOCK_TTL)
-        deadline = time.monotonic() + wait
-        while True:
+        wait = _deadline.capped(LOCK_TTL)  # or less: what is left of the call's deadline
+        got: list[sa.Connection] = []
+
+        def attempt() -> bool:
             conn = engine.connect()
             try:
                 if engine.dialect.name == "sqlite":
@@ -231,23 +182,23 @@ class SQLAlchemyTokens:
                         # At least 1 ms: 0 would mean no limit at all.
                         conn.exec_driver_sql(f"SET LOCAL lock_timeout = '{max(1, int(wait * 1000))}ms'")
                     self._lock_row(conn, user_key, key)
-                return conn
-            except sa_exc.OperationalError as exc:
+            except BaseException as exc:
                 conn.close()
-                if _is_busy(exc) and engine.dialect.name == "sqlite" and time.monotonic() < deadline:
-                    time.sleep(0.05)  # see run()
-                    continue
-                if _deadline.passed():
-                    raise _deadline.expired("waiting for another process's token refresh") from None
-                raise TokenStoreError("timed out waiting for the token lock in the database"
-                                      if _is_busy(exc) or "timeout" in str(exc).lower()
-                                      else str(_failed(exc))) from None
-            except sa_exc.SQLAlchemyError as exc:
-                conn.close()
-                raise _failed(exc) from None
-            except BaseException:
-                conn.close()
+                if isinstance(exc, sa_exc.OperationalError) and _is_busy(exc) and engine.dialect.name == "sqlite":
+                    return False  # poll() tries again
                 raise
+            got.append(conn)
+            return True
+
+        try:
+            poll(attempt, "waiting for the token lock in the database")
+        except sa_exc.OperationalError as exc:
+            if _is_busy(exc) or "timeout" in str(exc).lower() or _deadline.passed():
+                raise gave_up("waiting for the token lock in the database") from None
+            raise _failed(exc) from None
+        except sa_exc.SQLAlchemyError as exc:
+            raise _failed(exc) from None
+        return got[0]
 
     def _lock_row(self, conn: sa.Connection, user_key: str, key: str) -> None:
         """``SELECT ... FOR UPDATE`` the row, made first (empty) if there is none."""
@@ -266,14 +217,14 @@ class SQLAlchemyTokens:
 
     @staticmethod
     def _end(conn: sa.Connection) -> None:
+        """Commit the lock's transaction (also when its block raised: a refreshed token
+        saved there must not be lost), and release the connection."""
+        sqlite = conn.dialect.name == "sqlite"
         try:
-            if conn.dialect.name == "sqlite":
-                conn.exec_driver_sql("COMMIT")
-            else:
-                conn.commit()
+            conn.exec_driver_sql("COMMIT") if sqlite else conn.commit()
         except sa_exc.SQLAlchemyError as exc:
             with contextlib.suppress(sa_exc.SQLAlchemyError):
-                conn.rollback() if conn.dialect.name != "sqlite" else conn.exec_driver_sql("ROLLBACK")
+                conn.exec_driver_sql("ROLLBACK") if sqlite else conn.rollback()
             raise _failed(exc) from None
         finally:
             conn.close()
@@ -282,22 +233,20 @@ class SQLAlchemyTokens:
         return f"<SQLAlchemyTokens table={self.table.name!r}>"
 
 
-class SQLAlchemyTokenStore(TokenStore):
+class SQLAlchemyTokenStore(UserRecords):
     """One user's records in the ``mcpsync_token`` table (from :meth:`SQLAlchemyTokens.for_user`)."""
 
     def __init__(self, tokens: SQLAlchemyTokens, user_key: str, engine: sa.Engine) -> None:
-        super().__init__()
+        super().__init__(user_key, tokens.cipher)
         self.tokens = tokens
-        self.user_key = user_key
         self._engine = engine
 
     def load(self, key: str) -> dict[str, Any] | None:
         query = sa.select(self.tokens.table.c.sealed).where(self.tokens.where(self.user_key, key))
-        sealed = self.tokens.run(self._engine, lambda conn: conn.execute(query).scalar_one_or_none())
-        return self.tokens.unseal(sealed, self.user_key, key)
+        return self.unseal(key, self.tokens.run(self._engine, lambda conn: conn.execute(query).scalar_one_or_none()))
 
     def save(self, key: str, record: dict[str, Any]) -> None:
-        table, sealed = self.tokens.table, self.tokens.seal(record, self.user_key, key)
+        table, sealed = self.tokens.table, self.seal(key, record)
         update = sa.update(table).where(self.tokens.where(self.user_key, key))
         insert = sa.insert(table).values(user_key=self.user_key, key_hash=digest(key))
 
@@ -321,8 +270,24 @@ class SQLAlchemyTokenStore(TokenStore):
 
     @contextlib.contextmanager
     def lock(self, key: str) -> Iterator[None]:
-        with self.tokens.lock(self._engine, self.user_key, key):
-            yield
+        """Hold this user's lock on *key* against other threads and processes.
+
+        Reentrant in a thread; the store's reads and writes in the ``with``
+        block go through the lock's transaction, committed when the block ends.
+        """
+        tokens, held = self.tokens, self.tokens._held
+        with _held(self.thread_lock(f"sqlalchemy:{id(tokens)}", key)):
+            if held.conn is not None and held.engine is self._engine:
+                tokens._lock_row(held.conn, self.user_key, key)  # nested: the same transaction
+                yield
+                return
+            conn = tokens._begin(self._engine, self.user_key, key)
+            held.conn, held.engine = conn, self._engine
+            try:
+                yield
+            finally:
+                held.conn = held.engine = None
+                tokens._end(conn)
 
     def __repr__(self) -> str:
         return "<SQLAlchemyTokenStore>"

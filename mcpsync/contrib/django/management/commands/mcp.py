@@ -31,15 +31,10 @@ class Command(BaseCommand):
                             help="seconds per request (default: MCP_DEFAULTS' timeout, else 60)")
 
     def handle(self, *args: Any, **options: Any) -> None:
-        servers = getattr(settings, "MCP_SERVERS", None)
-        if servers is None:
-            raise CommandError("MCP_SERVERS is not set")
-        timeout = options["timeout"]
-        if timeout is None:
-            timeout = (getattr(settings, "MCP_DEFAULTS", None) or {}).get("timeout")
         try:
-            status = run(servers, "manage.py mcp", options["subcommand"], options["arguments"],
-                         timeout=timeout, stdout=_stream(self.stdout), stderr=_stream(self.stderr))
+            status = run(lambda name: getattr(settings, name, None), "manage.py mcp", options["subcommand"],
+                         options["arguments"], timeout=options["timeout"], stdout=_stream(self.stdout),
+                         stderr=_stream(self.stderr))
         except UsageError as exc:
             raise CommandError(str(exc), returncode=2) from None
         if status:
