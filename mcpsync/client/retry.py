@@ -160,6 +160,10 @@ def _random() -> random.Random:
     return _rng
 
 
+#: Below this many seconds left, a retry is not started (see run_with_retries).
+_LEAST_FOR_AN_ATTEMPT = 0.01
+
+
 def run_with_retries(attempt: Callable[[], dict[str, Any]], *, policy: RetryPolicy, repeatable: bool,
                      deadline: Deadline, connection_open: Callable[[], bool], method: str, first_error: Exception,
                      sleep: Callable[[float], Any] = time.sleep) -> dict[str, Any]:
@@ -186,6 +190,11 @@ def run_with_retries(attempt: Callable[[], dict[str, Any]], *, policy: RetryPoli
         log.debug("%s failed (%s); retry %d in %.2fs", method, type(exc).__name__, tries, delay)
         if not _pause(delay, connection_open, sleep):
             raise exc  # closed while we waited
+        left = deadline.remaining()
+        if left is not None and left < _LEAST_FOR_AN_ATTEMPT:
+            # The pause overslept on a loaded machine: an attempt now could only time out
+            # (even its connect), and that timeout would hide the failure that is the answer.
+            raise exc
         tries += 1
         try:
             return attempt()
