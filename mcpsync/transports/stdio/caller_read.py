@@ -122,8 +122,6 @@ class OwnReply:
         self._fd, self._ready, self._feed, self._closing = fd, ready, feed, closing
         #: Ids of the requests sent and not answered (nor cancelled); set operations are atomic.
         self.awaited: set[Any] = set()
-        self._wanted: Any = None
-        self._got = False
 
     def sending(self, message: Mapping[str, Any]) -> Any:
         """Note a message about to be written; the request id whose reply it awaits, if any."""
@@ -142,10 +140,7 @@ class OwnReply:
     def delivered(self, message: Any) -> None:
         """A message was read (by whichever thread reads): a reply ends its wait."""
         if type(message) is dict and "method" not in message:
-            request_id = message.get("id")
-            self.awaited.discard(request_id)
-            if request_id == self._wanted:
-                self._got = True
+            self.awaited.discard(message.get("id"))
 
     def read_reply(self, request_id: Any, deadline: Deadline | None) -> None:
         """Read stdout in the caller's thread until *request_id*'s reply is in, when it is the
@@ -154,13 +149,16 @@ class OwnReply:
         Returns early (the reader thread takes over) at the deadline, after 0.1 s without
         data, at EOF or when closing.
         """
-        baton = self.baton
-        if len(self.awaited) > 1 or not baton.claim():
+        baton, awaited = self.baton, self.awaited
+        if request_id not in awaited:
+            return  # already read (by the reader thread, or a caller before its own reply)
+        if len(awaited) > 1 or not baton.claim():
             baton.kick()  # the reader thread reads for us: it must not linger
             return
-        self._wanted, self._got = request_id, False
         try:
-            while not self._got and not self._closing():
+            # Its id leaves *awaited* when its reply is delivered, whoever read it: a reply read
+            # before the claim must not keep this caller reading the pipe for everyone else.
+            while request_id in awaited and not self._closing():
                 wait = _POLL if deadline is None else deadline.remaining(_POLL)
                 if not wait or not self._ready(wait):
                     return
@@ -171,5 +169,4 @@ class OwnReply:
         except OSError:
             return  # the reader thread sees the same failure and reports it
         finally:
-            self._wanted = None
             baton.release(bool(self.awaited))  # others' replies awaited: the reader resumes at once

@@ -1,0 +1,53 @@
+"""The stdio fast path of a caller reading its own reply (mcpsync/transports/stdio/caller_read.py).
+
+Unit-level, over a real pipe: which thread reads is not observable through the public API
+without timing, and the bench (bench/, "8 threads, one client") measures what it costs.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+
+import pytest
+
+from mcpsync.rpc.deadline import Deadline
+from mcpsync.transports.stdio.caller_read import OwnReply
+from mcpsync.transports.stdio.pipes import readable_waiter
+
+
+@pytest.fixture
+def pipe() -> Iterator[tuple[int, int]]:
+    read_fd, write_fd = os.pipe()
+    yield read_fd, write_fd
+    os.close(read_fd)
+    os.close(write_fd)
+
+
+def test_a_reply_read_before_the_caller_reads_ends_its_read_at_once(pipe: tuple[int, int]) -> None:
+    # With 8 threads on one client the reader thread often delivers a caller's reply before that
+    # caller reaches read_reply; the caller used to take the pipe anyway and go on reading every
+    # other thread's replies until 0.1 s of silence (8 threads: 0.7x the threaded floor).
+    read_fd, write_fd = pipe
+    fed: list[bytes] = []
+    own = OwnReply(read_fd, readable_waiter(read_fd), fed.append, lambda: False)
+    assert own.sending({"jsonrpc": "2.0", "id": 1, "method": "tools/call"}) == 1
+    own.delivered({"jsonrpc": "2.0", "id": 1, "result": {}})  # read by the reader thread
+    assert own.sending({"jsonrpc": "2.0", "id": 2, "method": "tools/call"}) == 2
+    os.write(write_fd, b'{"jsonrpc": "2.0", "id": 2, "result": {}}\n')  # another caller's reply
+    own.read_reply(1, Deadline(5))
+    assert fed == []  # left in the pipe for the reader thread
+    assert not own.baton.lock.locked()
+    assert own.baton.kicks == 0  # nothing awaited by this caller: the reader is not hurried
+
+
+def test_the_only_awaited_reply_is_read_by_its_caller(pipe: tuple[int, int]) -> None:
+    read_fd, write_fd = pipe
+    own = OwnReply(read_fd, readable_waiter(read_fd), lambda chunk: fed.append(chunk) or own.delivered({"id": 1}),
+                   lambda: False)
+    fed: list[bytes] = []
+    own.sending({"jsonrpc": "2.0", "id": 1, "method": "tools/call"})
+    os.write(write_fd, b'{"jsonrpc": "2.0", "id": 1, "result": {}}\n')
+    own.read_reply(1, Deadline(5))
+    assert fed == [b'{"jsonrpc": "2.0", "id": 1, "result": {}}\n']
+    assert own.awaited == set() and not own.baton.lock.locked()
