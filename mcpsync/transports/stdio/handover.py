@@ -64,7 +64,7 @@ class Handover:
         """Holding the lock: write what was handed over, then let go; looks again after.
 
         :raises OSError: the pipe broke (the lock is released).
-        :raises BrokenPipeError: never for a frame cut short: see the return of :meth:`_drain`.
+        :raises CutShort: frames handed over were written only in part (the lock is released).
         """
         lock, queue = self.lock, self._queue
         while True:
@@ -72,8 +72,10 @@ class Handover:
                 self._drain()
             finally:
                 lock.release()
-            if not queue or not lock.acquire(False):
-                return  # empty, or the new holder writes it
+            # Closing: _drain writes nothing more, so looking again would spin; the frames left
+            # are dropped, and their callers are failed by the connection's close.
+            if not queue or self._closing() or not lock.acquire(False):
+                return  # empty, closing, or the new holder writes it
 
     def _drain(self) -> None:
         queue = self._queue
