@@ -314,10 +314,7 @@ class Client:
 
     def _deadline(self, timeout: TimeoutArg, max_total: float | None = None, reset: bool = True) -> Deadline:
         """The one deadline of a call that starts now (``timeout=DEFAULT``: the client's)."""
-        if type(timeout) is Deadline:
-            return timeout
-        return Deadline(self._options.timeout if timeout is DEFAULT else timeout,  # type: ignore[arg-type]
-                        max_total, reset_on_progress=reset)
+        return self._options.deadline(timeout, max_total, reset)
 
     def _call(self, method: str, params: dict[str, Any] | None, deadline: Deadline, *,
               capability: str | None = None, progress: ProgressCallback | None = None,
@@ -427,6 +424,7 @@ class Client:
     read_app = apps.read_app
 
 
+# Client.__init__'s apps= parameter hides the module there.
 _APPS = apps.APPS_SETTINGS
 
 

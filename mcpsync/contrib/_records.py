@@ -12,17 +12,31 @@ from __future__ import annotations
 
 import threading
 import time
+import weakref
 from collections.abc import Callable
 from typing import Any
 
+from .. import _fork
 from ..auth import TokenStore, TokenStoreError, _deadline
 from ._cipher import RecordCipher, row_name
 
 #: Seconds a lock waits for another holder (and a cache lock lives if its holder dies).
 LOCK_TTL = 60.0
 
-_thread_locks: dict[tuple[str, str, str], threading.RLock] = {}
+# Weak values: a lock lives while a request holds it, so the map does not grow with every
+# user and key a long-lived worker ever saw.
+_thread_locks: weakref.WeakValueDictionary[tuple[str, str, str], threading.RLock] = weakref.WeakValueDictionary()
 _guard = threading.Lock()
+
+
+def _after_fork() -> None:
+    # A parent thread may have held the guard or a record's lock at fork(): the child's are fresh.
+    global _guard
+    _guard = threading.Lock()
+    _thread_locks.clear()
+
+
+_fork.on_fork(_after_fork)
 
 
 class UserRecords(TokenStore):

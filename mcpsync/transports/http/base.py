@@ -150,7 +150,7 @@ class HttpTransport(Transport):
             return RequestCancelled("request was cancelled")
         if deadline is not None and deadline.end is not None and time.monotonic() >= deadline.end - 0.01:
             return RequestTimeout(f"{what} got no reply by its deadline ({wire.redact_url(self.url)})",
-                                  method=what.removeprefix("POST ").split(" ", 1)[0])
+                                  method=what.rpartition("POST ")[2].split(" ", 1)[0])  # "reading the reply to POST m": m
         return wire.connection_error(exc, f"{what} to {wire.redact_url(self.url)} failed",
                                        outcome_unknown=not wire.never_connected(exc))
 
