@@ -11,8 +11,6 @@ iframe, under a Content-Security-Policy built from what the resource declares.
 
 from __future__ import annotations
 
-import base64
-import binascii
 import logging
 import re
 from collections.abc import Mapping
@@ -157,6 +155,10 @@ def app_resource(uri: str, content: Any, listed: Mapping[str, Any] | None = None
         raise AppResourceError(f"{uri}: mimeType {excerpt(mime, 60)}, not {APP_MIME_TYPE!r}")
     html = getattr(content, "text", None)
     if html is None:
+        # Imported here only: base64 and struct cost every process that imports mcpsync ~0.2 MB.
+        import base64
+        import binascii
+
         try:
             html = base64.b64decode(getattr(content, "blob", None) or "", validate=True).decode("utf-8")
         except (binascii.Error, UnicodeDecodeError, TypeError) as exc:

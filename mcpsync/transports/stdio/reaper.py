@@ -30,7 +30,9 @@ from __future__ import annotations
 
 import logging
 import os
-import socket
+# _socket, not socket: socket.py builds enum classes of every constant at import, which
+# would cost a stdio-only process ~0.35 MB of RSS (bench/RESULTS.md's RSS row) for one pair.
+import _socket
 import subprocess
 import sys
 import threading
@@ -49,10 +51,10 @@ while read -r op pg; do if [ "$op" = + ]; then gs="$gs $pg"; else
   k=; for g in $gs; do [ "$g" = "$pg" ] || k="$k $g"; done; gs=$k; fi; done
 [ -n "$gs" ] || exit 0; for g in $gs; do kill -s TERM -- "-$g"; done; sleep 1
 for g in $gs; do kill -s KILL -- "-$g"; done ) <&3 >/dev/null 2>&1 &"""
-_FLAGS = getattr(socket, "MSG_NOSIGNAL", 0)
+_FLAGS = getattr(_socket, "MSG_NOSIGNAL", 0)
 
 _lock = threading.Lock()
-_sock: socket.socket | None = None
+_sock: _socket.socket | None = None
 _groups: set[int] = set()
 _unavailable = sys.platform == "win32"
 
@@ -91,19 +93,21 @@ def _send(line: bytes) -> None:
             _sock = None
 
 
-def _start() -> socket.socket | None:
+def _start() -> _socket.socket | None:
     global _unavailable
     if _unavailable:
         return None
-    ours, theirs = socket.socketpair()
+    ours, theirs = _socket.socketpair()
     try:
-        # gevent's and eventlet's sockets are non-blocking: the reaper's `read` would meet
-        # EAGAIN, take it for EOF and kill every server at once.  The flag belongs to the
-        # file, which the child shares: make its end blocking.
+        # The reaper's `read` must block: on EAGAIN it would take the quiet for EOF and kill
+        # every server at once.  The C-level pair is blocking, unlike a gevent- or
+        # eventlet-patched socket; say so anyway, as the flag belongs to the shared file.
         os.set_blocking(theirs.fileno(), True)
-        with theirs:
+        try:
             starter = subprocess.Popen(["/bin/sh", "-c", _SCRIPT], stdin=theirs.fileno(), stdout=subprocess.DEVNULL,
                                        stderr=subprocess.DEVNULL, close_fds=True, start_new_session=True)
+        finally:
+            theirs.close()
         starter.wait(5.0)  # the shell exits once the loop runs in the background
         return ours
     except (OSError, RuntimeError, subprocess.SubprocessError) as exc:  # no /bin/sh, or exiting
