@@ -47,6 +47,7 @@ class ReadBaton:
         self._mutex = threading.Lock()
         self._cond = threading.Condition(self._mutex)
         self._claims = 0
+        self._claim_kicks = 0  # kicks when the pipe was claimed: one since then must not be lost
         self._resume_at = 0.0
         self._parked = False
         #: Bumped by every :meth:`kick`; read before deciding to park.
@@ -96,13 +97,19 @@ class ReadBaton:
             if not self.lock.acquire(blocking=False):
                 return False
             self._claims += 1
+            self._claim_kicks = self.kicks
             return True
 
     def release(self, resume_now: bool) -> None:
-        """Caller: stop reading; *resume_now* when other replies are awaited."""
+        """Caller: stop reading; *resume_now* when other replies are awaited.
+
+        A kick while the pipe was claimed woke nobody: the reader resumes now too (the
+        caller may have looked at the awaited replies before the kicker registered its own).
+        """
         with self._mutex:
             self.lock.release()
             self._claims -= 1
+            resume_now = resume_now or self.kicks != self._claim_kicks
             self._resume_at = 0.0 if resume_now else time.monotonic() + self.LINGER
             if resume_now and self._parked:
                 self._cond.notify_all()
