@@ -83,3 +83,17 @@ def test_a_kick_while_a_caller_reads_resumes_the_reader_when_it_lets_go() -> Non
         stop.set()
         thread.join(2.0)
     assert not thread.is_alive()
+
+
+def test_a_reply_is_matched_to_its_wait_as_the_session_matches_it(pipe: tuple[int, int]) -> None:
+    # A server's reply id that is a list (fuzzed output) raised TypeError here and killed the
+    # reader thread; "2" for 2 settles request 2 in the session, and must end its wait here too.
+    read_fd, _ = pipe
+    own = OwnReply(read_fd, readable_waiter(read_fd), lambda chunk: None, lambda: False)
+    own.sending({"jsonrpc": "2.0", "id": 1, "method": "tools/call"})
+    own.sending({"jsonrpc": "2.0", "id": 2, "method": "tools/call"})
+    own.delivered({"jsonrpc": "2.0", "id": [1], "result": {}})
+    own.delivered({"jsonrpc": "2.0", "id": {"a": 1}, "error": {}})
+    assert own.awaited == {1, 2}
+    own.delivered({"jsonrpc": "2.0", "id": "2", "result": {}})
+    assert own.awaited == {1}

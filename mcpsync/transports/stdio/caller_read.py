@@ -20,6 +20,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from mcpsync.rpc.deadline import Deadline
+from mcpsync.rpc.reply import normalize_id
 
 __all__ = ["OwnReply", "ReadBaton"]
 
@@ -147,7 +148,9 @@ class OwnReply:
     def delivered(self, message: Any) -> None:
         """A message was read (by whichever thread reads): a reply ends its wait."""
         if type(message) is dict and "method" not in message:
-            self.awaited.discard(message.get("id"))
+            request_id = message.get("id")
+            # As the session matches it: "7" answers 7, and an id that is a list must not kill the reader.
+            self.awaited.discard(request_id if type(request_id) is int else normalize_id(request_id))
 
     def read_reply(self, request_id: Any, deadline: Deadline | None) -> None:
         """Read stdout in the caller's thread until *request_id*'s reply is in, when it is the
