@@ -38,21 +38,20 @@ class Deadline:
     :param max_total: a hard cap in seconds from now, progress or not.
     """
 
-    __slots__ = ("_base", "cap", "reset", "start", "timeout")
+    __slots__ = ("cap", "end", "reset", "start", "timeout")
+
+    #: The ``time.monotonic()`` value the call must end by (``None``: never).  A plain
+    #: attribute, kept by :meth:`progressed`: it is read on every send and every wait.
+    end: float | None
 
     def __init__(self, timeout: float | None, max_total: float | None = None, *,
                  reset_on_progress: bool = True) -> None:
-        self.start = self._base = now()
+        start = self.start = now()
         self.timeout = timeout
-        self.cap = None if max_total is None else self.start + max_total
+        cap = self.cap = None if max_total is None else start + max_total
         self.reset = reset_on_progress
-
-    @property
-    def end(self) -> float | None:
-        """The ``time.monotonic()`` value the call must end by (``None``: never)."""
-        end = None if self.timeout is None else self._base + self.timeout
-        cap = self.cap
-        return end if cap is None or (end is not None and end < cap) else cap
+        end = None if timeout is None else start + timeout
+        self.end = end if cap is None or (end is not None and end < cap) else cap
 
     def remaining(self, at_most: float | None = None) -> float | None:
         """Seconds left, never below zero (``None``: no limit), and at most *at_most*."""
@@ -69,8 +68,9 @@ class Deadline:
 
     def progressed(self) -> None:
         """Progress arrived: with reset-on-progress the timeout starts again from now."""
-        if self.reset:
-            self._base = now()
+        if self.reset and self.timeout is not None:
+            end, cap = now() + self.timeout, self.cap
+            self.end = end if cap is None or end < cap else cap
 
     def expired(self, what: str, method: str = "") -> RequestTimeout:
         """The error for *what* not done by this deadline."""

@@ -20,6 +20,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from mcpsync.rpc.deadline import Deadline
+from mcpsync.rpc.reply import normalize_id
 
 __all__ = ["OwnReply", "ReadBaton"]
 
@@ -47,6 +48,7 @@ class ReadBaton:
         self._mutex = threading.Lock()
         self._cond = threading.Condition(self._mutex)
         self._claims = 0
+        self._claim_kicks = 0  # kicks when the pipe was claimed: one since then must not be lost
         self._resume_at = 0.0
         self._parked = False
         #: Bumped by every :meth:`kick`; read before deciding to park.
@@ -96,13 +98,19 @@ class ReadBaton:
             if not self.lock.acquire(blocking=False):
                 return False
             self._claims += 1
+            self._claim_kicks = self.kicks
             return True
 
     def release(self, resume_now: bool) -> None:
-        """Caller: stop reading; *resume_now* when other replies are awaited."""
+        """Caller: stop reading; *resume_now* when other replies are awaited.
+
+        A kick while the pipe was claimed woke nobody: the reader resumes now too (the
+        caller may have looked at the awaited replies before the kicker registered its own).
+        """
         with self._mutex:
             self.lock.release()
             self._claims -= 1
+            resume_now = resume_now or self.kicks != self._claim_kicks
             self._resume_at = 0.0 if resume_now else time.monotonic() + self.LINGER
             if resume_now and self._parked:
                 self._cond.notify_all()
@@ -140,7 +148,9 @@ class OwnReply:
     def delivered(self, message: Any) -> None:
         """A message was read (by whichever thread reads): a reply ends its wait."""
         if type(message) is dict and "method" not in message:
-            self.awaited.discard(message.get("id"))
+            request_id = message.get("id")
+            # As the session matches it: "7" answers 7, and an id that is a list must not kill the reader.
+            self.awaited.discard(request_id if type(request_id) is int else normalize_id(request_id))
 
     def read_reply(self, request_id: Any, deadline: Deadline | None) -> None:
         """Read stdout in the caller's thread until *request_id*'s reply is in, when it is the
