@@ -92,14 +92,11 @@ class _Server(socketserver.ThreadingMixIn, http.server.HTTPServer):
         self.guard = threading.Lock()
         super().__init__(address, _Handler)
 
-    def process_request(self, request: Any, client_address: Any) -> None:
+    def verify_request(self, request: Any, client_address: Any) -> bool:
+        # Refused (over MAX_CONNECTIONS): socketserver calls shutdown_request, which forgets it again.
         with self.guard:
-            full = len(self.open) >= MAX_CONNECTIONS
             self.open.add(request)
-        if full:
-            self.shutdown_request(request)  # which forgets it again
-        else:
-            super().process_request(request, client_address)
+            return len(self.open) <= MAX_CONNECTIONS
 
     def shutdown_request(self, request: Any) -> None:
         with self.guard:
@@ -129,7 +126,6 @@ class LoopbackReceiver(contextlib.AbstractContextManager["LoopbackReceiver"]):
         self._done = threading.Event()
         self._server = _Server((host, port))
         self._server.receiver = self
-        self._server.timeout = 0.5
         self._thread = threading.Thread(target=self._server.serve_forever, kwargs={"poll_interval": 0.2},
                                         name="mcpsync-auth-loopback", daemon=True)
         self._thread.start()
