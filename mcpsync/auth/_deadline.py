@@ -112,9 +112,8 @@ def held(lock: Any, what: str) -> Iterator[None]:
 
     :raises RequestTimeout: when the budget runs out first (*lock* not held).
     """
-    if (left := _left()) is None:
-        lock.acquire()
-    elif left <= 0 or not lock.acquire(timeout=left):
+    left = _left()
+    if left == 0 or not lock.acquire(timeout=-1 if left is None else left):  # -1: no limit
         raise expired(what)
     try:
         yield

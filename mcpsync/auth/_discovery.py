@@ -12,15 +12,14 @@ from __future__ import annotations
 
 import logging
 import re
-from typing import TYPE_CHECKING, Any
+from typing import Any
 from urllib.parse import urljoin, urlsplit, urlunsplit
+
+import requests
 
 from ._errors import DiscoveryError, IssuerMismatchError, PKCENotSupportedError, ResourceMismatchError
 from ._http import MAX_JSON_BYTES, json_object, send
 from ._urlpolicy import UrlPolicy
-
-if TYPE_CHECKING:  # pragma: no cover
-    import requests
 
 
 log = logging.getLogger("mcpsync.auth")

@@ -17,7 +17,6 @@ connection, so no handler thread outlives it.
 from __future__ import annotations
 
 import contextlib
-import functools
 import html
 import http.server
 import logging
@@ -119,24 +118,20 @@ class _Server(socketserver.ThreadingMixIn, http.server.HTTPServer):
 class LoopbackReceiver(contextlib.AbstractContextManager["LoopbackReceiver"]):
     """One bound loopback listener, for one login.  Use as a context manager."""
 
-    def __init__(self, *, host: str, port: int, path: str, success_text: str) -> None:
-        self.path, self.success_text = path, success_text
+    def __init__(self, login: LoopbackLogin, port: int) -> None:
+        self.path, self.success_text = login.path, login.success_text
         self.state: str | None = None
         self._result: dict[str, str] | None = None
         self._done = threading.Event()
-        self._server = _Server((host, port))
+        self._server = _Server(("127.0.0.1", port))
         self._server.receiver = self
         self._thread = threading.Thread(target=self._server.serve_forever, kwargs={"poll_interval": 0.2},
                                         name="mcpsync-auth-loopback", daemon=True)
         self._thread.start()
 
     @property
-    def port(self) -> int:
-        return int(self._server.server_address[1])
-
-    @property
     def redirect_uri(self) -> str:
-        return f"http://127.0.0.1:{self.port}{self.path}"
+        return f"http://127.0.0.1:{self._server.server_address[1]}{self.path}"
 
     def deliver(self, params: dict[str, str]) -> None:
         if not self._done.is_set():
@@ -183,11 +178,10 @@ class LoopbackLogin:
 
     def receiver(self, preferred_port: int | None = None) -> LoopbackReceiver:
         """Bind a listener: *preferred_port* (a registered redirect) if free, else :attr:`port`."""
-        bind = functools.partial(LoopbackReceiver, host="127.0.0.1", path=self.path, success_text=self.success_text)
         if preferred_port:
             with contextlib.suppress(OSError):
-                return bind(port=preferred_port)
-        return bind(port=self.port)
+                return LoopbackReceiver(self, preferred_port)
+        return LoopbackReceiver(self, self.port)
 
     def open(self, url: str) -> None:
         """Show *url* to the user: the browser, or stderr when none opens."""

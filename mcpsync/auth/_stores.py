@@ -89,8 +89,7 @@ class MemoryTokenStore(TokenStore):
         self._data[key] = json.dumps(record)  # the same contract as the persistent stores: JSON only
 
     def delete(self, key: str) -> None:
-        with self._guard:
-            self._data.pop(key, None)
+        self._data.pop(key, None)  # one dict operation: atomic, as load and save are
 
 
 @contextlib.contextmanager
@@ -121,19 +120,15 @@ def _flock(fd: int) -> None:
     """Lock *fd* exclusively; within a request's deadline, poll so the wait ends by it."""
     import fcntl
 
-    deadline = _deadline.current()
-    if deadline is None:
-        fcntl.flock(fd, fcntl.LOCK_EX)
-        return
+    blocking = _deadline.current() is None
     while True:
         try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            fcntl.flock(fd, fcntl.LOCK_EX if blocking else fcntl.LOCK_EX | fcntl.LOCK_NB)
             return
         except BlockingIOError:
-            left = deadline.remaining()
-            if left is None or left <= 0:
+            if _deadline.passed():
                 raise _deadline.expired("waiting for another process's token refresh") from None
-            time.sleep(min(_FLOCK_POLL, left))
+            time.sleep(_deadline.capped(_FLOCK_POLL))
 
 
 def _json_object(raw: bytes, what: str, damaged: str) -> dict[str, Any]:
@@ -344,8 +339,7 @@ class KeyringTokenStore(TokenStore):
 
     def delete(self, key: str) -> None:
         kr = self._keyring()
-        if (header := self._call(kr.get_password, self.service, key)) is not None:
-            self._drop(kr, key, header, with_header=True)
+        self._drop(kr, key, self._call(kr.get_password, self.service, key), with_header=True)
 
     def _lock_file(self, key: str) -> Path:
         self._lock_dir = self._lock_dir or _keyring_lock_dir()
