@@ -47,11 +47,11 @@ _PAGE = """<!DOCTYPE html><html><head><meta charset="utf-8"><title>{title}</titl
 
 
 class _Handler(http.server.BaseHTTPRequestHandler):
-    server: _Server
+    server: LoopbackReceiver
     timeout = CONNECTION_TIMEOUT
 
     def do_GET(self) -> None:
-        receiver = self.server.receiver
+        receiver = self.server
         if urlsplit(self.path).path != receiver.path:
             self._reply(404, "Not found", "This is not the login callback.")
             return
@@ -80,58 +80,45 @@ class _Handler(http.server.BaseHTTPRequestHandler):
         pass  # the request line carries the code: never log it
 
 
-class _Server(socketserver.ThreadingMixIn, http.server.HTTPServer):
+class LoopbackReceiver(socketserver.ThreadingMixIn, http.server.HTTPServer):
+    """One bound loopback listener, for one login, serving on a thread of its own.  Use as a
+    context manager."""
+
     # Windows lets a second socket bind a port in use when this is on.
     allow_reuse_address = sys.platform != "win32"
     daemon_threads = True
-    receiver: LoopbackReceiver
-
-    def __init__(self, address: tuple[str, int]) -> None:
-        self.open: set[socket.socket] = set()
-        self.guard = threading.Lock()
-        super().__init__(address, _Handler)
-
-    def verify_request(self, request: Any, client_address: Any) -> bool:
-        # Refused (over MAX_CONNECTIONS): socketserver calls shutdown_request, which forgets it again.
-        with self.guard:
-            self.open.add(request)
-            return len(self.open) <= MAX_CONNECTIONS
-
-    def shutdown_request(self, request: Any) -> None:
-        with self.guard:
-            self.open.discard(request)
-        super().shutdown_request(request)
-
-    def handle_error(self, request: Any, client_address: Any) -> None:
-        # Not socketserver's traceback on stderr: a dropped connection is no news.
-        log.debug("a loopback connection failed (%s)", type(sys.exc_info()[1]).__name__)
-
-    def drop_all(self) -> None:
-        """End every connection still open (its handler thread then ends too)."""
-        with self.guard:
-            sockets = list(self.open)
-        for sock in sockets:
-            with contextlib.suppress(OSError):
-                sock.shutdown(socket.SHUT_RDWR)
-
-
-class LoopbackReceiver(contextlib.AbstractContextManager["LoopbackReceiver"]):
-    """One bound loopback listener, for one login.  Use as a context manager."""
 
     def __init__(self, login: LoopbackLogin, port: int) -> None:
         self.path, self.success_text = login.path, login.success_text
         self.state: str | None = None
         self._result: dict[str, str] | None = None
         self._done = threading.Event()
-        self._server = _Server(("127.0.0.1", port))
-        self._server.receiver = self
-        self._thread = threading.Thread(target=self._server.serve_forever, kwargs={"poll_interval": 0.2},
+        #: The connections being served (at most MAX_CONNECTIONS), so that closing ends them.
+        self._open: set[socket.socket] = set()
+        self._guard = threading.Lock()
+        super().__init__(("127.0.0.1", port), _Handler)
+        self._thread = threading.Thread(target=self.serve_forever, kwargs={"poll_interval": 0.2},
                                         name="mcpsync-auth-loopback", daemon=True)
         self._thread.start()
 
     @property
     def redirect_uri(self) -> str:
-        return f"http://127.0.0.1:{self._server.server_address[1]}{self.path}"
+        return f"http://127.0.0.1:{self.server_port}{self.path}"
+
+    def verify_request(self, request: Any, client_address: Any) -> bool:
+        # Refused (over MAX_CONNECTIONS): socketserver calls shutdown_request, which forgets it again.
+        with self._guard:
+            self._open.add(request)
+            return len(self._open) <= MAX_CONNECTIONS
+
+    def shutdown_request(self, request: Any) -> None:
+        with self._guard:
+            self._open.discard(request)
+        super().shutdown_request(request)
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        # Not socketserver's traceback on stderr: a dropped connection is no news.
+        log.debug("a loopback connection failed (%s)", type(sys.exc_info()[1]).__name__)
 
     def deliver(self, params: dict[str, str]) -> None:
         if not self._done.is_set():
@@ -148,10 +135,15 @@ class LoopbackReceiver(contextlib.AbstractContextManager["LoopbackReceiver"]):
         return self._result
 
     def close(self) -> None:
+        """Stop serving and end every connection still open (its handler thread then ends too)."""
         self._done.set()
-        self._server.shutdown()
-        self._server.drop_all()
-        self._server.server_close()
+        self.shutdown()
+        with self._guard:
+            sockets = list(self._open)
+        for sock in sockets:
+            with contextlib.suppress(OSError):
+                sock.shutdown(socket.SHUT_RDWR)
+        self.server_close()
         self._thread.join(5.0)
 
     def __exit__(self, *exc: object) -> None:

@@ -42,7 +42,6 @@ class TokenStore(abc.ABC):
 
     def __init__(self) -> None:
         self._thread_locks: dict[str, threading.RLock] = {}
-        self._guard = threading.Lock()
 
     @abc.abstractmethod
     def load(self, key: str) -> dict[str, Any] | None:
@@ -56,10 +55,6 @@ class TokenStore(abc.ABC):
         """Forget *key* (no error when it is absent)."""
         raise NotImplementedError(f"{type(self).__name__} cannot delete")
 
-    def _thread_lock(self, key: str) -> threading.RLock:
-        with self._guard:
-            return self._thread_locks.setdefault(key, threading.RLock())
-
     def _lock_file(self, key: str) -> Path | None:
         """The file locked across processes for *key* besides the thread lock (``None``: none)."""
         return None
@@ -68,7 +63,8 @@ class TokenStore(abc.ABC):
     def lock(self, key: str) -> Iterator[None]:
         """Hold an exclusive lock on *key* (this process only; file-backed stores lock across processes)."""
         path = self._lock_file(key)
-        with _held(self._thread_lock(key)), (_file_lock(path) if path else contextlib.nullcontext()):
+        thread_lock = self._thread_locks.setdefault(key, threading.RLock())  # one dict operation: atomic
+        with _held(thread_lock), (_file_lock(path) if path else contextlib.nullcontext()):
             yield
 
     def __repr__(self) -> str:
