@@ -181,3 +181,36 @@ def test_a9_the_transport_hands_the_deadline_to_the_auth_handler_under_the_name_
     with pytest.raises(Stop):
         sender.send("POST", "http://127.0.0.1:9/mcp", headers={}, timeout=(1.0, 1.0), deadline=deadline)
     assert seen == [deadline]
+
+
+def test_a_call_without_a_timeout_waits_for_another_process_s_token_refresh(tmp_path: Any) -> None:
+    """A call made with ``timeout=None`` (a Deadline with no end) waits for the lock file another
+    process holds while it refreshes; it used to raise RequestTimeout at once."""
+    import os
+
+    from mcpsync.auth import FileTokenStore, _deadline
+    from mcpsync.rpc.deadline import Deadline
+
+    fcntl = pytest.importorskip("fcntl")
+    store = FileTokenStore(tmp_path / "tokens")
+    other = os.open(store._lock_file("k"), os.O_RDWR | os.O_CREAT, 0o600)  # the other process's hold
+    fcntl.flock(other, fcntl.LOCK_EX)
+    outcome: list[object] = []
+
+    def call() -> None:
+        try:
+            with _deadline.within(Deadline(None)), store.lock("k"):
+                outcome.append("held")
+        except Exception as exc:  # noqa: BLE001 - recorded for the assertion
+            outcome.append(exc)
+
+    thread = threading.Thread(target=call)
+    thread.start()
+    try:
+        thread.join(0.5)
+        still_waiting = list(outcome)
+    finally:
+        os.close(other)  # the other process is done: its lock goes
+        thread.join(10)
+    assert still_waiting == []
+    assert outcome == ["held"]

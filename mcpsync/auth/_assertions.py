@@ -19,15 +19,12 @@ import contextlib
 import os
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 import attrs
+import requests
 
 from ._errors import TokenRequestError
 from ._http import check_token, post_json
-
-if TYPE_CHECKING:  # pragma: no cover
-    import requests
 
 
 _TOKEN_EXCHANGE = "urn:ietf:params:oauth:grant-type:token-exchange"
@@ -53,8 +50,6 @@ class IdJagAssertion:
 
     def __call__(self, issuer: str, resource: str, scope: str | None) -> str:
         """The ID-JAG for the authorization server *issuer* and the MCP server *resource*."""
-        import requests as _requests
-
         form = {"grant_type": _TOKEN_EXCHANGE, "subject_token": self._id_token, "subject_token_type": _ID_TOKEN,
                 "requested_token_type": _ID_JAG, "audience": issuer, "resource": resource, "client_id": self.client_id}
         if self._client_secret:
@@ -62,7 +57,7 @@ class IdJagAssertion:
         if scope:
             form["scope"] = scope
         # Our own session is closed after the one request; the caller's is left open.
-        with contextlib.nullcontext(self._session) if self._session else _requests.Session() as session:
+        with contextlib.nullcontext(self._session) if self._session else requests.Session() as session:
             response, body = post_json(session, self.token_endpoint, "token exchange", TokenRequestError, data=form)
         check_token(response, body, "token exchange")
         if body.get("issued_token_type") not in (None, _ID_JAG):

@@ -97,24 +97,17 @@ class Binding:
         self.dpop = DPoPKeys(settings.dpop, self.load)
         #: Held while tokens are refreshed or a login runs.
         self.lock = threading.RLock()
-        #: Where the tokens may go (canonical): the resource they were issued for, else the server's URL.
-        self.scope = self.canonical
-        self._tokens: Tokens | None = None
+        #: The tokens in use (``None``: none, or not read from the store yet).
+        self.tokens: Tokens | None = None
 
     def __repr__(self) -> str:
         return f"<Binding {self.canonical!r}>"
 
     @property
-    def tokens(self) -> Tokens | None:
-        """The tokens in use (``None``: none, or not read from the store yet)."""
-        return self._tokens
-
-    @tokens.setter
-    def tokens(self, tokens: Tokens | None) -> None:
-        self._tokens = tokens
-        bound = tokens and (tokens.bound_to or tokens.resource)
-        if isinstance(bound, str) and bound:
-            self.scope = canonical_resource(bound)
+    def scope(self) -> str:
+        """Where the tokens may go (canonical): the resource they were issued for, else the server's URL."""
+        bound = self.tokens and (self.tokens.bound_to or self.tokens.resource)
+        return canonical_resource(bound) if bound else self.canonical
 
     def covers(self, url: str) -> bool:
         """Whether a request to *url* may carry this server's tokens (RFC 8707: in their resource)."""

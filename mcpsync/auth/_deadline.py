@@ -21,12 +21,13 @@ request, and a nested :func:`within` can only shorten it.
 from __future__ import annotations
 
 import contextlib
+import math
 import threading
 from collections.abc import Iterator
 from typing import Any
 
 from ..exceptions import RequestTimeout
-from ..rpc.deadline import REQUEST_ATTRIBUTE, Deadline, now
+from ..rpc.deadline import REQUEST_ATTRIBUTE, Deadline
 
 __all__ = ["bounded", "capped", "current", "expired", "held", "of", "passed", "suspended", "within"]
 
@@ -56,11 +57,12 @@ def _set(deadline: Deadline | None) -> Iterator[None]:
 
 def within(deadline: Deadline | None) -> contextlib.AbstractContextManager[None]:
     """Run the block with *deadline* as the budget (the earlier one, when already inside one)."""
-    previous = current()
-    if deadline is None or (previous is not None and (deadline.end is None or (
-            previous.end is not None and previous.end <= deadline.end))):
-        deadline = previous
-    return _set(deadline)
+    return _set(min(current(), deadline, key=_end))  # on a tie, the one in force
+
+
+def _end(deadline: Deadline | None) -> float:
+    end = None if deadline is None else deadline.end
+    return math.inf if end is None else end
 
 
 def suspended() -> contextlib.AbstractContextManager[None]:
@@ -68,11 +70,15 @@ def suspended() -> contextlib.AbstractContextManager[None]:
     return _set(None)
 
 
-def expired(what: str) -> RequestTimeout:
-    """The error for *what* not finishing within the call's deadline."""
+def _left() -> float | None:
+    """Seconds left of the budget (``None``: unbounded)."""
     deadline = current()
-    return RequestTimeout(f"{what} did not finish by the call's deadline",
-                          elapsed=0.0 if deadline is None else now() - deadline.start)
+    return None if deadline is None else deadline.remaining()
+
+
+def expired(what: str) -> RequestTimeout:
+    """The error for *what* not finishing within the current budget (:meth:`Deadline.expired`)."""
+    return (current() or Deadline(None)).expired(f"{what} ran out of the call's deadline")
 
 
 def bounded(timeout: tuple[float, float], what: str) -> tuple[float, float]:
@@ -80,9 +86,7 @@ def bounded(timeout: tuple[float, float], what: str) -> tuple[float, float]:
 
     :raises RequestTimeout: when nothing is left.
     """
-    deadline = current()
-    left = None if deadline is None else deadline.remaining()
-    if left is None:
+    if (left := _left()) is None:
         return timeout
     if left <= 0:
         raise expired(what)
@@ -92,14 +96,17 @@ def bounded(timeout: tuple[float, float], what: str) -> tuple[float, float]:
 def capped(seconds: float) -> float:
     """*seconds*, cut to what is left of the budget (never below zero): how long a wait
     with a limit of its own (a lock's time to live) may last for this call."""
-    deadline = current()
-    return seconds if deadline is None else deadline.remaining(seconds) or 0.0
+    left = _left()
+    return seconds if left is None else min(seconds, left)
 
 
 def passed() -> bool:
-    """Whether the current budget is used up (a failed request then timed out, whatever it says)."""
-    deadline = current()
-    left = None if deadline is None else deadline.remaining()
+    """Whether the current budget is used up (a failed request then timed out, whatever it says).
+
+    Within 10 ms counts: a wait cut to what was left (:func:`capped`) ends a hair before
+    the deadline itself, and is a timeout all the same.
+    """
+    left = _left()
     return left is not None and left <= 0.01
 
 
@@ -109,11 +116,8 @@ def held(lock: Any, what: str) -> Iterator[None]:
 
     :raises RequestTimeout: when the budget runs out first (*lock* not held).
     """
-    deadline = current()
-    left = None if deadline is None else deadline.remaining()
-    if left is None:
-        lock.acquire()
-    elif left <= 0 or not lock.acquire(timeout=left):
+    left = _left()
+    if left == 0 or not lock.acquire(timeout=-1 if left is None else left):  # -1: no limit
         raise expired(what)
     try:
         yield

@@ -12,15 +12,14 @@ from __future__ import annotations
 
 import logging
 import re
-from typing import TYPE_CHECKING, Any
+from typing import Any
 from urllib.parse import urljoin, urlsplit, urlunsplit
+
+import requests
 
 from ._errors import DiscoveryError, IssuerMismatchError, PKCENotSupportedError, ResourceMismatchError
 from ._http import MAX_JSON_BYTES, json_object, send
 from ._urlpolicy import UrlPolicy
-
-if TYPE_CHECKING:  # pragma: no cover
-    import requests
 
 
 log = logging.getLogger("mcpsync.auth")
@@ -77,9 +76,9 @@ def wants_dpop_nonce(header: str | None) -> bool:
 
 
 def origin(url: str) -> str:
-    """``scheme://host[:port]`` of *url*, as written."""
+    """``scheme://host[:port]`` of *url*, lower-cased (both are case-insensitive, RFC 3986 §6.2.2.1)."""
     parts = urlsplit(url)
-    return f"{parts.scheme}://{parts.netloc}"
+    return f"{parts.scheme}://{parts.netloc}".lower()
 
 
 def canonical_resource(url: str) -> str:
@@ -155,6 +154,15 @@ def _well_known(url: str, suffix: str, *, insert: bool = True) -> str:
     return origin(url) + (f"/.well-known/{suffix}{path}" if insert else f"{path}/.well-known/{suffix}")
 
 
+def _first(session: requests.Session, urls: list[str | None], policy: UrlPolicy, what: str
+           ) -> tuple[str, dict[str, Any]] | None:
+    """The first of *urls* (each tried once, ``None`` skipped) that has a document, and the document."""
+    for url in dict.fromkeys(filter(None, urls)):
+        if (doc := fetch_json(session, url, policy, what)) is not None:
+            return url, doc
+    return None
+
+
 def discover_resource_metadata(session: requests.Session, server_url: str, policy: UrlPolicy, header_url: str | None, *,
                                prefix: bool = False) -> dict[str, Any] | None:
     """RFC 9728 metadata: the header's URL, then the path-based, then the root well-known URL.
@@ -165,20 +173,18 @@ def discover_resource_metadata(session: requests.Session, server_url: str, polic
         :func:`resource_matches`).
     :raises ResourceMismatchError: when the document's ``resource`` is not this server.
     """
-    candidates = [header_url] if header_url else []
-    if urlsplit(server_url).path.strip("/"):
-        candidates.append(_well_known(server_url, "oauth-protected-resource"))
-    for url in [*candidates, origin(server_url) + ROOT_METADATA]:
-        if (doc := fetch_json(session, url, policy, "protected resource metadata")) is None:
-            continue
-        resource, servers = doc.get("resource"), doc.get("authorization_servers")
-        if not isinstance(resource, str) or not resource_matches(resource, server_url, url, prefix=prefix):
-            raise ResourceMismatchError("protected resource metadata names another resource than this MCP server; "
-                                        "refusing it")
-        if not isinstance(servers, list) or not servers or not all(isinstance(s, str) for s in servers):
-            raise DiscoveryError("protected resource metadata lists no authorization_servers")
-        return doc
-    return None
+    # Without a path, the path-based URL is the root one (tried once).
+    urls = [header_url, _well_known(server_url, "oauth-protected-resource"), origin(server_url) + ROOT_METADATA]
+    if (found := _first(session, urls, policy, "protected resource metadata")) is None:
+        return None
+    url, doc = found
+    resource, servers = doc.get("resource"), doc.get("authorization_servers")
+    if not isinstance(resource, str) or not resource_matches(resource, server_url, url, prefix=prefix):
+        raise ResourceMismatchError("protected resource metadata names another resource than this MCP server; "
+                                    "refusing it")
+    if not isinstance(servers, list) or not servers or not all(isinstance(s, str) for s in servers):
+        raise DiscoveryError("protected resource metadata lists no authorization_servers")
+    return doc
 
 
 def same_issuer(a: str, b: str) -> bool:
@@ -210,13 +216,12 @@ def discover_server_metadata(session: requests.Session, issuer: str, policy: Url
     MCP 2025-11-25 §Authorization Server Metadata Discovery: with a path, RFC 8414 path
     insertion, OIDC path insertion, then OIDC path appending.
     """
-    urls = [_well_known(issuer, "oauth-authorization-server"), _well_known(issuer, "openid-configuration")]
-    if urlsplit(issuer).path.strip("/"):
-        urls.append(_well_known(issuer, "openid-configuration", insert=False))
-    for url in urls:
-        if (doc := fetch_json(session, url, policy, "authorization server metadata")) is not None:
-            return validate_server_metadata(doc, issuer, policy)
-    return None
+    # Without a path, OIDC path appending is the same URL as path insertion (tried once).
+    urls: list[str | None] = [_well_known(issuer, "oauth-authorization-server"),
+                              _well_known(issuer, "openid-configuration"),
+                              _well_known(issuer, "openid-configuration", insert=False)]
+    found = _first(session, urls, policy, "authorization server metadata")
+    return None if found is None else validate_server_metadata(found[1], issuer, policy)
 
 
 def legacy_server_metadata(session: requests.Session, server_url: str, policy: UrlPolicy) -> dict[str, Any]:
@@ -227,8 +232,7 @@ def legacy_server_metadata(session: requests.Session, server_url: str, policy: U
     assumed for the defaults, as that revision made it mandatory for servers.
     """
     issuer = origin(server_url)
-    doc = fetch_json(session, issuer + "/.well-known/oauth-authorization-server", policy,
-                     "authorization server metadata")
+    doc = fetch_json(session, _well_known(issuer, "oauth-authorization-server"), policy, "authorization server metadata")
     meta = doc if doc is not None else {
         "issuer": issuer, "authorization_endpoint": issuer + "/authorize", "token_endpoint": issuer + "/token",
         "registration_endpoint": issuer + "/register", "code_challenge_methods_supported": ["S256"], "_fallback": True,

@@ -24,7 +24,6 @@ import importlib.util
 import json
 import logging
 import secrets
-import threading
 import time
 from collections.abc import Callable
 from typing import Any
@@ -178,25 +177,23 @@ class DPoPKey:
 
 
 class NonceCache:
-    """The latest ``DPoP-Nonce`` each server supplied, by origin (thread-safe).
+    """The latest ``DPoP-Nonce`` each server supplied, by origin (thread-safe: each method is one
+    ``dict`` operation, atomic on its own).
 
     Nonces are public and short-lived, so they live in memory only.
     """
 
     def __init__(self) -> None:
         self._nonces: dict[str, str] = {}
-        self._lock = threading.Lock()
 
     def get(self, url: str) -> str | None:
-        with self._lock:
-            return self._nonces.get(origin(url).lower())
+        return self._nonces.get(origin(url))
 
     def update(self, url: str, nonce: str | None) -> str | None:
         """Remember *nonce* (a response's ``DPoP-Nonce``) for *url*'s server; the nonce kept, if any."""
         if not nonce or len(nonce) > 1024 or not nonce.isprintable():
             return None
-        with self._lock:
-            self._nonces[origin(url).lower()] = nonce
+        self._nonces[origin(url)] = nonce
         return nonce
 
 

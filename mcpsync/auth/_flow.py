@@ -94,7 +94,7 @@ def _attempt(binding: Binding, prm: dict[str, Any] | None, meta: dict[str, Any],
     the store: new ``state`` and PKCE ``verifier`` among it), and the authorization URL."""
     client = registration(binding, meta, record, redirect_uri)
     attempt = {"state": _login.new_state(), "verifier": _login.new_verifier(), "scope": scope, "resource": resource,
-               "server_metadata": meta, "client": to_json(client), "resource_metadata": prm, **extra}
+               "server_metadata": meta, "client": client, "resource_metadata": prm, **extra}
     return attempt, _login.authorization_url(binding.policy, meta, client.client_id, redirect_uri, attempt["state"],
                                              attempt["verifier"], resource, scope)
 
@@ -102,8 +102,7 @@ def _attempt(binding: Binding, prm: dict[str, Any] | None, meta: dict[str, Any],
 def _exchange(binding: Binding, attempt: dict[str, Any], params: dict[str, str], redirect_uri: str,
               dpop: DPoPKey | None) -> Tokens:
     """Check the login response to *attempt*, trade its code for tokens and save them."""
-    meta, resource, client = attempt["server_metadata"], attempt["resource"], parse(Registration, attempt["client"])
-    assert client is not None
+    meta, resource, client = attempt["server_metadata"], attempt["resource"], attempt["client"]
     code = _login.check_callback(meta, params, attempt["state"])
     grant = _login.code_grant(code, redirect_uri, attempt["verifier"], resource)
     tokens = _tokens.request(binding, meta, client, grant, dpop)
@@ -117,7 +116,7 @@ def _start(binding: Binding, prm: dict[str, Any] | None, meta: dict[str, Any], r
     if (redirect_uri := binding.settings.redirect_uri) is None:
         raise RegistrationError("the web-app flow (login=None) needs redirect_uri=")
     attempt, url = _attempt(binding, prm, meta, record, redirect_uri, resource, scope, dpop_offered=dpop_offered)
-    _login.save_pending(binding.settings.store, binding.key, attempt)
+    _login.save_pending(binding.settings.store, binding.key, to_json(attempt))
     return url
 
 
@@ -132,6 +131,7 @@ def begin(binding: Binding) -> str:
 def complete(binding: Binding, callback_url: str) -> Tokens:
     """Finish the web-app login the callback URL belongs to; the new tokens (saved)."""
     pending, params = _login.take_pending(binding.settings.store, binding.key, callback_url)
+    pending["client"] = parse(Registration, pending.get("client"))
     assert binding.settings.redirect_uri is not None
     dpop = binding.dpop.for_new_tokens(pending["server_metadata"], pending.get("resource_metadata"),
                                        offered=pending.get("dpop_offered") is True)

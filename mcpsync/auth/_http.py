@@ -9,14 +9,14 @@ a hostile or broken server cannot hang a login or fill the memory.
 from __future__ import annotations
 
 import json
-from typing import TYPE_CHECKING, Any
+from typing import Any
+
+import requests
+from urllib3.exceptions import HTTPError as _ReadError
 
 from ..exceptions import excerpt
 from . import _deadline
 from ._errors import AuthError, TokenRequestError
-
-if TYPE_CHECKING:  # pragma: no cover
-    import requests
 
 
 #: (connect, read) seconds for every request to an authorization server.
@@ -55,9 +55,6 @@ def send(session: requests.Session, method: str, url: str, what: str, error: typ
     :raises ~mcpsync.exceptions.RequestTimeout: the deadline of the call that triggered this
         request (:mod:`._deadline`) passed first.
     """
-    import requests as _requests
-    from urllib3.exceptions import HTTPError as _ReadError
-
     headers = {"Accept": "application/json", **kwargs.pop("headers", {})}
     try:
         response = session.request(
@@ -66,7 +63,7 @@ def send(session: requests.Session, method: str, url: str, what: str, error: typ
         )
         with response:
             return response, response.raw.read(MAX_JSON_BYTES + 1, decode_content=True)
-    except (_requests.RequestException, _ReadError, OSError) as exc:
+    except (requests.RequestException, _ReadError, OSError) as exc:
         if _deadline.passed():
             raise _deadline.expired(what) from None
         raise error(f"{what} failed ({type(exc).__name__})") from None

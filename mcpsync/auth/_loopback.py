@@ -17,7 +17,6 @@ connection, so no handler thread outlives it.
 from __future__ import annotations
 
 import contextlib
-import functools
 import html
 import http.server
 import logging
@@ -48,11 +47,11 @@ _PAGE = """<!DOCTYPE html><html><head><meta charset="utf-8"><title>{title}</titl
 
 
 class _Handler(http.server.BaseHTTPRequestHandler):
-    server: _Server
+    server: LoopbackReceiver
     timeout = CONNECTION_TIMEOUT
 
     def do_GET(self) -> None:
-        receiver = self.server.receiver
+        receiver = self.server
         if urlsplit(self.path).path != receiver.path:
             self._reply(404, "Not found", "This is not the login callback.")
             return
@@ -81,66 +80,45 @@ class _Handler(http.server.BaseHTTPRequestHandler):
         pass  # the request line carries the code: never log it
 
 
-class _Server(socketserver.ThreadingMixIn, http.server.HTTPServer):
+class LoopbackReceiver(socketserver.ThreadingMixIn, http.server.HTTPServer):
+    """One bound loopback listener, for one login, serving on a thread of its own.  Use as a
+    context manager."""
+
     # Windows lets a second socket bind a port in use when this is on.
     allow_reuse_address = sys.platform != "win32"
     daemon_threads = True
-    receiver: LoopbackReceiver
 
-    def __init__(self, address: tuple[str, int]) -> None:
-        self.open: set[socket.socket] = set()
-        self.guard = threading.Lock()
-        super().__init__(address, _Handler)
+    def __init__(self, login: LoopbackLogin, port: int) -> None:
+        self.path, self.success_text = login.path, login.success_text
+        self.state: str | None = None
+        self._result: dict[str, str] | None = None
+        self._done = threading.Event()
+        #: The connections being served (at most MAX_CONNECTIONS), so that closing ends them.
+        self._open: set[socket.socket] = set()
+        self._guard = threading.Lock()
+        super().__init__(("127.0.0.1", port), _Handler)
+        self._thread = threading.Thread(target=self.serve_forever, kwargs={"poll_interval": 0.2},
+                                        name="mcpsync-auth-loopback", daemon=True)
+        self._thread.start()
 
-    def process_request(self, request: Any, client_address: Any) -> None:
-        with self.guard:
-            full = len(self.open) >= MAX_CONNECTIONS
-            self.open.add(request)
-        if full:
-            self.shutdown_request(request)  # which forgets it again
-        else:
-            super().process_request(request, client_address)
+    @property
+    def redirect_uri(self) -> str:
+        return f"http://127.0.0.1:{self.server_port}{self.path}"
+
+    def verify_request(self, request: Any, client_address: Any) -> bool:
+        # Refused (over MAX_CONNECTIONS): socketserver calls shutdown_request, which forgets it again.
+        with self._guard:
+            self._open.add(request)
+            return len(self._open) <= MAX_CONNECTIONS
 
     def shutdown_request(self, request: Any) -> None:
-        with self.guard:
-            self.open.discard(request)
+        with self._guard:
+            self._open.discard(request)
         super().shutdown_request(request)
 
     def handle_error(self, request: Any, client_address: Any) -> None:
         # Not socketserver's traceback on stderr: a dropped connection is no news.
         log.debug("a loopback connection failed (%s)", type(sys.exc_info()[1]).__name__)
-
-    def drop_all(self) -> None:
-        """End every connection still open (its handler thread then ends too)."""
-        with self.guard:
-            sockets = list(self.open)
-        for sock in sockets:
-            with contextlib.suppress(OSError):
-                sock.shutdown(socket.SHUT_RDWR)
-
-
-class LoopbackReceiver(contextlib.AbstractContextManager["LoopbackReceiver"]):
-    """One bound loopback listener, for one login.  Use as a context manager."""
-
-    def __init__(self, *, host: str, port: int, path: str, success_text: str) -> None:
-        self.path, self.success_text = path, success_text
-        self.state: str | None = None
-        self._result: dict[str, str] | None = None
-        self._done = threading.Event()
-        self._server = _Server((host, port))
-        self._server.receiver = self
-        self._server.timeout = 0.5
-        self._thread = threading.Thread(target=self._server.serve_forever, kwargs={"poll_interval": 0.2},
-                                        name="mcpsync-auth-loopback", daemon=True)
-        self._thread.start()
-
-    @property
-    def port(self) -> int:
-        return int(self._server.server_address[1])
-
-    @property
-    def redirect_uri(self) -> str:
-        return f"http://127.0.0.1:{self.port}{self.path}"
 
     def deliver(self, params: dict[str, str]) -> None:
         if not self._done.is_set():
@@ -157,10 +135,15 @@ class LoopbackReceiver(contextlib.AbstractContextManager["LoopbackReceiver"]):
         return self._result
 
     def close(self) -> None:
+        """Stop serving and end every connection still open (its handler thread then ends too)."""
         self._done.set()
-        self._server.shutdown()
-        self._server.drop_all()
-        self._server.server_close()
+        self.shutdown()
+        with self._guard:
+            sockets = list(self._open)
+        for sock in sockets:
+            with contextlib.suppress(OSError):
+                sock.shutdown(socket.SHUT_RDWR)
+        self.server_close()
         self._thread.join(5.0)
 
     def __exit__(self, *exc: object) -> None:
@@ -187,11 +170,10 @@ class LoopbackLogin:
 
     def receiver(self, preferred_port: int | None = None) -> LoopbackReceiver:
         """Bind a listener: *preferred_port* (a registered redirect) if free, else :attr:`port`."""
-        bind = functools.partial(LoopbackReceiver, host="127.0.0.1", path=self.path, success_text=self.success_text)
         if preferred_port:
             with contextlib.suppress(OSError):
-                return bind(port=preferred_port)
-        return bind(port=self.port)
+                return LoopbackReceiver(self, preferred_port)
+        return LoopbackReceiver(self, self.port)
 
     def open(self, url: str) -> None:
         """Show *url* to the user: the browser, or stderr when none opens."""

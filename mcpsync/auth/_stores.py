@@ -42,7 +42,6 @@ class TokenStore(abc.ABC):
 
     def __init__(self) -> None:
         self._thread_locks: dict[str, threading.RLock] = {}
-        self._guard = threading.Lock()
 
     @abc.abstractmethod
     def load(self, key: str) -> dict[str, Any] | None:
@@ -56,10 +55,6 @@ class TokenStore(abc.ABC):
         """Forget *key* (no error when it is absent)."""
         raise NotImplementedError(f"{type(self).__name__} cannot delete")
 
-    def _thread_lock(self, key: str) -> threading.RLock:
-        with self._guard:
-            return self._thread_locks.setdefault(key, threading.RLock())
-
     def _lock_file(self, key: str) -> Path | None:
         """The file locked across processes for *key* besides the thread lock (``None``: none)."""
         return None
@@ -68,7 +63,8 @@ class TokenStore(abc.ABC):
     def lock(self, key: str) -> Iterator[None]:
         """Hold an exclusive lock on *key* (this process only; file-backed stores lock across processes)."""
         path = self._lock_file(key)
-        with _held(self._thread_lock(key)), (_file_lock(path) if path else contextlib.nullcontext()):
+        thread_lock = self._thread_locks.setdefault(key, threading.RLock())  # one dict operation: atomic
+        with _held(thread_lock), (_file_lock(path) if path else contextlib.nullcontext()):
             yield
 
     def __repr__(self) -> str:
@@ -89,8 +85,7 @@ class MemoryTokenStore(TokenStore):
         self._data[key] = json.dumps(record)  # the same contract as the persistent stores: JSON only
 
     def delete(self, key: str) -> None:
-        with self._guard:
-            self._data.pop(key, None)
+        self._data.pop(key, None)  # one dict operation: atomic, as load and save are
 
 
 @contextlib.contextmanager
@@ -121,19 +116,15 @@ def _flock(fd: int) -> None:
     """Lock *fd* exclusively; within a request's deadline, poll so the wait ends by it."""
     import fcntl
 
-    deadline = _deadline.current()
-    if deadline is None:
-        fcntl.flock(fd, fcntl.LOCK_EX)
-        return
+    blocking = _deadline.current() is None
     while True:
         try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            fcntl.flock(fd, fcntl.LOCK_EX if blocking else fcntl.LOCK_EX | fcntl.LOCK_NB)
             return
         except BlockingIOError:
-            left = deadline.remaining()
-            if left is None or left <= 0:
+            if _deadline.passed():
                 raise _deadline.expired("waiting for another process's token refresh") from None
-            time.sleep(min(_FLOCK_POLL, left))
+            time.sleep(_deadline.capped(_FLOCK_POLL))
 
 
 def _json_object(raw: bytes, what: str, damaged: str) -> dict[str, Any]:
@@ -344,8 +335,7 @@ class KeyringTokenStore(TokenStore):
 
     def delete(self, key: str) -> None:
         kr = self._keyring()
-        if (header := self._call(kr.get_password, self.service, key)) is not None:
-            self._drop(kr, key, header, with_header=True)
+        self._drop(kr, key, self._call(kr.get_password, self.service, key), with_header=True)
 
     def _lock_file(self, key: str) -> Path:
         self._lock_dir = self._lock_dir or _keyring_lock_dir()

@@ -154,12 +154,11 @@ def refresh(binding: Binding, stale: str | None) -> Tokens | None:
         # Pre-registered credentials go through their issuer check again.
         client = (registration(binding, meta, record, None) if binding.settings.client is not None
                   else record.clients.get(tokens.issuer or ""))
-        if binding.settings.grant_type != "authorization_code" and client and not spent:
-            data = headless_grant(binding, meta["issuer"], tokens.resource or "", tokens.scope)
-        elif spent and client:
-            data = {"grant_type": "refresh_token", "refresh_token": spent, "resource": tokens.resource or ""}
-        else:
+        # The refresh token if there is one, else a headless grant asks again.
+        if client is None or not (spent or binding.settings.grant_type != "authorization_code"):
             return None
+        data = ({"grant_type": "refresh_token", "refresh_token": spent, "resource": tokens.resource or ""} if spent
+                else headless_grant(binding, meta["issuer"], tokens.resource or "", tokens.scope))
         # A DPoP-bound refresh token is bound to the same key (RFC 9449 §5); bearer
         # tokens stay bearer tokens (the server took them).  (We hold the store lock:
         # the key comes from this record.)

@@ -27,10 +27,10 @@ import logging
 from pathlib import Path
 from string import Template
 from typing import Any
-from urllib.parse import urlsplit
 
 from ..._version import __version__
 from ...auth import AuthorizationRequired
+from ...auth._discovery import origin
 from ...config import ConfigError
 from ...exceptions import McpError, ToolNotVisible
 from ...types import to_wire
@@ -46,15 +46,13 @@ _FEATURES = {"camera": "camera", "microphone": "microphone", "geolocation": "geo
 MAX_HEIGHT = 4000
 
 
+#: ``scheme://host[:port]`` of a URL, lower-cased (the auth package's helper; the views call it by this name).
+origin_of = origin
+
+
 @functools.cache
 def _asset(name: str) -> str:
     return (_ASSETS / name).read_text(encoding="utf-8")
-
-
-def origin_of(url: str) -> str:
-    """``scheme://host[:port]`` of *url*, lower-cased."""
-    parts = urlsplit(url)
-    return f"{parts.scheme}://{parts.netloc}".lower()
 
 
 def sandbox_origin(setting: Any, host_origin: str) -> str:
