@@ -129,10 +129,10 @@ class EncryptedTokenStore(_Layered):
 
 def _oauth(web: Web, server: str) -> OAuth:
     """The user's OAuth for *server*; not found for a server that is not a per-user one."""
-    servers = web.servers()
-    if server not in servers or servers.spec(server).oauth is None:
+    try:
+        return web.oauth_for_user(server)  # user_oauth() checks the server (once)
+    except ConfigError:
         web.not_found("no such MCP server to connect")
-    return web.oauth_for_user(server)
 
 
 def _remember(web: Web, target: str | None) -> None:
