@@ -286,15 +286,6 @@ class ServerSet:
             raise ServerSetError(errors)
         return cls(specs)
 
-    def __iter__(self) -> Iterator[str]:
-        return iter(self.specs)
-
-    def __len__(self) -> int:
-        return len(self.specs)
-
-    def __contains__(self, name: object) -> bool:
-        return name in self.specs
-
     def _known(self) -> str:
         return ", ".join(sorted(self.specs)) or "none"
 
@@ -394,13 +385,13 @@ class ServerFront:
         return self.get_client(name)
 
     def __iter__(self) -> Iterator[str]:
-        return iter(self._servers())
+        return iter(self._servers().specs)
 
     def __contains__(self, name: object) -> bool:
-        return name in self._servers()
+        return name in self._servers().specs
 
     def __len__(self) -> int:
-        return len(self._servers())
+        return len(self._servers().specs)
 
     def group(self) -> ClientGroup:
         """Every server as one :class:`~mcpsync.ClientGroup` (see :meth:`ServerSet.group`)."""

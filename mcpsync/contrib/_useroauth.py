@@ -58,7 +58,7 @@ def user_client(servers: ServerSet, name: str, oauth: OAuth) -> Client:
 def client_of(web: Web, server: str) -> Any:
     """The user's client for *server* (their own for an ``oauth`` server), for a ``with``."""
     servers = web.servers()
-    if server not in servers:
+    if server not in servers.specs:
         web.not_found("no such MCP server")
     if servers.spec(server).oauth is None:
         return contextlib.nullcontext(servers.get_client(server))
