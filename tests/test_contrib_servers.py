@@ -111,7 +111,7 @@ def test_server_set_names_and_refuses_unknown_servers() -> None:
     servers = ServerSet.from_settings({"demo": DEMO, "web": {"url": "http://127.0.0.1:1/mcp", "oauth": True}},
                                       token_key=TEST_KEY)
     try:
-        assert list(servers) == ["demo", "web"]
+        assert list(servers.specs) == ["demo", "web"]
         with pytest.raises(ConfigError, match="no MCP server 'nope'.*demo, web"):
             servers.get_client("nope")
         with pytest.raises(ConfigError, match="on behalf of each user"):

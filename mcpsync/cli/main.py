@@ -160,7 +160,3 @@ def main(argv: Sequence[str] | None = None) -> int:
 
         print(f"mcpsync: {Style(sys.stderr).red('error')}: " + "\n".join(_error_lines(exc)), file=sys.stderr)
         return exit_code(exc)
-
-
-if __name__ == "__main__":
-    sys.exit(main())

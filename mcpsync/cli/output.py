@@ -62,9 +62,7 @@ class Style:
 
 def wire(value: Any) -> Any:
     """A protocol object (or list of them) as its JSON wire form."""
-    if isinstance(value, list):
-        return [wire(item) for item in value]
-    return types.to_wire(value)
+    return types.converter.unstructure(value)
 
 
 def dump_json(value: Any, out: TextIO) -> None:

@@ -70,26 +70,33 @@ def argv_for(prog: str, command: str, rest: Sequence[str], names: Sequence[str])
 
 
 def run(setting: Callable[[str], Any], prog: str, command: str, rest: Sequence[str], *, timeout: float | None,
-        stdout: TextIO, stderr: TextIO) -> int:
-    """Run ``mcpsync --config <MCP_SERVERS> ... COMMAND REST``; the exit status.
+        stdout: TextIO, stderr: TextIO, usage: Callable[[str], Exception],
+        failed: Callable[[int], BaseException]) -> None:
+    """Run ``mcpsync --config <MCP_SERVERS> ... COMMAND REST``, in the framework's own terms.
 
     :param setting: the app's setting of a name (``None``: unset).
     :param prog: the framework's command (``"manage.py mcp"``), for usage errors.
     :param timeout: seconds per request (``None``: ``MCP_DEFAULTS``' timeout, else the CLI's).
-    :raises UsageError: ``MCP_SERVERS`` is not set; see also :func:`argv_for`.
+    :param usage: the framework's usage error of a message (raised for ``MCP_SERVERS`` not
+        set, and see :func:`argv_for`).
+    :param failed: the framework's error of a non-zero exit status (raised for one).
     """
     from mcpsync.cli.main import main
 
     servers = setting("MCP_SERVERS")
-    if servers is None:
-        raise UsageError("MCP_SERVERS is not set")
     if timeout is None:
         timeout = (setting("MCP_DEFAULTS") or {}).get("timeout")
-    names = list(read_servers(servers)[0])
-    tail = argv_for(prog, command, rest, names)
+    try:
+        if servers is None:
+            raise UsageError("MCP_SERVERS is not set")
+        tail = argv_for(prog, command, rest, list(read_servers(servers)[0]))
+    except UsageError as exc:
+        raise usage(str(exc)) from None
     with _config_file(servers) as path:
         argv = ["--config", path, *tail]
         if timeout is not None:
             argv[2:2] = ["--timeout", str(timeout)]
         with contextlib.redirect_stdout(stdout), contextlib.redirect_stderr(stderr):
-            return main(argv)
+            status = main(argv)
+    if status:
+        raise failed(status)

@@ -286,25 +286,17 @@ class ServerSet:
             raise ServerSetError(errors)
         return cls(specs)
 
-    def __iter__(self) -> Iterator[str]:
-        return iter(self.specs)
-
-    def __len__(self) -> int:
-        return len(self.specs)
-
-    def __contains__(self, name: object) -> bool:
-        return name in self.specs
+    def _known(self) -> str:
+        return ", ".join(sorted(self.specs)) or "none"
 
     def spec(self, name: str) -> ServerSpec:
         """The spec of server *name*.
 
         :raises ConfigError: no such server.
         """
-        try:
-            return self.specs[name]
-        except KeyError:
-            known = ", ".join(sorted(self.specs)) or "none"
-            raise ConfigError(f"no MCP server {name!r} in MCP_SERVERS (servers: {known})") from None
+        if name not in self.specs:
+            raise ConfigError(f"no MCP server {name!r} in MCP_SERVERS (servers: {self._known()})")
+        return self.specs[name]
 
     def get_client(self, name: str) -> SharedClient:
         """The shared client of server *name* (one per process, connected on first use)."""
@@ -322,8 +314,7 @@ class ServerSet:
         :raises ConfigError: none, or several, servers are configured.
         """
         if len(self.specs) != 1:
-            known = ", ".join(sorted(self.specs)) or "none"
-            raise ConfigError(f"several (or no) MCP servers configured ({known}): name one, mcp['name']")
+            raise ConfigError(f"several (or no) MCP servers configured ({self._known()}): name one, mcp['name']")
         return next(iter(self.specs))
 
     def group(self) -> ClientGroup:
@@ -394,13 +385,13 @@ class ServerFront:
         return self.get_client(name)
 
     def __iter__(self) -> Iterator[str]:
-        return iter(self._servers())
+        return iter(self._servers().specs)
 
     def __contains__(self, name: object) -> bool:
-        return name in self._servers()
+        return name in self._servers().specs
 
     def __len__(self) -> int:
-        return len(self._servers())
+        return len(self._servers().specs)
 
     def group(self) -> ClientGroup:
         """Every server as one :class:`~mcpsync.ClientGroup` (see :meth:`ServerSet.group`)."""

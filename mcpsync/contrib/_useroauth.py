@@ -55,6 +55,16 @@ def user_client(servers: ServerSet, name: str, oauth: OAuth) -> Client:
     return Client.from_server_config(spec.config, auth=oauth, **spec.options)
 
 
+def client_of(web: Web, server: str) -> Any:
+    """The user's client for *server* (their own for an ``oauth`` server), for a ``with``."""
+    servers = web.servers()
+    if server not in servers.specs:
+        web.not_found("no such MCP server")
+    if servers.spec(server).oauth is None:
+        return contextlib.nullcontext(servers.get_client(server))
+    return contextlib.closing(user_client(servers, server, web.oauth_for_user(server)))  # connects in the call
+
+
 def is_safe_next(url: str | None) -> bool:
     """Whether *url* is a local path fit to redirect to after a login (no open redirect)."""
     if not url or not url.startswith("/") or url.startswith("//") or "\\" in url:
@@ -129,10 +139,10 @@ class EncryptedTokenStore(_Layered):
 
 def _oauth(web: Web, server: str) -> OAuth:
     """The user's OAuth for *server*; not found for a server that is not a per-user one."""
-    servers = web.servers()
-    if server not in servers or servers.spec(server).oauth is None:
+    try:
+        return web.oauth_for_user(server)  # user_oauth() checks the server (once)
+    except ConfigError:
         web.not_found("no such MCP server to connect")
-    return web.oauth_for_user(server)
 
 
 def _remember(web: Web, target: str | None) -> None:

@@ -9,7 +9,6 @@ response; only what really differs (sessions, URL names, signing, CSRF) stays th
 
 from __future__ import annotations
 
-import contextlib
 from collections.abc import Callable, Mapping, MutableMapping
 from typing import Any, NoReturn
 
@@ -63,7 +62,6 @@ class Web:
     #: The path of a page (``"callback"``, ``"app-call"``, ``"app-sandbox"``) from its URL's arguments.
     reverse: Callable[..., str]
     oauth_for_user: Callable[[str], OAuth]
-    client_for_user: Callable[[str], Any]
     #: A payload signed into a text, and back (``None``: the signature does not check out).
     sign: Callable[[Any], str]
     unsign: Callable[[str], Any]
@@ -71,12 +69,3 @@ class Web:
     csrf: Callable[[], tuple[str, str]]
     not_found: Callable[[str], NoReturn]
 
-
-def client_of(web: Web, server: str) -> Any:
-    """The user's client for *server* (their own for an ``oauth`` server), for a ``with``."""
-    servers = web.servers()
-    if server not in servers:
-        web.not_found("no such MCP server")
-    if servers.spec(server).oauth is None:
-        return contextlib.nullcontext(servers.get_client(server))
-    return contextlib.closing(web.client_for_user(server))  # connects in the call, not here

@@ -158,16 +158,11 @@ def run_calls(source: Any, provider: str, calls: list[ToolCall], timeout: float 
         elif isinstance(arguments, str):
             outcomes[n] = Outcome.error(call.id, call.name, arguments)
         else:
-            futures[n] = spawn(f"llm-call-{n}", partial(_call_tool, source, name, arguments, deadline))
+            futures[n] = spawn(f"llm-call-{n}", partial(source.call_tool, name, arguments, timeout=deadline or DEFAULT))
     wait(futures.values(), timeout=None if deadline is None else deadline.remaining())
     for n, future in futures.items():
         outcomes[n] = _settled(calls[n], future, timeout)
     return render([outcomes[n] for n in range(len(calls))])
-
-
-def _call_tool(source: Any, name: str, arguments: dict[str, Any], deadline: Deadline | None) -> types.CallToolResult:
-    result: types.CallToolResult = source.call_tool(name, arguments, timeout=deadline or DEFAULT)
-    return result
 
 
 def _settled(call: ToolCall, future: Future[types.CallToolResult], timeout: float | None) -> Outcome:

@@ -182,16 +182,15 @@ def register_union(union: Any, key: str = "type", *, tags: Mapping[str | None, t
     converter.register_structure_hook(union, structure)
 
 
-def register_one_or_many(single: Any) -> None:
-    """Structure ``single | list[single]`` keeping the shape received."""
-    list_type = list[single]
+def register_list_or(other: Any, item: Any) -> None:
+    """Structure ``other | list[item]``: a JSON array as a list of *item*, anything else as *other*."""
+    list_type = list[item]
 
     def structure(data: Any, _: Any) -> Any:
-        if isinstance(data, list):
-            return _hook_for(list_type)(data, list_type)
-        return _hook_for(single)(data, single)
+        tp = list_type if isinstance(data, list) else other
+        return _hook_for(tp)(data, tp)
 
-    converter.register_structure_hook(single | list_type, structure)
+    converter.register_structure_hook(other | list_type, structure)
 
 
 def _configure() -> None:

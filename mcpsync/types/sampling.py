@@ -92,4 +92,4 @@ class CreateMessageResult(MetaObject):
     stop_reason: str | None = None
 
 
-_converter.register_one_or_many(SamplingContent)
+_converter.register_list_or(SamplingContent, SamplingContent)

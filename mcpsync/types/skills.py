@@ -150,13 +150,4 @@ class RawSkillsPage(WireObject):
     next_cursor: str | None = None
 
 
-def _structure_resources(value: Any, _: Any) -> list[SkillResource] | str:
-    if value == "dynamic":
-        return "dynamic"
-    if not isinstance(value, list):
-        raise ValueError(f"resources must be a list or \"dynamic\", not {type(value).__name__}")
-    items: list[SkillResource] = _converter.converter.structure(value, list[SkillResource])
-    return items
-
-
-_converter.converter.register_structure_hook(list[SkillResource] | Literal["dynamic"], _structure_resources)
+_converter.register_list_or(Literal["dynamic"], SkillResource)

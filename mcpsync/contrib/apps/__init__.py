@@ -34,7 +34,8 @@ from ...auth._discovery import origin
 from ...config import ConfigError
 from ...exceptions import McpError, ToolNotVisible
 from ...types import to_wire
-from .._web import Reply, Web, client_of, plain
+from .._useroauth import client_of
+from .._web import Reply, Web, plain
 
 log = logging.getLogger(__name__)
 

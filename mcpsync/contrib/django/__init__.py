@@ -101,10 +101,6 @@ class McpServers(ServerFront):
     def _servers(self) -> ServerSet:
         return _state.servers()
 
-    def for_user(self, request: HttpRequest, name: str) -> Client:
-        """Same as :func:`client_for_user`."""
-        return client_for_user(request, name)
-
     def __repr__(self) -> str:
         return "<mcpsync.contrib.django.mcp>"
 

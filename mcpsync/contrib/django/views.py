@@ -35,7 +35,7 @@ from django.views.decorators.http import require_GET, require_POST
 from .. import _useroauth as login
 from .. import apps as host
 from .._web import SANDBOX_SALT, Reply, Web
-from . import _state, client_for_user, oauth_for_user
+from . import _state, oauth_for_user
 
 
 def web_of(request: HttpRequest) -> Web:
@@ -47,7 +47,6 @@ def web_of(request: HttpRequest) -> Web:
         servers=_state.servers, setting=lambda name: getattr(settings, name, None),
         reverse=lambda name, **kwargs: str(reverse(f"mcpsync:{name}", kwargs=kwargs)),
         oauth_for_user=functools.partial(oauth_for_user, request),
-        client_for_user=functools.partial(client_for_user, request),
         sign=lambda payload: str(signing.dumps(payload, salt=SANDBOX_SALT, compress=True)), unsign=_unsign,
         csrf=lambda: ("X-CSRFToken", get_token(request)), not_found=_not_found,
     )

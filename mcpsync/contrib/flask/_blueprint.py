@@ -48,7 +48,7 @@ def web() -> Web:
         args=request.form if request.method == "POST" else request.args, session=flask.session,
         servers=mcp._servers, setting=flask.current_app.config.get,
         reverse=lambda name, **kwargs: flask.url_for(f"mcpsync.{name.replace('-', '_')}", **kwargs),
-        oauth_for_user=mcp.oauth_for_user, client_for_user=mcp.client_for_user,
+        oauth_for_user=mcp.oauth_for_user,
         sign=lambda payload: str(_signer().dumps(payload)), unsign=_unsign,
         csrf=lambda: (CSRF_HEADER, csrf_token()), not_found=lambda why: flask.abort(404, description=why),
     )

@@ -8,7 +8,6 @@ import click
 import flask
 from flask.cli import AppGroup
 
-from ...cli.args import UsageError
 from .._cli import COMMANDS, run
 
 mcp_command = AppGroup("mcp", help="The app's MCP servers (MCP_SERVERS).")
@@ -22,13 +21,8 @@ def _command(name: str) -> None:
     @click.option("--timeout", type=float, default=None, help="seconds per request")
     @click.argument("args", nargs=-1, type=click.UNPROCESSED)
     def command(args: tuple[str, ...], timeout: float | None) -> None:
-        try:
-            status = run(flask.current_app.config.get, "flask mcp", name, args, timeout=timeout, stdout=sys.stdout,
-                         stderr=sys.stderr)
-        except UsageError as exc:
-            raise click.UsageError(str(exc)) from None
-        if status:
-            raise SystemExit(status)
+        run(flask.current_app.config.get, "flask mcp", name, args, timeout=timeout, stdout=sys.stdout,
+            stderr=sys.stderr, usage=click.UsageError, failed=SystemExit)
 
 
 for _name in COMMANDS:

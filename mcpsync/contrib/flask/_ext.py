@@ -136,7 +136,7 @@ class MCP(ServerFront):
         app.extensions["mcp"] = _AppState(servers, for_user)
         if "mcpsync" not in app.blueprints:
             app.register_blueprint(blueprint, url_prefix=config.get("MCP_URL_PREFIX", "/mcp"))
-            app.register_error_handler(AuthorizationRequired, _to_login)
+            app.register_error_handler(AuthorizationRequired, lambda exc: respond(to_login(web(), exc)))
             app.cli.add_command(mcp_command)
         if self._app is None:
             self._app = app
@@ -192,7 +192,3 @@ class MCP(ServerFront):
 
     def __repr__(self) -> str:
         return "<mcpsync.contrib.flask.MCP>"
-
-
-def _to_login(exc: AuthorizationRequired) -> Any:
-    return respond(to_login(web(), exc))

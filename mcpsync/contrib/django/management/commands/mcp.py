@@ -13,7 +13,6 @@ from typing import Any
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from mcpsync.cli.args import UsageError
 from mcpsync.contrib._cli import COMMANDS, run
 
 
@@ -31,15 +30,11 @@ class Command(BaseCommand):
                             help="seconds per request (default: MCP_DEFAULTS' timeout, else 60)")
 
     def handle(self, *args: Any, **options: Any) -> None:
-        try:
-            status = run(lambda name: getattr(settings, name, None), "manage.py mcp", options["subcommand"],
-                         options["arguments"], timeout=options["timeout"], stdout=_stream(self.stdout),
-                         stderr=_stream(self.stderr))
-        except UsageError as exc:
-            raise CommandError(str(exc), returncode=2) from None
-        if status:
-            raise CommandError(f"mcp {options['subcommand']} failed (exit status {status})",
-                               returncode=status)
+        command = options["subcommand"]
+        run(lambda name: getattr(settings, name, None), "manage.py mcp", command, options["arguments"],
+            timeout=options["timeout"], stdout=_stream(self.stdout), stderr=_stream(self.stderr),
+            usage=lambda message: CommandError(message, returncode=2),
+            failed=lambda status: CommandError(f"mcp {command} failed (exit status {status})", returncode=status))
 
 
 def _stream(wrapper: Any) -> Any:
