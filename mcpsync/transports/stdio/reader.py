@@ -93,11 +93,17 @@ class StdoutReader:
             err.__cause__ = exc
             owner.fail(err)
         finally:
+            # Closed holding the baton, as every read of it is done: under a caller still in
+            # os.read, the fd number could be reused and that caller would read another file.
+            # A caller lets go within POLL once closing; one that does not is left the pipe.
             baton = self.own.baton
-            got = baton.lock.acquire(timeout=1.0)  # a caller may be reading: close once it let go
-            proc.stdout.close()
-            if got:
-                baton.lock.release()
+            if baton.lock.acquire(timeout=1.0):
+                try:
+                    proc.stdout.close()
+                finally:
+                    baton.lock.release()
+            else:
+                log.warning("a caller still reads the stdout of %s: its pipe is left open", owner.describe())
 
     def _pump(self, fd: int) -> None:
         baton, closing, stop = self.own.baton, self._closing.is_set, self._stop.is_set

@@ -333,11 +333,9 @@ class StdioTransport(Transport):
         reader = self._reader
         if reader is None:
             raise ConnectionClosed("the stdio transport has not been started")
-        start = now()
-        end = None if self._write_timeout is None else start + self._write_timeout
-        call_end = None if deadline is None else deadline.end
-        if call_end is not None and (end is None or call_end < end):
-            end = call_end
+        # The earlier of the call's deadline and write_timeout bounds the write.
+        limit = self._write_timeout if deadline is None else deadline.remaining(self._write_timeout)
+        end = None if limit is None else now() + limit
         own = reader.own
         request_id = own.sending(message)  # before the write: a fast reply must find it
         handover = self._handover
@@ -347,12 +345,11 @@ class StdioTransport(Transport):
                 if handover.offer(data, end):  # the fast path of handover.py
                     written = len(data)
                 else:
-                    self._wait_for_lock(end, start, message)
+                    self._wait_for_lock(end, limit, message)
             if not written:
                 written, broken = self._write_holding(data, end)
         except CutShort:
-            self._cut_short(f"MCP server {self.describe()} stopped reading its stdin; a message was cut short,"
-                            " so the connection is closed")
+            self._cut_short()
         except McpError:  # before OSError: a RequestTimeout is a TimeoutError
             own.awaited.discard(request_id)
             raise
@@ -373,18 +370,17 @@ class StdioTransport(Transport):
         if self._run.closing.is_set():
             raise self._closed_error()  # close() interrupted the write
         if written:
-            self._cut_short(f"MCP server {self.describe()} stopped reading its stdin; a message was cut short,"
-                            " so the connection is closed")
-        raise self._write_timed_out(end - start if end is not None else None, message, cut=bool(written))
+            self._cut_short()
+        raise self._write_timed_out(limit, message, cut=bool(written))
 
-    def _wait_for_lock(self, end: float | None, start: float, message: Mapping[str, Any]) -> None:
+    def _wait_for_lock(self, end: float | None, limit: float | None, message: Mapping[str, Any]) -> None:
         """Take the write lock by *end*, or raise (nothing written: the connection lives on)."""
         lock = self._handover.lock
         while not lock.acquire(timeout=POLL if end is None else max(0.0, min(POLL, end - now()))):
             if self._run.closing.is_set():
                 raise self._closed_error()
             if end is not None and now() >= end:
-                raise self._write_timed_out(end - start, message)
+                raise self._write_timed_out(limit, message)
 
     def _write_holding(self, data: bytes, end: float | None) -> tuple[int, OSError | None]:
         """Holding the write lock: write *data* by *end*, then what was handed over; let go.
@@ -393,9 +389,10 @@ class StdioTransport(Transport):
         """
         handover = self._handover
         written = 0
+        if self._run.closing.is_set():
+            handover.lock.release()
+            raise self._closed_error()
         try:
-            if self._run.closing.is_set():
-                raise self._closed_error()
             try:
                 written = os.write(self._stdin, data)
             except BlockingIOError:
@@ -406,22 +403,20 @@ class StdioTransport(Transport):
                     written += write_until(self._stdin, memoryview(data)[written:], end, self._run.closing.is_set)
                 finally:
                     handover.stuck = False
-        except McpError:
-            handover.lock.release()
-            raise
         except OSError as exc:
             handover.lock.release()
             return written, exc
         except BaseException:
             handover.lock.release()
-            if written or not isinstance(sys.exc_info()[1], ConnectionClosed):
-                # Interrupted mid-write (Ctrl-C): the pipe may hold half a frame.
-                self._cut_short(f"a write to MCP server {self.describe()} was interrupted")
+            # Interrupted mid-write (Ctrl-C): the pipe may hold half a frame.
+            self._cut_short(f"a write to MCP server {self.describe()} was interrupted")
             raise
         handover.release()  # writes the frames handed over meanwhile
         return written, None
 
-    def _cut_short(self, why: str) -> None:
+    def _cut_short(self, why: str = "") -> None:
+        why = why or (f"MCP server {self.describe()} stopped reading its stdin; a message was cut short,"
+                      " so the connection is closed")
         self.fail(ConnectionClosed(why, outcome_unknown=True, stderr_tail=self.stderr_tail))
 
     def _write_timed_out(self, limit: float | None, message: Mapping[str, Any], *, cut: bool = False) -> RequestTimeout:
