@@ -139,7 +139,10 @@ class OwnReply:
     def delivered(self, message: Any) -> None:
         """A message was read (by whichever thread reads): a reply ends its wait."""
         if type(message) is dict and "method" not in message:
-            self.awaited.discard(message.get("id"))
+            try:
+                self.awaited.discard(message.get("id"))
+            except TypeError:  # an id that cannot be hashed (a list): not one of ours
+                pass
 
     def read_reply(self, request_id: Any, deadline: Deadline | None) -> None:
         """Read stdout in the caller's thread until *request_id*'s reply is in, when it is the
