@@ -32,8 +32,7 @@ from typing import Any
 
 from mcpsync.rpc.deadline import Deadline
 
-__all__ = ["CANCELLED", "CloseHandler", "Deadline", "MessageHandler", "Transport", "cancelled_request_id",
-           "encode_message"]
+__all__ = ["CloseHandler", "Deadline", "MessageHandler", "Transport", "encode_message"]
 
 #: The one notification a transport looks into: a request cancelled is no longer awaited.
 CANCELLED = "notifications/cancelled"

@@ -33,8 +33,6 @@ def join_thread(thread: threading.Thread | None, timeout: float) -> None:
 class RunState:
     """Whether a transport started, is closing, is done; why it closed; and the lock that orders them."""
 
-    __slots__ = ("close_exc", "closing", "done", "forked", "lock", "on_close", "started")
-
     def __init__(self) -> None:
         self.lock = threading.Lock()
         self.closing = threading.Event()

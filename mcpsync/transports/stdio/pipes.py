@@ -28,8 +28,6 @@ _WINDOWS = sys.platform == "win32"
 #: One JSON value at an index; the C scanner when there is one.  It keeps no state
 #: between calls (its key cache is cleared after each), and one thread reads at a time.
 _scan: Callable[[str, int], tuple[Any, int]] = json.scanner.make_scanner(cast(Any, json.JSONDecoder()))
-_WARN_BURST = 5  # skipped-line warnings per window; the rest are only counted
-_WARN_WINDOW = 60.0
 
 
 class _SelectPoll:
@@ -142,8 +140,6 @@ class JsonLineFramer:
         self.skipped = 0
         #: Whether any JSON line was seen.
         self.received_any = False
-        self._warn_start = 0.0
-        self._warn_count = 0
 
     def feed(self, chunk: bytes, stop: Callable[[], bool]) -> None:
         """Process ``chunk``; stop early once ``stop()`` is true.
@@ -208,13 +204,6 @@ class JsonLineFramer:
 
     def _skip(self, text: str, exc: BaseException) -> None:
         self.skipped += 1
-        now = time.monotonic()
-        if now - self._warn_start > _WARN_WINDOW:
-            self._warn_start, self._warn_count = now, 0
-        self._warn_count += 1
-        if self._warn_count <= _WARN_BURST:
-            _log.warning("skipped a non-JSON line from %s (%s): %s", self._label, type(exc).__name__,
-                         excerpt(text, 120))
-        elif self._warn_count == _WARN_BURST + 1:
-            _log.warning("skipping more non-JSON lines from %s; warnings suppressed for %d s", self._label,
-                         int(_WARN_WINDOW))
+        if self.skipped <= 5 or self.skipped % 1000 == 0:  # rate-limited as the WebSocket reader's
+            _log.warning("skipped a non-JSON line from %s (%s; %d so far): %s", self._label, type(exc).__name__,
+                         self.skipped, excerpt(text, 120))

@@ -20,12 +20,12 @@ from typing import Any
 from mcpsync.exceptions import ServerStartError
 from mcpsync.transports.stdio import reaper
 
-__all__ = ["build_environment", "close_at_exit", "default_environment", "signal_group", "spawn", "stop_process_tree",
-           "wait_exit"]
+__all__ = ["build_environment", "close_at_exit", "default_environment", "spawn", "stop_process_tree", "wait_exit"]
 
 
 _WINDOWS = sys.platform == "win32"
 _SIGKILL = getattr(signal, "SIGKILL", signal.SIGTERM)  # Windows has none: terminate is all there is
+_Waiter = Callable[[float], bool]  # seconds -> whether what was awaited is done
 
 # Why an allow-list: a Django/Flask process holds SECRET_KEY, database URLs and
 # cloud credentials in its environment, and a third-party MCP server has no
@@ -192,7 +192,7 @@ def stop_process_tree(proc: subprocess.Popen[bytes], *, close_grace: float, term
             time.sleep(0.02)
         return True
 
-    def signal_leader(sig: int) -> bool:
+    def send(sig: int) -> bool:
         if not _WINDOWS:
             return signal_group(pgid, sig)
         try:  # Windows has no process groups to signal; the leader only.
@@ -201,20 +201,18 @@ def stop_process_tree(proc: subprocess.Popen[bytes], *, close_grace: float, term
             return False
         return True
 
-    _escalate(lambda timeout: wait_exit(proc, timeout), signal_leader, close_grace, terminate_grace, 5.0, "", on_signal)
-    if not _WINDOWS:
-        _escalate(group_gone, lambda sig: signal_group(pgid, sig), 0.0, terminate_grace, 2.0, "-group", on_signal)
+    def escalate(gone: _Waiter, grace: float, last: float, tag: str) -> None:
+        # Wait grace for gone; then SIGTERM, terminate_grace, SIGKILL, last.
+        if gone(grace):
+            return
+        for sig, name, wait in ((signal.SIGTERM, "TERM", terminate_grace), (_SIGKILL, "KILL", last)):
+            if send(sig) and on_signal is not None:
+                on_signal(name + tag)
+            if gone(wait):
+                return
+
+    escalate(lambda timeout: wait_exit(proc, timeout), close_grace, 5.0, "")
+    if not _WINDOWS:  # what is left of the group: grandchildren that inherited our pipes
+        escalate(group_gone, 0.0, 2.0, "-group")
         if group_gone(0.0):
             reaper.unwatch(pgid)
-
-
-def _escalate(gone: Callable[[float], bool], send: Callable[[int], bool], grace: float, terminate_grace: float,
-              kill_wait: float, suffix: str, on_signal: Callable[[str], None] | None) -> None:
-    """Wait ``grace`` for ``gone``; then SIGTERM, ``terminate_grace``, SIGKILL, ``kill_wait``."""
-    if gone(grace):
-        return
-    for sig, name, wait in ((signal.SIGTERM, "TERM", terminate_grace), (_SIGKILL, "KILL", kill_wait)):
-        if send(sig) and on_signal is not None:
-            on_signal(name + suffix)
-        if gone(wait):
-            return

@@ -7,13 +7,16 @@ time: :func:`library` does, on first use.
 
 from __future__ import annotations
 
+import contextlib
+import socket
 import struct
 from types import ModuleType
+from typing import Any
 
 from mcpsync.exceptions import ConnectionClosed
 
 __all__ = ["BINARY", "CLOSE", "CONT", "PING", "PONG", "TEXT", "WebSocketClosed", "encode_frame", "library",
-           "parse_close"]
+           "parse_close", "shut_down"]
 
 CONT, TEXT, BINARY, CLOSE, PING, PONG = 0x0, 0x1, 0x2, 0x8, 0x9, 0xA
 
@@ -47,6 +50,12 @@ def encode_frame(opcode: int, payload: bytes) -> bytes:
     frame = library().ABNF.create_frame(payload, opcode)
     data: bytes = frame.format()
     return data
+
+
+def shut_down(ws: Any) -> None:
+    """Shut the socket of *ws* down both ways, waking a thread blocked on it (none yet, or closed: nothing)."""
+    with contextlib.suppress(AttributeError, OSError):
+        ws.sock.shutdown(socket.SHUT_RDWR)
 
 
 def parse_close(data: bytes) -> tuple[int, str]:

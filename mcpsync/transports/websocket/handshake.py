@@ -7,7 +7,6 @@ the connection's lifecycle; nothing here keeps state between connects.
 
 from __future__ import annotations
 
-import socket
 import ssl
 import threading
 import urllib.parse
@@ -19,7 +18,7 @@ from mcpsync.transports.redact import redact_text
 from mcpsync.transports.retry_after import parse_retry_after
 from mcpsync.transports.websocket import frames as frames
 
-__all__ = ["auth_headers", "check_headers", "handshake", "ssl_options", "status_error"]
+__all__ = ["check_headers", "handshake", "ssl_options"]
 
 
 def handshake(url: str, *, describe: str, headers: Mapping[str, str], auth: Any, subprotocols: Sequence[str],
@@ -56,10 +55,7 @@ def handshake(url: str, *, describe: str, headers: Mapping[str, str], auth: Any,
 
     def cut() -> None:
         late.set()
-        try:
-            ws.sock.shutdown(socket.SHUT_RDWR)
-        except (AttributeError, OSError):
-            pass  # not connected yet, or closed meanwhile
+        frames.shut_down(ws)
 
     watchdog = threading.Timer(connect_timeout, cut)
     watchdog.name, watchdog.daemon = "mcpsync-ws-connect", True

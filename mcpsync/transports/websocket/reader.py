@@ -26,10 +26,6 @@ __all__ = ["FrameReader"]
 
 log = logging.getLogger(__name__)
 
-#: ``fail(exc, close_code=None, reason="")``: enter the closing state once and report *exc*.
-Fail = Callable[..., bool]
-
-
 class TooLarge(Exception):
     """A message passed the cap; raised before its payload is read."""
 
@@ -48,14 +44,15 @@ class FrameReader:
     :param describe: the transport's description, for logs and errors.
     :param closing: set once the connection is closing.
     :param on_message: gets each JSON message.
-    :param fail: the transport's one way to end the connection.
+    :param fail: the transport's one way to end the connection: ``fail(exc, close_code=None,
+        reason="")`` enters the closing state once and reports *exc*.
     :param answer_close: echoes the peer's close code (unless ours went out first).
     :param pong: answers a ping with its payload.
     :param teardown: closes the socket once the loop ends.
     """
 
     def __init__(self, ws: Any, *, max_bytes: int, describe: str, closing: threading.Event,
-                 on_message: MessageHandler | None, fail: Fail, answer_close: Callable[[int], None],
+                 on_message: MessageHandler | None, fail: Callable[..., bool], answer_close: Callable[[int], None],
                  pong: Callable[[bytes], None], teardown: Callable[[], None]) -> None:
         self._ws, self._max, self._describe, self._closing = ws, max_bytes, describe, closing
         self._on_message, self._fail, self._teardown = on_message, fail, teardown

@@ -29,7 +29,6 @@ from __future__ import annotations
 import functools
 import itertools
 import logging
-import socket
 import ssl
 import struct
 import threading
@@ -210,12 +209,7 @@ class WebSocketTransport(Transport):
 
     def _wake_reader(self) -> None:
         with self._sock_lock:
-            sock = getattr(self._ws, "sock", None)
-            if sock is not None:
-                try:
-                    sock.shutdown(socket.SHUT_RDWR)
-                except OSError:
-                    pass
+            frames.shut_down(self._ws)
 
     def _teardown(self) -> None:
         # Writers woken by the shutdown release the write lock at once; the
