@@ -174,7 +174,6 @@ def create_pair(labels: tuple[str, str] = ("client end", "server end"),) -> tupl
     """
     a = MemoryTransport(labels[0])
     b = MemoryTransport(labels[1])
-    shared = threading.Lock()
-    a._lock = b._lock = shared
+    a._lock = b._lock = threading.Lock()  # one lock for the connection: see __init__
     a._peer, b._peer = b, a
     return a, b
