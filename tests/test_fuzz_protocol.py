@@ -269,3 +269,17 @@ def test_reader_thread_survives_fuzzed_server_output(fuzz_client: mcpsync.Client
     transport = fuzz_client._conn.transport  # type: ignore[union-attr]
     assert transport._reader.running  # type: ignore[attr-defined]
     assert fuzz_client._conn.session.closed is None  # type: ignore[union-attr]
+
+
+@pytest.mark.timeout(60)
+def test_a_reply_whose_id_is_a_list_does_not_kill_the_reader() -> None:
+    # A case the fuzzing above found: the reply's id cannot be hashed, and noting that the
+    # reply arrived raised TypeError in the reader thread, which then closed the connection.
+    with mcpsync.Client.stdio([sys.executable, str(REL_SERVER)], mode="legacy", timeout=10) as client:
+        blob = base64.b64encode(b'{"jsonrpc": "2.0", "id": [1], "result": {}}').decode()
+        try:
+            client.call_tool("raw", {"b64": blob})
+        except (mcpsync.ProtocolError, mcpsync.ServerError):
+            pass  # the junk may answer the call first: that call fails alone
+        client.ping()
+        assert client._conn.session.closed is None  # type: ignore[union-attr]

@@ -502,6 +502,50 @@ def test_write_timeout_before_writing_keeps_the_connection(leaks: None) -> None:
         assert len(errors) == 1 and isinstance(errors[0], ClientClosed)
 
 
+@pytest.mark.timeout(60)
+def test_stdout_is_not_closed_under_a_caller_reading_it(leaks: None) -> None:
+    # A caller reading its own reply (caller_read.py) holds the read baton while it reads the
+    # pipe.  The reader thread used to close stdout after 1 s whether or not it got the baton:
+    # the fd number is then free for reuse, and that caller would read another file.
+    inside, leave = threading.Event(), threading.Event()
+    replies: queue.Queue[Any] = queue.Queue()
+    errors: list[BaseException] = []
+
+    def on_message(message: Any) -> None:
+        if threading.current_thread() is caller:  # its own reply, read on its own thread
+            inside.set()
+            leave.wait(20)  # holds the baton, as a caller in os.read does
+        replies.put(message.get("id"))
+
+    def calls() -> None:
+        try:
+            for i in range(1, 2000):  # back to back: the reader lingers and a caller reads
+                t.send({"jsonrpc": "2.0", "id": i, "method": "tools/call", "params": {"name": "echo"}}, Deadline(5))
+                if inside.is_set():
+                    return
+                while replies.get(timeout=5) != i:
+                    pass
+        except BaseException as exc:  # noqa: BLE001 - recorded for the assertion
+            errors.append(exc)
+
+    t = StdioTransport(FAULT, close_grace=0.5, terminate_grace=0.5)
+    t.start(on_message, lambda exc: None)
+    stdout = t._proc.stdout  # type: ignore[union-attr]
+    assert stdout is not None
+    caller = threading.Thread(target=calls)
+    caller.start()
+    try:
+        assert inside.wait(30), "no reply was ever read on the caller's thread"
+        t.close()  # the reader thread ends meanwhile
+        assert not stdout.closed
+    finally:
+        leave.set()
+        caller.join(10)
+        t.close()
+        stdout.close()
+    assert not caller.is_alive() and not errors
+
+
 # ---------------------------------------------------------------- B8 concurrent writes
 
 

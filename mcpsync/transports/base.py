@@ -34,6 +34,9 @@ from mcpsync.rpc.deadline import Deadline
 
 __all__ = ["CloseHandler", "Deadline", "MessageHandler", "Transport", "encode_message"]
 
+#: The one notification a transport looks into: a request cancelled is no longer awaited.
+CANCELLED = "notifications/cancelled"
+
 
 def _not_json(value: object) -> Any:
     raise TypeError(f"Object of type {type(value).__name__} is not JSON serializable")
@@ -74,6 +77,13 @@ def encode_message(message: Mapping[str, Any]) -> bytes:
         return text.encode("utf-8")
     except UnicodeEncodeError as exc:
         raise ValueError(f"message contains text that is not valid Unicode: {exc.reason}") from None
+
+
+def cancelled_request_id(message: Mapping[str, Any]) -> int | str | None:
+    """The id a ``notifications/cancelled`` names, if it names one."""
+    params = message.get("params")
+    request_id = params.get("requestId") if isinstance(params, dict) else None
+    return request_id if isinstance(request_id, (int, str)) else None
 
 
 class Transport(abc.ABC):

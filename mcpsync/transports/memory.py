@@ -38,6 +38,7 @@ from typing import Any, Mapping
 
 from ..exceptions import ClientClosed, ConnectionClosed
 from .base import CloseHandler, Deadline, MessageHandler, Transport, encode_message
+from .run_state import join_thread
 
 __all__ = ["MemoryTransport", "create_pair"]
 
@@ -46,22 +47,7 @@ _log = logging.getLogger(__name__)
 #: How long :meth:`MemoryTransport.close` waits for each delivery thread.
 CLOSE_JOIN_TIMEOUT = 5.0
 
-_thread_numbers = itertools.count(1)
-_thread_numbers_lock = threading.Lock()
-
-
-def _next_thread_name() -> str:
-    with _thread_numbers_lock:
-        return f"mcpsync-memory-{next(_thread_numbers)}"
-
-
-class _Eof:
-    """Queue sentinel: the connection ended; carries the reason for this end."""
-
-    __slots__ = ("exc",)
-
-    def __init__(self, exc: ConnectionClosed) -> None:
-        self.exc = exc
+_ids = itertools.count(1)  # next() on a count is atomic: no lock
 
 
 class MemoryTransport(Transport):
@@ -74,13 +60,13 @@ class MemoryTransport(Transport):
     def __init__(self, label: str = "memory") -> None:
         self._label = label
         self._peer: MemoryTransport | None = None
-        self._inbox: queue.SimpleQueue[bytes | _Eof] = queue.SimpleQueue()
+        #: Encoded messages, then the reason this end closed (the end of the queue).
+        self._inbox: queue.SimpleQueue[bytes | ConnectionClosed] = queue.SimpleQueue()
         # One lock per connection (shared by both ends, set by create_pair) so
         # "closed" flips for both ends atomically with respect to send().
         self._lock = threading.Lock()
         self._closed = False
         self._closed_by_me = False
-        self._started = False
         self._thread: threading.Thread | None = None
 
     # -- the Transport ABC -------------------------------------------------
@@ -93,11 +79,10 @@ class MemoryTransport(Transport):
         :raises RuntimeError: if called twice.
         """
         with self._lock:
-            if self._started:
+            if self._thread is not None:
                 raise RuntimeError("MemoryTransport.start() called twice")
-            self._started = True
-            thread = threading.Thread(target=self._deliver, args=(on_message, on_close), name=_next_thread_name(),
-                                      daemon=True)
+            thread = threading.Thread(target=self._deliver, args=(on_message, on_close),
+                                      name=f"mcpsync-memory-{next(_ids)}", daemon=True)
             # Started under the lock: a close() racing start() must never
             # join a thread that is not running yet.
             thread.start()
@@ -132,10 +117,10 @@ class MemoryTransport(Transport):
             if not self._closed:
                 self._closed = True
                 self._closed_by_me = True
-                self._inbox.put(_Eof(ClientClosed(f"{self._label}: closed by this side")))
+                self._inbox.put(ClientClosed(f"{self._label}: closed by this side"))
                 if peer is not None:
                     peer._closed = True
-                    peer._inbox.put(_Eof(ConnectionClosed(f"{peer._label}: peer closed the connection")))
+                    peer._inbox.put(ConnectionClosed(f"{peer._label}: peer closed the connection"))
         self._join()
         if peer is not None:
             peer._join()
@@ -153,10 +138,8 @@ class MemoryTransport(Transport):
 
     def _join(self) -> None:
         thread = self._thread
-        if thread is None or thread is threading.current_thread():
-            return
-        thread.join(CLOSE_JOIN_TIMEOUT)
-        if thread.is_alive():
+        join_thread(thread, CLOSE_JOIN_TIMEOUT)
+        if thread is not None and thread is not threading.current_thread() and thread.is_alive():
             _log.warning("%s: delivery thread %s still busy after %.1fs (a callback is blocking)", self.describe(),
                          thread.name, CLOSE_JOIN_TIMEOUT)
 
@@ -164,9 +147,9 @@ class MemoryTransport(Transport):
         """Body of the delivery thread: decode and hand over until EOF."""
         while True:
             item = self._inbox.get()
-            if isinstance(item, _Eof):
+            if isinstance(item, ConnectionClosed):
                 try:
-                    on_close(item.exc)
+                    on_close(item)
                 except BaseException:  # the thread must end cleanly whatever the callback does
                     _log.exception("%s: on_close callback raised", self.describe())
                 return
@@ -191,7 +174,6 @@ def create_pair(labels: tuple[str, str] = ("client end", "server end"),) -> tupl
     """
     a = MemoryTransport(labels[0])
     b = MemoryTransport(labels[1])
-    shared = threading.Lock()
-    a._lock = b._lock = shared
+    a._lock = b._lock = threading.Lock()  # one lock for the connection: see __init__
     a._peer, b._peer = b, a
     return a, b

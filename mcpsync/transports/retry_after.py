@@ -24,9 +24,7 @@ def parse_retry_after(value: object, *, now: float | None = None) -> float | Non
     """
     if not isinstance(value, str):
         return None
-    text = value.strip()
-    if not text:
-        return None
+    text = value.strip()  # "" is neither form: the date parser refuses it
     if text.isascii() and text.isdigit():
         return float(text)  # float(), not int(): no digit limit, a huge value is inf
     if not text.isascii() or len(text) > 64:

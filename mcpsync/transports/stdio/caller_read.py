@@ -21,6 +21,7 @@ from typing import Any
 
 from mcpsync.rpc.deadline import Deadline
 from mcpsync.rpc.reply import normalize_id
+from mcpsync.transports.base import CANCELLED, cancelled_request_id
 
 __all__ = ["OwnReply", "ReadBaton"]
 
@@ -135,10 +136,8 @@ class OwnReply:
         """Note a message about to be written; the request id whose reply it awaits, if any."""
         if "method" not in message:
             return None
-        if message["method"] == "notifications/cancelled":
-            params = message.get("params")
-            if isinstance(params, dict):
-                self.awaited.discard(params.get("requestId"))
+        if message["method"] == CANCELLED:
+            self.awaited.discard(cancelled_request_id(message))
             return None
         request_id = message.get("id")
         if request_id is not None:

@@ -6,6 +6,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import json.scanner
 import logging
@@ -15,12 +16,11 @@ import sys
 import threading
 import time
 from collections.abc import Callable
-from typing import Any, cast
+from typing import IO, Any, cast
 
 from mcpsync.exceptions import excerpt
 
-__all__ = ["JsonLineFramer", "LineTooLong", "new_poller", "readable_waiter", "wait_readable", "wait_writable",
-           "write_until"]
+__all__ = ["JsonLineFramer", "LineTooLong", "close_holding", "new_poller", "readable_waiter", "write_until"]
 
 _log = logging.getLogger(__name__)
 
@@ -28,8 +28,6 @@ _WINDOWS = sys.platform == "win32"
 #: One JSON value at an index; the C scanner when there is one.  It keeps no state
 #: between calls (its key cache is cleared after each), and one thread reads at a time.
 _scan: Callable[[str, int], tuple[Any, int]] = json.scanner.make_scanner(cast(Any, json.JSONDecoder()))
-_WARN_BURST = 5  # skipped-line warnings per window; the rest are only counted
-_WARN_WINDOW = 60.0
 
 
 class _SelectPoll:
@@ -65,35 +63,22 @@ def new_poller() -> select.poll:
     return select.poll() if hasattr(select, "poll") else cast("select.poll", _SelectPoll())
 
 
-def wait_readable(fd: int, timeout: float) -> bool:
-    """Whether ``fd`` became readable (data, EOF or error) within ``timeout``.
+def readable_waiter(fd: int, *, writable: bool = False) -> Callable[[float], bool]:
+    """``ready(timeout)``: whether ``fd`` became readable (data, EOF or error) within
+    ``timeout`` seconds (*writable*: can take more bytes); set up once for a loop.
 
     Windows pipes cannot be polled; there the caller simply blocks in ``os.read``.
     """
-    return readable_waiter(fd)(timeout)
-
-
-def readable_waiter(fd: int) -> Callable[[float], bool]:
-    """:func:`wait_readable` for one ``fd``, set up once for a reading loop."""
     if _WINDOWS:
         return lambda timeout: True
     poll = new_poller()
-    poll.register(fd, select.POLLIN | select.POLLHUP | select.POLLERR)
+    poll.register(fd, (select.POLLOUT if writable else select.POLLIN) | select.POLLHUP | select.POLLERR)
     wait = poll.poll
 
     def ready(timeout: float) -> bool:
         return bool(wait(int(timeout * 1000)))
 
     return ready
-
-
-def wait_writable(fd: int, timeout: float) -> None:
-    """Block until ``fd`` can take more bytes (or broke), at most ``timeout`` seconds."""
-    if _WINDOWS:
-        return
-    poller = new_poller()
-    poller.register(fd, select.POLLOUT | select.POLLERR | select.POLLHUP)
-    poller.poll(int(timeout * 1000))
 
 
 def write_until(fd: int, data: bytes | memoryview, deadline: float | None, stop: Callable[[], bool]) -> int:
@@ -103,6 +88,7 @@ def write_until(fd: int, data: bytes | memoryview, deadline: float | None, stop:
     which is checked at least every 0.1 s while the pipe is full.
     """
     view, total = memoryview(data), len(data)
+    writable = readable_waiter(fd, writable=True)
     while view and not stop():
         try:
             view = view[os.write(fd, view) :]
@@ -110,8 +96,24 @@ def write_until(fd: int, data: bytes | memoryview, deadline: float | None, stop:
             left = 0.1 if deadline is None else deadline - time.monotonic()
             if left <= 0:
                 break
-            wait_writable(fd, min(left, 0.1))
+            writable(min(left, 0.1))
     return total - len(view)
+
+
+def close_holding(lock: threading.Lock, stream: IO[bytes], timeout: float) -> bool:
+    """Close *stream* holding *lock*, the lock every use of its fd holds, by *timeout*.
+
+    Closed under a thread still using the fd, the fd number could be reused at once
+    and that thread would read or write an unrelated file.  ``False``: not closed.
+    """
+    if not lock.acquire(timeout=timeout):
+        return False
+    try:
+        with contextlib.suppress(OSError):
+            stream.close()
+    finally:
+        lock.release()
+    return True
 
 
 class LineTooLong(Exception):
@@ -138,8 +140,6 @@ class JsonLineFramer:
         self.skipped = 0
         #: Whether any JSON line was seen.
         self.received_any = False
-        self._warn_start = 0.0
-        self._warn_count = 0
 
     def feed(self, chunk: bytes, stop: Callable[[], bool]) -> None:
         """Process ``chunk``; stop early once ``stop()`` is true.
@@ -190,15 +190,12 @@ class JsonLineFramer:
         try:
             # The C scanner straight away (json.loads adds two regex matches and
             # three calls); anything but one whole value goes the long way.
-            message, end = _scan(text, 0)
+            try:
+                message, end = _scan(text, 0)
+            except StopIteration:  # not a value at position 0 (leading space, junk)
+                end = -1
             if end != len(text):
                 message = json.loads(text)
-        except StopIteration:  # not a value at position 0 (leading space, junk)
-            try:
-                message = json.loads(text)
-            except Exception as exc:  # noqa: BLE001 - incl. RecursionError, not a ValueError
-                self._skip(text, exc)
-                return
         except Exception as exc:  # noqa: BLE001 - incl. RecursionError, not a ValueError
             self._skip(text, exc)
             return
@@ -207,13 +204,6 @@ class JsonLineFramer:
 
     def _skip(self, text: str, exc: BaseException) -> None:
         self.skipped += 1
-        now = time.monotonic()
-        if now - self._warn_start > _WARN_WINDOW:
-            self._warn_start, self._warn_count = now, 0
-        self._warn_count += 1
-        if self._warn_count <= _WARN_BURST:
-            _log.warning("skipped a non-JSON line from %s (%s): %s", self._label, type(exc).__name__,
-                         excerpt(text, 120))
-        elif self._warn_count == _WARN_BURST + 1:
-            _log.warning("skipping more non-JSON lines from %s; warnings suppressed for %d s", self._label,
-                         int(_WARN_WINDOW))
+        if self.skipped <= 5 or self.skipped % 1000 == 0:  # rate-limited as the WebSocket reader's
+            _log.warning("skipped a non-JSON line from %s (%s; %d so far): %s", self._label, type(exc).__name__,
+                         self.skipped, excerpt(text, 120))

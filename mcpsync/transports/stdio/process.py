@@ -20,11 +20,12 @@ from typing import Any
 from mcpsync.exceptions import ServerStartError
 from mcpsync.transports.stdio import reaper
 
-__all__ = ["build_environment", "close_at_exit", "default_environment", "group_exists", "signal_group", "spawn",
-           "stop_process_tree"]
+__all__ = ["build_environment", "close_at_exit", "default_environment", "spawn", "stop_process_tree", "wait_exit"]
 
 
 _WINDOWS = sys.platform == "win32"
+_SIGKILL = getattr(signal, "SIGKILL", signal.SIGTERM)  # Windows has none: terminate is all there is
+_Waiter = Callable[[float], bool]  # seconds -> whether what was awaited is done
 
 # Why an allow-list: a Django/Flask process holds SECRET_KEY, database URLs and
 # cloud credentials in its environment, and a third-party MCP server has no
@@ -110,14 +111,11 @@ def spawn(argv: list[str], env: dict[str, str], cwd: Any) -> subprocess.Popen[by
         ``OSError`` is chained.  The message names the program, never the
         arguments (they may hold tokens).
     """
-    kwargs: dict[str, Any] = {}
-    if _WINDOWS:
-        kwargs["creationflags"] = getattr(subprocess, "CREATE_NEW_PROCESS_GROUP", 0)
-    else:
-        kwargs["start_new_session"] = True  # our own group: killpg reaches the whole tree
     try:
+        # A group of its own (POSIX: a session; Windows: a process group): killpg reaches the whole tree.
         proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env,
-                                cwd=cwd, bufsize=0, close_fds=True, **kwargs)
+                                cwd=cwd, bufsize=0, close_fds=True, start_new_session=not _WINDOWS,
+                                creationflags=getattr(subprocess, "CREATE_NEW_PROCESS_GROUP", 0))
     except (OSError, ValueError) as exc:
         reason = getattr(exc, "strerror", None) or str(exc)
         where = getattr(exc, "filename", None)
@@ -163,12 +161,8 @@ def signal_group(pgid: int, sig: int) -> bool:
     return True
 
 
-def group_exists(pgid: int) -> bool:
-    """Whether any process (zombies included) is still in group ``pgid``."""
-    return signal_group(pgid, 0)
-
-
-def _wait_exit(proc: subprocess.Popen[bytes], timeout: float) -> bool:
+def wait_exit(proc: subprocess.Popen[bytes], timeout: float) -> bool:
+    """Whether *proc* exited (and was reaped) within *timeout* seconds."""
     try:
         proc.wait(timeout=max(timeout, 0.0))
     except subprocess.TimeoutExpired:
@@ -176,18 +170,7 @@ def _wait_exit(proc: subprocess.Popen[bytes], timeout: float) -> bool:
     return True
 
 
-def _wait_group_gone(pgid: int, timeout: float) -> bool:
-    # No event exists for "a process we are not the parent of has died", so
-    # poll; the interval is short and the whole wait is bounded by timeout.
-    deadline = time.monotonic() + timeout
-    while group_exists(pgid):
-        if time.monotonic() >= deadline:
-            return False
-        time.sleep(0.02)
-    return True
-
-
-def stop_process_tree(proc: subprocess.Popen[bytes], pgid: int | None, *, close_grace: float, terminate_grace: float,
+def stop_process_tree(proc: subprocess.Popen[bytes], *, close_grace: float, terminate_grace: float,
                       on_signal: Callable[[str], None] | None = None) -> None:
     """Stop a server whose stdin was already closed, then its whole group.
 
@@ -195,37 +178,41 @@ def stop_process_tree(proc: subprocess.Popen[bytes], pgid: int | None, *, close_
     group, ``terminate_grace``, SIGKILL.  The leader is always reaped.  Group
     members still alive after the leader exited (grandchildren that inherited
     our pipes) get the same TERM-then-KILL treatment, so no signal reaches a
-    server that exited on stdin EOF.  Only ``pgid`` is ever signalled.
+    server that exited on stdin EOF.  Only the server's own group is ever signalled.
     """
+    pgid = proc.pid  # spawn() made the server the leader of a group of its own
 
-    def send(sig: int, name: str) -> None:
-        if pgid is not None and not _WINDOWS:
-            if signal_group(pgid, sig) and on_signal is not None:
-                on_signal(name)
-        else:  # Windows has no process groups to signal; the leader only.
-            try:
-                if name == "KILL":
-                    proc.kill()
-                else:
-                    proc.terminate()
-            except OSError:
+    def group_gone(timeout: float) -> bool:
+        # No event exists for "a process we are not the parent of has died", so
+        # poll; the interval is short and the whole wait is bounded by timeout.
+        end = time.monotonic() + timeout
+        while signal_group(pgid, 0):  # any process, zombies included, still in the group
+            if time.monotonic() >= end:
+                return False
+            time.sleep(0.02)
+        return True
+
+    def send(sig: int) -> bool:
+        if not _WINDOWS:
+            return signal_group(pgid, sig)
+        try:  # Windows has no process groups to signal; the leader only.
+            proc.send_signal(sig)
+        except OSError:
+            return False
+        return True
+
+    def escalate(gone: _Waiter, grace: float, last: float, tag: str) -> None:
+        # Wait grace for gone; then SIGTERM, terminate_grace, SIGKILL, last.
+        if gone(grace):
+            return
+        for sig, name, wait in ((signal.SIGTERM, "TERM", terminate_grace), (_SIGKILL, "KILL", last)):
+            if send(sig) and on_signal is not None:
+                on_signal(name + tag)
+            if gone(wait):
                 return
-            if on_signal is not None:
-                on_signal(name)
 
-    if not _wait_exit(proc, close_grace):
-        send(signal.SIGTERM, "TERM")
-        if not _wait_exit(proc, terminate_grace):
-            send(getattr(signal, "SIGKILL", signal.SIGTERM), "KILL")
-            _wait_exit(proc, 5.0)
-    if pgid is None or _WINDOWS:
-        return
-    if group_exists(pgid):
-        if signal_group(pgid, signal.SIGTERM) and on_signal is not None:
-            on_signal("TERM-group")
-        if not _wait_group_gone(pgid, terminate_grace):
-            if signal_group(pgid, signal.SIGKILL) and on_signal is not None:
-                on_signal("KILL-group")
-            _wait_group_gone(pgid, 2.0)
-    if not group_exists(pgid):
-        reaper.unwatch(pgid)
+    escalate(lambda timeout: wait_exit(proc, timeout), close_grace, 5.0, "")
+    if not _WINDOWS:  # what is left of the group: grandchildren that inherited our pipes
+        escalate(group_gone, 0.0, 2.0, "-group")
+        if group_gone(0.0):
+            reaper.unwatch(pgid)

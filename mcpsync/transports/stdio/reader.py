@@ -12,15 +12,15 @@ from __future__ import annotations
 import logging
 import os
 import subprocess
-import sys
 import threading
 import time
 from collections.abc import Callable
 from typing import Protocol
 
 from mcpsync.exceptions import ConnectionClosed, MessageTooLarge
+from mcpsync.transports.run_state import join_thread
 from mcpsync.transports.stdio.caller_read import OwnReply, ReadBaton
-from mcpsync.transports.stdio.pipes import JsonLineFramer, LineTooLong, readable_waiter, wait_readable
+from mcpsync.transports.stdio.pipes import JsonLineFramer, LineTooLong, close_holding, readable_waiter
 
 __all__ = ["POLL", "StdoutReader"]
 
@@ -76,10 +76,7 @@ class StdoutReader:
     def stop(self, timeout: float) -> None:
         """Make the thread end (stdout is only drained once closing) and join it, bounded."""
         self._stop.set()
-        thread = self._thread
-        # A join during interpreter finalization raises on Python 3.14: skip it then.
-        if thread is not None and thread is not threading.current_thread() and not sys.is_finalizing():
-            thread.join(timeout)
+        join_thread(self._thread, timeout)
 
     def _run(self) -> None:
         proc, owner = self._proc, self._owner
@@ -93,11 +90,9 @@ class StdoutReader:
             err.__cause__ = exc
             owner.fail(err)
         finally:
-            baton = self.own.baton
-            got = baton.lock.acquire(timeout=1.0)  # a caller may be reading: close once it let go
-            proc.stdout.close()
-            if got:
-                baton.lock.release()
+            # Holding the read baton, as every read: a caller lets go within POLL once closing.
+            if not close_holding(self.own.baton.lock, proc.stdout, 1.0):
+                log.warning("a caller still reads the stdout of %s: its pipe is left open", owner.describe())
 
     def _pump(self, fd: int) -> None:
         baton, closing, stop = self.own.baton, self._closing.is_set, self._stop.is_set
@@ -151,12 +146,12 @@ class StdoutReader:
                 if self._proc.poll() is not None:
                     # Exited while something (a grandchild) may still hold stdout: take what
                     # is already in the pipe, then report.
-                    self._drain_after_exit(fd)
+                    self._drain_after_exit(fd, ready)
                     self._owner.fail(self._owner.death_error(f"MCP server {self._owner.describe()} exited"))
 
-    def _drain_after_exit(self, fd: int) -> None:
+    def _drain_after_exit(self, fd: int, ready: Callable[[float], bool]) -> None:
         deadline = time.monotonic() + 0.5  # bounded: a grandchild may keep writing
-        while time.monotonic() < deadline and wait_readable(fd, 0):
+        while time.monotonic() < deadline and ready(0):
             chunk = os.read(fd, _CHUNK)
             if not chunk or self._closing.is_set():
                 break

@@ -32,7 +32,8 @@ from collections.abc import Callable
 from typing import IO, Any, Union
 
 from mcpsync import _fork
-from mcpsync.transports.stdio.pipes import new_poller, wait_readable
+from mcpsync.transports.run_state import join_thread
+from mcpsync.transports.stdio.pipes import new_poller, readable_waiter
 
 __all__ = ["StderrDrain", "StderrOption"]
 
@@ -75,8 +76,7 @@ class StderrDrain:
         self._tail_lock = threading.Lock()
         self._partial = bytearray()
         self._stop = threading.Event()
-        self._eof = threading.Event()  # the pipe reached EOF (or the drain stopped)
-        self._finished = threading.Event()  # ... and the stream is closed
+        self._finished = threading.Event()  # the pipe reached EOF (or the drain stopped), is closed
         self._started = False
         self._thread: threading.Thread | None = None
         #: The shared thread, when this was its last drain: it ends right after finishing us.
@@ -87,7 +87,7 @@ class StderrDrain:
         """Start draining: on the shared thread, or on a thread of its own named ``name``."""
         self._started = True
         if self._sink is None and not _WINDOWS:
-            _shared().add(self)
+            _shared_drain.add(self)
             return
         self._thread = threading.Thread(target=self._run, name=name, daemon=True)
         self._thread.start()
@@ -101,7 +101,7 @@ class StderrDrain:
         """Ask the drain to finish even if a stray process keeps stderr open."""
         self._stop.set()
         if self._thread is None and self._started:
-            _shared().wake()
+            _shared_drain.wake()
 
     def join(self, timeout: float) -> None:
         """Wait up to ``timeout`` seconds for the drain to finish.
@@ -112,14 +112,11 @@ class StderrDrain:
         end = time.monotonic() + timeout
         if self._thread is None and self._started:
             self._finished.wait(timeout)
-        thread = self._thread or self._last_of
-        # A join during interpreter finalization raises on Python 3.14: nothing to wait for then.
-        if thread is not None and thread is not threading.current_thread() and not sys.is_finalizing():
-            thread.join(max(0.0, end - time.monotonic()))
+        join_thread(self._thread or self._last_of, end - time.monotonic())
 
     def wait_eof(self, timeout: float) -> bool:
         """Wait until the child's stderr reached EOF (so the tail is complete)."""
-        return self._eof.wait(timeout)
+        return self._finished.wait(timeout)
 
     def tail(self) -> str:
         """The first and last lines of stderr, decoded leniently (untrusted text).
@@ -130,10 +127,6 @@ class StderrDrain:
         """
         with self._tail_lock:
             head, tail, gap, dropped = bytes(self._head), bytes(self._tail), self._gap, self._gap_bytes
-        if len(tail) > self._tail_bytes:
-            dropped += len(tail) - self._tail_bytes
-            gap += tail.count(b"\n", 0, len(tail) - self._tail_bytes)
-            tail = tail[-self._tail_bytes :]
         tail_lines = tail.decode("utf-8", errors="replace").splitlines()
         if dropped and len(tail_lines) > 1:  # the first line kept was (probably) cut
             gap += 1
@@ -150,12 +143,12 @@ class StderrDrain:
     def _run(self) -> None:
         """The drain's own thread (a ``stderr=`` sink, or Windows)."""
         try:
+            ready = readable_waiter(self._fd)
             while True:
-                if not wait_readable(self._fd, 0.1):
-                    if self._stop.is_set():
+                if ready(0.1):
+                    if not self._read_once():  # EOF
                         break
-                    continue
-                if not self._read_once():
+                elif self._stop.is_set():
                     break
         except BaseException:  # noqa: BLE001 - the drain must never die silently
             _log.exception("stderr drain of %s failed", self._label)
@@ -172,7 +165,6 @@ class StderrDrain:
         return True
 
     def _finish(self) -> None:
-        self._eof.set()
         try:
             if self._partial:
                 self._emit(bytes(self._partial))
@@ -186,7 +178,7 @@ class StderrDrain:
             if not self._head_full:
                 chunk = self._fill_head(chunk)
             self._tail += chunk
-            if len(self._tail) > 2 * self._tail_bytes:
+            if len(self._tail) > self._tail_bytes:
                 cut = len(self._tail) - self._tail_bytes
                 self._gap += self._tail.count(b"\n", 0, cut)
                 self._gap_bytes += cut
@@ -197,18 +189,13 @@ class StderrDrain:
         room = self._head_bytes - len(self._head)
         self._head += chunk[:room]
         rest = chunk[room:]
-        end, newlines = -1, 0
-        while newlines < self._head_lines:
-            end = self._head.find(b"\n", end + 1)
-            if end < 0:
-                break
-            newlines += 1
-        if newlines == self._head_lines:  # enough lines: the head ends after the last one
-            rest = bytes(self._head[end + 1 :]) + rest
-            del self._head[end + 1 :]
-            self._head_full = True
-        elif len(self._head) >= self._head_bytes:
-            self._head_full = True
+        parts = self._head.split(b"\n", self._head_lines)
+        enough = len(parts) > self._head_lines
+        if enough:  # enough lines: the head ends after the last one
+            end = len(self._head) - len(parts[-1])
+            rest = bytes(self._head[end:]) + rest
+            del self._head[end:]
+        self._head_full = enough or len(self._head) >= self._head_bytes
         return rest
 
     def _forward(self, chunk: bytes) -> None:
@@ -217,11 +204,22 @@ class StderrDrain:
             if sink is None and not self._server_log.isEnabledFor(logging.INFO):
                 return  # nobody listens: skip the line splitting entirely
             self._split(chunk)
-        elif isinstance(sink, int):
-            if sink >= 0:
-                self._write_fd(sink, chunk)
-        else:
-            self._write_file(sink, chunk)
+            return
+        try:
+            if isinstance(sink, int):  # an fd; a negative one: dropped
+                view = memoryview(chunk)
+                while view and sink >= 0:
+                    view = view[os.write(sink, view) :]
+                return
+            raw = getattr(sink, "buffer", sink)  # a text file's binary buffer, if it has one
+            try:
+                raw.write(chunk)
+            except TypeError:  # a text stream without one
+                raw.write(chunk.decode("utf-8", errors="replace"))
+            raw.flush()
+        except (OSError, ValueError):
+            _log.warning("cannot forward stderr of %s; dropping it from now on", self._label)
+            self._sink = -1
 
     def _split(self, chunk: bytes) -> None:
         start = 0
@@ -252,31 +250,6 @@ class StderrDrain:
                 _log.exception("stderr callback for %s raised", self._label)
         elif sink is None:
             self._server_log.info("[%s] %s", self._label, line)
-
-    def _write_fd(self, fd: int, chunk: bytes) -> None:
-        try:
-            view = memoryview(chunk)
-            while view:
-                view = view[os.write(fd, view) :]
-        except OSError:
-            _log.warning("cannot forward stderr of %s; dropping it from now on", self._label)
-            self._sink = -1
-
-    def _write_file(self, sink: IO[Any], chunk: bytes) -> None:
-        try:
-            raw = getattr(sink, "buffer", None)
-            if raw is not None:
-                raw.write(chunk)
-                raw.flush()
-            else:
-                try:
-                    sink.write(chunk)
-                except TypeError:
-                    sink.write(chunk.decode("utf-8", errors="replace"))
-                sink.flush()
-        except (OSError, ValueError):
-            _log.warning("cannot forward stderr of %s; dropping it from now on", self._label)
-            self._sink = -1
 
 
 class _SharedDrain:
@@ -349,9 +322,7 @@ class _SharedDrain:
                     if fd == self._wake_r:
                         os.read(fd, 4096)
                         continue
-                    found = drains.get(fd)
-                    if found is None:
-                        continue
+                    found = drains[fd]  # polled: registered, so not yet removed
                     done.add(fd)
                     try:
                         more = found._read_once()
@@ -388,23 +359,14 @@ class _SharedDrain:
         finished.clear()
 
 
-_shared_drain: _SharedDrain | None = None
-_shared_lock = threading.Lock()
-
-
-def _shared() -> _SharedDrain:
-    """This process's shared drain, made on first use."""
-    global _shared_drain
-    with _shared_lock:
-        if _shared_drain is None:
-            _shared_drain = _SharedDrain()
-        return _shared_drain
+#: This process's shared drain (its thread starts with its first drain, not here).
+_shared_drain = _SharedDrain()
 
 
 def _after_fork_in_child() -> None:
     # The parent's thread does not exist here, and its lock may have been held at the fork.
-    global _shared_drain, _shared_lock
-    _shared_drain, _shared_lock = None, threading.Lock()
+    global _shared_drain
+    _shared_drain = _SharedDrain()
 
 
 _fork.on_fork(_after_fork_in_child)

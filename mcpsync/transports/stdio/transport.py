@@ -28,14 +28,13 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from mcpsync import _fork
-from mcpsync.exceptions import (ClientClosed, ConnectionClosed, ForkedClientError, McpError, RequestTimeout,
-                                ServerStartError)
+from mcpsync.exceptions import ClientClosed, ConnectionClosed, McpError, RequestTimeout, ServerStartError
 from mcpsync.rpc.deadline import Deadline, now
 from mcpsync.transports.base import CloseHandler, MessageHandler, Transport, encode_message
 from mcpsync.transports.run_state import RunState
 from mcpsync.transports.stdio import process as _procutil
 from mcpsync.transports.stdio.handover import CutShort, Handover
-from mcpsync.transports.stdio.pipes import JsonLineFramer, write_until
+from mcpsync.transports.stdio.pipes import JsonLineFramer, close_holding, write_until
 from mcpsync.transports.stdio.reader import POLL, StdoutReader
 from mcpsync.transports.stdio.stderr import StderrDrain, StderrOption
 
@@ -85,18 +84,15 @@ class StdioTransport(Transport):
         self._n = next(_ids)
         #: Signals sent by this transport, in order (for diagnostics and tests).
         self.signals_sent: list[str] = []
-        #: closing: set once, by whoever reports on_close; done: the shutdown sequence has finished.
+        #: closing: set once, by whoever reports on_close; done: the shutdown sequence has finished;
+        #: forked: set in a forked child (:meth:`forget`), the pipes are the parent's.
         self._run = RunState()
-        #: Set in a forked child (:meth:`forget`): the pipes are the parent's.
-        self._forked = False
-        self._close_exc: ConnectionClosed | None = None
         self._proc: subprocess.Popen[bytes] | None = None
         self._stdin = -1
         self._handover = Handover(-1, self._run.closing.is_set)
         self._reader: StdoutReader | None = None
         self._drain: StderrDrain | None = None
         self._on_message: MessageHandler | None = None
-        self._on_close: CloseHandler | None = None
         self._framer: JsonLineFramer | None = None
 
     # -- public properties --------------------------------------------------
@@ -110,7 +106,7 @@ class StdioTransport(Transport):
     def returncode(self) -> int | None:
         """The server's exit status (negative: killed by that signal), or ``None``."""
         proc = self._proc
-        if proc is not None and not self._forked and proc.returncode is None:
+        if proc is not None and not self._run.forked and proc.returncode is None:
             proc.poll()
         return None if proc is None else proc.returncode
 
@@ -127,7 +123,7 @@ class StdioTransport(Transport):
     @property
     def closed(self) -> bool:
         """Whether the connection is closed or closing."""
-        return self._run.closing.is_set() or self._forked
+        return self._run.closed
 
     def describe(self) -> str:
         """``stdio:<program name>``; never arguments or environment (they may hold secrets)."""
@@ -140,8 +136,8 @@ class StdioTransport(Transport):
 
         :raises ~mcpsync.exceptions.ServerStartError: if the program cannot be run.
         """
-        with self._run.starting("StdioTransport"):
-            self._on_message, self._on_close = on_message, on_close
+        with self._run.starting("StdioTransport", on_close):
+            self._on_message = on_message
             proc = _procutil.spawn(self._argv, _procutil.build_environment(self._env), self._cwd)
         self._proc = proc
         _fork.join(self)  # a forked child lets go of the pipes at once (forget)
@@ -150,9 +146,7 @@ class StdioTransport(Transport):
         self._stdin = proc.stdin.fileno()
         self._handover = Handover(self._stdin, self._run.closing.is_set)
         if self._run.closing.is_set():  # close() ran while we were spawning
-            self._shutdown()
-            proc.stdout.close()
-            proc.stderr.close()
+            self._abandon(proc)
             raise ClientClosed("the transport was closed while starting")
         if not _WINDOWS:
             os.set_blocking(self._stdin, False)  # writes must stay interruptible
@@ -163,16 +157,21 @@ class StdioTransport(Transport):
             self._reader = StdoutReader(self, proc, self._framer, self._run.closing)
             self._reader.start(f"mcpsync-stdio-reader-{self._n}")
         except BaseException as exc:
-            self._run.closing.set()
-            self._shutdown()
-            if self._reader is None or not self._reader.running:
-                proc.stdout.close()
-            if self._drain is None or not self._drain.running:
-                proc.stderr.close()
+            self._abandon(proc)
             raise ServerStartError(
                 f"cannot start the threads for {self.describe()}: {type(exc).__name__}: {exc}"
             ) from exc
         log.info("started MCP server %s (pid %d)", self.describe(), proc.pid)
+
+    def _abandon(self, proc: subprocess.Popen[bytes]) -> None:
+        """A start that cannot go on: stop the server, close the pipes no thread of ours closes."""
+        self._run.closing.set()
+        self._shutdown()
+        assert proc.stdout is not None and proc.stderr is not None
+        if self._reader is None or not self._reader.running:
+            proc.stdout.close()
+        if self._drain is None or not self._drain.running:
+            proc.stderr.close()
 
     def close(self) -> None:
         """Close stdin, wait, then SIGTERM and SIGKILL the server's process group.
@@ -181,9 +180,7 @@ class StdioTransport(Transport):
         terminate_grace`` plus a few seconds.  In a forked child it does nothing: the
         parent's process and pipes are never touched.
         """
-        if self._forked:
-            return
-        if self._run.close_unstarted():
+        if self._run.forked or self._run.close_unstarted():
             return
         if self.fail(ClientClosed("client closed"), inline=True):
             return
@@ -197,7 +194,7 @@ class StdioTransport(Transport):
         A shutdown already under way on a closer thread (after a connect that failed or
         was interrupted) is finished here too: exit stops daemon threads wherever they are.
         """
-        if self._forked or self._run.done.is_set():
+        if self._run.forked or self._run.done.is_set():
             return
         self._close_grace = min(self._close_grace, 0.5)
         self._terminate_grace = min(self._terminate_grace, 0.5)
@@ -216,9 +213,9 @@ class StdioTransport(Transport):
         or written.
         """
         proc = self._proc
-        if proc is None or self._forked:
+        if proc is None or self._run.forked:
             return
-        self._forked = True
+        self._run.forked = True
         null = os.open(os.devnull, os.O_RDWR)
         try:
             for stream in filter(None, (proc.stdin, proc.stdout, proc.stderr)):
@@ -237,11 +234,8 @@ class StdioTransport(Transport):
         shutdown in this thread; otherwise a short-lived closer thread does it, so the
         reader keeps draining stdout while the server is stopped.
         """
-        with self._run.lock:
-            if self._run.closing.is_set():
-                return False
-            self._close_exc = exc
-            self._run.closing.set()
+        if not self._run.enter_closing(exc):
+            return False
         # The closer starts first: an on_close callback that calls close() and waits
         # for the shutdown must find it already under way.
         if not inline:
@@ -249,11 +243,7 @@ class StdioTransport(Transport):
                 threading.Thread(target=self._shutdown, name=f"mcpsync-stdio-closer-{self._n}", daemon=True).start()
             except RuntimeError:  # cannot start threads (interpreter exiting)
                 inline = True
-        if self._on_close is not None:
-            try:
-                self._on_close(exc)
-            except Exception:
-                log.exception("on_close callback of %s raised", self.describe())
+        self._run.report(exc, self.describe())
         if inline:
             self._shutdown()
         return True
@@ -262,7 +252,9 @@ class StdioTransport(Transport):
         proc = self._proc
         try:
             if proc is not None:
-                self._close_stdin()
+                assert proc.stdin is not None
+                # Holding the write lock, as every write: a writer lets go within POLL once closing.
+                close_holding(self._handover.lock, proc.stdin, 2.0)
                 self._stop_tree(proc, self._close_grace, self._terminate_grace)
         except Exception:
             log.exception("stopping %s failed", self.describe())
@@ -283,22 +275,8 @@ class StdioTransport(Transport):
                 log.info("MCP server %s stopped (exit code %s)", self.describe(), proc.returncode)
 
     def _stop_tree(self, proc: subprocess.Popen[bytes], close_grace: float, terminate_grace: float) -> None:
-        _procutil.stop_process_tree(proc, proc.pid, close_grace=close_grace, terminate_grace=terminate_grace,
+        _procutil.stop_process_tree(proc, close_grace=close_grace, terminate_grace=terminate_grace,
                                     on_signal=self.signals_sent.append)
-
-    def _close_stdin(self) -> None:
-        proc = self._proc
-        if proc is None or proc.stdin is None:
-            return
-        # A writer notices _closing within POLL and lets go of the lock.
-        lock = self._handover.lock
-        if lock.acquire(timeout=2.0):
-            try:
-                proc.stdin.close()
-            except OSError:
-                pass
-            finally:
-                lock.release()
 
     def _deliver(self, message: Any) -> None:
         if self._run.closing.is_set() or self._on_message is None:
@@ -326,76 +304,69 @@ class StdioTransport(Transport):
         :raises ~mcpsync.exceptions.ConnectionClosed: if the server is gone.
         :raises ValueError: or :class:`TypeError` if ``message`` is not JSON.
         """
-        if self._forked:
-            raise ForkedClientError(f"this {self.describe()} connection belongs to the parent process; "
-                                    "a forked child must open its own client")
+        self._run.check_not_forked(self.describe())
         data = encode_message(message) + b"\n"
         reader = self._reader
         if reader is None:
             raise ConnectionClosed("the stdio transport has not been started")
-        start = now()
-        end = None if self._write_timeout is None else start + self._write_timeout
-        call_end = None if deadline is None else deadline.end
-        if call_end is not None and (end is None or call_end < end):
-            end = call_end
+        # The earlier of the call's deadline and write_timeout bounds the write.
+        limit = self._write_timeout if deadline is None else deadline.remaining(self._write_timeout)
+        end = None if limit is None else now() + limit
         own = reader.own
         request_id = own.sending(message)  # before the write: a fast reply must find it
         handover = self._handover
-        written, broken = 0, None
+        written = 0
         try:
             if not handover.lock.acquire(False):
                 if handover.offer(data, end):  # the fast path of handover.py
                     written = len(data)
                 else:
-                    self._wait_for_lock(end, start, message)
+                    self._wait_for_lock(end, limit, message)
             if not written:
-                written, broken = self._write_holding(data, end)
+                written = self._write_holding(data, end)
         except CutShort:
-            self._cut_short(f"MCP server {self.describe()} stopped reading its stdin; a message was cut short,"
-                            " so the connection is closed")
+            self._cut_short()
         except McpError:  # before OSError: a RequestTimeout is a TimeoutError
             own.awaited.discard(request_id)
             raise
-        except OSError as exc:
-            broken = exc
+        except OSError as exc:  # the pipe broke: the server is dying; report it with its exit code
+            self.fail(self.death_error(f"cannot write to MCP server {self.describe()}", exc))
+            raise self._run.closed_error() from exc
         except BaseException:
             own.awaited.discard(request_id)
             raise
-        if broken is not None:
-            # The pipe broke: the server is dying.  Report it with its exit code.
-            self.fail(self.death_error(f"cannot write to MCP server {self.describe()}", broken))
-            raise self._closed_error() from broken
         if written == len(data):
             if request_id is not None:
                 own.read_reply(request_id, deadline)  # the fast path of caller_read.py
             return
         own.awaited.discard(request_id)
         if self._run.closing.is_set():
-            raise self._closed_error()  # close() interrupted the write
+            raise self._run.closed_error()  # close() interrupted the write
         if written:
-            self._cut_short(f"MCP server {self.describe()} stopped reading its stdin; a message was cut short,"
-                            " so the connection is closed")
-        raise self._write_timed_out(end - start if end is not None else None, message, cut=bool(written))
+            self._cut_short()
+        raise self._write_timed_out(limit, message, cut=bool(written))
 
-    def _wait_for_lock(self, end: float | None, start: float, message: Mapping[str, Any]) -> None:
+    def _wait_for_lock(self, end: float | None, limit: float | None, message: Mapping[str, Any]) -> None:
         """Take the write lock by *end*, or raise (nothing written: the connection lives on)."""
         lock = self._handover.lock
         while not lock.acquire(timeout=POLL if end is None else max(0.0, min(POLL, end - now()))):
             if self._run.closing.is_set():
-                raise self._closed_error()
+                raise self._run.closed_error()
             if end is not None and now() >= end:
-                raise self._write_timed_out(end - start, message)
+                raise self._write_timed_out(limit, message)
 
-    def _write_holding(self, data: bytes, end: float | None) -> tuple[int, OSError | None]:
+    def _write_holding(self, data: bytes, end: float | None) -> int:
         """Holding the write lock: write *data* by *end*, then what was handed over; let go.
 
-        :returns: bytes of *data* written, and the ``OSError`` of a broken pipe.
+        :returns: bytes of *data* written.
+        :raises OSError: the pipe broke (the lock is let go).
         """
         handover = self._handover
         written = 0
+        if self._run.closing.is_set():
+            handover.lock.release()
+            raise self._run.closed_error()
         try:
-            if self._run.closing.is_set():
-                raise self._closed_error()
             try:
                 written = os.write(self._stdin, data)
             except BlockingIOError:
@@ -406,22 +377,20 @@ class StdioTransport(Transport):
                     written += write_until(self._stdin, memoryview(data)[written:], end, self._run.closing.is_set)
                 finally:
                     handover.stuck = False
-        except McpError:
+        except OSError:
             handover.lock.release()
             raise
-        except OSError as exc:
-            handover.lock.release()
-            return written, exc
         except BaseException:
             handover.lock.release()
-            if written or not isinstance(sys.exc_info()[1], ConnectionClosed):
-                # Interrupted mid-write (Ctrl-C): the pipe may hold half a frame.
-                self._cut_short(f"a write to MCP server {self.describe()} was interrupted")
+            # Interrupted mid-write (Ctrl-C): the pipe may hold half a frame.
+            self._cut_short(f"a write to MCP server {self.describe()} was interrupted")
             raise
         handover.release()  # writes the frames handed over meanwhile
-        return written, None
+        return written
 
-    def _cut_short(self, why: str) -> None:
+    def _cut_short(self, why: str = "") -> None:
+        why = why or (f"MCP server {self.describe()} stopped reading its stdin; a message was cut short,"
+                      " so the connection is closed")
         self.fail(ConnectionClosed(why, outcome_unknown=True, stderr_tail=self.stderr_tail))
 
     def _write_timed_out(self, limit: float | None, message: Mapping[str, Any], *, cut: bool = False) -> RequestTimeout:
@@ -433,23 +402,10 @@ class StdioTransport(Transport):
             elapsed=limit or 0.0,
         )
 
-    def _closed_error(self) -> ConnectionClosed:
-        exc = self._close_exc
-        if exc is None or isinstance(exc, ClientClosed):
-            return ClientClosed("client closed")
-        fresh = type(exc)(exc.message, exit_code=exc.exit_code, stderr_tail=exc.stderr_tail)
-        fresh.__cause__ = exc
-        return fresh
-
     def death_error(self, message: str, cause: BaseException | None = None) -> ConnectionClosed:
         """The error for the server's death: its exit code and stderr tail, once known."""
         proc = self._proc
-        code: int | None = None
-        if proc is not None:
-            try:
-                code = proc.wait(timeout=1.0)
-            except subprocess.TimeoutExpired:
-                code = None
+        code = proc.returncode if proc is not None and _procutil.wait_exit(proc, 1.0) else None
         if self._drain is not None:
             self._drain.wait_eof(0.5)  # let the last stderr lines arrive
         received = self._framer is not None and self._framer.received_any

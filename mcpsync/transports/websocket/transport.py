@@ -26,9 +26,9 @@ Example::
 
 from __future__ import annotations
 
+import functools
 import itertools
 import logging
-import socket
 import ssl
 import struct
 import threading
@@ -37,7 +37,7 @@ import urllib.parse
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from mcpsync.exceptions import ClientClosed, ConnectionClosed, ForkedClientError, RequestTimeout, ServerStartError
+from mcpsync.exceptions import ClientClosed, ConnectionClosed, RequestTimeout, ServerStartError
 from mcpsync.transports.websocket import frames as frames
 from mcpsync.transports.websocket import handshake as _ws_handshake
 from mcpsync.transports.websocket.frames import WebSocketClosed
@@ -45,7 +45,7 @@ from mcpsync.transports.websocket.reader import FrameReader
 from mcpsync import _fork
 from mcpsync.rpc.deadline import Deadline
 from mcpsync.transports.base import CloseHandler, MessageHandler, Transport, encode_message
-from mcpsync.transports.run_state import RunState
+from mcpsync.transports.run_state import RunState, join_thread
 
 __all__ = ["WebSocketClosed", "WebSocketTransport", "websocket_transport_factory"]
 
@@ -98,31 +98,27 @@ class WebSocketTransport(Transport):
             raise ValueError("max_message_bytes must be positive")
         if isinstance(subprotocols, str):
             subprotocols = (subprotocols,)
-        self._url = url
-        self._headers = dict(headers or {})
-        frames.check_headers(self._headers)
-        self._auth = auth
-        self._subprotocols = tuple(subprotocols)
-        self._sslopt = frames.ssl_options(verify, cert, ssl_context)
-        self._origin = origin
-        self._connect_timeout = connect_timeout
+        headers = dict(headers or {})
+        _ws_handshake.check_headers(headers)
         self._write_timeout = write_timeout
         self._close_timeout = close_timeout
         self._max = max_message_bytes
         self._n = next(_ids)
         self._describe = "websocket:" + urllib.parse.urlunsplit((parts.scheme, parts.netloc, parts.path, "", ""))
-        #: closing: set once, by whoever reports on_close; done: the reader ended and the socket is closed.
+        #: The opening handshake, all but the socket's keeper: run by start().
+        self._handshake = functools.partial(
+            _ws_handshake.handshake, url, describe=self._describe, headers=headers, auth=auth,
+            subprotocols=tuple(subprotocols), sslopt=_ws_handshake.ssl_options(verify, cert, ssl_context),
+            origin=origin, connect_timeout=connect_timeout)
+        #: closing: set once, by whoever reports on_close; done: the reader ended and the socket is closed;
+        #: forked: set in a forked child (:meth:`forget`), the socket is the parent's.
         self._run = RunState()
         self._write_lock = threading.Lock()  # one whole frame at a time
         self._sock_lock = threading.Lock()  # shutdown vs. the final socket close
         self._close_sent = False
-        #: Set in a forked child (:meth:`forget`): the socket is the parent's.
-        self._forked = False
-        self._close_exc: ConnectionClosed | None = None
         self._ws: Any = None
         self._reader: threading.Thread | None = None
         self._on_message: MessageHandler | None = None
-        self._on_close: CloseHandler | None = None
         self._frame_reader: FrameReader | None = None
         #: The subprotocol the server selected, once connected.
         self.subprotocol: str | None = None
@@ -132,7 +128,7 @@ class WebSocketTransport(Transport):
     @property
     def closed(self) -> bool:
         """Whether the connection is closed or closing."""
-        return self._run.closing.is_set() or self._forked
+        return self._run.closed
 
     def describe(self) -> str:
         """``websocket:<url without query or fragment>`` (a query may carry secrets)."""
@@ -155,14 +151,19 @@ class WebSocketTransport(Transport):
             upgrade with an HTTP error (401 for a missing or bad token, say).
         :raises ImportError: if ``websocket-client`` is not installed.
         """
-        with self._run.starting("WebSocketTransport"):
-            self._on_message, self._on_close = on_message, on_close
-            self._connect()
+        def keep(ws: Any) -> None:
+            self._ws = ws
+            _fork.join(self)  # a forked child never writes to or shuts down the parent's socket
+
+        with self._run.starting("WebSocketTransport", on_close):
+            self._on_message = on_message
+            self.subprotocol = self._handshake(on_socket=keep)
+            self._ws.settimeout(_TICK)
         if self._run.closing.is_set():  # close() ran while we were connecting
             self._teardown()
             raise ClientClosed("the transport was closed while starting")
         self._frame_reader = FrameReader(self._ws, max_bytes=self._max, describe=self._describe, closing=self._run.closing,
-                                         on_message=self._on_message, fail=self._fail, answer_close=self._answer_close,
+                                         on_message=self._on_message, fail=self._fail, answer_close=self._send_close,
                                          pong=self._pong, teardown=self._teardown)
         self._reader = threading.Thread(target=self._frame_reader.run, name=f"mcpsync-ws-reader-{self._n}", daemon=True)
         try:
@@ -173,17 +174,6 @@ class WebSocketTransport(Transport):
             raise ServerStartError(f"cannot start the reader thread for {self._describe}") from exc
         log.info("connected to %s (subprotocol %s)", self._describe, self.subprotocol)
 
-    def _connect(self) -> None:
-        def keep(ws: Any) -> None:
-            self._ws = ws
-            _fork.join(self)  # a forked child never writes to or shuts down the parent's socket
-
-        self.subprotocol = _ws_handshake.handshake(self._url, describe=self._describe, headers=self._headers,
-                                                   auth=self._auth, subprotocols=self._subprotocols,
-                                                   sslopt=self._sslopt, origin=self._origin,
-                                                   connect_timeout=self._connect_timeout, on_socket=keep)
-        self._ws.settimeout(_TICK)
-
     def close(self) -> None:
         """Send a close frame (1000), wait briefly for the answer, drop the socket.
 
@@ -191,9 +181,7 @@ class WebSocketTransport(Transport):
         by roughly ``close_timeout`` plus a few seconds.  In a forked child it
         only marks the transport closed: the parent's socket is never touched.
         """
-        if self._forked:
-            return
-        if self._run.close_unstarted():
+        if self._run.forked or self._run.close_unstarted():
             return
         self._fail(ClientClosed("client closed"), close_code=1000)
         if threading.current_thread() is self._reader:
@@ -203,8 +191,7 @@ class WebSocketTransport(Transport):
         self._run.done.wait(self._close_timeout)
         self._wake_reader()
         self._run.done.wait(self._close_timeout + 5.0)
-        if self._reader is not None and self._reader is not threading.current_thread():
-            self._reader.join(2.0)
+        join_thread(self._reader, 2.0)
 
     def _fail(self, exc: ConnectionClosed, close_code: int | None = None, reason: str = "") -> bool:
         """Enter the closing state once and report ``exc``; ``False`` if someone else did.
@@ -213,28 +200,16 @@ class WebSocketTransport(Transport):
         hears of the failure, so a close() prompted by ``on_close`` cannot cut
         the socket under it.
         """
-        with self._run.lock:
-            if self._run.closing.is_set():
-                return False
-            self._close_exc = exc
-            self._run.closing.set()
+        if not self._run.enter_closing(exc):
+            return False
         if close_code is not None and self._ws is not None:
-            self._send_close(close_code, reason, timeout=1.0)
-        if self._on_close is not None:
-            try:
-                self._on_close(exc)
-            except Exception:
-                log.exception("on_close callback of %s raised", self._describe)
+            self._send_close(close_code, reason)
+        self._run.report(exc, self._describe)
         return True
 
     def _wake_reader(self) -> None:
         with self._sock_lock:
-            sock = getattr(self._ws, "sock", None)
-            if sock is not None:
-                try:
-                    sock.shutdown(socket.SHUT_RDWR)
-                except OSError:
-                    pass
+            frames.shut_down(self._ws)
 
     def _teardown(self) -> None:
         # Writers woken by the shutdown release the write lock at once; the
@@ -256,7 +231,7 @@ class WebSocketTransport(Transport):
 
     def forget(self) -> None:
         """Forked child: the socket is the parent's; only stop using it (nothing is sent or shut)."""
-        self._forked = True
+        self._run.forked = True
 
     #: Called in every forked child (:mod:`mcpsync._fork`).
     after_fork_in_child = forget
@@ -273,10 +248,7 @@ class WebSocketTransport(Transport):
         :raises ~mcpsync.exceptions.ConnectionClosed: when the connection is gone.
         :raises ValueError: or :class:`TypeError` if ``message`` is not JSON.
         """
-        if self._forked:
-            raise ForkedClientError(
-                f"this {self._describe} connection belongs to the parent process; a forked child must open its own client"
-            )
+        self._run.check_not_forked(self._describe)
         payload = encode_message(message)
         if self._ws is None:
             raise ConnectionClosed("the WebSocket transport has not been started")
@@ -286,7 +258,7 @@ class WebSocketTransport(Transport):
         except OSError as exc:
             self._fail(WebSocketClosed(f"cannot write to {self._describe}: {exc}", code=1006))
             self._wake_reader()
-            raise self._closed_error() from exc
+            raise self._run.closed_error() from exc
         if written == total:
             return
         if written == 0 and not self._run.closing.is_set():
@@ -302,7 +274,7 @@ class WebSocketTransport(Transport):
                 )
             )
             self._wake_reader()  # the stream is corrupt: nothing more is read from it
-        raise self._closed_error()
+        raise self._run.closed_error()
 
     def _write(self, opcode: int, payload: bytes, deadline: float | None) -> tuple[int, int]:
         """Write one frame; return ``(bytes written, frame size)``.
@@ -336,30 +308,17 @@ class WebSocketTransport(Transport):
         finally:
             self._write_lock.release()
 
-    def _send_close(self, code: int, reason: str, *, timeout: float) -> None:
+    def _send_close(self, code: int, reason: str = "") -> None:
+        """Send a close frame (bounded), unless one went out already."""
         payload = struct.pack("!H", code) + reason.encode("utf-8")[:123]
         try:
-            self._write(frames.CLOSE, payload, time.monotonic() + timeout)
+            self._write(frames.CLOSE, payload, time.monotonic() + 1.0)
         except OSError:
             pass  # the peer is gone already; nothing left to tell it
-
-    def _answer_close(self, code: int) -> None:
-        if not self._close_sent:
-            self._send_close(code, "", timeout=1.0)
 
     def _pong(self, payload: bytes) -> None:
         self._write(frames.PONG, payload, time.monotonic() + (self._write_timeout or 60.0))
 
-    def _closed_error(self) -> ConnectionClosed:
-        exc = self._close_exc
-        if exc is None or isinstance(exc, ClientClosed):
-            return ClientClosed("client closed")
-        if isinstance(exc, WebSocketClosed):
-            fresh: ConnectionClosed = WebSocketClosed(exc.message, code=exc.code, reason=exc.reason)
-        else:
-            fresh = type(exc)(exc.message)
-        fresh.__cause__ = exc
-        return fresh
 
 
 #: The keyword arguments of :class:`WebSocketTransport` that Client.websocket passes on.
