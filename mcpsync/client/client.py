@@ -274,6 +274,12 @@ class Client:
         """Whether :meth:`close` was called."""
         return self._life.closed
 
+    @property
+    def generation(self) -> int:
+        """How many connections this client has opened in this process (a new one after a
+        fork or after the server died); ``0`` before the first."""
+        return self._life.generation
+
     def __enter__(self) -> Client:
         return self.connect()
 
@@ -301,11 +307,11 @@ class Client:
         conn.router.on_invalidate = self._cache.invalidate
         return conn
 
-    def _connected(self, conn: Connection) -> None:
+    def _connected(self, conn: Connection, deadline: Deadline) -> None:
         self._cache.clear()
         if conn.era == "modern" and (self._listeners.methods() or self._resource_subscriptions):
             try:
-                self._sync_background()
+                self._sync_background(deadline)  # part of the connect, and of the call that made it
             except McpError as exc:  # notifications are best effort; calls must still work
                 log.warning("could not open the notification stream: %s", exc)
 
@@ -382,12 +388,14 @@ class Client:
         """
         return self._listeners.add(method, callback)
 
-    def _sync_background(self) -> None:
-        """Keep the background listen stream's filter in step with what is wanted."""
+    def _sync_background(self, deadline: Deadline | None = None) -> None:
+        """Keep the background listen stream's filter in step with what is wanted, by the
+        *deadline* of the call that changed it (``None``: ``on()``, the client's default)."""
         conn = self._life.conn
         if conn is not None and conn.era == "modern" and conn.alive:
             with self._background_lock:
-                conn.sync_background(self._listeners.methods(), self._resource_subscriptions, self._deadline(DEFAULT))
+                conn.sync_background(self._listeners.methods(), self._resource_subscriptions,
+                                     deadline or self._deadline(DEFAULT))
 
     # -- what the server declared, and the features: functions over core.Core ----
 

@@ -35,6 +35,9 @@ __all__ = ["Connection"]
 
 log = logging.getLogger(__name__)
 
+#: Seconds :meth:`Connection.close` waits, in all, for its sender and worker threads.
+_JOIN_BOUND = 0.5
+
 
 def _settle(future: Future[dict[str, Any]], result: dict[str, Any] | None, exc: BaseException | None) -> None:
     """Settle *future* unless close() already did (the handler may finish after it)."""
@@ -138,9 +141,12 @@ class Connection:
         try:
             self.transport.close()
         finally:
-            self.session.join_senders(2.0)  # a detached send's exchange ends with the transport
-            self.notifications.stop()
-            self.handlers.stop()
+            # One short bound for all the joins: a detached send's exchange ends with the
+            # transport, but a stuck send or a blocking user callback must not hold close().
+            joins = Deadline(_JOIN_BOUND)
+            self.session.join_senders(joins.remaining() or 0.0)
+            self.notifications.stop(joins.remaining() or 0.0)
+            self.handlers.stop(joins.remaining() or 0.0)
 
     def close_soon(self) -> None:
         """Fail pending calls now and finish :meth:`close` on a short-lived thread (it is bounded)."""

@@ -25,9 +25,13 @@ A server that answers nothing fails with
 :class:`~mcpsync.exceptions.RequestTimeout` at the connect deadline, whatever
 the mode (``mode="modern"`` never writes ``initialize``).
 
-The probe and the handshake go through the whole policy chain (interceptors, retries,
-tracing) like any request; the race is the probe's way of waiting for its answer.  An
-``initialize`` written behind a still-unanswered probe is not intercepted.
+The probe and a handshake of its own go through the whole policy chain (interceptors,
+retries, tracing) like any request; the race is the probe's way of waiting for its
+answer.  The one exception is the ``initialize`` the race writes behind a
+still-unanswered probe: it goes straight to the session, so no interceptor sees it, it
+is never retried and has no span, and when its answer wins the race that answer is
+taken as it is (an interceptor recording handshakes, such as the CLI's era cache,
+sees only the probe's failure).
 
 A ``prior_discover=`` result (or the CLI's era cache) skips the probe; the connection
 probes again (:func:`reprobe`), once, when the server rejects the remembered era.

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from mcpsync import types
-from mcpsync.client.core import Core, paginate, require
+from mcpsync.client.core import Core, cached, paginate, require
 from mcpsync.client.options import DEFAULT, TimeoutArg
 from mcpsync.client.subscriptions import Subscription
 
@@ -29,11 +29,7 @@ def list_resource_templates(client: Core, *, timeout: TimeoutArg = DEFAULT,
 def read_resource(client: Core, uri: str, *, timeout: TimeoutArg = DEFAULT,
                   cache: bool = True) -> types.ReadResourceResult:
     """Read a resource; ``.contents`` holds text and blob contents."""
-    raw = client._cache.get("resources/read", uri) if cache else None
-    if raw is None:
-        generation = client._cache.generation
-        raw = client._call("resources/read", {"uri": uri}, client._deadline(timeout), capability="resources")
-        client._cache.put("resources/read", uri, raw, generation)
+    raw = cached(client, "resources/read", uri, {"uri": uri}, client._deadline(timeout), "resources", cache)
     return types.from_wire(types.ReadResourceResult, raw)
 
 
@@ -49,7 +45,7 @@ def subscribe_resource(client: Core, uri: str, *, timeout: TimeoutArg = DEFAULT)
     else:  # a modern server declares resources.subscribe when it serves resourceSubscriptions
         require(conn.capabilities, "resources.subscribe", "resources/subscribe")
     client._resource_subscriptions.add(uri)
-    client._sync_background()
+    client._sync_background(deadline)
 
 
 def unsubscribe_resource(client: Core, uri: str, *, timeout: TimeoutArg = DEFAULT) -> None:
@@ -59,7 +55,7 @@ def unsubscribe_resource(client: Core, uri: str, *, timeout: TimeoutArg = DEFAUL
     if client._connection(deadline).era == "legacy":
         client._call("resources/unsubscribe", {"uri": uri}, deadline, capability="resources.subscribe", rounds=False)
     else:
-        client._sync_background()
+        client._sync_background(deadline)
 
 
 def listen(client: Core, *, tools: bool = False, prompts: bool = False, resources: bool = False,

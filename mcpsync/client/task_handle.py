@@ -15,6 +15,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from mcpsync import types
+from mcpsync.client.core import Core, TaskWaiters
 from mcpsync.client.extensions import request_meta
 from mcpsync.client.input_required import answer_inputs
 from mcpsync.client.options import DEFAULT, TimeoutArg
@@ -26,7 +27,6 @@ from mcpsync.types.tasks import TASK_STATUSES, TASKS_EXTENSION_ID, DetailedTask
 
 if TYPE_CHECKING:
     from mcpsync.client.connection import Connection
-    from mcpsync.client.core import Core
     from mcpsync.client.listeners import Handle
 
 __all__ = ["StatusCallback", "TaskHandle", "follow_task", "legacy_task", "completed", "short_id"]
@@ -84,7 +84,8 @@ class TaskHandle:
         self._on_status = on_status
         self._lock = threading.Lock()
         self._answered: set[str] = set()
-        self._waiting: set[threading.Event] = set()
+        #: The events of this handle's wait() loops: cancel() wakes them.
+        self._waiting = TaskWaiters()
 
     def __repr__(self) -> str:
         status = self._state.status if self._state is not None else "unknown"
@@ -128,7 +129,7 @@ class TaskHandle:
         raw = self._call(conn, "tasks/cancel", {}, deadline)
         if conn.era == "legacy" and "taskId" in raw:
             self._observe(legacy_task(types.from_wire(types.Task, raw)))
-        self._wake()
+        self._waiting.wake_all()
 
     # -- waiting ---------------------------------------------------------------
 
@@ -155,8 +156,7 @@ class TaskHandle:
             return self._outcome(state)
         conn = self._client._connection(deadline)
         wake = threading.Event()
-        with self._lock:
-            self._waiting.add(wake)
+        self._waiting.add(wake)
         self._client._task_waiters.add(wake)
         listener: Handle | None = None
         stream: Subscription | None = None
@@ -184,8 +184,7 @@ class TaskHandle:
             if listener is not None:
                 listener.remove()
             self._client._task_waiters.discard(wake)
-            with self._lock:
-                self._waiting.discard(wake)
+            self._waiting.discard(wake)
 
     def _listen(self, conn: Connection, wake: threading.Event,
                 deadline: Deadline) -> tuple[Handle | None, Subscription | None]:
@@ -231,12 +230,6 @@ class TaskHandle:
         if suggested is None or isinstance(suggested, bool) or suggested < 0:
             return DEFAULT_POLL_INTERVAL
         return min(MAX_POLL_INTERVAL, max(MIN_POLL_INTERVAL, suggested / 1000.0))
-
-    def _wake(self) -> None:
-        with self._lock:
-            events = list(self._waiting)
-        for event in events:
-            event.set()
 
     def _pushed(self, params: dict[str, Any], wake: threading.Event) -> None:
         if params.get("taskId") == self._id:

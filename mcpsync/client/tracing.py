@@ -72,9 +72,9 @@ class Tracing:
 
         :param version: the protocol version the request goes out with (``None``: not known yet).
         :param transport: the connection's transport (its URL, session id and kind are recorded).
+
+        The caller checks :attr:`off` first (:meth:`~mcpsync.client.policies.Policies.span`).
         """
-        if self.off:
-            return None
         if not self._looked and "opentelemetry.trace" not in sys.modules and not self._from_environment:
             # Configuring a tracer provider imports opentelemetry.trace; until someone
             # did, spans would be no-ops: skip importing it (~25 ms of a cold start).
