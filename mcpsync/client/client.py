@@ -297,7 +297,7 @@ class Client:
         conn = self._life.conn
         if conn is not None and conn.session._closed is None:
             return conn
-        default = self._deadline(DEFAULT)
+        default = self._options.deadline(DEFAULT)
         if deadline is None or deadline.end is None or (default.end is not None and default.end < deadline.end):
             deadline = default
         return self._life.get(deadline)
@@ -317,10 +317,6 @@ class Client:
 
     def _tools_get(self, name: str) -> types.Tool | None:
         return self._tools.get(name)
-
-    def _deadline(self, timeout: TimeoutArg, max_total: float | None = None, reset: bool = True) -> Deadline:
-        """The one deadline of a call that starts now (``timeout=DEFAULT``: the client's)."""
-        return self._options.deadline(timeout, max_total, reset)
 
     def _call(self, method: str, params: dict[str, Any] | None, deadline: Deadline, *,
               capability: str | None = None, progress: ProgressCallback | None = None,
@@ -360,14 +356,14 @@ class Client:
             even if it may have run, ``False`` never retries it; by default only methods
             that are safe to repeat are retried.
         """
-        deadline = self._deadline(timeout, max_total_timeout, reset_timeout_on_progress)
+        deadline = self._options.deadline(timeout, max_total_timeout, reset_timeout_on_progress)
         return self._call(method, dict(params) if params is not None else None, deadline, progress=progress,
                           retry=retry, rounds=False)
 
     def request_async(self, method: str, params: Mapping[str, Any] | None = None, *,
                       progress: ProgressCallback | None = None) -> PendingCall:
         """Send a request and return at once; see :class:`PendingCall`."""
-        deadline = self._deadline(DEFAULT)
+        deadline = self._options.deadline(DEFAULT)
         conn = self._connection(deadline)
         pending = conn.session.request(method, params, deadline, progress=progress, detach=True)
         return PendingCall(conn.session, pending, self._options)
@@ -395,7 +391,7 @@ class Client:
         if conn is not None and conn.era == "modern" and conn.alive:
             with self._background_lock:
                 conn.sync_background(self._listeners.methods(), self._resource_subscriptions,
-                                     deadline or self._deadline(DEFAULT))
+                                     deadline or self._options.deadline(DEFAULT))
 
     # -- what the server declared, and the features: functions over core.Core ----
 

@@ -9,6 +9,7 @@ worker, never on the transport's reader thread.
 
 from __future__ import annotations
 
+import functools
 import logging
 import threading
 from concurrent.futures import Future, InvalidStateError
@@ -19,7 +20,7 @@ from mcpsync.client.listeners import Listeners, Router
 from mcpsync.client.negotiate import Negotiated, handshake, modern_meta, negotiate, rejection, reprobe
 from mcpsync.client.options import ClientOptions
 from mcpsync.client.server_requests import answer_server_request
-from mcpsync.client.subscriptions import Subscription
+from mcpsync.client.subscriptions import LIST_CHANGED, Subscription
 from mcpsync.exceptions import (ClientClosed, ConnectionClosed, McpError, MethodNotFound, ProtocolError, ServerError,
                                 ServerStartError, SessionExpired)
 from mcpsync.rpc.deadline import Deadline
@@ -62,6 +63,8 @@ class Connection:
                                         exception_handler=options.exception_handler)
         self.handlers = Dispatcher("mcpsync-handler", workers=options.handler_workers,
                                    exception_handler=options.exception_handler)
+        #: Hands an exception from user code to ``exception_handler`` (or the log).
+        self.report = self.handlers.report
         self.session = Session(transport.send, on_notification=self._on_notification,
                                on_request=self._on_request, on_progress=self._on_progress)
         self.router = Router(listeners, self.notifications.submit, options.logging_handler, self.session.settle)
@@ -70,7 +73,8 @@ class Connection:
         if options.serve_tasks:  # imported only then: it costs a cold start ~10 ms (secrets, datetime)
             from mcpsync.client.task_store import ClientTaskStore
 
-            self.task_store = ClientTaskStore(self.handlers.submit, self._answer_request, self.report)
+            self.task_store = ClientTaskStore(self.handlers.submit, functools.partial(answer_server_request, options),
+                                              self.report)
         # Server requests a handler is still answering: only these can be cancelled, so a
         # server cancelling ids it never sent cannot grow _cancelled_requests.
         self._handling: set[int | str] = set()
@@ -270,12 +274,8 @@ class Connection:
         """Keep the background ``subscriptions/listen`` stream (it feeds ``on()`` callbacks)
         asking for what *methods* and resource *uris* want; nothing wanted: no stream."""
         every = "*" in methods
-        filt = types.SubscriptionFilter(
-            tools_list_changed=every or "notifications/tools/list_changed" in methods or None,
-            prompts_list_changed=every or "notifications/prompts/list_changed" in methods or None,
-            resources_list_changed=every or "notifications/resources/list_changed" in methods or None,
-            resource_subscriptions=sorted(uris) or None,
-        )
+        flags: dict[str, Any] = {flag: True for method, flag in LIST_CHANGED.items() if every or method in methods}
+        filt = types.SubscriptionFilter(resource_subscriptions=sorted(uris) or None, **flags)
         old = self.router.background
         if old is not None and not old.closed and old.filter == filt:
             return
@@ -314,7 +314,7 @@ class Connection:
         self.router.route(method, params)
 
     def run_handler(self, method: str, params: dict[str, Any]) -> Future[dict[str, Any]]:
-        """Answer an MRTR input request on a handler worker, like a legacy server request.
+        """Answer a server request (legacy, or an MRTR input request) on a handler worker.
 
         :meth:`close` fails the futures not settled yet (a queued job is dropped by the
         workers' stop), so a caller waiting for one is released.
@@ -323,7 +323,11 @@ class Connection:
 
         def run() -> None:
             try:
-                outcome = answer_server_request(self.options, method, params)
+                store = self.task_store
+                if store is not None and store.handles(method, params):
+                    outcome = store.answer(method, params)
+                else:
+                    outcome = answer_server_request(self.options, method, params)
             except BaseException as exc:  # handed to the waiting caller
                 _settle(future, None, exc)
             else:
@@ -339,23 +343,13 @@ class Connection:
     def _on_request(self, request_id: int | str, method: str, params: dict[str, Any]) -> None:
         with self._lock:
             self._handling.add(request_id)
-        if not self.handlers.submit(self._handle_request, request_id, method, params):
-            with self._lock:
-                self._handling.discard(request_id)
-            self.session.respond_error(request_id, -32603, "client is shutting down")
+        self.run_handler(method, params).add_done_callback(functools.partial(self._respond, request_id))
 
-    def _answer_request(self, method: str, params: dict[str, Any]) -> dict[str, Any]:
-        return answer_server_request(self.options, method, params)
-
-    def _handle_request(self, request_id: int | str, method: str, params: dict[str, Any]) -> None:
+    def _respond(self, request_id: int | str, future: Future[dict[str, Any]]) -> None:
         result: dict[str, Any] | None = None
         error: tuple[int, str, Any] | None = None
         try:
-            store = self.task_store
-            if store is not None and store.handles(method, params):
-                result = store.answer(method, params)
-            else:
-                result = answer_server_request(self.options, method, params)
+            result = future.result()
         except ServerError as exc:
             error = (exc.code, exc.message, exc.data)
         except ProtocolError as exc:
@@ -377,14 +371,3 @@ class Connection:
             self.session.respond_error(request_id, *error)
         else:
             self.session.respond(request_id, result or {})
-
-    def report(self, exc: BaseException) -> None:
-        """Hand an exception from user code to ``exception_handler`` (or the log)."""
-        handler = self.options.exception_handler
-        if handler is not None:
-            try:
-                handler(exc)
-                return
-            except Exception:
-                log.exception("exception_handler raised")
-        log.error("a client handler raised", exc_info=exc)

@@ -3,7 +3,7 @@
 Every feature (tools, resources, prompts, tasks, skills, apps) is a module of plain
 functions over :class:`Core`, which :class:`~mcpsync.Client` is; the client binds
 them as its methods.  Each public call makes one
-:class:`~mcpsync.rpc.deadline.Deadline` (:meth:`Core._deadline`) and sends every
+:class:`~mcpsync.rpc.deadline.Deadline` (``client._options.deadline(timeout)``) and sends every
 request through the one internal call, :meth:`Core._call`: it resolves the
 connection once (a lazy connect included), checks the capability, runs the policies
 (interceptors, retries, tracing) and answers ``input_required`` rounds.
@@ -64,8 +64,6 @@ class Core(Protocol):
 
     @property
     def closed(self) -> bool: ...
-
-    def _deadline(self, timeout: TimeoutArg, max_total: float | None = None, reset: bool = True) -> Deadline: ...
 
     def _connection(self, deadline: Deadline | None = None) -> Connection: ...
 

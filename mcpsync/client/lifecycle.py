@@ -92,16 +92,14 @@ class Lifecycle:
             self._forked, self.conn = self.conn, None
         self.connecting, self._discarded, self.generation = None, [], 0
 
-    def get(self, deadline: Deadline | None = None) -> Connection:
-        """The open connection, opening it first (by *deadline*, if given) when needed."""
+    def get(self, deadline: Deadline) -> Connection:
+        """The open connection, opening it first (by *deadline*) when needed."""
         conn = self.conn
         if conn is not None and conn.session._closed is None:
             return conn
         if self._connect_owner is threading.current_thread():
             # An interceptor of the handshake asked for the connection it is making.
             raise McpError("the client is still connecting: an interceptor of the handshake called it")
-        if deadline is None:
-            deadline = Deadline(None)
         # One thread connects; the others wait here, each within its own deadline.  close()
         # never takes this lock, so it can interrupt a slow handshake from any thread, and it
         # releases the waiters too.

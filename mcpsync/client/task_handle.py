@@ -29,7 +29,7 @@ if TYPE_CHECKING:
     from mcpsync.client.connection import Connection
     from mcpsync.client.listeners import Handle
 
-__all__ = ["StatusCallback", "TaskHandle", "follow_task", "legacy_task", "completed", "short_id"]
+__all__ = ["StatusCallback", "TaskHandle", "completed", "created", "follow_task", "legacy_task", "short_id"]
 
 log = logging.getLogger(__name__)
 
@@ -112,7 +112,7 @@ class TaskHandle:
         if self._id is None:
             assert self._state is not None
             return self._state
-        return self._observe(self._fetch(self._client._deadline(timeout)))
+        return self._observe(self._fetch(self._client._options.deadline(timeout)))
 
     def cancel(self, *, timeout: TimeoutArg = DEFAULT) -> None:
         """Ask the server to cancel the task (``tasks/cancel``).
@@ -124,7 +124,7 @@ class TaskHandle:
         """
         if self._id is None:
             return
-        deadline = self._client._deadline(timeout)
+        deadline = self._client._options.deadline(timeout)
         conn = self._client._connection(deadline)
         raw = self._call(conn, "tasks/cancel", {}, deadline)
         if conn.era == "legacy" and "taskId" in raw:
@@ -149,7 +149,7 @@ class TaskHandle:
         :raises TaskNotFound: the server knows no such task.
         :raises ClientClosed: the client was closed meanwhile (within ~1 s).
         """
-        deadline = self._client._deadline(timeout)
+        deadline = self._client._options.deadline(timeout)
         state = self._state
         if self._id is None:
             assert state is not None
@@ -308,7 +308,8 @@ class TaskHandle:
                 raise ProtocolError(f"task {short_id(state.task_id)} completed without a result")
             return types.from_wire(types.CallToolResult, state.result)
         if state.status == "cancelled":
-            raise TaskCancelled(f"task {short_id(state.task_id)} was cancelled" + _reason(state), task=state)
+            reason = f": {state.status_message}" if state.status_message else ""
+            raise TaskCancelled(f"task {short_id(state.task_id)} was cancelled{reason}", task=state)
         error = state.error or {}
         code = error.get("code")
         message = error.get("message")
@@ -317,15 +318,19 @@ class TaskHandle:
                          error.get("data"), task=state)
 
 
+def created(client: Core, state: DetailedTask, on_status: StatusCallback | None = None) -> TaskHandle:
+    """The handle of a task ``tools/call`` just created, in *state*."""
+    if not state.task_id:
+        raise ProtocolError("tools/call: the server created a task with an empty taskId")
+    handle = TaskHandle(client, state.task_id, on_status=on_status)
+    handle._observe(state)
+    return handle
+
+
 def follow_task(client: Core, raw: dict[str, Any], deadline: Deadline) -> types.CallToolResult:
     """Wait for a task a plain ``call_tool`` got back (the tasks extension turned on for all
     requests): the caller asked for a result, so it gets one, by its own *deadline*."""
-    state = types.from_wire(DetailedTask, raw)
-    if not state.task_id:
-        raise ProtocolError("tools/call: the server created a task with an empty taskId")
-    handle = TaskHandle(client, state.task_id)
-    handle._observe(state)
-    return handle.wait(deadline)
+    return created(client, types.from_wire(DetailedTask, raw)).wait(deadline)
 
 
 def short_id(task_id: str | None) -> str:
@@ -339,6 +344,3 @@ def short_id(task_id: str | None) -> str:
         return "(none)"
     return repr(task_id if len(task_id) <= 8 else task_id[:6] + "...")
 
-
-def _reason(state: DetailedTask) -> str:
-    return f": {state.status_message}" if state.status_message else ""
