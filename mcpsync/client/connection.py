@@ -85,11 +85,9 @@ class Connection:
         #: ``"legacy"`` (initialize handshake) or ``"modern"`` (stateless).
         self.era = "legacy"
         self.protocol_version = ""
-        self.server_info = types.Implementation("", "")
         self.capabilities = types.ServerCapabilities()
-        self.instructions: str | None = None
-        self.initialize_result: types.InitializeResult | None = None
-        self.discover_result: types.DiscoverResult | None = None
+        #: All the negotiation agreed on (the server's info, instructions, discover result).
+        self.agreed = Negotiated("legacy", "", self.capabilities, types.Implementation("", ""), None)
         #: The modern era's per-request log level (``None``: no log messages).
         self.log_level: str | None = "info" if options.logging_handler is not None else None
         #: Set while the era comes from ``prior_discover=`` and no request confirmed it yet.
@@ -126,8 +124,9 @@ class Connection:
         except BaseException:
             self.close_soon()
             raise
-        log.info("connected to %s %s (protocol %s) over %s", self.server_info.name, self.server_info.version,
-                 self.protocol_version, self.transport.describe())
+        info = self.agreed.server_info
+        log.info("connected to %s %s (protocol %s) over %s", info.name, info.version, self.protocol_version,
+                 self.transport.describe())
 
     @property
     def alive(self) -> bool:
@@ -190,10 +189,7 @@ class Connection:
         self.era = self.router.era = agreed.era
         self.protocol_version = agreed.protocol_version
         self.capabilities = agreed.capabilities
-        self.server_info = agreed.server_info
-        self.instructions = agreed.instructions
-        self.discover_result = agreed.discover_result
-        self.initialize_result = agreed.initialize_result
+        self.agreed = agreed
         self.prior_unconfirmed = agreed.from_prior
         if agreed.era == "modern":
             self.set_modern_meta()

@@ -82,7 +82,6 @@ class Negotiated:
     server_info: types.Implementation
     instructions: str | None
     discover_result: types.DiscoverResult | None = None
-    initialize_result: types.InitializeResult | None = None
     from_prior: bool = False
 
 
@@ -339,4 +338,4 @@ def _complete_handshake(conn: Link, offered: tuple[str, ...], raw: dict[str, Any
         )
     conn.policies.notify(conn, "notifications/initialized", None, deadline)
     return Negotiated("legacy", result.protocol_version, result.capabilities, result.server_info,
-                      result.instructions, initialize_result=result)
+                      result.instructions)
