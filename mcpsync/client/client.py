@@ -137,7 +137,8 @@ class Client:
         self._listeners = Listeners()
         self._listeners.on_change = self._sync_background
         self._policies = Policies(
-            self, self._tools_get, lambda deadline: tools.list_tools(self, timeout=deadline, cache=False),
+            self, lambda name: self._tools.get(name),
+            lambda deadline: tools.list_tools(self, timeout=deadline, cache=False),
             retry=resolve_policy(retry), interceptors=interceptors, tracing=tracing, session_retry=session_retry,
         )
         self._life = Lifecycle(transport, _transport_factory, self._make_connection, self._connected,
@@ -314,9 +315,6 @@ class Client:
                 self._sync_background(deadline)  # part of the connect, and of the call that made it
             except McpError as exc:  # notifications are best effort; calls must still work
                 log.warning("could not open the notification stream: %s", exc)
-
-    def _tools_get(self, name: str) -> types.Tool | None:
-        return self._tools.get(name)
 
     def _call(self, method: str, params: dict[str, Any] | None, deadline: Deadline, *,
               capability: str | None = None, progress: ProgressCallback | None = None,
