@@ -128,7 +128,6 @@ class Client:
             prior_era=_prior_era,  # set by the CLI's era cache (mcpsync.client.era_cache)
             session_retry=session_retry,
         )
-        self._options.check_mode()  # a bad mode fails here, not at first use
         self._tools: dict[str, types.Tool] = {}
         self._cache = ResultCache()
         self._resource_subscriptions: set[str] = set()

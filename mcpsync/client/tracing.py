@@ -59,7 +59,6 @@ class Tracing:
                 try:
                     from opentelemetry import propagate, trace
                 except ImportError:
-                    self._api = None
                     self.off = True
                 else:
                     self._api = (trace, propagate)
