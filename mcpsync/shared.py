@@ -65,7 +65,7 @@ class SharedClient:
     def generation(self) -> int:
         """How many connections the client has opened in this process (for logs and tests)."""
         made = self._made
-        return 0 if made is None else made._life.generation
+        return 0 if made is None else made.generation
 
     def get(self) -> Client:
         """The client, made (not yet connected) on first use."""

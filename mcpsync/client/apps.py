@@ -53,7 +53,7 @@ def read_app(client: Core, uri: str | types.Tool, *, timeout: TimeoutArg = DEFAU
         uri = ui.resource_uri
     if not isinstance(uri, str) or not uri.startswith("ui://"):
         raise AppResourceError(f"not a ui:// URI: {uri!r}")
-    deadline = client._deadline(timeout)
+    deadline = client._options.deadline(timeout)
     result = client.read_resource(uri, timeout=deadline)
     contents = [c for c in result.contents if c.uri == uri] or result.contents
     if not contents:

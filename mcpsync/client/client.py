@@ -128,7 +128,6 @@ class Client:
             prior_era=_prior_era,  # set by the CLI's era cache (mcpsync.client.era_cache)
             session_retry=session_retry,
         )
-        self._options.check_mode()  # a bad mode fails here, not at first use
         self._tools: dict[str, types.Tool] = {}
         self._cache = ResultCache()
         self._resource_subscriptions: set[str] = set()
@@ -137,7 +136,8 @@ class Client:
         self._listeners = Listeners()
         self._listeners.on_change = self._sync_background
         self._policies = Policies(
-            self, self._tools_get, lambda deadline: tools.list_tools(self, timeout=deadline, cache=False),
+            self, lambda name: self._tools.get(name),
+            lambda deadline: tools.list_tools(self, timeout=deadline, cache=False),
             retry=resolve_policy(retry), interceptors=interceptors, tracing=tracing, session_retry=session_retry,
         )
         self._life = Lifecycle(transport, _transport_factory, self._make_connection, self._connected,
@@ -274,6 +274,12 @@ class Client:
         """Whether :meth:`close` was called."""
         return self._life.closed
 
+    @property
+    def generation(self) -> int:
+        """How many connections this client has opened in this process (a new one after a
+        fork or after the server died); ``0`` before the first."""
+        return self._life.generation
+
     def __enter__(self) -> Client:
         return self.connect()
 
@@ -291,7 +297,7 @@ class Client:
         conn = self._life.conn
         if conn is not None and conn.session._closed is None:
             return conn
-        default = self._deadline(DEFAULT)
+        default = self._options.deadline(DEFAULT)
         if deadline is None or deadline.end is None or (default.end is not None and default.end < deadline.end):
             deadline = default
         return self._life.get(deadline)
@@ -301,20 +307,13 @@ class Client:
         conn.router.on_invalidate = self._cache.invalidate
         return conn
 
-    def _connected(self, conn: Connection) -> None:
+    def _connected(self, conn: Connection, deadline: Deadline) -> None:
         self._cache.clear()
         if conn.era == "modern" and (self._listeners.methods() or self._resource_subscriptions):
             try:
-                self._sync_background()
+                self._sync_background(deadline)  # part of the connect, and of the call that made it
             except McpError as exc:  # notifications are best effort; calls must still work
                 log.warning("could not open the notification stream: %s", exc)
-
-    def _tools_get(self, name: str) -> types.Tool | None:
-        return self._tools.get(name)
-
-    def _deadline(self, timeout: TimeoutArg, max_total: float | None = None, reset: bool = True) -> Deadline:
-        """The one deadline of a call that starts now (``timeout=DEFAULT``: the client's)."""
-        return self._options.deadline(timeout, max_total, reset)
 
     def _call(self, method: str, params: dict[str, Any] | None, deadline: Deadline, *,
               capability: str | None = None, progress: ProgressCallback | None = None,
@@ -354,14 +353,14 @@ class Client:
             even if it may have run, ``False`` never retries it; by default only methods
             that are safe to repeat are retried.
         """
-        deadline = self._deadline(timeout, max_total_timeout, reset_timeout_on_progress)
+        deadline = self._options.deadline(timeout, max_total_timeout, reset_timeout_on_progress)
         return self._call(method, dict(params) if params is not None else None, deadline, progress=progress,
                           retry=retry, rounds=False)
 
     def request_async(self, method: str, params: Mapping[str, Any] | None = None, *,
                       progress: ProgressCallback | None = None) -> PendingCall:
         """Send a request and return at once; see :class:`PendingCall`."""
-        deadline = self._deadline(DEFAULT)
+        deadline = self._options.deadline(DEFAULT)
         conn = self._connection(deadline)
         pending = conn.session.request(method, params, deadline, progress=progress, detach=True)
         return PendingCall(conn.session, pending, self._options)
@@ -382,12 +381,14 @@ class Client:
         """
         return self._listeners.add(method, callback)
 
-    def _sync_background(self) -> None:
-        """Keep the background listen stream's filter in step with what is wanted."""
+    def _sync_background(self, deadline: Deadline | None = None) -> None:
+        """Keep the background listen stream's filter in step with what is wanted, by the
+        *deadline* of the call that changed it (``None``: ``on()``, the client's default)."""
         conn = self._life.conn
         if conn is not None and conn.era == "modern" and conn.alive:
             with self._background_lock:
-                conn.sync_background(self._listeners.methods(), self._resource_subscriptions, self._deadline(DEFAULT))
+                conn.sync_background(self._listeners.methods(), self._resource_subscriptions,
+                                     deadline or self._options.deadline(DEFAULT))
 
     # -- what the server declared, and the features: functions over core.Core ----
 

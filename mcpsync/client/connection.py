@@ -9,6 +9,7 @@ worker, never on the transport's reader thread.
 
 from __future__ import annotations
 
+import functools
 import logging
 import threading
 from concurrent.futures import Future, InvalidStateError
@@ -19,7 +20,7 @@ from mcpsync.client.listeners import Listeners, Router
 from mcpsync.client.negotiate import Negotiated, handshake, modern_meta, negotiate, rejection, reprobe
 from mcpsync.client.options import ClientOptions
 from mcpsync.client.server_requests import answer_server_request
-from mcpsync.client.subscriptions import Subscription
+from mcpsync.client.subscriptions import LIST_CHANGED, Subscription
 from mcpsync.exceptions import (ClientClosed, ConnectionClosed, McpError, MethodNotFound, ProtocolError, ServerError,
                                 ServerStartError, SessionExpired)
 from mcpsync.rpc.deadline import Deadline
@@ -34,6 +35,9 @@ if TYPE_CHECKING:
 __all__ = ["Connection"]
 
 log = logging.getLogger(__name__)
+
+#: Seconds :meth:`Connection.close` waits, in all, for its sender and worker threads.
+_JOIN_BOUND = 0.5
 
 
 def _settle(future: Future[dict[str, Any]], result: dict[str, Any] | None, exc: BaseException | None) -> None:
@@ -59,6 +63,8 @@ class Connection:
                                         exception_handler=options.exception_handler)
         self.handlers = Dispatcher("mcpsync-handler", workers=options.handler_workers,
                                    exception_handler=options.exception_handler)
+        #: Hands an exception from user code to ``exception_handler`` (or the log).
+        self.report = self.handlers.report
         self.session = Session(transport.send, on_notification=self._on_notification,
                                on_request=self._on_request, on_progress=self._on_progress)
         self.router = Router(listeners, self.notifications.submit, options.logging_handler, self.session.settle)
@@ -67,7 +73,8 @@ class Connection:
         if options.serve_tasks:  # imported only then: it costs a cold start ~10 ms (secrets, datetime)
             from mcpsync.client.task_store import ClientTaskStore
 
-            self.task_store = ClientTaskStore(self.handlers.submit, self._answer_request, self.report)
+            self.task_store = ClientTaskStore(self.handlers.submit, functools.partial(answer_server_request, options),
+                                              self.report)
         # Server requests a handler is still answering: only these can be cancelled, so a
         # server cancelling ids it never sent cannot grow _cancelled_requests.
         self._handling: set[int | str] = set()
@@ -78,11 +85,9 @@ class Connection:
         #: ``"legacy"`` (initialize handshake) or ``"modern"`` (stateless).
         self.era = "legacy"
         self.protocol_version = ""
-        self.server_info = types.Implementation("", "")
         self.capabilities = types.ServerCapabilities()
-        self.instructions: str | None = None
-        self.initialize_result: types.InitializeResult | None = None
-        self.discover_result: types.DiscoverResult | None = None
+        #: All the negotiation agreed on (the server's info, instructions, discover result).
+        self.agreed = Negotiated("legacy", "", self.capabilities, types.Implementation("", ""), None)
         #: The modern era's per-request log level (``None``: no log messages).
         self.log_level: str | None = "info" if options.logging_handler is not None else None
         #: Set while the era comes from ``prior_discover=`` and no request confirmed it yet.
@@ -119,8 +124,9 @@ class Connection:
         except BaseException:
             self.close_soon()
             raise
-        log.info("connected to %s %s (protocol %s) over %s", self.server_info.name, self.server_info.version,
-                 self.protocol_version, self.transport.describe())
+        info = self.agreed.server_info
+        log.info("connected to %s %s (protocol %s) over %s", info.name, info.version, self.protocol_version,
+                 self.transport.describe())
 
     @property
     def alive(self) -> bool:
@@ -138,9 +144,12 @@ class Connection:
         try:
             self.transport.close()
         finally:
-            self.session.join_senders(2.0)  # a detached send's exchange ends with the transport
-            self.notifications.stop()
-            self.handlers.stop()
+            # One short bound for all the joins: a detached send's exchange ends with the
+            # transport, but a stuck send or a blocking user callback must not hold close().
+            joins = Deadline(_JOIN_BOUND)
+            self.session.join_senders(joins.remaining() or 0.0)
+            self.notifications.stop(joins.remaining() or 0.0)
+            self.handlers.stop(joins.remaining() or 0.0)
 
     def close_soon(self) -> None:
         """Fail pending calls now and finish :meth:`close` on a short-lived thread (it is bounded)."""
@@ -180,10 +189,7 @@ class Connection:
         self.era = self.router.era = agreed.era
         self.protocol_version = agreed.protocol_version
         self.capabilities = agreed.capabilities
-        self.server_info = agreed.server_info
-        self.instructions = agreed.instructions
-        self.discover_result = agreed.discover_result
-        self.initialize_result = agreed.initialize_result
+        self.agreed = agreed
         self.prior_unconfirmed = agreed.from_prior
         if agreed.era == "modern":
             self.set_modern_meta()
@@ -264,12 +270,8 @@ class Connection:
         """Keep the background ``subscriptions/listen`` stream (it feeds ``on()`` callbacks)
         asking for what *methods* and resource *uris* want; nothing wanted: no stream."""
         every = "*" in methods
-        filt = types.SubscriptionFilter(
-            tools_list_changed=every or "notifications/tools/list_changed" in methods or None,
-            prompts_list_changed=every or "notifications/prompts/list_changed" in methods or None,
-            resources_list_changed=every or "notifications/resources/list_changed" in methods or None,
-            resource_subscriptions=sorted(uris) or None,
-        )
+        flags: dict[str, Any] = {flag: True for method, flag in LIST_CHANGED.items() if every or method in methods}
+        filt = types.SubscriptionFilter(resource_subscriptions=sorted(uris) or None, **flags)
         old = self.router.background
         if old is not None and not old.closed and old.filter == filt:
             return
@@ -308,7 +310,7 @@ class Connection:
         self.router.route(method, params)
 
     def run_handler(self, method: str, params: dict[str, Any]) -> Future[dict[str, Any]]:
-        """Answer an MRTR input request on a handler worker, like a legacy server request.
+        """Answer a server request (legacy, or an MRTR input request) on a handler worker.
 
         :meth:`close` fails the futures not settled yet (a queued job is dropped by the
         workers' stop), so a caller waiting for one is released.
@@ -317,7 +319,11 @@ class Connection:
 
         def run() -> None:
             try:
-                outcome = answer_server_request(self.options, method, params)
+                store = self.task_store
+                if store is not None and store.handles(method, params):
+                    outcome = store.answer(method, params)
+                else:
+                    outcome = answer_server_request(self.options, method, params)
             except BaseException as exc:  # handed to the waiting caller
                 _settle(future, None, exc)
             else:
@@ -333,23 +339,13 @@ class Connection:
     def _on_request(self, request_id: int | str, method: str, params: dict[str, Any]) -> None:
         with self._lock:
             self._handling.add(request_id)
-        if not self.handlers.submit(self._handle_request, request_id, method, params):
-            with self._lock:
-                self._handling.discard(request_id)
-            self.session.respond_error(request_id, -32603, "client is shutting down")
+        self.run_handler(method, params).add_done_callback(functools.partial(self._respond, request_id))
 
-    def _answer_request(self, method: str, params: dict[str, Any]) -> dict[str, Any]:
-        return answer_server_request(self.options, method, params)
-
-    def _handle_request(self, request_id: int | str, method: str, params: dict[str, Any]) -> None:
+    def _respond(self, request_id: int | str, future: Future[dict[str, Any]]) -> None:
         result: dict[str, Any] | None = None
         error: tuple[int, str, Any] | None = None
         try:
-            store = self.task_store
-            if store is not None and store.handles(method, params):
-                result = store.answer(method, params)
-            else:
-                result = answer_server_request(self.options, method, params)
+            result = future.result()
         except ServerError as exc:
             error = (exc.code, exc.message, exc.data)
         except ProtocolError as exc:
@@ -371,14 +367,3 @@ class Connection:
             self.session.respond_error(request_id, *error)
         else:
             self.session.respond(request_id, result or {})
-
-    def report(self, exc: BaseException) -> None:
-        """Hand an exception from user code to ``exception_handler`` (or the log)."""
-        handler = self.options.exception_handler
-        if handler is not None:
-            try:
-                handler(exc)
-                return
-            except Exception:
-                log.exception("exception_handler raised")
-        log.error("a client handler raised", exc_info=exc)

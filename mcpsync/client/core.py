@@ -3,7 +3,7 @@
 Every feature (tools, resources, prompts, tasks, skills, apps) is a module of plain
 functions over :class:`Core`, which :class:`~mcpsync.Client` is; the client binds
 them as its methods.  Each public call makes one
-:class:`~mcpsync.rpc.deadline.Deadline` (:meth:`Core._deadline`) and sends every
+:class:`~mcpsync.rpc.deadline.Deadline` (``client._options.deadline(timeout)``) and sends every
 request through the one internal call, :meth:`Core._call`: it resolves the
 connection once (a lazy connect included), checks the capability, runs the policies
 (interceptors, retries, tracing) and answers ``input_required`` rounds.
@@ -12,7 +12,7 @@ connection once (a lazy connect included), checks the capability, runs the polic
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Hashable, Mapping
 from typing import TYPE_CHECKING, Any, Protocol
 
 from mcpsync import types
@@ -26,7 +26,7 @@ if TYPE_CHECKING:
     from mcpsync.client.connection import Connection
     from mcpsync.client.listeners import Handle
 
-__all__ = ["Core", "TaskWaiters", "paginate", "require"]
+__all__ = ["Core", "TaskWaiters", "cached", "paginate", "require"]
 
 _MAX_PAGES = 10_000
 
@@ -65,15 +65,13 @@ class Core(Protocol):
     @property
     def closed(self) -> bool: ...
 
-    def _deadline(self, timeout: TimeoutArg, max_total: float | None = None, reset: bool = True) -> Deadline: ...
-
     def _connection(self, deadline: Deadline | None = None) -> Connection: ...
 
     def _call(self, method: str, params: dict[str, Any] | None, deadline: Deadline, *,
               capability: str | None = None, progress: ProgressCallback | None = None,
               retry: bool | None = None, accept: tuple[str, ...] = (), rounds: bool = True) -> dict[str, Any]: ...
 
-    def _sync_background(self) -> None: ...
+    def _sync_background(self, deadline: Deadline | None = None) -> None: ...
 
     def notify(self, method: str, params: Mapping[str, Any] | None = None) -> None: ...
 
@@ -96,6 +94,18 @@ def require(capabilities: types.ServerCapabilities, capability: str, method: str
         raise CapabilityNotSupported(capability, method)
 
 
+def cached(client: Core, method: str, key: Hashable, params: dict[str, Any] | None, deadline: Deadline,
+           capability: str, cache: bool, *, rounds: bool = True) -> dict[str, Any]:
+    """The raw result of *method*: the one cached under *key* when *cache* allows, else the
+    server's (kept for its ``ttlMs``, unless an invalidation overtook the reply)."""
+    raw = client._cache.get(method, key) if cache else None
+    if raw is None:
+        generation = client._cache.generation
+        raw = client._call(method, params, deadline, capability=capability, rounds=rounds)
+        client._cache.put(method, key, raw, generation)
+    return raw
+
+
 def paginate(client: Core, method: str, key: str, cls: type[Any], capability: str, deadline: Deadline,
              cache: bool) -> list[Any]:
     """Every page of a list *method*, by the call's one deadline; cached pages reused when *cache*.
@@ -106,12 +116,8 @@ def paginate(client: Core, method: str, key: str, cls: type[Any], capability: st
     cursor: str | None = None
     seen: set[str] = set()
     for _ in range(_MAX_PAGES):
-        raw = client._cache.get(method, cursor) if cache else None
-        if raw is None:
-            generation = client._cache.generation
-            raw = client._call(method, {"cursor": cursor} if cursor is not None else None, deadline,
-                               capability=capability, rounds=False)
-            client._cache.put(method, cursor, raw, generation)
+        raw = cached(client, method, cursor, {"cursor": cursor} if cursor is not None else None, deadline,
+                     capability, cache, rounds=False)
         page = types.from_wire(cls, raw)
         items.extend(getattr(page, key))
         cursor = page.next_cursor

@@ -21,7 +21,7 @@ def server_info(client: Core) -> types.Implementation:
     A modern server may leave it out of ``server/discover``: then ``name`` and
     ``version`` are empty strings.
     """
-    return client._connection().server_info
+    return client._connection().agreed.server_info
 
 
 def server_capabilities(client: Core) -> types.ServerCapabilities:
@@ -45,7 +45,7 @@ def discover_result(client: Core) -> types.DiscoverResult | None:
     Save it with :func:`mcpsync.types.to_wire` and hand it back (restored with
     :func:`~mcpsync.types.from_wire`) as ``prior_discover=`` to skip the probe next time.
     """
-    return client._connection().discover_result
+    return client._connection().agreed.discover_result
 
 
 def server_extensions(client: Core) -> dict[str, dict[str, Any]]:
@@ -65,4 +65,4 @@ def extension_meta(client: Core, extensions: ExtensionsArg) -> dict[str, Any]:
 
 def instructions(client: Core) -> str | None:
     """The server's usage instructions, if it sent any."""
-    return client._connection().instructions
+    return client._connection().agreed.instructions

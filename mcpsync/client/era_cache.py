@@ -38,12 +38,11 @@ __all__ = ["cache_dir", "cache_key", "era_options", "EraRecorder"]
 log = logging.getLogger(__name__)
 
 
-def cache_dir(environ: os._Environ[str] | dict[str, str] | None = None) -> Path:
+def cache_dir() -> Path:
     """Where the entries live (not created here); ``MCPSYNC_ERA_CACHE`` overrides it."""
-    env = os.environ if environ is None else environ
-    if env.get("MCPSYNC_ERA_CACHE"):
-        return Path(env["MCPSYNC_ERA_CACHE"])
-    base = env.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    if os.environ.get("MCPSYNC_ERA_CACHE"):
+        return Path(os.environ["MCPSYNC_ERA_CACHE"])
+    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
     return Path(base) / "mcpsync" / "era"
 
 
@@ -55,9 +54,9 @@ def cache_key(entry: ServerConfig) -> str:
     return hashlib.sha256(json.dumps(identity, sort_keys=True).encode()).hexdigest()[:32]
 
 
-def era_options(entry: ServerConfig, directory: Path | None = None) -> dict[str, Any]:
+def era_options(entry: ServerConfig) -> dict[str, Any]:
     """Client options that reuse (and keep up to date) the remembered era of *entry*."""
-    path = (directory or cache_dir()) / f"{cache_key(entry)}.json"
+    path = cache_dir() / f"{cache_key(entry)}.json"
     options: dict[str, Any] = {"interceptors": [EraRecorder(path)]}
     saved = _read(path)
     if saved is not None and saved.get("era") == "modern" and isinstance(saved.get("discover"), dict):

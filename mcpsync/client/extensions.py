@@ -19,7 +19,7 @@ from mcpsync.types.modern import CLIENT_CAPABILITIES_KEY
 if TYPE_CHECKING:
     from mcpsync.client.connection import Connection
 
-__all__ = ["normalize_extensions", "with_extensions", "request_meta", "server_extensions"]
+__all__ = ["normalize_extensions", "request_meta", "server_extensions"]
 
 #: What ``extensions=`` accepts: identifier -> settings object (``None`` or ``{}``: no settings).
 ExtensionsArg = Mapping[str, "Mapping[str, Any] | None"]
@@ -45,16 +45,6 @@ def normalize_extensions(extensions: ExtensionsArg | None) -> dict[str, dict[str
     return out
 
 
-def with_extensions(capabilities: Mapping[str, Any], extensions: Mapping[str, Any]) -> dict[str, Any]:
-    """A copy of *capabilities* (wire form) with *extensions* added; these win on a clash."""
-    caps = dict(capabilities)
-    if extensions:
-        merged = dict(caps.get("extensions") or {})
-        merged.update(extensions)
-        caps["extensions"] = merged
-    return caps
-
-
 def request_meta(conn: Connection, extensions: ExtensionsArg | None) -> dict[str, Any]:
     """The ``_meta`` that advertises *extensions* on one modern request, on top of the client's.
 
@@ -65,8 +55,9 @@ def request_meta(conn: Connection, extensions: ExtensionsArg | None) -> dict[str
     extra = normalize_extensions(extensions)
     if conn.era != "modern" or not extra:
         return {}
-    base = (conn.session.default_meta or {}).get(CLIENT_CAPABILITIES_KEY) or {}
-    return {CLIENT_CAPABILITIES_KEY: with_extensions(base, extra)}
+    caps = dict((conn.session.default_meta or {}).get(CLIENT_CAPABILITIES_KEY) or {})
+    caps["extensions"] = {**(caps.get("extensions") or {}), **extra}  # these win on a clash
+    return {CLIENT_CAPABILITIES_KEY: caps}
 
 
 def server_extensions(capabilities: types.ServerCapabilities) -> dict[str, dict[str, Any]]:

@@ -22,6 +22,7 @@ expand to gigabytes), so are collections nested deeper than
 
 from __future__ import annotations
 
+import functools
 import importlib
 import json
 import math
@@ -124,14 +125,8 @@ def _parse_pyyaml(yaml: Any, text: str) -> Any:
         raise FrontmatterError(f"SKILL.md frontmatter is not valid YAML ({type(exc).__name__})") from None
 
 
-_LOADERS: dict[int, Any] = {}
-
-
+@functools.lru_cache(maxsize=None)  # one loader class per yaml module: made once
 def _core_loader(yaml: Any) -> Any:
-    cached = _LOADERS.get(id(yaml))
-    if cached is not None:
-        return cached
-
     class CoreLoader(yaml.SafeLoader):  # type: ignore[misc]
         """SafeLoader with YAML 1.2 core scalars, string keys only, no duplicate keys, no aliases."""
 
@@ -168,7 +163,6 @@ def _core_loader(yaml: Any) -> Any:
                                 ("int", _INT, list("-+0123456789")), ("float", _FLOAT, list("-+0123456789."))):
         CoreLoader.add_implicit_resolver(f"tag:yaml.org,2002:{tag}", pattern, first)
         CoreLoader.add_constructor(f"tag:yaml.org,2002:{tag}", scalar)
-    _LOADERS[id(yaml)] = CoreLoader
     return CoreLoader
 
 

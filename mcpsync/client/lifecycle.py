@@ -35,6 +35,10 @@ log = logging.getLogger(__name__)
 
 #: How often a thread waiting for another thread's connect looks at close() and its deadline.
 _CONNECT_POLL = 0.1
+#: Longest wait of a later close() for the close a signal handler started: that one is
+#: bounded by the transport's graces (stdio: ``close_grace`` + ``terminate_grace``, 4 s by
+#: default), and a caller must not wait on a closer that hangs in a broken transport.
+_CLOSER_WAIT = 5.0
 
 
 class Lifecycle:
@@ -43,12 +47,13 @@ class Lifecycle:
     :param transport: the first transport (``None``: *factory* makes it).
     :param factory: makes a fresh transport (after a fork, after a death); ``None``: cannot.
     :param make: wraps a transport in an unopened :class:`Connection`.
-    :param connected: called with each connection once it is open (holding no lock).
+    :param connected: called with each connection once it is open, and the connect's deadline
+        (holding no lock).
     :param closing: called once by :meth:`close`, before the connections close.
     """
 
     def __init__(self, transport: Transport | None, factory: Callable[[], Transport] | None,
-                 make: Callable[[Transport], Connection], connected: Callable[[Connection], None],
+                 make: Callable[[Transport], Connection], connected: Callable[[Connection, Deadline], None],
                  closing: Callable[[], None]) -> None:
         self._transport = transport
         self._factory = factory
@@ -87,16 +92,14 @@ class Lifecycle:
             self._forked, self.conn = self.conn, None
         self.connecting, self._discarded, self.generation = None, [], 0
 
-    def get(self, deadline: Deadline | None = None) -> Connection:
-        """The open connection, opening it first (by *deadline*, if given) when needed."""
+    def get(self, deadline: Deadline) -> Connection:
+        """The open connection, opening it first (by *deadline*) when needed."""
         conn = self.conn
         if conn is not None and conn.session._closed is None:
             return conn
         if self._connect_owner is threading.current_thread():
             # An interceptor of the handshake asked for the connection it is making.
             raise McpError("the client is still connecting: an interceptor of the handshake called it")
-        if deadline is None:
-            deadline = Deadline(None)
         # One thread connects; the others wait here, each within its own deadline.  close()
         # never takes this lock, so it can interrupt a slow handshake from any thread, and it
         # releases the waiters too.
@@ -148,7 +151,7 @@ class Lifecycle:
             self.generation += 1
         if old is not None:
             old.close()  # dead already: this only stops its workers
-        self._connected(conn)
+        self._connected(conn, deadline)
         return conn
 
     def _next_transport(self) -> Transport:
@@ -175,7 +178,7 @@ class Lifecycle:
         Called on a thread that is itself inside a call (a signal handler that
         interrupted it, an interceptor), it only starts the close on a thread of its own
         and returns: the interrupted frame may hold the locks a close needs.  A later
-        ``close()`` elsewhere waits for that thread.
+        ``close()`` elsewhere waits for that thread (at most 5 s).
         """
         deferred = in_call()
         with self._state_lock:
@@ -187,9 +190,9 @@ class Lifecycle:
                 self._closer = threading.Thread(target=self._close_all, args=(conns, transport),
                                                 name="mcpsync-close", daemon=True)
             closer = self._closer
-        if closed:  # wait for a close a signal handler started (it is bounded); not at finalization
+        if closed:  # wait (bounded) for a close a signal handler started; not at finalization
             if closer and closer is not threading.current_thread() and not (deferred or sys.is_finalizing()):
-                closer.join()
+                closer.join(_CLOSER_WAIT)
             return
         if deferred and closer is not None:
             try:

@@ -25,9 +25,13 @@ A server that answers nothing fails with
 :class:`~mcpsync.exceptions.RequestTimeout` at the connect deadline, whatever
 the mode (``mode="modern"`` never writes ``initialize``).
 
-The probe and the handshake go through the whole policy chain (interceptors, retries,
-tracing) like any request; the race is the probe's way of waiting for its answer.  An
-``initialize`` written behind a still-unanswered probe is not intercepted.
+The probe and a handshake of its own go through the whole policy chain (interceptors,
+retries, tracing) like any request; the race is the probe's way of waiting for its
+answer.  The one exception is the ``initialize`` the race writes behind a
+still-unanswered probe: it goes straight to the session, so no interceptor sees it, it
+is never retried and has no span, and when its answer wins the race that answer is
+taken as it is (an interceptor recording handshakes, such as the CLI's era cache,
+sees only the probe's failure).
 
 A ``prior_discover=`` result (or the CLI's era cache) skips the probe; the connection
 probes again (:func:`reprobe`), once, when the server rejects the remembered era.
@@ -78,7 +82,6 @@ class Negotiated:
     server_info: types.Implementation
     instructions: str | None
     discover_result: types.DiscoverResult | None = None
-    initialize_result: types.InitializeResult | None = None
     from_prior: bool = False
 
 
@@ -140,6 +143,7 @@ def _conclude(conn: Link, outcome: object, deadline: Deadline, rejected: BaseExc
     offered = options.offered_versions()
     if isinstance(outcome, Negotiated):
         return outcome
+    conn.session.default_meta = None  # the probe's modern _meta must not ride on an initialize
     if outcome is _SILENT:
         raise deadline.expired("the server did not answer server/discover: timed out (the connect timeout)"
                                if rejected is None else "the server did not answer server/discover again",
@@ -198,11 +202,9 @@ def _probe(conn: Link, deadline: Deadline) -> object:
                 result = types.from_wire(types.DiscoverResult,
                                          conn.policies.run(conn, "server/discover", None, deadline, wait=wait))
             except _Unanswered as unanswered:
-                conn.session.default_meta = None
                 written.clear()  # initialize answered first: the handshake era
                 return unanswered.outcome
             except ServerUnsupportedProtocolVersion as exc:
-                conn.session.default_meta = None
                 # SEP-2575: retry once with the version we prefer among those the server lists,
                 # even when that is the one it just refused (the list is its word on what it
                 # speaks); a second refusal ends the probe.
@@ -214,16 +216,13 @@ def _probe(conn: Link, deadline: Deadline) -> object:
                 return tuple(exc.supported)
             except (ServerError, ProtocolError, HTTPStatusError) as exc:
                 # Not a recognised modern answer: a handshake-era server.
-                conn.session.default_meta = None
                 log.debug("server/discover failed (%s); using the initialize handshake", exc)
                 return written.pop() if written else None  # the initialize already written, if any
             except RequestTimeout:
-                conn.session.default_meta = None
                 return _SILENT  # the probe could not even be sent in time
             if version not in result.supported_versions:
                 mutual = [v for v in candidates if v in result.supported_versions]
                 if not mutual:
-                    conn.session.default_meta = None
                     return tuple(result.supported_versions)
                 version = mutual[0]
             return _adopt(version, result)
@@ -290,7 +289,6 @@ def _adopt_prior(conn: Link, prior: types.DiscoverResult) -> Negotiated | None:
 def reprobe(conn: Link, exc: BaseException, deadline: Deadline) -> Negotiated:
     """Negotiate again after the server rejected (with *exc*) an era remembered from
     ``prior_discover=``: the probe (or the handshake), by *deadline*."""
-    conn.session.default_meta = None
     return _conclude(conn, _probe(conn, deadline) if conn.options.modern_versions() else None, deadline, exc)
 
 
@@ -340,4 +338,4 @@ def _complete_handshake(conn: Link, offered: tuple[str, ...], raw: dict[str, Any
         )
     conn.policies.notify(conn, "notifications/initialized", None, deadline)
     return Negotiated("legacy", result.protocol_version, result.capabilities, result.server_info,
-                      result.instructions, initialize_result=result)
+                      result.instructions)

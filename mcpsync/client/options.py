@@ -67,13 +67,24 @@ def normalize_roots(roots: RootsArg) -> list[types.Root]:
     return [_root(item) for item in items]
 
 
+def _check_mode(mode: str) -> None:
+    """:raises ValueError: for a mode that is no era and no version we speak."""
+    if mode not in ("auto", "legacy", "modern", *HANDSHAKE_VERSIONS, *MODERN_VERSIONS):
+        raise ValueError(
+            "mode must be 'auto', 'legacy', 'modern' or one of"
+            f" {', '.join(MODERN_VERSIONS + HANDSHAKE_VERSIONS)}; got {mode!r}"
+        )
+
+
 @attrs.define(kw_only=True)
 class ClientOptions:
     """Validated options shared by every way of constructing a client."""
 
     client_info: tuple[str, str]
     timeout: float | None = 30.0
-    mode: str = "auto"
+    #: ``"auto"``, ``"legacy"``, ``"modern"`` or a protocol version (checked here: a bad
+    #: mode fails when the client is made, not at first use).
+    mode: str = attrs.field(default="auto", validator=lambda _options, _attribute, mode: _check_mode(mode))
     roots: RootsArg = None
     sampling_handler: Callable[[Any], Any] | None = None
     elicitation_handler: Callable[[Any], Any] | None = None
@@ -108,16 +119,6 @@ class ClientOptions:
             return timeout
         seconds = self.timeout if timeout is DEFAULT else timeout
         return Deadline(seconds, max_total, reset_on_progress=reset_on_progress)
-
-    def check_mode(self) -> None:
-        """:raises ValueError: for a mode that is no era and no version we speak."""
-        if self.mode in ("auto", "legacy", "modern"):
-            return
-        if self.mode not in HANDSHAKE_VERSIONS + MODERN_VERSIONS:
-            raise ValueError(
-                "mode must be 'auto', 'legacy', 'modern' or one of"
-                f" {', '.join(MODERN_VERSIONS + HANDSHAKE_VERSIONS)}; got {self.mode!r}"
-            )
 
     def offered_versions(self) -> tuple[str, ...]:
         """The handshake versions this client accepts, newest first."""

@@ -150,6 +150,7 @@ def _validator_class() -> Any:
 
         return run
 
+    @functools.lru_cache(maxsize=None)  # one class per draft
     def build(base: Any) -> Any:
         keywords = dict(base.VALIDATORS)
         keywords["pattern"] = pattern
@@ -161,15 +162,9 @@ def _validator_class() -> Any:
         return extend(base, {name: counted(fn) for name, fn in keywords.items()})
 
     unique = Draft202012Validator.VALIDATORS["uniqueItems"]
-    classes: dict[Any, Any] = {}
-    lock = threading.Lock()
 
     def for_schema(schema: Any) -> Any:
-        base = validator_for(schema, default=Draft202012Validator)
-        with lock:
-            if base not in classes:
-                classes[base] = build(base)
-            return classes[base]
+        return build(validator_for(schema, default=Draft202012Validator))
 
     return for_schema
 

@@ -10,10 +10,13 @@
                                 tools were re-listed (a stale x-mcp-header schema)
 
 One request is one pass through the interceptors however often it is retried; each
-attempt is its own span.  Everything a connection sends as a request goes through
-:meth:`Policies.run`, the era probe and the handshake included, so a policy is never
-skipped; a request whose response outlives the call (``request_async``, a
-``subscriptions/listen`` stream) is not: it has no result an interceptor could see.
+attempt is its own span.  Every request a connection sends goes through
+:meth:`Policies.run`, the era probe and the handshake included, with three exceptions
+that have no result an interceptor could see or a retry could repeat: a request whose
+response outlives the call (``request_async``, a ``subscriptions/listen`` stream), and
+the ``initialize`` written behind a ``server/discover`` probe that is still unanswered
+(``negotiate._race``: its answer only tells the probe it lost, and
+when it wins, that answer is taken as it is).
 """
 
 from __future__ import annotations

@@ -15,7 +15,7 @@ __all__ = ["get_prompt", "list_prompts"]
 def list_prompts(client: Core, *, timeout: TimeoutArg = DEFAULT, cache: bool = True) -> list[types.Prompt]:
     """All prompts (every page)."""
     return paginate(client, "prompts/list", "prompts", types.ListPromptsResult, "prompts",
-                    client._deadline(timeout), cache)
+                    client._options.deadline(timeout), cache)
 
 
 def get_prompt(client: Core, name: str, arguments: Mapping[str, str] | None = None, *,
@@ -24,5 +24,5 @@ def get_prompt(client: Core, name: str, arguments: Mapping[str, str] | None = No
     params: dict[str, Any] = {"name": name}
     if arguments:
         params["arguments"] = {key: str(value) for key, value in arguments.items()}
-    raw = client._call("prompts/get", params, client._deadline(timeout), capability="prompts")
+    raw = client._call("prompts/get", params, client._options.deadline(timeout), capability="prompts")
     return types.from_wire(types.GetPromptResult, raw)

@@ -27,6 +27,7 @@ raised as it is (a 503 stays an :class:`~mcpsync.exceptions.HTTPStatusError`).
 
 from __future__ import annotations
 
+import functools
 import logging
 import threading
 import time
@@ -146,18 +147,16 @@ def transient(exc: BaseException, connection_open: bool) -> bool:
 if TYPE_CHECKING:
     import random
 
-_rng: random.Random | None = None  # made at the first retry: importing random costs a cold start
 _rng_lock = threading.Lock()
 
 
+@functools.lru_cache(maxsize=1)
 def _random() -> random.Random:
-    """The jitter's generator (call under ``_rng_lock``)."""
-    global _rng
-    if _rng is None:
-        import random
+    """The jitter's generator, made at the first retry: importing random costs a cold start
+    (call under ``_rng_lock``)."""
+    import random
 
-        _rng = random.Random()
-    return _rng
+    return random.Random()
 
 
 #: Below this many seconds left, a retry is not started (see run_with_retries).

@@ -13,10 +13,7 @@ from mcpsync import types
 from mcpsync.client.options import ClientOptions, normalize_roots
 from mcpsync.exceptions import ServerError
 
-__all__ = ["answer_server_request", "INPUT_METHODS"]
-
-#: Methods a server may ask the client to answer.
-INPUT_METHODS = frozenset({"roots/list", "sampling/createMessage", "elicitation/create"})
+__all__ = ["answer_server_request"]
 
 
 def answer_server_request(options: ClientOptions, method: str, params: dict[str, Any]) -> dict[str, Any]:

@@ -45,7 +45,7 @@ MAX_SKILL_BYTES = 16 * 1024 * 1024
 
 def _skills_deadline(client: Core, method: str, timeout: TimeoutArg) -> Deadline:
     """The call's deadline, once the server is known to declare the skills extension (a lazy connect in it)."""
-    deadline = client._deadline(timeout)
+    deadline = client._options.deadline(timeout)
     extensions = client._connection(deadline).capabilities.extensions or {}
     if not isinstance(extensions.get(types.SKILLS_EXTENSION), dict):
         raise CapabilityNotSupported(f"extensions.{types.SKILLS_EXTENSION}", method)
@@ -105,7 +105,7 @@ def load_skill(client: Core, skill: Skill | str, *, timeout: TimeoutArg = DEFAUL
         does not match its size, digest or frontmatter.  Nothing of it is
         returned; :meth:`get_skill` refreshes a stale entry.
     """
-    deadline = client._deadline(timeout)
+    deadline = client._options.deadline(timeout)
     if isinstance(skill, str):
         skill = get_skill(client, skill, timeout=deadline)
     _check_entry(skill, allow_dynamic)
@@ -142,7 +142,7 @@ def read_skill_file(client: Core, skill: LoadedSkill | Skill, path: str, *, time
         allow_dynamic = allow_dynamic or skill.skill.dynamic
         skill = skill.skill
     _check_entry(skill, allow_dynamic)
-    return _fetch(client, skill, resolve(skill, path), client._deadline(timeout))
+    return _fetch(client, skill, resolve(skill, path), client._options.deadline(timeout))
 
 
 def _fetch(client: Core, skill: Skill, uri: str, deadline: Deadline) -> SkillFile:

@@ -16,12 +16,12 @@ from __future__ import annotations
 import logging
 import queue
 import threading
-import time
 from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any
 
 import attrs
 
+from mcpsync.rpc.deadline import Deadline
 from mcpsync.types.modern import SUBSCRIPTION_ID_KEY, SubscriptionFilter
 
 if TYPE_CHECKING:
@@ -156,16 +156,13 @@ class Subscription:
 
     def get(self, timeout: float | None = None) -> Notification | None:
         """The next notification; ``None`` on timeout or once the stream ended."""
-        deadline = None if timeout is None else time.monotonic() + timeout
+        deadline = Deadline(timeout)
         while True:
-            if self._closed.is_set() and self._queue.empty():
-                return None
-            remaining = None if deadline is None else deadline - time.monotonic()
-            if remaining is not None and remaining <= 0:
+            if (self._closed.is_set() and self._queue.empty()) or deadline.passed():
                 return None
             try:
                 # Poll in slices so a stream ended while the queue was full is noticed.
-                item = self._queue.get(timeout=0.5 if remaining is None else min(remaining, 0.5))
+                item = self._queue.get(timeout=deadline.remaining(0.5))
             except queue.Empty:
                 continue
             if item is _END:

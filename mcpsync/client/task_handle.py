@@ -15,6 +15,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from mcpsync import types
+from mcpsync.client.core import Core, TaskWaiters
 from mcpsync.client.extensions import request_meta
 from mcpsync.client.input_required import answer_inputs
 from mcpsync.client.options import DEFAULT, TimeoutArg
@@ -26,10 +27,9 @@ from mcpsync.types.tasks import TASK_STATUSES, TASKS_EXTENSION_ID, DetailedTask
 
 if TYPE_CHECKING:
     from mcpsync.client.connection import Connection
-    from mcpsync.client.core import Core
     from mcpsync.client.listeners import Handle
 
-__all__ = ["StatusCallback", "TaskHandle", "follow_task", "legacy_task", "completed", "short_id"]
+__all__ = ["StatusCallback", "TaskHandle", "completed", "created", "follow_task", "legacy_task", "short_id"]
 
 log = logging.getLogger(__name__)
 
@@ -84,7 +84,8 @@ class TaskHandle:
         self._on_status = on_status
         self._lock = threading.Lock()
         self._answered: set[str] = set()
-        self._waiting: set[threading.Event] = set()
+        #: The events of this handle's wait() loops: cancel() wakes them.
+        self._waiting = TaskWaiters()
 
     def __repr__(self) -> str:
         status = self._state.status if self._state is not None else "unknown"
@@ -111,7 +112,7 @@ class TaskHandle:
         if self._id is None:
             assert self._state is not None
             return self._state
-        return self._observe(self._fetch(self._client._deadline(timeout)))
+        return self._observe(self._fetch(self._client._options.deadline(timeout)))
 
     def cancel(self, *, timeout: TimeoutArg = DEFAULT) -> None:
         """Ask the server to cancel the task (``tasks/cancel``).
@@ -123,12 +124,12 @@ class TaskHandle:
         """
         if self._id is None:
             return
-        deadline = self._client._deadline(timeout)
+        deadline = self._client._options.deadline(timeout)
         conn = self._client._connection(deadline)
         raw = self._call(conn, "tasks/cancel", {}, deadline)
         if conn.era == "legacy" and "taskId" in raw:
             self._observe(legacy_task(types.from_wire(types.Task, raw)))
-        self._wake()
+        self._waiting.wake_all()
 
     # -- waiting ---------------------------------------------------------------
 
@@ -148,15 +149,14 @@ class TaskHandle:
         :raises TaskNotFound: the server knows no such task.
         :raises ClientClosed: the client was closed meanwhile (within ~1 s).
         """
-        deadline = self._client._deadline(timeout)
+        deadline = self._client._options.deadline(timeout)
         state = self._state
         if self._id is None:
             assert state is not None
             return self._outcome(state)
         conn = self._client._connection(deadline)
         wake = threading.Event()
-        with self._lock:
-            self._waiting.add(wake)
+        self._waiting.add(wake)
         self._client._task_waiters.add(wake)
         listener: Handle | None = None
         stream: Subscription | None = None
@@ -184,8 +184,7 @@ class TaskHandle:
             if listener is not None:
                 listener.remove()
             self._client._task_waiters.discard(wake)
-            with self._lock:
-                self._waiting.discard(wake)
+            self._waiting.discard(wake)
 
     def _listen(self, conn: Connection, wake: threading.Event,
                 deadline: Deadline) -> tuple[Handle | None, Subscription | None]:
@@ -231,12 +230,6 @@ class TaskHandle:
         if suggested is None or isinstance(suggested, bool) or suggested < 0:
             return DEFAULT_POLL_INTERVAL
         return min(MAX_POLL_INTERVAL, max(MIN_POLL_INTERVAL, suggested / 1000.0))
-
-    def _wake(self) -> None:
-        with self._lock:
-            events = list(self._waiting)
-        for event in events:
-            event.set()
 
     def _pushed(self, params: dict[str, Any], wake: threading.Event) -> None:
         if params.get("taskId") == self._id:
@@ -315,7 +308,8 @@ class TaskHandle:
                 raise ProtocolError(f"task {short_id(state.task_id)} completed without a result")
             return types.from_wire(types.CallToolResult, state.result)
         if state.status == "cancelled":
-            raise TaskCancelled(f"task {short_id(state.task_id)} was cancelled" + _reason(state), task=state)
+            reason = f": {state.status_message}" if state.status_message else ""
+            raise TaskCancelled(f"task {short_id(state.task_id)} was cancelled{reason}", task=state)
         error = state.error or {}
         code = error.get("code")
         message = error.get("message")
@@ -324,15 +318,19 @@ class TaskHandle:
                          error.get("data"), task=state)
 
 
+def created(client: Core, state: DetailedTask, on_status: StatusCallback | None = None) -> TaskHandle:
+    """The handle of a task ``tools/call`` just created, in *state*."""
+    if not state.task_id:
+        raise ProtocolError("tools/call: the server created a task with an empty taskId")
+    handle = TaskHandle(client, state.task_id, on_status=on_status)
+    handle._observe(state)
+    return handle
+
+
 def follow_task(client: Core, raw: dict[str, Any], deadline: Deadline) -> types.CallToolResult:
     """Wait for a task a plain ``call_tool`` got back (the tasks extension turned on for all
     requests): the caller asked for a result, so it gets one, by its own *deadline*."""
-    state = types.from_wire(DetailedTask, raw)
-    if not state.task_id:
-        raise ProtocolError("tools/call: the server created a task with an empty taskId")
-    handle = TaskHandle(client, state.task_id)
-    handle._observe(state)
-    return handle.wait(deadline)
+    return created(client, types.from_wire(DetailedTask, raw)).wait(deadline)
 
 
 def short_id(task_id: str | None) -> str:
@@ -346,6 +344,3 @@ def short_id(task_id: str | None) -> str:
         return "(none)"
     return repr(task_id if len(task_id) <= 8 else task_id[:6] + "...")
 
-
-def _reason(state: DetailedTask) -> str:
-    return f": {state.status_message}" if state.status_message else ""

@@ -31,8 +31,8 @@ from mcpsync import types
 from mcpsync.client.core import Core, paginate, require
 from mcpsync.client.extensions import request_meta
 from mcpsync.client.options import DEFAULT, TimeoutArg
-from mcpsync.client.task_handle import StatusCallback, TaskHandle, completed, legacy_task
-from mcpsync.exceptions import CapabilityNotSupported, ProtocolError
+from mcpsync.client.task_handle import StatusCallback, TaskHandle, completed, created, legacy_task
+from mcpsync.exceptions import CapabilityNotSupported
 from mcpsync.rpc.deadline import Deadline
 from mcpsync.types.tasks import TASKS_EXTENSION_ID, DetailedTask
 
@@ -54,7 +54,7 @@ def start_tool_task(client: Core, name: str, arguments: Mapping[str, Any] | None
     :param on_status: ``fn(task)`` for each status change a :meth:`~TaskHandle.wait` on
         this handle sees, run on the dispatcher thread.
     """
-    deadline = client._deadline(timeout)
+    deadline = client._options.deadline(timeout)
     conn = client._connection(deadline)
     require(conn.capabilities, "tools", "tools/call")
     params: dict[str, Any] = {"name": name, "arguments": dict(arguments or {})}
@@ -74,11 +74,7 @@ def start_tool_task(client: Core, name: str, arguments: Mapping[str, Any] | None
         if not isinstance(raw.get("task"), dict):
             return TaskHandle(client, None, state=completed(raw), on_status=on_status)
         state = legacy_task(types.from_wire(types.CreateTaskResult, raw).task)
-    if not state.task_id:
-        raise ProtocolError("tools/call: the server created a task with an empty taskId")
-    handle = TaskHandle(client, state.task_id, on_status=on_status)
-    handle._observe(state)
-    return handle
+    return created(client, state, on_status)
 
 
 def task(client: Core, task_id: str, *, on_status: StatusCallback | None = None) -> TaskHandle:
@@ -102,7 +98,7 @@ def list_tasks(client: Core, *, timeout: TimeoutArg = DEFAULT) -> list[DetailedT
     :raises CapabilityNotSupported: on a modern server, or one that does not declare
         ``tasks.list``.
     """
-    deadline = client._deadline(timeout)
+    deadline = client._options.deadline(timeout)
     if client._connection(deadline).era == "modern":
         raise CapabilityNotSupported("tasks.list", "tasks/list")
     found = paginate(client, "tasks/list", "tasks", types.ListTasksResult, "tasks.list", deadline, False)

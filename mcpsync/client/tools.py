@@ -20,7 +20,7 @@ def list_tools(client: Core, *, timeout: TimeoutArg = DEFAULT, cache: bool = Tru
         always asks the server.
     """
     tools: list[types.Tool] = paginate(client, "tools/list", "tools", types.ListToolsResult, "tools",
-                                       client._deadline(timeout), cache)
+                                       client._options.deadline(timeout), cache)
     client._tools = {tool.name: tool for tool in tools}
     return tools
 
@@ -46,7 +46,7 @@ def call_tool(client: Core, name: str, arguments: Mapping[str, Any] | None = Non
     :param caller: ``"app"`` or ``"model"``: raise :class:`~mcpsync.ToolNotVisible`,
         sending nothing, unless the tool's MCP Apps visibility includes it (docs/apps.rst).
     """
-    deadline = client._deadline(timeout, max_total_timeout, reset_timeout_on_progress)
+    deadline = client._options.deadline(timeout, max_total_timeout, reset_timeout_on_progress)
     if caller is not None:
         from mcpsync.client.apps import check_caller
 

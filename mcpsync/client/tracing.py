@@ -24,9 +24,9 @@ missing or ``Client(..., tracing=False)``.
 
 from __future__ import annotations
 
+import functools
 import os
 import sys
-import threading
 from types import TracebackType
 from typing import Any
 
@@ -39,32 +39,26 @@ _TARGET_KEY = {"tools/call": "gen_ai.tool.name", "prompts/get": "gen_ai.prompt.n
 _URI_METHODS = frozenset({"resources/read", "resources/subscribe", "resources/unsubscribe"})
 
 
+@functools.lru_cache(maxsize=1)
+def _opentelemetry() -> tuple[Any, Any] | None:
+    """``(opentelemetry.trace, opentelemetry.propagate)``, imported once; ``None``: not installed."""
+    try:
+        from opentelemetry import propagate, trace
+    except ImportError:
+        return None
+    return trace, propagate
+
+
 class Tracing:
     """Finds ``opentelemetry`` once, lazily; hands out a span per request."""
 
     def __init__(self, enabled: bool) -> None:
-        self._lock = threading.Lock()
-        self._api: tuple[Any, Any] | None = None  # (opentelemetry.trace, opentelemetry.propagate)
-        self._looked = not enabled
+        #: Whether opentelemetry was looked for (then the cost of importing it is paid).
+        self._looked = False
         #: Switched off, or opentelemetry is not installed: nothing to do, ever.
         self.off = not enabled
         # A provider named in the environment is loaded by opentelemetry on first use.
         self._from_environment = enabled and "OTEL_PYTHON_TRACER_PROVIDER" in os.environ
-
-    def _load(self) -> tuple[Any, Any] | None:
-        if self._looked:
-            return self._api
-        with self._lock:
-            if not self._looked:
-                try:
-                    from opentelemetry import propagate, trace
-                except ImportError:
-                    self._api = None
-                    self.off = True
-                else:
-                    self._api = (trace, propagate)
-                self._looked = True
-        return self._api
 
     def span(self, method: str, params: dict[str, Any] | None, *, version: str | None,
              transport: object) -> RequestSpan | None:
@@ -72,15 +66,18 @@ class Tracing:
 
         :param version: the protocol version the request goes out with (``None``: not known yet).
         :param transport: the connection's transport (its URL, session id and kind are recorded).
+
+        The caller checks :attr:`off` first (:meth:`~mcpsync.client.policies.Policies.span`).
         """
-        if self.off:
-            return None
-        if not self._looked and "opentelemetry.trace" not in sys.modules and not self._from_environment:
-            # Configuring a tracer provider imports opentelemetry.trace; until someone
-            # did, spans would be no-ops: skip importing it (~25 ms of a cold start).
-            return None
-        api = self._load()
+        if not self._looked:
+            if "opentelemetry.trace" not in sys.modules and not self._from_environment:
+                # Configuring a tracer provider imports opentelemetry.trace; until someone
+                # did, spans would be no-ops: skip importing it (~25 ms of a cold start).
+                return None
+            self._looked = True
+        api = _opentelemetry()
         if api is None:
+            self.off = True
             return None
         trace = api[0]
         if isinstance(trace.get_tracer_provider(), (trace.ProxyTracerProvider, trace.NoOpTracerProvider)):

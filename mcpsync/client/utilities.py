@@ -20,7 +20,7 @@ def complete(client: Core, ref: types.PromptReference | types.ResourceTemplateRe
     params: dict[str, Any] = {"ref": types.to_wire(ref), "argument": {"name": argument_name, "value": argument_value}}
     if context:
         params["context"] = {"arguments": dict(context)}
-    raw = client._call("completion/complete", params, client._deadline(timeout), capability="completions", rounds=False)
+    raw = client._call("completion/complete", params, client._options.deadline(timeout), capability="completions", rounds=False)
     return types.from_wire(types.CompleteResult, raw).completion
 
 
@@ -30,7 +30,7 @@ def set_logging_level(client: Core, level: types.LoggingLevel, *, timeout: Timeo
     Modern servers take the level with every request; this sets it for all requests
     from now on.
     """
-    deadline = client._deadline(timeout)
+    deadline = client._options.deadline(timeout)
     conn = client._connection(deadline)
     if conn.era == "modern":
         require(conn.capabilities, "logging", "logging/setLevel")
@@ -42,7 +42,7 @@ def set_logging_level(client: Core, level: types.LoggingLevel, *, timeout: Timeo
 
 def ping(client: Core, *, timeout: TimeoutArg = DEFAULT) -> None:
     """Check that the server answers (``server/discover`` on a modern server)."""
-    deadline = client._deadline(timeout)
+    deadline = client._options.deadline(timeout)
     legacy = client._connection(deadline).era == "legacy"
     client._call("ping" if legacy else "server/discover", None, deadline, rounds=False)
 

@@ -164,9 +164,13 @@ def member(name: str, source: ClientSource) -> Member:
 def config_members(source: Config, servers: Sequence[str] | None, options: dict[str, Any]) -> dict[str, Member]:
     """A member per entry of an ``mcpServers`` document (or of its entries *servers*)."""
     from mcpsync.client.client import Client
-    from mcpsync.config import load_config
+    from mcpsync.config import load_config, read_document
 
-    entries = load_config(source) if servers is None else {n: load_config(source, n)[n] for n in servers}
+    if servers is None:
+        entries = load_config(source)
+    else:  # the file is read and parsed once; only the chosen entries are expanded
+        document = read_document(source)[0]
+        entries = {n: load_config(document, n)[n] for n in servers}
     make = Client.from_server_config
     return {name: Member(name, None, lambda entry=entry: make(entry, **options),  # type: ignore[misc]
                          ToolFilter(entry.allow, entry.deny, entry.annotations)) for name, entry in entries.items()}

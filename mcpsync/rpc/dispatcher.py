@@ -90,9 +90,10 @@ class Dispatcher:
             try:
                 func(*args)
             except BaseException as exc:  # a callback must never kill its worker
-                self._report(exc)
+                self.report(exc)
 
-    def _report(self, exc: BaseException) -> None:
+    def report(self, exc: BaseException) -> None:
+        """Hand an exception from user code to the exception handler (or the log)."""
         if self._exception_handler is not None:
             try:
                 self._exception_handler(exc)

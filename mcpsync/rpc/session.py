@@ -63,7 +63,7 @@ def in_call() -> bool:
 class PendingRequest:
     """A request sent and not yet answered; settled exactly once."""
 
-    __slots__ = ("cancel_sent", "deadline", "id", "method", "on_progress", "progress_token", "reply")
+    __slots__ = ("deadline", "id", "method", "on_progress", "progress_token", "reply")
 
     def __init__(self, request_id: int, method: str, deadline: Deadline) -> None:
         self.id = request_id
@@ -74,7 +74,6 @@ class PendingRequest:
         self.deadline = deadline
         self.progress_token: int | str | None = None
         self.on_progress: ProgressCallback | None = None
-        self.cancel_sent = False
 
 
 class Session:
@@ -295,7 +294,6 @@ class Session:
         if not self.settle(pending, exc):
             return False
         if pending.method not in _NEVER_CANCEL and self._closed is None:
-            pending.cancel_sent = True
             params = {"requestId": pending.id, "reason": reason}
             try:
                 # Best effort, and never the caller's wait: a wedged pipe or socket drops it.
