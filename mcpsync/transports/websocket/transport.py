@@ -284,7 +284,9 @@ class WebSocketTransport(Transport):
         """
         data = frames.encode_frame(opcode, payload)
         closing_ok = opcode == frames.CLOSE
-        while not self._write_lock.acquire(timeout=_TICK):
+        # Wait for the lock by what is left of the deadline, in ticks so that close() frees us.
+        while not self._write_lock.acquire(timeout=_TICK if deadline is None
+                                           else max(0.0, min(_TICK, deadline - time.monotonic()))):
             if self._run.closing.is_set() and not closing_ok:
                 return 0, len(data)
             if deadline is not None and time.monotonic() >= deadline:
