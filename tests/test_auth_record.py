@@ -75,7 +75,10 @@ def test_records_of_the_dict_era_convert_both_ways_unchanged() -> None:
         assert isinstance(record.tokens, Tokens) and isinstance(record.clients[AS], Registration)
         assert to_json(record) == old
     record = Record.from_json(OLD_BEARER)
-    assert record.extra == {"from_a_newer_version": {"kept": True}} and record.clients[AS].client_secret == "csecret"
+    # resource and resource_metadata (written by earlier versions, read by none) are kept as unknown members.
+    assert record.extra == {"from_a_newer_version": {"kept": True}, "resource": MCP,
+                            "resource_metadata": OLD_BEARER["resource_metadata"]}
+    assert record.clients[AS].client_secret == "csecret"
     assert record.tokens is not None and record.tokens.extra == {"id_token": "kept"}
     # Secrets stay out of the repr.
     assert SECRET not in repr(record) and "csecret" not in repr(record) and "027aCM8" not in repr(Record.from_json(OLD_DPOP))

@@ -313,3 +313,45 @@ def test_fork_child_opens_its_own_connection(bridge: Bridge) -> None:
         _, status = os.waitpid(pid, 0)
         assert os.waitstatus_to_exitcode(status) == 0
         assert client.call_tool("echo", {"text": "parent"}).text == "parent"
+
+
+def test_send_waits_for_a_stuck_writer_only_as_long_as_its_deadline() -> None:
+    """A send with 0.2 s left, queued behind a writer stuck on a peer that stopped reading, gives up by its
+    own deadline (it used to wait for the write lock in whole-second steps), and close() still frees both."""
+    from mcpsync.rpc.deadline import Deadline
+
+    def script(conn: socket.socket, stop: threading.Event) -> None:
+        stop.wait(30.0)  # never reads: the socket buffers fill up
+
+    server = RawServer(script)
+    transport = WebSocketTransport(server.url)
+    stuck: list[BaseException] = []
+
+    def write_big() -> None:
+        big = {"jsonrpc": "2.0", "method": "notifications/message", "params": {"data": "z" * 20_000_000}}
+        try:
+            transport.send(big, Deadline(20.0))
+        except BaseException as exc:
+            stuck.append(exc)
+
+    writer = threading.Thread(target=write_big)
+    try:
+        transport.start(lambda message: None, lambda exc: None)
+        writer.start()
+        until = time.monotonic() + 10.0  # encoding and masking 20 MB takes a moment
+        while not transport._write_lock.locked() and time.monotonic() < until:
+            time.sleep(0.01)
+        time.sleep(0.3)  # the writer now holds the write lock, blocked on the full socket
+        assert writer.is_alive() and transport._write_lock.locked()
+        started = time.monotonic()
+        with pytest.raises(mcpsync.RequestTimeout):
+            transport.send({"jsonrpc": "2.0", "method": "notifications/message", "params": {}}, Deadline(0.2))
+        waited = time.monotonic() - started
+        assert waited < 0.7, f"waited {waited:.2f}s for a send with 0.2s left"
+    finally:
+        close_started = time.monotonic()
+        transport.close()
+        writer.join(5.0)
+        assert not writer.is_alive() and time.monotonic() - close_started < 8.0
+        server.stop()
+    assert isinstance(stuck[0], mcpsync.ConnectionClosed)

@@ -1,16 +1,16 @@
 """The OAuth record a token store keeps for one MCP server, as typed attrs classes.
 
-The stored JSON is what it always was, so records saved by earlier versions load::
+The stored JSON keeps the earlier versions' shape, so their records load::
 
-    {"tokens": {...}, "clients": {issuer: {...}}, "resource_metadata": {...},
-     "server_metadata": {...}, "resource": "https://...", "server": "https://...",
-     "client_issuer": "https://...", "dpop_key": {...}}
+    {"tokens": {...}, "clients": {issuer: {...}}, "server_metadata": {...},
+     "server": "https://...", "client_issuer": "https://...", "dpop_key": {...}}
 
 ``server`` is the MCP server the record belongs to (a record under the same key for
 another server is refused); ``client_issuer`` the authorization server a pre-registered
 ``client_id`` was first used with (its credentials go nowhere else); ``dpop_key`` the
 private key DPoP-bound tokens are bound to.  Members a class does not know are kept in
-its ``extra`` and written back; ``None`` members are left out.  A part that is not what
+its ``extra`` and written back (so are ``resource_metadata`` and ``resource``, which earlier
+versions wrote and nothing read); ``None`` members are left out.  A part that is not what
 it should be (no ``access_token``, say) loads as absent: the next request logs in again.
 """
 
@@ -107,9 +107,7 @@ class Record:
     tokens: Tokens | None = attrs.field(default=None, converter=_tokens)
     #: Dynamic (or metadata-document) registrations, by issuer: each is shown to its own only.
     clients: dict[str, Registration] = attrs.field(factory=dict, converter=_clients)
-    resource_metadata: dict[str, Any] | None = None
     server_metadata: dict[str, Any] | None = None
-    resource: str | None = None
     server: str | None = None
     client_issuer: str | None = None
     dpop_key: dict[str, Any] | None = attrs.field(default=None, repr=False)

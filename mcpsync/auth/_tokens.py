@@ -131,7 +131,7 @@ def keep(binding: Binding, prm: dict[str, Any] | None, meta: dict[str, Any], cli
     tokens.issuer, tokens.resource, tokens.bound_to = meta["issuer"], resource, resource if prm else origin(binding.canonical)
     with binding.settings.store.lock(binding.key):
         record = binding.load()
-        record.resource_metadata, record.server_metadata, record.resource = prm, meta, resource
+        record.server_metadata = meta
         if client.source in ("dcr", "cimd"):
             record.clients[meta["issuer"]] = client
         elif client.source == "preregistered":

@@ -92,8 +92,6 @@ class ServerSpec:
     #: ``None``: the app's own client (:meth:`ServerSet.get_client`); else the
     #: :class:`mcpsync.auth.OAuth` arguments for per-user clients.
     oauth: dict[str, Any] | None = attrs.field(repr=False)
-    #: The entry as written (``${VAR}`` not expanded), for the CLI bridge.
-    raw: dict[str, Any] = attrs.field(repr=False)
 
 
 def read_servers(source: Any) -> tuple[dict[str, Any], str]:
@@ -195,22 +193,12 @@ def _check_entry(
     except (TypeError, ValueError) as exc:
         problems.append(Problem("error", "mcpsync.E004", f"{where}: bad client option: {exc}",
                                 "see the options of mcpsync.Client and MCP_DEFAULTS"))
-    spec = ServerSpec(name=name, config=entry, options=options, oauth=oauth, raw=dict(raw))
+    spec = ServerSpec(name=name, config=entry, options=options, oauth=oauth)
     return spec, problems
 
 
 #: ``validate(token_key=NO_KEY_NEEDED)``: the token store needs no key (the app brought its own).
 NO_KEY_NEEDED: Any = object()
-
-
-def _token_key_problem(key: Any) -> Problem | None:
-    from ._cipher import RecordCipher
-
-    try:
-        RecordCipher(key)
-    except ConfigError as exc:
-        return Problem("error", "mcpsync.E005", f"servers with 'oauth' need a token key: {exc}")
-    return None
 
 
 def validate(
@@ -243,9 +231,12 @@ def validate(
         if spec is not None:
             specs[spec.name] = spec
     if token_key is not NO_KEY_NEEDED and any(s.oauth is not None for s in specs.values()):
-        key_problem = _token_key_problem(token_key)
-        if key_problem is not None:
-            problems.append(key_problem)
+        from ._cipher import RecordCipher
+
+        try:
+            RecordCipher(token_key)
+        except ConfigError as exc:
+            problems.append(Problem("error", "mcpsync.E005", f"servers with 'oauth' need a token key: {exc}"))
     return specs, problems
 
 

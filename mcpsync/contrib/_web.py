@@ -47,11 +47,10 @@ def redirect(url: str) -> Reply:
 class Web:
     """One request and its app, as the pages see them (each framework makes one per request)."""
 
-    #: The request's method, full URL, path with query, and the app's origin (``scheme://host[:port]``).
+    #: The request's method, full URL (the app's origin is its origin) and path with query.
     method: str
     url: str
     full_path: str
-    origin: str
     #: The query's arguments (a POST's: its form fields).
     args: Mapping[str, str]
     #: The user's session (``None``: the app has none).
@@ -68,4 +67,3 @@ class Web:
     #: The header name and the token a script sends back with a POST.
     csrf: Callable[[], tuple[str, str]]
     not_found: Callable[[str], NoReturn]
-

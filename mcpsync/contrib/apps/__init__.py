@@ -47,10 +47,6 @@ _FEATURES = {"camera": "camera", "microphone": "microphone", "geolocation": "geo
 MAX_HEIGHT = 4000
 
 
-#: ``scheme://host[:port]`` of a URL, lower-cased (the auth package's helper; the views call it by this name).
-origin_of = origin
-
-
 @functools.cache
 def _asset(name: str) -> str:
     return (_ASSETS / name).read_text(encoding="utf-8")
@@ -61,14 +57,14 @@ def sandbox_origin(setting: Any, host_origin: str) -> str:
 
     :raises ConfigError: unset, not an http(s) origin, or the host page's own origin.
     """
-    origin = origin_of(setting) if isinstance(setting, str) else ""
-    if not origin.startswith(("http://", "https://")) or origin.endswith("://"):
+    sandbox = origin(setting) if isinstance(setting, str) else ""
+    if not sandbox.startswith(("http://", "https://")) or sandbox.endswith("://"):
         raise ConfigError("MCP_APPS_SANDBOX_ORIGIN must be the origin that serves the MCP Apps sandbox,"
                           f" e.g. 'https://mcp-sandbox.example.com' (got {setting!r})")
-    if origin == host_origin.lower():
-        raise ConfigError(f"MCP_APPS_SANDBOX_ORIGIN ({origin}) must differ from the host page's origin:"
+    if sandbox == host_origin.lower():
+        raise ConfigError(f"MCP_APPS_SANDBOX_ORIGIN ({sandbox}) must differ from the host page's origin:"
                           " an app on the page's own origin could act as the user")
-    return origin
+    return sandbox
 
 
 def _script_json(value: Any) -> str:
@@ -79,7 +75,7 @@ def _script_json(value: Any) -> str:
 def app_page(web: Web, server: str, tool: str) -> Reply:
     """``GET apps/<server>/<tool>/?arguments=<JSON>``: the host page of *tool*'s app,
     after calling the tool with the arguments; a 404 for a tool without a UI."""
-    sandbox, csrf = sandbox_origin(web.setting("MCP_APPS_SANDBOX_ORIGIN"), web.origin), web.csrf()
+    sandbox, csrf = sandbox_origin(web.setting("MCP_APPS_SANDBOX_ORIGIN"), origin(web.url)), web.csrf()
     try:
         args = json.loads(web.args.get("arguments") or "{}")
     except ValueError:
@@ -112,7 +108,7 @@ def app_page(web: Web, server: str, tool: str) -> Reply:
         "html": app.html, "csp": {key: list(value) for key, value in _csp_names(app.csp).items() if value}, "permissions": {p: {} for p in sorted(app.permissions)},
         "maxHeight": MAX_HEIGHT,
     }
-    link = f"{sandbox}{web.reverse('app-sandbox')}?s={web.sign({'csp': csp, 'host': web.origin})}"
+    link = f"{sandbox}{web.reverse('app-sandbox')}?s={web.sign({'csp': csp, 'host': origin(web.url)})}"
     page = Template(_asset("host.html")).substitute(
         title=html.escape(found.title or found.name),
         src=html.escape(link),
@@ -131,7 +127,7 @@ def _csp_names(csp: Any) -> dict[str, Any]:
 
 def sandbox_page(web: Web) -> Reply:
     """``GET apps/sandbox/?s=<signed payload>``: the sandbox proxy, on the sandbox origin only."""
-    if web.origin != origin_of(str(web.setting("MCP_APPS_SANDBOX_ORIGIN") or "")):
+    if origin(web.url) != origin(str(web.setting("MCP_APPS_SANDBOX_ORIGIN") or "")):
         web.not_found("the MCP Apps sandbox is served on MCP_APPS_SANDBOX_ORIGIN only")
     payload = web.unsign(web.args.get("s") or "")
     if not isinstance(payload, dict) or not isinstance(payload.get("csp"), str) or not isinstance(payload.get("host"), str):

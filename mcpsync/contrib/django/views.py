@@ -42,7 +42,6 @@ def web_of(request: HttpRequest) -> Web:
     """The pages' view of a Django request."""
     return Web(
         method=request.method, url=request.build_absolute_uri(), full_path=request.get_full_path(),
-        origin=host.origin_of(request.build_absolute_uri("/")),
         args=request.POST if request.method == "POST" else request.GET, session=getattr(request, "session", None),
         servers=_state.servers, setting=lambda name: getattr(settings, name, None),
         reverse=lambda name, **kwargs: str(reverse(f"mcpsync:{name}", kwargs=kwargs)),

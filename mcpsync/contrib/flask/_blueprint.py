@@ -44,7 +44,7 @@ def web() -> Web:
     if mcp is None:
         raise RuntimeError("MCP.init_app() was not called for this app")
     return Web(
-        method=request.method, url=request.url, full_path=request.full_path, origin=host.origin_of(request.host_url),
+        method=request.method, url=request.url, full_path=request.full_path,
         args=request.form if request.method == "POST" else request.args, session=flask.session,
         servers=mcp._servers, setting=flask.current_app.config.get,
         reverse=lambda name, **kwargs: flask.url_for(f"mcpsync.{name.replace('-', '_')}", **kwargs),

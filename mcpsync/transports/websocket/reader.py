@@ -52,7 +52,7 @@ class FrameReader:
     """
 
     def __init__(self, ws: Any, *, max_bytes: int, describe: str, closing: threading.Event,
-                 on_message: MessageHandler | None, fail: Callable[..., bool], answer_close: Callable[[int], None],
+                 on_message: MessageHandler, fail: Callable[..., bool], answer_close: Callable[[int], None],
                  pong: Callable[[bytes], None], teardown: Callable[[], None]) -> None:
         self._ws, self._max, self._describe, self._closing = ws, max_bytes, describe, closing
         self._on_message, self._fail, self._teardown = on_message, fail, teardown
@@ -159,8 +159,6 @@ class FrameReader:
             message = json.loads(data.decode("utf-8"))
         except Exception as exc:  # noqa: BLE001 - incl. RecursionError and bad UTF-8
             self._skip(f"a frame that is not JSON ({type(exc).__name__})", data)
-            return
-        if self._on_message is None:
             return
         try:
             self._on_message(message)

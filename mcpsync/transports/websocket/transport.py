@@ -118,7 +118,6 @@ class WebSocketTransport(Transport):
         self._close_sent = False
         self._ws: Any = None
         self._reader: threading.Thread | None = None
-        self._on_message: MessageHandler | None = None
         self._frame_reader: FrameReader | None = None
         #: The subprotocol the server selected, once connected.
         self.subprotocol: str | None = None
@@ -156,14 +155,13 @@ class WebSocketTransport(Transport):
             _fork.join(self)  # a forked child never writes to or shuts down the parent's socket
 
         with self._run.starting("WebSocketTransport", on_close):
-            self._on_message = on_message
             self.subprotocol = self._handshake(on_socket=keep)
             self._ws.settimeout(_TICK)
         if self._run.closing.is_set():  # close() ran while we were connecting
             self._teardown()
             raise ClientClosed("the transport was closed while starting")
         self._frame_reader = FrameReader(self._ws, max_bytes=self._max, describe=self._describe, closing=self._run.closing,
-                                         on_message=self._on_message, fail=self._fail, answer_close=self._send_close,
+                                         on_message=on_message, fail=self._fail, answer_close=self._send_close,
                                          pong=self._pong, teardown=self._teardown)
         self._reader = threading.Thread(target=self._frame_reader.run, name=f"mcpsync-ws-reader-{self._n}", daemon=True)
         try:
@@ -284,7 +282,9 @@ class WebSocketTransport(Transport):
         """
         data = frames.encode_frame(opcode, payload)
         closing_ok = opcode == frames.CLOSE
-        while not self._write_lock.acquire(timeout=_TICK):
+        # Wait for the lock by what is left of the deadline, in ticks so that close() frees us.
+        while not self._write_lock.acquire(timeout=_TICK if deadline is None
+                                           else max(0.0, min(_TICK, deadline - time.monotonic()))):
             if self._run.closing.is_set() and not closing_ok:
                 return 0, len(data)
             if deadline is not None and time.monotonic() >= deadline:
