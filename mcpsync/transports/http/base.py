@@ -14,7 +14,6 @@ from __future__ import annotations
 import itertools
 import logging
 import threading
-import time
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
@@ -130,11 +129,10 @@ class HttpTransport(Transport):
         import requests
 
         timeout = timeout or self._timeout
-        left = None if deadline is None else deadline.remaining()
-        if left is not None:
-            if left <= 0:
+        if deadline is not None:
+            if deadline.passed():
                 raise RequestTimeout(f"{what}: the deadline passed before it was sent")
-            timeout = (min(timeout[0], left), min(timeout[1], left))
+            timeout = (deadline.remaining(timeout[0]) or 0.0, deadline.remaining(timeout[1]) or 0.0)
         try:
             return wire.http_request(self._sender, method, url, headers=headers, timeout=timeout, data=data,
                                        follow_redirects=self._follow, deadline=deadline)
@@ -148,7 +146,8 @@ class HttpTransport(Transport):
         exchange = interrupt.current()
         if exchange is not None and exchange.aborted:
             return RequestCancelled("request was cancelled")
-        if deadline is not None and deadline.end is not None and time.monotonic() >= deadline.end - 0.01:
+        # Within 10 ms of the end: the socket timeout set to what was left has fired.
+        if deadline is not None and (deadline.remaining(1.0) or 0.0) <= 0.01:
             return RequestTimeout(f"{what} got no reply by its deadline ({wire.redact_url(self.url)})",
                                   method=what.rpartition("POST ")[2].split(" ", 1)[0])  # "reading the reply to POST m": m
         return wire.connection_error(exc, f"{what} to {wire.redact_url(self.url)} failed",
@@ -164,7 +163,10 @@ class HttpTransport(Transport):
     # -- threads and closing ---------------------------------------------------------------
 
     def _spawn(self, target: Callable[..., None], *args: Any, name: str) -> threading.Thread:
-        """Run ``target(*args)`` on a daemon thread ``mcpsync-http-<name>-N.M``; exceptions are logged."""
+        """Run ``target(*args)`` on a daemon thread ``mcpsync-http-<name>-N.M``; exceptions are logged.
+
+        :raises ClientClosed: once the transport is closed.
+        """
 
         def run() -> None:
             try:
@@ -176,34 +178,42 @@ class HttpTransport(Transport):
                     self._threads.discard(thread)
 
         thread = threading.Thread(target=run, daemon=True, name=f"mcpsync-http-{name}-{self._n}.{next(self._thread_ids)}")
-        # Started under the lock: close() never joins a registered thread that is not running yet.
+        # Started under the lock: close() never joins a registered thread that is not running yet,
+        # and none starts after close() took its list.
         with self._lock:
+            if self._closed.is_set():
+                raise ClientClosed("transport is closed")
             self._threads.add(thread)
             thread.start()
         return thread
 
-    def _close_exchanges(self) -> bool:
-        """Mark closed and abort every exchange; whether this was the first close."""
+    def close(self) -> None:
+        """Interrupt every exchange and stream, join the threads (bounded), report the close; idempotent."""
         with self._lock:
             first = not self._closed.is_set()
             self._closed.set()
             exchanges = list(self._exchanges.values())
         for exchange in exchanges:
             exchange.abort()
-        return first
-
-    def _join_and_report(self, budget: float = 2.0) -> None:
-        """Join the transport's threads (one budget for all), close our session, report the close."""
-        current = threading.current_thread()
-        with self._lock:
-            threads = list(self._threads)
-        until = time.monotonic() + budget
-        for thread in threads:
-            if thread is not current:
-                thread.join(timeout=max(0.0, until - time.monotonic()))
-        if self._own_session:
-            self._session.close()
+        self._interrupt_streams()
+        if first:
+            self._before_join()
+            current = threading.current_thread()
+            with self._lock:
+                threads = list(self._threads)
+            budget = Deadline(2.0)  # one for all
+            for thread in threads:
+                if thread is not current:
+                    thread.join(budget.remaining())
+            if self._own_session:
+                self._session.close()
         self._report_close(ClientClosed("transport closed"))
+
+    def _interrupt_streams(self) -> None:
+        """At every :meth:`close`: unblock what no exchange covers (a stream, a waiting caller)."""
+
+    def _before_join(self) -> None:
+        """At the first :meth:`close`, before the threads are joined (a DELETE, say)."""
 
     def _report_close(self, exc: BaseException) -> None:
         with self._lock:

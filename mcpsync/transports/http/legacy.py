@@ -86,14 +86,12 @@ class LegacySSETransport(HttpTransport):
             if 200 <= response.status_code < 300:
                 raise ServerStartError(f"{self.describe()} did not answer with an event stream")
             raise error
-        with self._lock:
-            if self._closed.is_set():
-                response.close()
-                raise ClientClosed("transport is closed")
-            self._stream = response
-            self._reader = threading.Thread(target=self._read, args=(response,), daemon=True,
-                                            name=f"mcpsync-http-sse-{self._n}")
-            self._reader.start()
+        self._stream = response  # close() shuts it down from here on
+        try:
+            self._reader = self._spawn(self._read, response, name="sse")
+        except ClientClosed:
+            response.close()
+            raise
         wait = self._endpoint_timeout
         if not self._endpoint_ready.wait(wait if deadline is None else deadline.remaining(wait)):
             if deadline is not None and deadline.passed():
@@ -131,11 +129,9 @@ class LegacySSETransport(HttpTransport):
             self._report_close(reason)
 
     def _endpoint_event(self, event: SSEEvent) -> None:
-        if event.event == "endpoint" and not self._endpoint_ready.is_set():
-            self._set_endpoint(event.data)
-
-    def _set_endpoint(self, data: str) -> None:
-        target = urljoin(self.url, data.strip())
+        if event.event != "endpoint" or self._endpoint_ready.is_set():
+            return
+        target = urljoin(self.url, event.data.strip())
         if wire.origin(target) != wire.origin(self.url) and not self._cross_origin:
             self._endpoint_error = ServerStartError(
                 f"endpoint event names another origin ({wire.redact_url(target)}); refusing to send messages there")
@@ -180,16 +176,4 @@ class LegacySSETransport(HttpTransport):
                 response.close()
         wire.release(response)
 
-    def close(self) -> None:
-        """Shut the stream and every request in flight down, join their threads; idempotent and bounded."""
-        first = self._close_exchanges()
-        with self._lock:
-            stream, reader = self._stream, self._reader
-        if stream is not None:
-            wire.shutdown_response(stream)
-        if first:
-            # ident is None: created but not started yet (a connect close() interrupted).
-            if reader is not None and reader is not threading.current_thread() and reader.ident is not None:
-                reader.join(2.0)
-            self._join_and_report()
-        self._report_close(ClientClosed("transport closed"))
+    _interrupt_streams = _drop_stream

@@ -16,10 +16,11 @@ docs/transports.rst tells the rest.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import threading
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from mcpsync.exceptions import (ClientClosed, ConnectionClosed, HTTPStatusError, McpError, MessageTooLarge,
@@ -131,12 +132,12 @@ class StreamableHTTPTransport(HttpTransport):
             else:
                 self._exchange_on_worker(key, message, body, deadline)
         except RequestTimeout:
-            if request_id is not None and method != rules.INITIALIZE and not self._modern \
-                    and not self._closed.is_set():
+            if request_id is not None and method != rules.INITIALIZE and not self._modern:
                 # The server has the request: tell it we gave up (2026-07-28: the closed stream says it).
                 cancel = {"jsonrpc": "2.0", "method": rules.CANCELLED,
                           "params": {"requestId": request_id, "reason": "timeout"}}
-                self._spawn(self._post_quietly, cancel, encode_message(cancel), name="notify")
+                with contextlib.suppress(ClientClosed):  # closed meanwhile: no one to tell
+                    self._spawn(self._post_quietly, cancel, encode_message(cancel), name="notify")
             raise
         if method == rules.INITIALIZED and self._listen:
             self._ensure_listener(deadline)
@@ -285,17 +286,11 @@ class StreamableHTTPTransport(HttpTransport):
             self._deliver_reply(item, request_id, learn)
 
         try:
-            if pump(response, parser, deliver, wanted=request_id, deadline=deadline, idle=self._timeout[1], odd=odd):
+            if self._pump_reply(response, parser, deliver, request_id, deadline, odd):
                 wire.finish_if_ready(response)
                 return
-        except MessageTooLarge:
-            raise
         except Dialect:
             raise dialect_error(odd) from None
-        except Exception as exc:  # noqa: BLE001 - a broken stream: resumed below where it can be
-            if self._stopped(deadline):
-                raise
-            log.debug("SSE stream broke: %s", wire.redact_text(str(exc)))
         if odd:
             raise dialect_error(odd)
         if not parser.saw_id or not parser.last_event_id or rules.is_modern(message):
@@ -314,12 +309,8 @@ class StreamableHTTPTransport(HttpTransport):
         failures = 0
         while failures < self._attempts:
             failures += 1
-            wait = delay(parser, failures, self._retry_delay, self._max_retry_delay)
-            if self._closed.wait(wait if deadline is None else deadline.remaining(wait)):
-                raise ClientClosed("transport is closed")
-            if deadline is not None and deadline.passed():
+            if not self._pause(parser, failures, deadline):
                 break
-            self.reconnects += 1
             mark = parser.last_event_id, parser.messages
             try:
                 response = self._get(parser.last_event_id, deadline)
@@ -332,29 +323,47 @@ class StreamableHTTPTransport(HttpTransport):
                 if not 200 <= response.status_code < 300 or not wire.is_event_stream(response):
                     error = wire.status_error(response, "resuming the reply stream was refused")
                     raise ConnectionClosed(f"reply stream lost and could not be resumed: {error}", outcome_unknown=True)
-                try:
-                    if pump(response, parser, deliver, wanted=request_id, deadline=deadline, idle=self._timeout[1]):
-                        return
-                except MessageTooLarge:
-                    raise
-                except Exception as exc:  # noqa: BLE001 - this attempt broke; count it
-                    if self._stopped(deadline):
-                        raise
-                    log.debug("resumed SSE stream broke: %s", wire.redact_text(str(exc)))
+                if self._pump_reply(response, parser, deliver, request_id, deadline):
+                    return
             finally:
                 response.close()
             if (parser.last_event_id, parser.messages) != mark:
                 failures = 0  # progress: the budget counts attempts without it
+        if self._closed.is_set():
+            raise ClientClosed("transport is closed")
         if deadline is not None and deadline.passed():
             raise deadline.expired("the reply stream was being resumed and got no reply")
         raise ConnectionClosed(f"reply stream lost; gave up after {self._attempts} reconnects without"
                                " progress", outcome_unknown=True)
 
-    def _stopped(self, deadline: Deadline | None) -> bool:
-        """Whether a broken read is the end of the exchange: closed, cancelled or out of time."""
-        exchange = interrupt.current()
-        return self._closed.is_set() or (exchange is not None and exchange.aborted) or (
-            deadline is not None and deadline.passed())
+    def _pump_reply(self, response: requests.Response, parser: SSEParser, deliver: Callable[[Any], None],
+                    request_id: Any, deadline: Deadline | None, odd: set[str] | None = None) -> bool:
+        """:func:`.pump` a reply stream; whether the reply came (else the stream ended or broke).
+
+        A broken read raises only when it is the end of the exchange: closed, cancelled or
+        out of time; else the stream may be resumed.
+        """
+        try:
+            return pump(response, parser, deliver, wanted=request_id, deadline=deadline, idle=self._timeout[1],
+                        odd=odd)
+        except (MessageTooLarge, Dialect):
+            raise
+        except Exception as exc:  # noqa: BLE001 - see above
+            exchange = interrupt.current()
+            if self._closed.is_set() or (exchange is not None and exchange.aborted) or (
+                    deadline is not None and deadline.passed()):
+                raise
+            log.debug("SSE stream broke: %s", wire.redact_text(str(exc)))
+            return False
+
+    def _pause(self, parser: SSEParser, failures: int, deadline: Deadline | None = None) -> bool:
+        """Wait before reconnect number *failures* (:func:`.delay`); whether to make it (not closed, in time)."""
+        wait = delay(parser, failures, self._retry_delay, self._max_retry_delay)
+        if self._closed.wait(wait if deadline is None else deadline.remaining(wait)) or (
+                deadline is not None and deadline.passed()):
+            return False
+        self.reconnects += 1
+        return True
 
     def _post_quietly(self, message: Mapping[str, Any], body: bytes) -> None:
         """Worker thread: POST a notification, bounded; a failure is only logged."""
@@ -445,24 +454,18 @@ class StreamableHTTPTransport(HttpTransport):
             if failures > self._attempts:
                 log.warning("listening stream lost; gave up after %d reconnects", self._attempts)
                 return
-            if self._closed.wait(delay(parser, failures, self._retry_delay, self._max_retry_delay)):
+            if not self._pause(parser, failures):
                 return
-            self.reconnects += 1
 
     # -- closing ---------------------------------------------------------------------------
 
-    def close(self) -> None:
-        """DELETE the session (bounded), interrupt every exchange and stream, join the threads."""
-        first = self._close_exchanges()
+    def _interrupt_streams(self) -> None:
         answered = self._listener_answered
         if answered is not None:  # a caller waiting for the GET returns at once
             answered.set()
-        if first:
-            self._delete_session()
-            self._join_and_report()
-        self._report_close(ClientClosed("transport closed"))
 
-    def _delete_session(self) -> None:
+    def _before_join(self) -> None:
+        """DELETE the session (bounded)."""
         if self.session_id is None:
             return
         import requests
