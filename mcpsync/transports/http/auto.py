@@ -19,6 +19,7 @@ from mcpsync.rpc.deadline import Deadline
 from mcpsync.transports.base import CloseHandler, MessageHandler, Transport
 from mcpsync.transports.http import wire
 from mcpsync.transports.http.legacy import LegacySSETransport
+from mcpsync.transports.http.factory import LEGACY_ONLY, STREAMABLE_ONLY, without
 from mcpsync.transports.http.streamable import FallbackToLegacy, StreamableHTTPTransport
 
 __all__ = ["AutoHTTPTransport"]
@@ -33,14 +34,10 @@ class AutoHTTPTransport(Transport):
     :class:`LegacySSETransport` also has are passed on to it.
     """
 
-    _LEGACY_KEYS = ("auth", "headers", "session", "connect_timeout", "read_timeout", "max_message_bytes",
-                    "follow_redirects", "endpoint_timeout", "allow_cross_origin_endpoint")
-
     def __init__(self, url: str, **options: Any) -> None:
         self.url = url
         self._options = options
-        streamable = {k: v for k, v in options.items() if k not in ("endpoint_timeout", "allow_cross_origin_endpoint")}
-        self._active: Transport = StreamableHTTPTransport(url, _fallback=True, **streamable)
+        self._active: Transport = StreamableHTTPTransport(url, _fallback=True, **without(options, LEGACY_ONLY))
         self._lock = threading.Lock()
         #: Set by :meth:`close` under the lock: no fallback transport is swapped in after it.
         self._closed = False
@@ -76,8 +73,7 @@ class AutoHTTPTransport(Transport):
     def _fall_back(self, fallback: FallbackToLegacy, message: Mapping[str, Any], deadline: Deadline | None) -> None:
         log.info("Streamable HTTP initialize got %s; trying legacy HTTP+SSE at %s",
                  fallback.error.status, wire.redact_url(self.url))
-        legacy_options = {k: v for k, v in self._options.items() if k in self._LEGACY_KEYS}
-        legacy = LegacySSETransport(self.url, **legacy_options)
+        legacy = LegacySSETransport(self.url, **without(self._options, STREAMABLE_ONLY))
         with self._lock:
             # close() may have run since the Streamable transport raised: it closed that one
             # and would never see the legacy one, whose stream would then open anyway.

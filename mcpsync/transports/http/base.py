@@ -11,6 +11,7 @@ owns the transport's short-lived threads (named ``mcpsync-http-<kind>-N.M``), wh
 
 from __future__ import annotations
 
+import functools
 import itertools
 import logging
 import threading
@@ -59,7 +60,7 @@ class HttpTransport(Transport):
         # Only the codings we decode (requests would offer br/zstd when their modules exist).
         self._headers = {"Accept-Encoding": ACCEPT_ENCODING, **(headers or {})}
         self._own_session = session is None
-        self._session = session if session is not None else wire.new_session()
+        self._session = session if session is not None else interrupt.tracking_session()
         self._sender = Sender(self._session, auth, url)
         self._timeout: tuple[float, float] = (connect_timeout, read_timeout)
         self._max = max_message_bytes
@@ -74,8 +75,6 @@ class HttpTransport(Transport):
         self._exchanges: dict[Any, interrupt.Exchange] = {}
         self._threads: set[threading.Thread] = set()
         self._thread_ids = itertools.count(1)
-        #: Whether the session lets another thread abort a request before its headers (:mod:`.interrupt`).
-        self._tracking: bool | None = None
 
     def start(self, on_message: MessageHandler, on_close: CloseHandler) -> None:
         """Remember the callbacks; no network I/O happens until the first :meth:`send`."""
@@ -153,12 +152,10 @@ class HttpTransport(Transport):
         return wire.connection_error(exc, f"{what} to {wire.redact_url(self.url)} failed",
                                        outcome_unknown=not wire.never_connected(exc))
 
+    @functools.cached_property
     def _may_abort_headers(self) -> bool:
-        """Whether close()/cancel can interrupt this transport's requests before their headers."""
-        tracking = self._tracking
-        if tracking is None:
-            tracking = self._tracking = interrupt.is_tracking(self._session, self._sender.proxies(self.url))
-        return tracking
+        """Whether close()/cancel can interrupt this transport's requests before their headers (:mod:`.interrupt`)."""
+        return interrupt.is_tracking(self._session, self._sender.proxies(self.url))
 
     # -- threads and closing ---------------------------------------------------------------
 

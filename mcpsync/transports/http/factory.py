@@ -8,22 +8,25 @@ means nothing to it).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Collection, Mapping
 from typing import Any
 
 from mcpsync import _fork
 from mcpsync.transports.http import wire
 from mcpsync.transports.base import Transport
 
-__all__ = ["http_transport_factory"]
+__all__ = ["LEGACY_ONLY", "STREAMABLE_ONLY", "http_transport_factory", "without"]
 
-_TRANSPORT_OPTIONS = frozenset({
-    "connect_timeout", "read_timeout", "max_message_bytes", "follow_redirects", "reconnect_attempts",
-    "retry_delay", "max_retry_delay", "delete_timeout", "listen", "endpoint_timeout",
-    "allow_cross_origin_endpoint",
-})
-_LEGACY_ONLY = frozenset({"endpoint_timeout", "allow_cross_origin_endpoint"})
-_STREAMABLE_ONLY = frozenset({"reconnect_attempts", "retry_delay", "max_retry_delay", "delete_timeout", "listen"})
+LEGACY_ONLY = frozenset({"endpoint_timeout", "allow_cross_origin_endpoint"})
+STREAMABLE_ONLY = frozenset({"reconnect_attempts", "retry_delay", "max_retry_delay", "delete_timeout", "listen"})
+#: Every option a transport takes (``auth``, ``headers`` and ``session`` are passed apart).
+_TRANSPORT_OPTIONS = LEGACY_ONLY | STREAMABLE_ONLY | {"connect_timeout", "read_timeout", "max_message_bytes",
+                                                      "follow_redirects"}
+
+
+def without(options: Mapping[str, Any], names: Collection[str]) -> dict[str, Any]:
+    """*options* but *names*."""
+    return {k: v for k, v in options.items() if k not in names}
 
 
 def http_transport_factory(url: str, *, auth: Any, headers: Mapping[str, str] | None, session: Any, transport: str,
@@ -53,7 +56,7 @@ def http_transport_factory(url: str, *, auth: Any, headers: Mapping[str, str] | 
     if transport not in ("auto", "streamable-http", "sse"):
         raise ValueError("transport must be 'auto', 'streamable-http', 'sse' or 'websocket'")
     transport_options = {k: v for k, v in options.items() if k in _TRANSPORT_OPTIONS}
-    client_options = {k: v for k, v in options.items() if k not in _TRANSPORT_OPTIONS}
+    client_options = without(options, _TRANSPORT_OPTIONS)
     wire.origin(url)  # validate early
     forked = _Forked()
 
@@ -66,11 +69,9 @@ def http_transport_factory(url: str, *, auth: Any, headers: Mapping[str, str] | 
                     pool.clear()
         base = {"auth": auth, "headers": headers, "session": session}
         if transport == "sse":
-            opts = {k: v for k, v in transport_options.items() if k not in _STREAMABLE_ONLY}
-            return LegacySSETransport(url, **base, **opts)
+            return LegacySSETransport(url, **base, **without(transport_options, STREAMABLE_ONLY))
         if transport == "streamable-http":
-            opts = {k: v for k, v in transport_options.items() if k not in _LEGACY_ONLY}
-            return StreamableHTTPTransport(url, **base, **opts)
+            return StreamableHTTPTransport(url, **base, **without(transport_options, LEGACY_ONLY))
         return AutoHTTPTransport(url, **base, **transport_options)
 
     factory.forked = forked  # type: ignore[attr-defined]  # held as long as the factory is

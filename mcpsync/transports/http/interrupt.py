@@ -33,7 +33,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:  # pragma: no cover
     import requests
 
-__all__ = ["Exchange", "begin", "current", "end", "is_tracking", "socket_of", "tracking_session"]
+__all__ = ["Exchange", "begin", "current", "end", "is_tracking", "shutdown", "socket_of", "tracking_session"]
 
 _local = threading.local()
 _classes: dict[str, Any] = {}
@@ -55,14 +55,14 @@ class Exchange:
         """Called by the connection, in the reading thread, once the request is written."""
         self.sock = sock
         if self.aborted:  # aborted before the socket was known: do it now
-            _shutdown(sock)
+            shutdown(sock)
 
     def abort(self) -> None:
         """Shut the exchange's socket down (from any thread); idempotent."""
         self.aborted = True
-        _shutdown(self.sock)
+        shutdown(self.sock)
         if self.response is not None:
-            _shutdown(socket_of(self.response))
+            shutdown(socket_of(self.response))
 
 
 def socket_of(response: requests.Response) -> socket.socket | None:
@@ -77,7 +77,8 @@ def socket_of(response: requests.Response) -> socket.socket | None:
     return sock if isinstance(sock, socket.socket) else None
 
 
-def _shutdown(sock: socket.socket | None) -> None:
+def shutdown(sock: socket.socket | None) -> None:
+    """Shut *sock* down (from any thread): a thread blocked reading it returns at once."""
     if sock is None:
         return
     try:
@@ -208,8 +209,11 @@ def _adapter_class() -> Any:
         return _classes["adapter"]
 
 
-def tracking_session(pool_size: int) -> requests.Session:
-    """A ``requests.Session`` whose direct connections publish their sockets (see above)."""
+def tracking_session(pool_size: int = 32) -> requests.Session:
+    """A ``requests.Session`` whose direct connections publish their sockets (see above).
+
+    Its pools fit many threads plus long-lived streams (*pool_size* connections per host).
+    """
     import requests
 
     session = requests.Session()

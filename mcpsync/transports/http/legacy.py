@@ -21,7 +21,7 @@ from urllib.parse import urljoin
 from mcpsync.exceptions import ClientClosed, ConnectionClosed, MessageTooLarge, RequestTimeout, ServerStartError
 from mcpsync.rpc.deadline import Deadline
 from mcpsync.transports.base import encode_message
-from mcpsync.transports.http import wire
+from mcpsync.transports.http import interrupt, wire
 from mcpsync.transports.http.base import HttpTransport
 from mcpsync.transports.http.sse_parser import SSEEvent, SSEParser
 from mcpsync.transports.http.streams import pump
@@ -106,7 +106,9 @@ class LegacySSETransport(HttpTransport):
         with self._lock:
             stream, reader = self._stream, self._reader
         if stream is not None:
-            wire.shutdown_response(stream)
+            # Not close(): closing a streaming response from another thread can deadlock on the
+            # reader's buffer lock; shut down, the blocked read returns and the reader closes it.
+            interrupt.shutdown(interrupt.socket_of(stream))
         if reader is not None and reader is not threading.current_thread():
             reader.join(2.0)
 

@@ -89,8 +89,6 @@ class StreamableHTTPTransport(HttpTransport):
         self._listener_answered: threading.Event | None = None
         #: Set when a 2026-07-28 probe POST was refused outright (404/405, no JSON-RPC body).
         self._post_refused: HTTPStatusError | None = None
-        #: Reconnections of SSE streams (resumptions and listening stream).
-        self.reconnects = 0
 
     def describe(self) -> str:
         return f"Streamable HTTP {wire.redact_url(self.url)}"
@@ -127,7 +125,7 @@ class StreamableHTTPTransport(HttpTransport):
         request_id = message.get("id") if method is not None else None
         key = request_id if isinstance(request_id, (int, str)) else object()
         try:
-            if self._may_abort_headers():
+            if self._may_abort_headers:
                 self._exchange(key, message, body, deadline)
             else:
                 self._exchange_on_worker(key, message, body, deadline)
@@ -239,7 +237,7 @@ class StreamableHTTPTransport(HttpTransport):
             if request_id is not None:
                 self._read_reply_stream(response, message, request_id, deadline, learn)
             return
-        raw = self._read_json(response, method, deadline)
+        raw = wire.read_body(response, self._max, deadline)
         if not raw.strip():
             return  # 202 or an empty 200: accepted
         if not wire.is_json(response) and request_id is not None:
@@ -262,19 +260,6 @@ class StreamableHTTPTransport(HttpTransport):
                 if isinstance(version, str):
                     self.protocol_version = version
         self._deliver(item)
-
-    def _read_json(self, response: requests.Response, method: Any, deadline: Deadline | None) -> bytes:
-        """The whole body, up to the cap, each read bounded by what is left of the deadline."""
-        if deadline is None or deadline.end is None:
-            return wire.read_body(response, self._max)
-
-        def bound() -> None:
-            left = deadline.remaining()
-            if not left:
-                raise deadline.expired(f"POST {method} got no whole reply", str(method or ""))
-            wire.bound_next_read(response, left)
-
-        return wire.read_body(response, self._max, bound)
 
     def _read_reply_stream(self, response: requests.Response, message: Mapping[str, Any], request_id: Any,
                            deadline: Deadline | None, learn: bool) -> None:
@@ -359,11 +344,8 @@ class StreamableHTTPTransport(HttpTransport):
     def _pause(self, parser: SSEParser, failures: int, deadline: Deadline | None = None) -> bool:
         """Wait before reconnect number *failures* (:func:`.delay`); whether to make it (not closed, in time)."""
         wait = delay(parser, failures, self._retry_delay, self._max_retry_delay)
-        if self._closed.wait(wait if deadline is None else deadline.remaining(wait)) or (
-                deadline is not None and deadline.passed()):
-            return False
-        self.reconnects += 1
-        return True
+        closed = self._closed.wait(wait if deadline is None else deadline.remaining(wait))
+        return not closed and not (deadline is not None and deadline.passed())
 
     def _post_quietly(self, message: Mapping[str, Any], body: bytes) -> None:
         """Worker thread: POST a notification, bounded; a failure is only logged."""

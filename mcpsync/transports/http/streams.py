@@ -23,9 +23,8 @@ from typing import TYPE_CHECKING, Any
 
 from mcpsync.exceptions import ProtocolError
 from mcpsync.rpc.deadline import Deadline
-from mcpsync.transports.http.body import iter_body
+from mcpsync.transports.http.body import bound_next_read, iter_body
 from mcpsync.transports.http.sse_parser import SSEEvent, SSEParser
-from mcpsync.transports.http.wire import bound_next_read
 
 if TYPE_CHECKING:  # pragma: no cover
     import requests
@@ -67,7 +66,6 @@ def pump(response: requests.Response, parser: SSEParser, deliver: Callable[[Any]
     :raises Dialect: when *odd* is given and a dialect end marker arrives before the reply.
     :raises MessageTooLarge: for an event over the parser's cap.
     """
-    bounded = deadline is not None and deadline.end is not None
     got = False
     for chunk in iter_body(response):
         for event in parser.feed(chunk):
@@ -93,9 +91,7 @@ def pump(response: requests.Response, parser: SSEParser, deliver: Callable[[Any]
                     got = True
         if got:
             return got
-        if bounded:
-            assert deadline is not None
-            bound_next_read(response, min(deadline.remaining() or 0.0, idle))
+        bound_next_read(response, deadline, idle)
     return got
 
 
