@@ -263,40 +263,44 @@ class StreamableHTTPTransport(HttpTransport):
 
     def _read_reply_stream(self, response: requests.Response, message: Mapping[str, Any], request_id: Any,
                            deadline: Deadline | None, learn: bool) -> None:
-        """Read a POST's reply stream until the reply; resume it (handshake era) if it ends first."""
+        """Read a POST's reply stream until the reply; resume it (handshake era) if it ends first.
+
+        Resuming is a GET with ``Last-Event-ID``, within the call's deadline: at most
+        ``reconnect_attempts`` reconnects in a row that bring no progress (a new event id
+        or a message); progress starts the count again.
+        """
         parser = SSEParser(self._max, typed_without_data=True)
         odd: set[str] = set()
+        failures = 0
 
         def deliver(item: Any) -> None:
             self._deliver_reply(item, request_id, learn)
 
-        try:
-            if self._pump_reply(response, parser, deliver, request_id, deadline, odd):
-                wire.finish_if_ready(response)
-                return
-        except Dialect:
-            raise dialect_error(odd) from None
-        if odd:
-            raise dialect_error(odd)
-        if not parser.saw_id or not parser.last_event_id or rules.is_modern(message):
-            raise ConnectionClosed(
-                "the server closed the reply stream before the reply"
-                + (" (2026-07-28 streams cannot be resumed: the request is lost)" if rules.is_modern(message)
-                   else " (no event id to resume from)"), outcome_unknown=True)
-        self._resume(parser, request_id, deadline, deliver)
-
-    def _resume(self, parser: SSEParser, request_id: Any, deadline: Deadline | None, deliver: Any) -> None:
-        """Resume a reply stream with GET + Last-Event-ID, within the call's deadline.
-
-        At most ``reconnect_attempts`` reconnects in a row that bring no progress (a new
-        event id or a message); progress starts the count again.
-        """
-        failures = 0
-        while failures < self._attempts:
-            failures += 1
-            if not self._pause(parser, failures, deadline):
-                break
+        while True:
             mark = parser.last_event_id, parser.messages
+            try:
+                if not 200 <= response.status_code < 300 or not wire.is_event_stream(response):  # a resumption
+                    error = wire.status_error(response, "resuming the reply stream was refused")
+                    raise ConnectionClosed(f"reply stream lost and could not be resumed: {error}", outcome_unknown=True)
+                if self._pump_reply(response, parser, deliver, request_id, deadline, odd):
+                    wire.finish_if_ready(response)
+                    return
+            except Dialect:
+                raise dialect_error(odd) from None
+            finally:
+                response.close()
+            if odd:
+                raise dialect_error(odd)
+            if not parser.saw_id or not parser.last_event_id or rules.is_modern(message):
+                raise ConnectionClosed(
+                    "the server closed the reply stream before the reply"
+                    + (" (2026-07-28 streams cannot be resumed: the request is lost)" if rules.is_modern(message)
+                       else " (no event id to resume from)"), outcome_unknown=True)
+            if (parser.last_event_id, parser.messages) != mark:
+                failures = 0  # progress: the budget counts attempts without it
+            if failures == self._attempts or not self._pause(parser, failures + 1, deadline):
+                break
+            failures += 1
             try:
                 response = self._get(parser.last_event_id, deadline)
             except ConnectionClosed as exc:
@@ -304,16 +308,6 @@ class StreamableHTTPTransport(HttpTransport):
                 # out its timeout (RELIABILITY C4).  Fail now; the outcome is unknown.
                 raise ConnectionClosed(f"reply stream lost and could not be resumed: {exc}",
                                        outcome_unknown=True) from None
-            try:
-                if not 200 <= response.status_code < 300 or not wire.is_event_stream(response):
-                    error = wire.status_error(response, "resuming the reply stream was refused")
-                    raise ConnectionClosed(f"reply stream lost and could not be resumed: {error}", outcome_unknown=True)
-                if self._pump_reply(response, parser, deliver, request_id, deadline):
-                    return
-            finally:
-                response.close()
-            if (parser.last_event_id, parser.messages) != mark:
-                failures = 0  # progress: the budget counts attempts without it
         if self._closed.is_set():
             raise ClientClosed("transport is closed")
         if deadline is not None and deadline.passed():
