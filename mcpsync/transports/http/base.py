@@ -68,7 +68,6 @@ class HttpTransport(Transport):
         self._n = next(_ids)
         self._lock = threading.Lock()
         self._closed = threading.Event()
-        self._close_reported = False
         self._on_message: MessageHandler | None = None
         self._on_close: CloseHandler | None = None
         #: Exchanges in flight, by request id (or a key of their own), abortable from any thread.
@@ -105,13 +104,12 @@ class HttpTransport(Transport):
         with self._lock:
             self._exchanges.pop(key, None)
 
-    def _abort(self, key: Any) -> bool:
-        """Interrupt the exchange under *key* (connecting, waiting or reading); whether there was one."""
+    def _abort(self, key: Any) -> None:
+        """Interrupt the exchange under *key*, if any (connecting, waiting or reading)."""
         with self._lock:
             exchange = self._exchanges.pop(key, None)
         if exchange is not None:
             exchange.abort()
-        return exchange is not None
 
     def _request(self, method: str, url: str, *, headers: dict[str, str], what: str, deadline: Deadline | None,
                  data: bytes | None = None, timeout: tuple[float, float] | None = None) -> requests.Response:
@@ -137,6 +135,25 @@ class HttpTransport(Transport):
                                        follow_redirects=self._follow, deadline=deadline)
         except requests.RequestException as exc:
             raise self._failure(exc, what, deadline) from wire.sanitized(exc)
+
+    def _post(self, url: str, headers: dict[str, str], name: str, deadline: Deadline | None, body: bytes) -> None:
+        """POST a message whose answer carries nothing to read (``202``), in an exchange of its own.
+
+        :param name: the message's method (``"response"`` for a response), for errors.
+        :raises HTTPStatusError: for a non-success status; else as :meth:`_request`.
+        """
+        key = object()
+        self._begin(key)
+        try:
+            response = self._request("POST", url, headers=headers, what=f"POST {name}", deadline=deadline, data=body)
+        finally:
+            self._end(key)
+        if not 200 <= response.status_code < 300:
+            try:
+                raise wire.status_error(response, f"{name} was refused")
+            finally:
+                response.close()
+        wire.release(response)
 
     def _failure(self, exc: BaseException, what: str, deadline: Deadline | None) -> Exception:
         """The typed error for an exchange that failed with *exc* (a read, or the request)."""
@@ -213,9 +230,7 @@ class HttpTransport(Transport):
         """At the first :meth:`close`, before the threads are joined (a DELETE, say)."""
 
     def _report_close(self, exc: BaseException) -> None:
-        with self._lock:
-            if self._close_reported:
-                return
-            self._close_reported = True
-        if self._on_close is not None:
-            self._on_close(exc)
+        with self._lock:  # once
+            on_close, self._on_close = self._on_close, None
+        if on_close is not None:
+            on_close(exc)

@@ -162,20 +162,7 @@ class LegacySSETransport(HttpTransport):
                         self._drop_stream()  # this send fails; the connection is not open yet
                         raise
         assert self.endpoint is not None
-        method = message.get("method")
-        key = object()
-        self._begin(key)
-        try:
-            response = self._request("POST", self.endpoint, headers={
-                **self._headers, "Content-Type": "application/json"}, what=f"POST {method or 'response'}",
-                deadline=deadline, data=body)
-        finally:
-            self._end(key)
-        if not 200 <= response.status_code < 300:
-            try:
-                raise wire.status_error(response, f"{method or 'response'} was refused")
-            finally:
-                response.close()
-        wire.release(response)
+        self._post(self.endpoint, {**self._headers, "Content-Type": "application/json"},
+                   message.get("method") or "response", deadline, body)
 
     _interrupt_streams = _drop_stream

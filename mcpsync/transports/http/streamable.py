@@ -343,16 +343,9 @@ class StreamableHTTPTransport(HttpTransport):
 
     def _post_quietly(self, message: Mapping[str, Any], body: bytes) -> None:
         """Worker thread: POST a notification, bounded; a failure is only logged."""
-        key = object()
         try:
-            self._begin(key)
-            try:
-                response = self._request("POST", self.url, headers=self._post_headers(message),
-                                         what=f"POST {message.get('method')}", data=body,
-                                         deadline=Deadline(min(_NOTIFY_TIMEOUT, self._timeout[1])))
-                wire.release(response)
-            finally:
-                self._end(key)
+            self._post(self.url, self._post_headers(message), str(message.get("method")),
+                       Deadline(min(_NOTIFY_TIMEOUT, self._timeout[1])), body)
         except Exception as exc:  # noqa: BLE001 - best effort, like the notification itself
             log.debug("could not send %s: %s", message.get("method"), type(exc).__name__)
 
