@@ -37,36 +37,32 @@ class AutoHTTPTransport(Transport):
     def __init__(self, url: str, **options: Any) -> None:
         self.url = url
         self._options = options
-        self._active: Transport = StreamableHTTPTransport(url, _fallback=True, **without(options, LEGACY_ONLY))
+        #: The transport in use: Streamable HTTP, or legacy SSE after a fallback.
+        self.active: Transport = StreamableHTTPTransport(url, _fallback=True, **without(options, LEGACY_ONLY))
         self._lock = threading.Lock()
         #: Set by :meth:`close` under the lock: no fallback transport is swapped in after it.
         self._closed = False
         self._on_message: MessageHandler | None = None
         self._on_close: CloseHandler | None = None
 
-    @property
-    def active(self) -> Transport:
-        """The transport in use: Streamable HTTP, or legacy SSE after a fallback."""
-        return self._active
-
     def describe(self) -> str:
-        return self._active.describe()
+        return self.active.describe()
 
     def start(self, on_message: MessageHandler, on_close: CloseHandler) -> None:
         self._on_message = on_message
         self._on_close = on_close
-        self._active.start(on_message, self._forward_close(self._active))
+        self.active.start(on_message, self._forward_close(self.active))
 
     def _forward_close(self, inner: Transport) -> CloseHandler:
         def forward(exc: BaseException) -> None:
-            if self._active is inner and self._on_close is not None:
+            if self.active is inner and self._on_close is not None:
                 self._on_close(exc)
         return forward
 
     def send(self, message: Mapping[str, Any], deadline: Deadline | None = None) -> None:
         """Send through the active transport (see :meth:`StreamableHTTPTransport.send`)."""
         try:
-            self._active.send(message, deadline)
+            self.active.send(message, deadline)
         except FallbackToLegacy as fallback:
             self._fall_back(fallback, message, deadline)
 
@@ -79,7 +75,7 @@ class AutoHTTPTransport(Transport):
             # and would never see the legacy one, whose stream would then open anyway.
             closed = self._closed
             if not closed:
-                old, self._active = self._active, legacy
+                old, self.active = self.active, legacy
         if closed:
             legacy.close()  # never started: this only frees its session
             raise ClientClosed("transport is closed")
@@ -100,5 +96,5 @@ class AutoHTTPTransport(Transport):
     def close(self) -> None:
         with self._lock:
             self._closed = True
-            active = self._active
+            active = self.active
         active.close()

@@ -18,9 +18,8 @@ environment once per URL (on first use) and then reuses it:
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from mcpsync.rpc.deadline import REQUEST_ATTRIBUTE, Deadline
 
@@ -37,21 +36,18 @@ _MAX_URLS = 16
 #: endpoint the server named gets that server's token.  Same string as in mcpsync.auth.
 SERVER_ATTRIBUTE = "mcpsync_server"
 
-class _Target:
+class _Target(NamedTuple):
     """What is fixed for one URL: its prepared form, its environment settings, its auth."""
 
-    __slots__ = ("auth", "settings", "url")
-
-    def __init__(self, url: str, settings: dict[str, Any], auth: Any) -> None:
-        self.url = url
-        self.settings = settings
-        self.auth = auth
+    url: str
+    settings: dict[str, Any]
+    auth: Any
 
 
 class Sender:
     """Send requests through *session*, with *auth* (``None``: the session's, then ``.netrc``).
 
-    Thread-safe: the per-URL cache is filled under a lock, requests share nothing else.
+    Thread-safe: requests share nothing but the per-URL cache (a race may fill one entry twice, alike).
     """
 
     def __init__(self, session: requests.Session, auth: Any = None, server_url: str | None = None) -> None:
@@ -59,7 +55,6 @@ class Sender:
         self.auth = auth
         self.server_url = server_url
         self._targets: dict[str, _Target] = {}
-        self._lock = threading.Lock()
 
     def _target(self, url: str) -> _Target:
         target = self._targets.get(url)
@@ -80,9 +75,8 @@ class Sender:
             from_url = get_auth_from_url(template.url or url)
             auth = from_url if any(from_url) else None
         target = _Target(template.url or url, dict(settings), auth)
-        with self._lock:
-            if len(self._targets) < _MAX_URLS:
-                self._targets[url] = target
+        if len(self._targets) < _MAX_URLS:  # about: racing threads may pass it together
+            self._targets[url] = target
         return target
 
     def proxies(self, url: str) -> Any:

@@ -103,8 +103,7 @@ class LegacySSETransport(HttpTransport):
             raise ServerStartError(str(self._endpoint_error)) from self._endpoint_error
 
     def _drop_stream(self) -> None:
-        with self._lock:
-            stream, reader = self._stream, self._reader
+        stream, reader = self._stream, self._reader
         if stream is not None:
             # Not close(): closing a streaming response from another thread can deadlock on the
             # reader's buffer lock; shut down, the blocked read returns and the reader closes it.

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import random
 import logging
 import threading
 from collections.abc import Callable, Mapping
@@ -32,7 +33,7 @@ from mcpsync.transports.http import headers as rules
 from mcpsync.transports.http import interrupt
 from mcpsync.transports.http.base import HttpTransport
 from mcpsync.transports.http.sse_parser import SSEParser
-from mcpsync.transports.http.streams import Dialect, delay, dialect_error, pump
+from mcpsync.transports.http.streams import Dialect, dialect_error, pump
 
 if TYPE_CHECKING:  # pragma: no cover
     import requests
@@ -45,6 +46,9 @@ _ACCEPT = "application/json, text/event-stream"
 _NO_STREAM = frozenset({400, 404, 405})
 #: Bound on a notification POSTed off the caller's thread (a cancellation).
 _NOTIFY_TIMEOUT = 5.0
+#: Floor under a server's ``retry`` (RELIABILITY C4): ``retry: 0`` and one event per stream
+#: would otherwise reconnect in a tight loop.
+_MIN_RETRY = 0.1
 #: How often a caller waiting on a worker's exchange looks at close and cancel.
 _POLL = 0.1
 
@@ -336,8 +340,15 @@ class StreamableHTTPTransport(HttpTransport):
             return False
 
     def _pause(self, parser: SSEParser, failures: int, deadline: Deadline | None = None) -> bool:
-        """Wait before reconnect number *failures* (:func:`.delay`); whether to make it (not closed, in time)."""
-        wait = delay(parser, failures, self._retry_delay, self._max_retry_delay)
+        """Wait before reconnect number *failures* (1: the first since progress); whether to make it (not closed, in time).
+
+        The server's ``retry`` (at least 0.1 s) is the floor and the base of the backoff;
+        without one, ``retry_delay`` is.  Later attempts back off exponentially with full
+        jitter above that floor; nothing waits longer than ``max_retry_delay``.
+        """
+        retry = self._retry_delay if parser.retry is None else max(parser.retry / 1000.0, _MIN_RETRY)
+        floor = min(retry, self._max_retry_delay)
+        wait = max(floor, random.uniform(0, min(self._max_retry_delay, floor * 2 ** (failures - 1))))
         closed = self._closed.wait(wait if deadline is None else deadline.remaining(wait))
         return not closed and not (deadline is not None and deadline.passed())
 
@@ -369,11 +380,10 @@ class StreamableHTTPTransport(HttpTransport):
         first requests.  The wait ends by the call's deadline (the GET goes on in its
         thread) and at once when the transport closes.
         """
-        answered = threading.Event()
-        with self._lock:
-            if self._closed.is_set() or (self._listener is not None and self._listener.is_alive()):
-                return
-            self._listener_answered = answered  # close() sets it from now on
+        if self._listener is not None and self._listener.is_alive():
+            return
+        # close() sets it from now on (and once closed, _spawn refuses: no wait at all).
+        answered = self._listener_answered = threading.Event()
         self._listener = self._spawn(self._listen_loop, answered, name="get")
         wait = min(self._timeout[0], 5.0)
         answered.wait(wait if deadline is None else deadline.remaining(wait))
@@ -382,43 +392,35 @@ class StreamableHTTPTransport(HttpTransport):
         parser = SSEParser(self._max)
         failures = 0
         key = object()
-        while not self._closed.is_set():
-            seen = parser.last_event_id
+        while True:
+            mark = parser.last_event_id, parser.messages
             try:
                 self._begin(key)
-            except ClientClosed:
-                return
-            try:
                 try:
-                    response: requests.Response | None = self._get(seen or None)
-                except ConnectionClosed as exc:
-                    log.debug("listening stream: %s", exc)
-                    response = None
+                    response = self._get(mark[0] or None)
                 finally:
                     answered.set()
-                if response is not None:
-                    status = response.status_code
-                    # A 2xx that is not a stream is an SPA fallback or a JSON error page:
-                    # retrying it is a reconnect loop (awslabs/mcp#3352), so it means "no stream".
-                    if status in _NO_STREAM or status in (401, 403) or (
-                            200 <= status < 300 and not wire.is_event_stream(response)):
-                        log.debug("no listening stream (GET answered %s)", status)
-                        response.close()
-                        return
-                    messages = parser.messages
-                    try:
-                        if 200 <= status < 300:
-                            pump(response, parser, self._deliver)
-                    except MessageTooLarge as exc:
-                        log.warning("listening stream: %s", exc)
-                    except Exception as exc:  # noqa: BLE001 - a broken stream is reconnected below
-                        log.debug("listening stream broke: %s", wire.redact_text(str(exc)))
-                    finally:
-                        response.close()
-                    if parser.last_event_id != seen or parser.messages != messages:
-                        failures = 0  # progress
+                status = response.status_code
+                # A 2xx that is not a stream is an SPA fallback or a JSON error page:
+                # retrying it is a reconnect loop (awslabs/mcp#3352), so it means "no stream".
+                if status in _NO_STREAM or status in (401, 403) or (
+                        200 <= status < 300 and not wire.is_event_stream(response)):
+                    log.debug("no listening stream (GET answered %s)", status)
+                    response.close()
+                    return
+                with response:
+                    if 200 <= status < 300:
+                        pump(response, parser, self._deliver)
+            except ClientClosed:
+                return
+            except MessageTooLarge as exc:
+                log.warning("listening stream: %s", exc)
+            except Exception as exc:  # noqa: BLE001 - a failed GET or a broken stream is reconnected below
+                log.debug("listening stream: %s", wire.redact_text(str(exc)))
             finally:
                 self._end(key)
+            if (parser.last_event_id, parser.messages) != mark:
+                failures = 0  # progress
             failures += 1
             if failures > self._attempts:
                 log.warning("listening stream lost; gave up after %d reconnects", self._attempts)

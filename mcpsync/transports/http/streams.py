@@ -1,4 +1,4 @@
-"""Reading SSE streams: the one path from bytes to delivered messages, and reconnect delays.
+"""Reading SSE streams: the one path from bytes to delivered messages.
 
 :func:`pump` reads a ``text/event-stream`` response and delivers the JSON-RPC
 messages its ``message`` events carry, in order, as each event arrives (never waiting
@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import json
 import logging
-import random
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
@@ -29,15 +28,12 @@ from mcpsync.transports.http.sse_parser import SSEEvent, SSEParser
 if TYPE_CHECKING:  # pragma: no cover
     import requests
 
-__all__ = ["Dialect", "delay", "dialect_error", "pump"]
+__all__ = ["Dialect", "dialect_error", "pump"]
 
 log = logging.getLogger(__name__)
 
 #: Event types that end a fragment-dialect stream.
 _DIALECT_END = frozenset({"complete", "error"})
-#: Floor under a server's ``retry`` (RELIABILITY C4): ``retry: 0`` and one event per stream
-#: would otherwise reconnect in a tight loop.
-_MIN_RETRY = 0.1
 
 
 class Dialect(Exception):
@@ -93,15 +89,3 @@ def pump(response: requests.Response, parser: SSEParser, deliver: Callable[[Any]
             return got
         bound_next_read(response, deadline, idle)
     return got
-
-
-def delay(parser: SSEParser, failures: int, retry_delay: float, max_retry_delay: float) -> float:
-    """Seconds before reconnect number *failures* (1 = the first since progress).
-
-    The server's ``retry`` (at least 0.1 s) is the floor and the base of the backoff;
-    without one, *retry_delay* is.  Later attempts back off exponentially with full
-    jitter above that floor; nothing waits longer than *max_retry_delay*.
-    """
-    base = max(parser.retry / 1000.0, _MIN_RETRY) if parser.retry is not None else retry_delay
-    base = min(base, max_retry_delay)
-    return max(base, random.uniform(0, min(max_retry_delay, base * 2 ** (failures - 1))))
