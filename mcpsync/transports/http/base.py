@@ -11,11 +11,12 @@ owns the transport's short-lived threads (named ``mcpsync-http-<kind>-N.M``), wh
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import itertools
 import logging
 import threading
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from typing import TYPE_CHECKING, Any
 
 from mcpsync.exceptions import ClientClosed, RequestCancelled, RequestTimeout
@@ -85,8 +86,9 @@ class HttpTransport(Transport):
 
     # -- one exchange ----------------------------------------------------------------------
 
-    def _begin(self, key: Any) -> interrupt.Exchange:
-        """Register an exchange under *key*: :meth:`_abort` or :meth:`close` interrupt it.
+    @contextlib.contextmanager
+    def _registered(self, key: Any) -> Iterator[interrupt.Exchange]:
+        """An exchange under *key* for the block (this thread's): :meth:`_abort` or :meth:`close` interrupt it.
 
         :raises ClientClosed: once the transport is closed (checked under the lock close
             takes: an exchange registered after it would never be aborted).
@@ -97,12 +99,12 @@ class HttpTransport(Transport):
                 raise ClientClosed("transport is closed")
             self._exchanges[key] = exchange
         interrupt.begin(exchange)
-        return exchange
-
-    def _end(self, key: Any) -> None:
-        interrupt.end()
-        with self._lock:
-            self._exchanges.pop(key, None)
+        try:
+            yield exchange
+        finally:
+            interrupt.end()
+            with self._lock:
+                self._exchanges.pop(key, None)
 
     def _abort(self, key: Any) -> None:
         """Interrupt the exchange under *key*, if any (connecting, waiting or reading)."""
@@ -112,7 +114,7 @@ class HttpTransport(Transport):
             exchange.abort()
 
     def _request(self, method: str, url: str, *, headers: dict[str, str], what: str, deadline: Deadline | None,
-                 data: bytes | None = None, timeout: tuple[float, float] | None = None) -> requests.Response:
+                 data: bytes | None = None) -> requests.Response:
         """One HTTP exchange up to its headers, in the current (registered) exchange.
 
         Connect and headers are bounded by *deadline* (and the transport's timeouts).
@@ -125,7 +127,7 @@ class HttpTransport(Transport):
         """
         import requests
 
-        timeout = timeout or self._timeout
+        timeout = self._timeout
         if deadline is not None:
             if deadline.passed():
                 raise RequestTimeout(f"{what}: the deadline passed before it was sent")
@@ -142,12 +144,8 @@ class HttpTransport(Transport):
         :param name: the message's method (``"response"`` for a response), for errors.
         :raises HTTPStatusError: for a non-success status; else as :meth:`_request`.
         """
-        key = object()
-        self._begin(key)
-        try:
+        with self._registered(object()):
             response = self._request("POST", url, headers=headers, what=f"POST {name}", deadline=deadline, data=body)
-        finally:
-            self._end(key)
         if not 200 <= response.status_code < 300:
             try:
                 raise wire.status_error(response, f"{name} was refused")

@@ -84,8 +84,8 @@ class Sender:
         return self._target(url).settings.get("proxies")
 
     def send(self, method: str, url: str, *, headers: Mapping[str, str], timeout: tuple[float, float | None],
-             data: bytes | None = None, stream: bool = True, deadline: Deadline | None = None) -> requests.Response:
-        """One request, no redirects followed; raises ``requests`` exceptions as they come.
+             data: bytes | None = None, deadline: Deadline | None = None) -> requests.Response:
+        """One request, streamed, no redirects followed; raises ``requests`` exceptions as they come.
 
         :param deadline: the request's deadline, handed to its auth handler as the
             ``PreparedRequest`` attribute :data:`~mcpsync.rpc.deadline.REQUEST_ATTRIBUTE`
@@ -117,6 +117,4 @@ class Sender:
         if target.auth is not None:
             prepared.prepare_auth(target.auth, target.url)
         prepared.prepare_hooks(session.hooks)
-        kwargs = dict(target.settings)
-        kwargs["stream"] = stream
-        return session.send(prepared, timeout=timeout, allow_redirects=False, **kwargs)
+        return session.send(prepared, timeout=timeout, allow_redirects=False, **{**target.settings, "stream": True})

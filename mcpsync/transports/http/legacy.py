@@ -70,16 +70,13 @@ class LegacySSETransport(HttpTransport):
         """
         headers = {**self._headers, "Accept": "text/event-stream"}
         what = f"GET {wire.redact_url(self.url)}"
-        key = object()
-        self._begin(key)
         try:
-            response = self._request("GET", self.url, headers=headers, what=what, deadline=deadline)
+            with self._registered(object()):
+                response = self._request("GET", self.url, headers=headers, what=what, deadline=deadline)
         except ConnectionClosed as exc:
             if isinstance(exc, ClientClosed):
                 raise
             raise ServerStartError(str(exc)) from exc.__cause__
-        finally:
-            self._end(key)
         if not 200 <= response.status_code < 300 or not wire.is_event_stream(response):
             error = wire.status_error(response, "the SSE stream was refused")
             response.close()

@@ -176,27 +176,23 @@ class StreamableHTTPTransport(HttpTransport):
         method = message.get("method")
         what = f"POST {method or 'response'}"
         sent_session = self.session_id
-        exchange = self._begin(key)
-        if published is not None:
-            published.append(exchange)
-        try:
-            response = self._request("POST", self.url, headers=self._post_headers(message), what=what,
-                                     deadline=deadline, data=body)
-            exchange.response = response
+        with self._registered(key) as exchange:
+            if published is not None:
+                published.append(exchange)
             try:
-                if response.status_code == 404 and sent_session is not None and method != rules.INITIALIZE:
-                    if self.session_id == sent_session:
-                        self.session_id = None  # gone: the re-initialize goes out without it
-                    raise SessionExpired(404, f"session expired ({what} answered 404)")
-                self._handle(response, message, deadline)
-            finally:
-                response.close()
-        except (McpError, Dialect):
-            raise
-        except Exception as exc:  # a read that broke (requests, urllib3, OSError)
-            raise self._failure(exc, f"reading the reply to {what}", deadline) from wire.sanitized(exc)
-        finally:
-            self._end(key)
+                response = self._request("POST", self.url, headers=self._post_headers(message), what=what,
+                                         deadline=deadline, data=body)
+                exchange.response = response
+                with response:
+                    if response.status_code == 404 and sent_session is not None and method != rules.INITIALIZE:
+                        if self.session_id == sent_session:
+                            self.session_id = None  # gone: the re-initialize goes out without it
+                        raise SessionExpired(404, f"session expired ({what} answered 404)")
+                    self._handle(response, message, deadline)
+            except (McpError, Dialect):
+                raise
+            except Exception as exc:  # a read that broke (requests, urllib3, OSError); seen in the exchange
+                raise self._failure(exc, f"reading the reply to {what}", deadline) from wire.sanitized(exc)
 
     def _session_headers(self, extra: Mapping[str, str] = {}) -> dict[str, str]:  # noqa: B006 - read only
         """Our headers and *extra*, with the handshake era's session id and version."""
@@ -340,7 +336,10 @@ class StreamableHTTPTransport(HttpTransport):
             return False
 
     def _pause(self, parser: SSEParser, failures: int, deadline: Deadline | None = None) -> bool:
-        """Wait before reconnect number *failures* (1: the first since progress); whether to make it (not closed, in time).
+        """Wait before reconnect number *failures* (1: the first since progress); whether to make it.
+
+
+        Not when the transport closed meanwhile or the deadline passed.
 
         The server's ``retry`` (at least 0.1 s) is the floor and the base of the backoff;
         without one, ``retry_delay`` is.  Later attempts back off exponentially with full
@@ -395,30 +394,28 @@ class StreamableHTTPTransport(HttpTransport):
         while True:
             mark = parser.last_event_id, parser.messages
             try:
-                self._begin(key)
-                try:
-                    response = self._get(mark[0] or None)
-                finally:
-                    answered.set()
-                status = response.status_code
-                # A 2xx that is not a stream is an SPA fallback or a JSON error page:
-                # retrying it is a reconnect loop (awslabs/mcp#3352), so it means "no stream".
-                if status in _NO_STREAM or status in (401, 403) or (
-                        200 <= status < 300 and not wire.is_event_stream(response)):
-                    log.debug("no listening stream (GET answered %s)", status)
-                    response.close()
-                    return
-                with response:
-                    if 200 <= status < 300:
-                        pump(response, parser, self._deliver)
+                with self._registered(key):
+                    try:
+                        response = self._get(mark[0] or None)
+                    finally:
+                        answered.set()
+                    status = response.status_code
+                    # A 2xx that is not a stream is an SPA fallback or a JSON error page:
+                    # retrying it is a reconnect loop (awslabs/mcp#3352), so it means "no stream".
+                    if status in _NO_STREAM or status in (401, 403) or (
+                            200 <= status < 300 and not wire.is_event_stream(response)):
+                        log.debug("no listening stream (GET answered %s)", status)
+                        response.close()
+                        return
+                    with response:
+                        if 200 <= status < 300:
+                            pump(response, parser, self._deliver)
             except ClientClosed:
                 return
             except MessageTooLarge as exc:
                 log.warning("listening stream: %s", exc)
             except Exception as exc:  # noqa: BLE001 - a failed GET or a broken stream is reconnected below
                 log.debug("listening stream: %s", wire.redact_text(str(exc)))
-            finally:
-                self._end(key)
             if (parser.last_event_id, parser.messages) != mark:
                 failures = 0  # progress
             failures += 1

@@ -202,8 +202,8 @@ def connection_error(exc: BaseException, what: str, *, outcome_unknown: bool = F
 
 
 def http_request(sender: Sender, method: str, url: str, *, headers: Mapping[str, str],
-                 timeout: tuple[float, float | None], data: bytes | None = None, stream: bool = True,
-                 follow_redirects: bool = True, deadline: Deadline | None = None) -> requests.Response:
+                 timeout: tuple[float, float | None], data: bytes | None = None, follow_redirects: bool = True,
+                 deadline: Deadline | None = None) -> requests.Response:
     """One HTTP exchange with our redirect policy; raises ``requests`` exceptions as they come.
 
     :param deadline: the call's deadline, for the auth handler (see ``Sender.send``).
@@ -212,8 +212,7 @@ def http_request(sender: Sender, method: str, url: str, *, headers: Mapping[str,
     """
     current = url
     for _ in range(MAX_REDIRECTS + 1):
-        response = sender.send(method, current, headers=headers, timeout=timeout, data=data, stream=stream,
-                               deadline=deadline)
+        response = sender.send(method, current, headers=headers, timeout=timeout, data=data, deadline=deadline)
         status = response.status_code
         if not (300 <= status < 400) or "Location" not in response.headers:
             return response
