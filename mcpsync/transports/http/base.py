@@ -170,7 +170,7 @@ class HttpTransport(Transport):
     @functools.cached_property
     def _may_abort_headers(self) -> bool:
         """Whether close()/cancel can interrupt this transport's requests before their headers (:mod:`.interrupt`)."""
-        return interrupt.is_tracking(self._session, self._sender.proxies(self.url))
+        return interrupt.is_tracking(self._session, self._sender.target(self.url).settings.get("proxies"))
 
     # -- threads and closing ---------------------------------------------------------------
 

@@ -56,7 +56,8 @@ class Sender:
         self.server_url = server_url
         self._targets: dict[str, _Target] = {}
 
-    def _target(self, url: str) -> _Target:
+    def target(self, url: str) -> _Target:
+        """What is fixed for *url* (read on first use); its ``settings["proxies"]``: the proxies in effect."""
         target = self._targets.get(url)
         if target is not None:
             return target
@@ -79,10 +80,6 @@ class Sender:
             self._targets[url] = target
         return target
 
-    def proxies(self, url: str) -> Any:
-        """The proxies requests to *url* go through (empty: a direct connection)."""
-        return self._target(url).settings.get("proxies")
-
     def send(self, method: str, url: str, *, headers: Mapping[str, str], timeout: tuple[float, float | None],
              data: bytes | None = None, deadline: Deadline | None = None) -> requests.Response:
         """One request, streamed, no redirects followed; raises ``requests`` exceptions as they come.
@@ -97,7 +94,7 @@ class Sender:
         from requests.structures import CaseInsensitiveDict
 
         session = self.session
-        target = self._target(url)
+        target = self.target(url)
         prepared = PreparedRequest()
         prepared.method = method
         prepared.url = target.url

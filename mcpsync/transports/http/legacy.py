@@ -115,9 +115,8 @@ class LegacySSETransport(HttpTransport):
             pump(response, parser, self._deliver, other=self._endpoint_event)
         except MessageTooLarge as exc:
             reason = exc
-        except BaseException as exc:
-            if not self._closed.is_set():
-                reason = wire.connection_error(exc, "the SSE stream broke", outcome_unknown=True)
+        except BaseException as exc:  # (once closed, the reason is that)
+            reason = wire.connection_error(exc, "the SSE stream broke", outcome_unknown=True)
         finally:
             response.close()
             self._endpoint_ready.set()

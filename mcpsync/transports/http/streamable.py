@@ -164,9 +164,9 @@ class StreamableHTTPTransport(HttpTransport):
                 raise ClientClosed("transport is closed")
             if exchange and exchange[0].aborted:
                 raise RequestCancelled("request was cancelled")
-            if deadline is not None and deadline.passed():
-                raise deadline.expired(f"POST {message.get('method') or 'response'} got no reply",
-                                       str(message.get("method") or ""))
+            if deadline is not None:
+                deadline.check(f"POST {message.get('method') or 'response'} got no reply",
+                               str(message.get("method") or ""))
         if outcome:
             raise outcome[0]
 
