@@ -55,7 +55,6 @@ class LegacySSETransport(HttpTransport):
         self.endpoint: str | None = None
         self._endpoint_error: BaseException | None = None
         self._stream: requests.Response | None = None
-        self._reader: threading.Thread | None = None
 
     def describe(self) -> str:
         return f"HTTP+SSE {wire.redact_url(self.url)}"
@@ -85,7 +84,7 @@ class LegacySSETransport(HttpTransport):
             raise error
         self._stream = response  # close() shuts it down from here on
         try:
-            self._reader = self._spawn(self._read, response, name="sse")
+            self._spawn(self._read, response, name="sse")  # close() joins it
         except ClientClosed:
             response.close()
             raise
@@ -100,13 +99,11 @@ class LegacySSETransport(HttpTransport):
             raise ServerStartError(str(self._endpoint_error)) from self._endpoint_error
 
     def _drop_stream(self) -> None:
-        stream, reader = self._stream, self._reader
+        stream = self._stream
         if stream is not None:
             # Not close(): closing a streaming response from another thread can deadlock on the
             # reader's buffer lock; shut down, the blocked read returns and the reader closes it.
             interrupt.shutdown(interrupt.socket_of(stream))
-        if reader is not None and reader is not threading.current_thread():
-            reader.join(2.0)
 
     def _read(self, response: requests.Response) -> None:
         parser = SSEParser(self._max)

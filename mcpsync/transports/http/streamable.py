@@ -114,9 +114,8 @@ class StreamableHTTPTransport(HttpTransport):
             raise ClientClosed("transport is closed")
         method = message.get("method")
         if method == rules.CANCELLED:
-            cancelled = rules.cancelled_request_id(message)
-            if cancelled is not None:
-                self._abort(cancelled)  # its exchange, if still in flight (2026-07-28: the cancellation)
+            # Its exchange, if still in flight (2026-07-28: that is the cancellation).
+            self._abort(rules.cancelled_request_id(message))
             if not self._modern:  # off the caller's thread: cancel() never waits for the server
                 self._spawn(self._post_quietly, message, body, name="notify")
             return
