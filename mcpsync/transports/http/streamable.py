@@ -17,6 +17,7 @@ docs/transports.rst tells the rest.
 from __future__ import annotations
 
 import contextlib
+import functools
 import json
 import random
 import logging
@@ -33,7 +34,7 @@ from mcpsync.transports.http import headers as rules
 from mcpsync.transports.http import interrupt
 from mcpsync.transports.http.base import HttpTransport
 from mcpsync.transports.http.sse_parser import SSEParser
-from mcpsync.transports.http.streams import Dialect, dialect_error, pump
+from mcpsync.transports.http.streams import Dialect, pump
 
 if TYPE_CHECKING:  # pragma: no cover
     import requests
@@ -188,7 +189,7 @@ class StreamableHTTPTransport(HttpTransport):
                             self.session_id = None  # gone: the re-initialize goes out without it
                         raise SessionExpired(404, f"session expired ({what} answered 404)")
                     self._handle(response, message, deadline)
-            except (McpError, Dialect):
+            except McpError:
                 raise
             except Exception as exc:  # a read that broke (requests, urllib3, OSError); seen in the exchange
                 raise self._failure(exc, f"reading the reply to {what}", deadline) from wire.sanitized(exc)
@@ -271,10 +272,7 @@ class StreamableHTTPTransport(HttpTransport):
         parser = SSEParser(self._max, typed_without_data=True)
         odd: set[str] = set()
         failures = 0
-
-        def deliver(item: Any) -> None:
-            self._deliver_reply(item, request_id, learn)
-
+        deliver = functools.partial(self._deliver_reply, request_id=request_id, learn=learn)
         while True:
             mark = parser.last_event_id, parser.messages
             try:
@@ -284,12 +282,10 @@ class StreamableHTTPTransport(HttpTransport):
                 if self._pump_reply(response, parser, deliver, request_id, deadline, odd):
                     wire.finish_if_ready(response)
                     return
-            except Dialect:
-                raise dialect_error(odd) from None
             finally:
                 response.close()
             if odd:
-                raise dialect_error(odd)
+                raise Dialect(odd)
             if not parser.saw_id or not parser.last_event_id or rules.is_modern(message):
                 raise ConnectionClosed(
                     "the server closed the reply stream before the reply"
@@ -389,11 +385,10 @@ class StreamableHTTPTransport(HttpTransport):
     def _listen_loop(self, answered: threading.Event) -> None:
         parser = SSEParser(self._max)
         failures = 0
-        key = object()
         while True:
             mark = parser.last_event_id, parser.messages
             try:
-                with self._registered(key):
+                with self._registered(object()):
                     try:
                         response = self._get(mark[0] or None)
                     finally:

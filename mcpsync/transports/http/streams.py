@@ -28,7 +28,7 @@ from mcpsync.transports.http.sse_parser import SSEEvent, SSEParser
 if TYPE_CHECKING:  # pragma: no cover
     import requests
 
-__all__ = ["Dialect", "dialect_error", "pump"]
+__all__ = ["Dialect", "pump"]
 
 log = logging.getLogger(__name__)
 
@@ -36,16 +36,15 @@ log = logging.getLogger(__name__)
 _DIALECT_END = frozenset({"complete", "error"})
 
 
-class Dialect(Exception):
-    """Internal: a fragment-dialect end marker arrived before the reply."""
+class Dialect(ProtocolError):
+    """A reply stream in the fragment dialect: event types *types* (an end marker came before the reply)."""
 
-
-def dialect_error(types: set[str]) -> ProtocolError:
-    names = "/".join(f"'{name}'" for name in sorted(types | {"result", "complete"}))
-    return ProtocolError(
-        f"the server streamed the result as non-standard SSE {names} events instead of a JSON-RPC"
-        " response; mcpsync does not reassemble them (see docs/websocket.rst, 'SSE result fragment"
-        " streams')")
+    def __init__(self, types: set[str]) -> None:
+        names = "/".join(f"'{name}'" for name in sorted(types | {"result", "complete"}))
+        super().__init__(
+            f"the server streamed the result as non-standard SSE {names} events instead of a JSON-RPC"
+            " response; mcpsync does not reassemble them (see docs/websocket.rst, 'SSE result fragment"
+            " streams')")
 
 
 def pump(response: requests.Response, parser: SSEParser, deliver: Callable[[Any], None], *,
@@ -71,7 +70,7 @@ def pump(response: requests.Response, parser: SSEParser, deliver: Callable[[Any]
                 if odd is not None:
                     odd.add(event.event)
                     if event.event in _DIALECT_END and not got:
-                        raise Dialect()
+                        raise Dialect(odd)
                 continue
             if not event.data.strip():
                 continue  # a priming event
