@@ -42,7 +42,7 @@ class AutoHTTPTransport(Transport):
         self._lock = threading.Lock()
         #: Set by :meth:`close` under the lock: no fallback transport is swapped in after it.
         self._closed = False
-        self._on_message: MessageHandler | None = None
+        self._on_message: MessageHandler = lambda item: None  # until start()
         self._on_close: CloseHandler | None = None
 
     def describe(self) -> str:
@@ -80,7 +80,6 @@ class AutoHTTPTransport(Transport):
             legacy.close()  # never started: this only frees its session
             raise ClientClosed("transport is closed")
         old.close()  # its on_close is not forwarded: it is no longer active
-        assert self._on_message is not None
         legacy.start(self._on_message, self._forward_close(legacy))
         try:
             legacy.send(message, deadline)

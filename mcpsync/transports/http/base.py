@@ -69,7 +69,7 @@ class HttpTransport(Transport):
         self._n = next(_ids)
         self._lock = threading.Lock()
         self._closed = threading.Event()
-        self._on_message: MessageHandler | None = None
+        self._on_message: MessageHandler = lambda item: None  # until start()
         self._on_close: CloseHandler | None = None
         #: Exchanges in flight, by request id (or a key of their own), abortable from any thread.
         self._exchanges: dict[Any, interrupt.Exchange] = {}
@@ -80,9 +80,10 @@ class HttpTransport(Transport):
         """Remember the callbacks; no network I/O happens until the first :meth:`send`."""
         self._on_message, self._on_close = on_message, on_close
 
-    def _deliver(self, item: Any) -> None:
-        if self._on_message is not None:
-            self._on_message(item)
+    def _check_open(self) -> None:
+        """:raises ClientClosed: once the transport is closed."""
+        if self._closed.is_set():
+            raise ClientClosed("transport is closed")
 
     # -- one exchange ----------------------------------------------------------------------
 
@@ -95,8 +96,7 @@ class HttpTransport(Transport):
         """
         exchange = interrupt.Exchange()
         with self._lock:
-            if self._closed.is_set():
-                raise ClientClosed("transport is closed")
+            self._check_open()
             self._exchanges[key] = exchange
         interrupt.begin(exchange)
         try:
@@ -193,8 +193,7 @@ class HttpTransport(Transport):
         # Started under the lock: close() never joins a registered thread that is not running yet,
         # and none starts after close() took its list.
         with self._lock:
-            if self._closed.is_set():
-                raise ClientClosed("transport is closed")
+            self._check_open()
             self._threads.add(thread)
             thread.start()
         return thread

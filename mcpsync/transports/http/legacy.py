@@ -93,8 +93,7 @@ class LegacySSETransport(HttpTransport):
             if deadline is not None and deadline.passed():
                 raise RequestTimeout(f"{self.describe()} sent no endpoint event by the call's deadline")
             raise ServerStartError(f"{self.describe()} sent no endpoint event within {self._endpoint_timeout} s")
-        if self._closed.is_set():
-            raise ClientClosed("transport is closed")
+        self._check_open()
         if self._endpoint_error is not None:
             raise ServerStartError(str(self._endpoint_error)) from self._endpoint_error
 
@@ -109,7 +108,7 @@ class LegacySSETransport(HttpTransport):
         parser = SSEParser(self._max)
         reason: ConnectionClosed = ConnectionClosed("the server closed the SSE stream", outcome_unknown=True)
         try:
-            pump(response, parser, self._deliver, other=self._endpoint_event)
+            pump(response, parser, self._on_message, other=self._endpoint_event)
         except MessageTooLarge as exc:
             reason = exc
         except BaseException as exc:  # (once closed, the reason is that)
@@ -143,8 +142,7 @@ class LegacySSETransport(HttpTransport):
         :raises ConnectionClosed: when the server cannot be reached.
         """
         body = encode_message(message)
-        if self._closed.is_set():
-            raise ClientClosed("transport is closed")
+        self._check_open()
         if self.endpoint is None:
             with self._open_lock:
                 if self.endpoint is None:

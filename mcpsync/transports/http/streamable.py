@@ -111,8 +111,7 @@ class StreamableHTTPTransport(HttpTransport):
         :raises ConnectionClosed: when the server cannot be reached or the reply was lost.
         """
         body = encode_message(message)
-        if self._closed.is_set():
-            raise ClientClosed("transport is closed")
+        self._check_open()
         method = message.get("method")
         if method == rules.CANCELLED:
             # Its exchange, if still in flight (2026-07-28: that is the cancellation).
@@ -160,8 +159,7 @@ class StreamableHTTPTransport(HttpTransport):
 
         self._spawn(run, name="post")
         while not done.wait(_POLL if deadline is None else deadline.remaining(_POLL)):
-            if self._closed.is_set():
-                raise ClientClosed("transport is closed")
+            self._check_open()
             if exchange and exchange[0].aborted:
                 raise RequestCancelled("request was cancelled")
             if deadline is not None:
@@ -218,7 +216,7 @@ class StreamableHTTPTransport(HttpTransport):
             rpc_body = rules.rpc_error_body(raw)
             reply = rules.modern_error(status, rpc_body, request_id) if rules.is_modern(message) else None
             if reply is not None:
-                self._deliver(reply)
+                self._on_message(reply)
                 return
             error = wire.status_error(response, f"{method or 'response'} was refused", raw=raw)
             if self._fallback and status in _NO_STREAM:
@@ -259,7 +257,7 @@ class StreamableHTTPTransport(HttpTransport):
                 version = item["result"].get("protocolVersion")
                 if isinstance(version, str):
                     self.protocol_version = version
-        self._deliver(item)
+        self._on_message(item)
 
     def _read_reply_stream(self, response: requests.Response, message: Mapping[str, Any], request_id: Any,
                            deadline: Deadline | None, learn: bool) -> None:
@@ -303,8 +301,7 @@ class StreamableHTTPTransport(HttpTransport):
                 # out its timeout (RELIABILITY C4).  Fail now; the outcome is unknown.
                 raise ConnectionClosed(f"reply stream lost and could not be resumed: {exc}",
                                        outcome_unknown=True) from None
-        if self._closed.is_set():
-            raise ClientClosed("transport is closed")
+        self._check_open()
         if deadline is not None and deadline.passed():
             raise deadline.expired("the reply stream was being resumed and got no reply")
         raise ConnectionClosed(f"reply stream lost; gave up after {self._attempts} reconnects without"
@@ -403,7 +400,7 @@ class StreamableHTTPTransport(HttpTransport):
                         return
                     with response:
                         if 200 <= status < 300:
-                            pump(response, parser, self._deliver)
+                            pump(response, parser, self._on_message)
             except ClientClosed:
                 return
             except MessageTooLarge as exc:
