@@ -147,10 +147,8 @@ class HttpTransport(Transport):
         with self._registered(object()):
             response = self._request("POST", url, headers=headers, what=f"POST {name}", deadline=deadline, data=body)
         if not 200 <= response.status_code < 300:
-            try:
+            with response:
                 raise wire.status_error(response, f"{name} was refused")
-            finally:
-                response.close()
         wire.release(response)
 
     def _failure(self, exc: BaseException, what: str, deadline: Deadline | None) -> Exception:

@@ -176,7 +176,5 @@ def release(response: requests.Response) -> None:
     (one TCP connect per request).  A body longer than 64 KiB is dropped with
     its connection.
     """
-    try:
-        read_error_body(response)
-    finally:
-        response.close()
+    with response:
+        read_error_body(response)  # never raises

@@ -271,17 +271,20 @@ class StreamableHTTPTransport(HttpTransport):
         odd: set[str] = set()
         failures = 0
         deliver = functools.partial(self._deliver_reply, request_id=request_id, learn=learn)
+        post = response  # _handle checked it and _exchange closes it; a resumed stream is checked and closed here
         while True:
             mark = parser.last_event_id, parser.messages
             try:
-                if not 200 <= response.status_code < 300 or not wire.is_event_stream(response):  # a resumption
+                if response is not post and not (200 <= response.status_code < 300
+                                                 and wire.is_event_stream(response)):
                     error = wire.status_error(response, "resuming the reply stream was refused")
                     raise ConnectionClosed(f"reply stream lost and could not be resumed: {error}", outcome_unknown=True)
                 if self._pump_reply(response, parser, deliver, request_id, deadline, odd):
                     wire.finish_if_ready(response)
                     return
             finally:
-                response.close()
+                if response is not post:
+                    response.close()
             if odd:
                 raise Dialect(odd)
             if not parser.saw_id or not parser.last_event_id or rules.is_modern(message):
