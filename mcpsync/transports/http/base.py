@@ -128,10 +128,11 @@ class HttpTransport(Transport):
         import requests
 
         timeout = self._timeout
-        if deadline is not None:
-            if deadline.passed():
+        left = None if deadline is None else deadline.remaining()  # asked once: this is every request's path
+        if left is not None:
+            if not left:
                 raise RequestTimeout(f"{what}: the deadline passed before it was sent")
-            timeout = (deadline.remaining(timeout[0]) or 0.0, deadline.remaining(timeout[1]) or 0.0)
+            timeout = (min(timeout[0], left), min(timeout[1], left))
         try:
             return wire.http_request(self._sender, method, url, headers=headers, timeout=timeout, data=data,
                                        follow_redirects=self._follow, deadline=deadline)

@@ -150,7 +150,7 @@ def _adapter_class() -> Any:
             # A reused keep-alive connection never reaches _new_conn: without this, a request
             # aborted before it was written would still be sent (its socket attached only in
             # getresponse).  Attaching here also lets abort() end a write that blocks.
-            exchange = current()
+            exchange = getattr(_local, "exchange", None)  # current(), inline: every request
             if exchange is not None:
                 if self.sock is not None:
                     exchange.attach(self.sock)
@@ -159,13 +159,13 @@ def _adapter_class() -> Any:
             return super().request(*args, **kwargs)  # type: ignore[misc]
 
         def getresponse(self: Any, *args: Any, **kwargs: Any) -> Any:
-            exchange = current()
+            exchange = getattr(_local, "exchange", None)  # current(), inline: every request
             if exchange is not None:
                 exchange.attach(self.sock)
             return super().getresponse(*args, **kwargs)  # type: ignore[misc]
 
         def _new_conn(self: Any) -> socket.socket:
-            exchange = current()
+            exchange = getattr(_local, "exchange", None)  # current(), inline: every request
             if exchange is None or self._tunnel_host is not None:
                 return super()._new_conn()  # type: ignore[misc,no-any-return]
             # As HTTPConnection._new_conn, which does the same around create_connection.

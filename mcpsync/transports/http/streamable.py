@@ -181,12 +181,14 @@ class StreamableHTTPTransport(HttpTransport):
                 response = self._request("POST", self.url, headers=self._post_headers(message), what=what,
                                          deadline=deadline, data=body)
                 exchange.response = response
-                with response:
+                try:
                     if response.status_code == 404 and sent_session is not None and method != rules.INITIALIZE:
                         if self.session_id == sent_session:
                             self.session_id = None  # gone: the re-initialize goes out without it
                         raise SessionExpired(404, f"session expired ({what} answered 404)")
                     self._handle(response, message, deadline)
+                finally:
+                    response.close()
             except McpError:
                 raise
             except Exception as exc:  # a read that broke (requests, urllib3, OSError); seen in the exchange
