@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from typing import Any
 
 from mcpsync.exceptions import ClientClosed, RequestTimeout, ServerStartError
@@ -19,12 +19,22 @@ from mcpsync.rpc.deadline import Deadline
 from mcpsync.transports.base import CloseHandler, MessageHandler, Transport
 from mcpsync.transports.http import wire
 from mcpsync.transports.http.legacy import LegacySSETransport
-from mcpsync.transports.http.factory import LEGACY_ONLY, STREAMABLE_ONLY, without
 from mcpsync.transports.http.streamable import FallbackToLegacy, StreamableHTTPTransport
 
-__all__ = ["AutoHTTPTransport"]
+__all__ = ["AutoHTTPTransport", "LEGACY_ONLY", "STREAMABLE_ONLY", "TRANSPORT_OPTIONS", "without"]
 
 log = logging.getLogger(__name__)
+
+LEGACY_ONLY = frozenset({"endpoint_timeout", "allow_cross_origin_endpoint"})
+STREAMABLE_ONLY = frozenset({"reconnect_attempts", "retry_delay", "max_retry_delay", "delete_timeout", "listen"})
+#: Every option a transport takes (``auth``, ``headers`` and ``session`` are passed apart).
+TRANSPORT_OPTIONS = LEGACY_ONLY | STREAMABLE_ONLY | {"connect_timeout", "read_timeout", "max_message_bytes",
+                                                     "follow_redirects"}
+
+
+def without(options: Mapping[str, Any], names: Collection[str]) -> dict[str, Any]:
+    """*options* but *names*."""
+    return {k: v for k, v in options.items() if k not in names}
 
 
 class AutoHTTPTransport(Transport):

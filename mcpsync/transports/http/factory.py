@@ -8,25 +8,15 @@ means nothing to it).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection, Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from mcpsync import _fork
 from mcpsync.transports.http import wire
 from mcpsync.transports.base import Transport
 
-__all__ = ["LEGACY_ONLY", "STREAMABLE_ONLY", "http_transport_factory", "without"]
+__all__ = ["http_transport_factory"]
 
-LEGACY_ONLY = frozenset({"endpoint_timeout", "allow_cross_origin_endpoint"})
-STREAMABLE_ONLY = frozenset({"reconnect_attempts", "retry_delay", "max_retry_delay", "delete_timeout", "listen"})
-#: Every option a transport takes (``auth``, ``headers`` and ``session`` are passed apart).
-_TRANSPORT_OPTIONS = LEGACY_ONLY | STREAMABLE_ONLY | {"connect_timeout", "read_timeout", "max_message_bytes",
-                                                      "follow_redirects"}
-
-
-def without(options: Mapping[str, Any], names: Collection[str]) -> dict[str, Any]:
-    """*options* but *names*."""
-    return {k: v for k, v in options.items() if k not in names}
 
 
 def http_transport_factory(url: str, *, auth: Any, headers: Mapping[str, str] | None, session: Any, transport: str,
@@ -50,13 +40,13 @@ def http_transport_factory(url: str, *, auth: Any, headers: Mapping[str, str] | 
         return websocket_transport_factory(url, headers=headers, auth=auth, options=options)
 
     from mcpsync.transports.http.streamable import StreamableHTTPTransport
-    from mcpsync.transports.http.auto import AutoHTTPTransport
+    from mcpsync.transports.http.auto import LEGACY_ONLY, STREAMABLE_ONLY, TRANSPORT_OPTIONS, AutoHTTPTransport, without
     from mcpsync.transports.http.legacy import LegacySSETransport
 
     if transport not in ("auto", "streamable-http", "sse"):
         raise ValueError("transport must be 'auto', 'streamable-http', 'sse' or 'websocket'")
-    transport_options = {k: v for k, v in options.items() if k in _TRANSPORT_OPTIONS}
-    client_options = without(options, _TRANSPORT_OPTIONS)
+    transport_options = {k: v for k, v in options.items() if k in TRANSPORT_OPTIONS}
+    client_options = without(options, TRANSPORT_OPTIONS)
     wire.origin(url)  # validate early
     forked = _Forked()
 

@@ -34,7 +34,7 @@ from mcpsync.transports.http import headers as rules
 from mcpsync.transports.http import interrupt
 from mcpsync.transports.http.base import HttpTransport
 from mcpsync.transports.http.sse_parser import SSEParser
-from mcpsync.transports.http.streams import Dialect, pump
+from mcpsync.transports.http.streams import _Dialect, pump
 
 if TYPE_CHECKING:  # pragma: no cover
     import requests
@@ -288,7 +288,7 @@ class StreamableHTTPTransport(HttpTransport):
                 if response is not post:
                     response.close()
             if odd:
-                raise Dialect(odd)
+                raise _Dialect(odd)
             if not parser.saw_id or not parser.last_event_id or rules.is_modern(message):
                 raise ConnectionClosed(
                     "the server closed the reply stream before the reply"
@@ -322,7 +322,7 @@ class StreamableHTTPTransport(HttpTransport):
         try:
             return pump(response, parser, deliver, wanted=request_id, deadline=deadline, idle=self._timeout[1],
                         odd=odd)
-        except (MessageTooLarge, Dialect):
+        except (MessageTooLarge, _Dialect):
             raise
         except Exception as exc:  # noqa: BLE001 - see above
             exchange = interrupt.current()

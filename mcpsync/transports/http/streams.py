@@ -28,7 +28,7 @@ from mcpsync.transports.http.sse_parser import SSEEvent, SSEParser
 if TYPE_CHECKING:  # pragma: no cover
     import requests
 
-__all__ = ["Dialect", "pump"]
+__all__ = ["pump"]
 
 log = logging.getLogger(__name__)
 
@@ -36,8 +36,11 @@ log = logging.getLogger(__name__)
 _DIALECT_END = frozenset({"complete", "error"})
 
 
-class Dialect(ProtocolError):
-    """A reply stream in the fragment dialect: event types *types* (an end marker came before the reply)."""
+class _Dialect(ProtocolError):
+    """A reply stream in the fragment dialect: event types *types* (an end marker came before the reply).
+
+    Private (not in the tree of :mod:`mcpsync.exceptions`): callers see a :class:`ProtocolError`.
+    """
 
     def __init__(self, types: set[str]) -> None:
         names = "/".join(f"'{name}'" for name in sorted(types | {"result", "complete"}))
@@ -58,7 +61,7 @@ def pump(response: requests.Response, parser: SSEParser, deliver: Callable[[Any]
     them raises, as any broken read does.  With *odd*, event types other than
     ``message`` are collected in it (the fragment dialect); *other* gets each of them.
 
-    :raises Dialect: when *odd* is given and a dialect end marker arrives before the reply.
+    :raises _Dialect: when *odd* is given and a dialect end marker arrives before the reply.
     :raises MessageTooLarge: for an event over the parser's cap.
     """
     got = False
@@ -70,7 +73,7 @@ def pump(response: requests.Response, parser: SSEParser, deliver: Callable[[Any]
                 if odd is not None:
                     odd.add(event.event)
                     if event.event in _DIALECT_END and not got:
-                        raise Dialect(odd)
+                        raise _Dialect(odd)
                 continue
             if not event.data.strip():
                 continue  # a priming event
