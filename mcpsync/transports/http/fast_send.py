@@ -16,10 +16,11 @@ environment once per URL (on first use) and then reuses it:
   seen by an open transport (documented in ``docs/transports.rst``).
 
 What it buys (issue 24: a second path keeps its place only for >= 10 % on a named bench
-row; docs/threading.rst): ``bench/run.py``'s HTTP rows, against a copy of this tree whose
-``send`` is the plain ``Session.prepare_request`` + ``merge_environment_settings`` path,
-interleaved on a loaded 2-CPU machine: "JSON reply, p50" 456 against 1,030 µs, "SSE reply,
-p50" 427 against 700 µs, "legacy HTTP+SSE, p50" 431 against 666 µs (calls/s 1.3x-2.4x).
+row; docs/threading.rst): ``bench/run.py --no-sdk --rounds 5`` with a copy of this tree
+whose ``send`` is the plain ``Session.prepare_request`` + ``merge_environment_settings``
+path as a baseline, interleaved on a loaded 2-CPU machine (load 5.9): "JSON reply" 2,162
+against 1,441 calls/s (p50 424 against 629 µs), "SSE reply" p50 436 against 652 µs,
+"legacy HTTP+SSE" 2,232 against 1,168 calls/s, "8 threads, JSON reply" 2,209 against 1,311.
 """
 
 from __future__ import annotations
