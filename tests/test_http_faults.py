@@ -267,6 +267,27 @@ def test_stream_that_never_ends_times_out_and_close_unblocks_the_reader() -> Non
         assert time.monotonic() - start < 2.0
 
 
+def test_a_fast_trickle_does_not_keep_a_call_past_its_deadline() -> None:
+    """Keep-alives faster than any socket timeout: the deadline itself ends the read."""
+    def handler(request: Request, conn: Conn) -> None:
+        if request.rpc_method == "ping":
+            conn.start_sse()
+            until = time.monotonic() + 8.0
+            while time.monotonic() < until and not conn.server.stopping.is_set():
+                conn.event(":\n")  # a byte pattern every ~0.2 ms, never a reply
+                time.sleep(0.0002)
+        else:
+            handshake(request, conn)
+
+    with FaultServer(handler) as server:
+        c = client(server.url, listen=False)
+        start = time.monotonic()
+        with pytest.raises(mcpsync.RequestTimeout):
+            c.request("ping", timeout=1.0)
+        assert time.monotonic() - start < 4.0
+        c.close()
+
+
 # -- F1: redirects ---------------------------------------------------------------------------------
 
 

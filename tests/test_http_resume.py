@@ -126,3 +126,30 @@ def test_resumption_stops_once_the_caller_gave_up() -> None:
         seen = len(server_logic.resumes)
         time.sleep(1.0)  # ten retry periods
         assert len(server_logic.resumes) == seen
+
+
+def test_a_resumed_stream_in_the_fragment_dialect_fails_at_once_as_a_protocol_error() -> None:
+    """The dialect check covers a resumed stream too: no more resumptions of a stream we cannot read."""
+    gets: list[Request] = []
+
+    def handler(request: Request, conn: Conn) -> None:
+        if request.method == "GET":
+            if "last-event-id" not in request.headers:
+                conn.respond(405, b"", ctype="text/plain")  # no listening stream
+                return
+            gets.append(request)
+            conn.start_sse()
+            conn.event("id: p2\nevent: result\ndata: {\"partial\": 1}\n\nevent: complete\ndata:\n\n")
+            conn.end()
+        elif request.rpc_method == "tools/call":
+            conn.start_sse()
+            conn.event(f"id: p1\nretry: {POST_RETRY}\ndata:\n\n")
+            conn.end()
+        else:
+            handshake(request, conn)
+
+    with FaultServer(handler) as server, _client(server.url) as c:
+        c.connect()
+        with pytest.raises(mcpsync.ProtocolError, match="non-standard SSE"):
+            c.call_tool("write", {})
+    assert len(gets) == 1  # failed at the first resumption, not after the reconnect budget

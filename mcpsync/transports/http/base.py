@@ -11,11 +11,12 @@ owns the transport's short-lived threads (named ``mcpsync-http-<kind>-N.M``), wh
 
 from __future__ import annotations
 
+import contextlib
+import functools
 import itertools
 import logging
 import threading
-import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from typing import TYPE_CHECKING, Any
 
 from mcpsync.exceptions import ClientClosed, RequestCancelled, RequestTimeout
@@ -60,7 +61,7 @@ class HttpTransport(Transport):
         # Only the codings we decode (requests would offer br/zstd when their modules exist).
         self._headers = {"Accept-Encoding": ACCEPT_ENCODING, **(headers or {})}
         self._own_session = session is None
-        self._session = session if session is not None else wire.new_session()
+        self._session = session if session is not None else interrupt.tracking_session()
         self._sender = Sender(self._session, auth, url)
         self._timeout: tuple[float, float] = (connect_timeout, read_timeout)
         self._max = max_message_bytes
@@ -68,55 +69,52 @@ class HttpTransport(Transport):
         self._n = next(_ids)
         self._lock = threading.Lock()
         self._closed = threading.Event()
-        self._close_reported = False
-        self._on_message: MessageHandler | None = None
+        self._on_message: MessageHandler = lambda item: None  # until start()
         self._on_close: CloseHandler | None = None
         #: Exchanges in flight, by request id (or a key of their own), abortable from any thread.
         self._exchanges: dict[Any, interrupt.Exchange] = {}
         self._threads: set[threading.Thread] = set()
         self._thread_ids = itertools.count(1)
-        #: Whether the session lets another thread abort a request before its headers (:mod:`.interrupt`).
-        self._tracking: bool | None = None
 
     def start(self, on_message: MessageHandler, on_close: CloseHandler) -> None:
         """Remember the callbacks; no network I/O happens until the first :meth:`send`."""
         self._on_message, self._on_close = on_message, on_close
 
-    def _deliver(self, item: Any) -> None:
-        if self._on_message is not None:
-            self._on_message(item)
+    def _check_open(self) -> None:
+        """:raises ClientClosed: once the transport is closed."""
+        if self._closed.is_set():
+            raise ClientClosed("transport is closed")
 
     # -- one exchange ----------------------------------------------------------------------
 
-    def _begin(self, key: Any) -> interrupt.Exchange:
-        """Register an exchange under *key*: :meth:`_abort` or :meth:`close` interrupt it.
+    @contextlib.contextmanager
+    def _registered(self, key: Any) -> Iterator[interrupt.Exchange]:
+        """An exchange under *key* for the block (this thread's): :meth:`_abort` or :meth:`close` interrupt it.
 
         :raises ClientClosed: once the transport is closed (checked under the lock close
             takes: an exchange registered after it would never be aborted).
         """
         exchange = interrupt.Exchange()
         with self._lock:
-            if self._closed.is_set():
-                raise ClientClosed("transport is closed")
+            self._check_open()
             self._exchanges[key] = exchange
         interrupt.begin(exchange)
-        return exchange
+        try:
+            yield exchange
+        finally:
+            interrupt.end()
+            with self._lock:
+                self._exchanges.pop(key, None)
 
-    def _end(self, key: Any) -> None:
-        interrupt.end()
-        with self._lock:
-            self._exchanges.pop(key, None)
-
-    def _abort(self, key: Any) -> bool:
-        """Interrupt the exchange under *key* (connecting, waiting or reading); whether there was one."""
+    def _abort(self, key: Any) -> None:
+        """Interrupt the exchange under *key*, if any (connecting, waiting or reading)."""
         with self._lock:
             exchange = self._exchanges.pop(key, None)
         if exchange is not None:
             exchange.abort()
-        return exchange is not None
 
     def _request(self, method: str, url: str, *, headers: dict[str, str], what: str, deadline: Deadline | None,
-                 data: bytes | None = None, timeout: tuple[float, float] | None = None) -> requests.Response:
+                 data: bytes | None = None) -> requests.Response:
         """One HTTP exchange up to its headers, in the current (registered) exchange.
 
         Connect and headers are bounded by *deadline* (and the transport's timeouts).
@@ -129,10 +127,10 @@ class HttpTransport(Transport):
         """
         import requests
 
-        timeout = timeout or self._timeout
-        left = None if deadline is None else deadline.remaining()
+        timeout = self._timeout
+        left = None if deadline is None else deadline.remaining()  # asked once: this is every request's path
         if left is not None:
-            if left <= 0:
+            if not left:
                 raise RequestTimeout(f"{what}: the deadline passed before it was sent")
             timeout = (min(timeout[0], left), min(timeout[1], left))
         try:
@@ -141,6 +139,19 @@ class HttpTransport(Transport):
         except requests.RequestException as exc:
             raise self._failure(exc, what, deadline) from wire.sanitized(exc)
 
+    def _post(self, url: str, headers: dict[str, str], name: str, deadline: Deadline | None, body: bytes) -> None:
+        """POST a message whose answer carries nothing to read (``202``), in an exchange of its own.
+
+        :param name: the message's method (``"response"`` for a response), for errors.
+        :raises HTTPStatusError: for a non-success status; else as :meth:`_request`.
+        """
+        with self._registered(object()):
+            response = self._request("POST", url, headers=headers, what=f"POST {name}", deadline=deadline, data=body)
+        if not 200 <= response.status_code < 300:
+            with response:
+                raise wire.status_error(response, f"{name} was refused")
+        wire.release(response)
+
     def _failure(self, exc: BaseException, what: str, deadline: Deadline | None) -> Exception:
         """The typed error for an exchange that failed with *exc* (a read, or the request)."""
         if self._closed.is_set():
@@ -148,23 +159,25 @@ class HttpTransport(Transport):
         exchange = interrupt.current()
         if exchange is not None and exchange.aborted:
             return RequestCancelled("request was cancelled")
-        if deadline is not None and deadline.end is not None and time.monotonic() >= deadline.end - 0.01:
+        # Within 10 ms of the end: the socket timeout set to what was left has fired.
+        if deadline is not None and (deadline.remaining(1.0) or 0.0) <= 0.01:
             return RequestTimeout(f"{what} got no reply by its deadline ({wire.redact_url(self.url)})",
                                   method=what.rpartition("POST ")[2].split(" ", 1)[0])  # "reading the reply to POST m": m
         return wire.connection_error(exc, f"{what} to {wire.redact_url(self.url)} failed",
                                        outcome_unknown=not wire.never_connected(exc))
 
+    @functools.cached_property
     def _may_abort_headers(self) -> bool:
-        """Whether close()/cancel can interrupt this transport's requests before their headers."""
-        tracking = self._tracking
-        if tracking is None:
-            tracking = self._tracking = interrupt.is_tracking(self._session, self._sender.proxies(self.url))
-        return tracking
+        """Whether close()/cancel can interrupt this transport's requests before their headers (:mod:`.interrupt`)."""
+        return interrupt.is_tracking(self._session, self._sender.target(self.url).settings.get("proxies"))
 
     # -- threads and closing ---------------------------------------------------------------
 
     def _spawn(self, target: Callable[..., None], *args: Any, name: str) -> threading.Thread:
-        """Run ``target(*args)`` on a daemon thread ``mcpsync-http-<name>-N.M``; exceptions are logged."""
+        """Run ``target(*args)`` on a daemon thread ``mcpsync-http-<name>-N.M``; exceptions are logged.
+
+        :raises ClientClosed: once the transport is closed.
+        """
 
         def run() -> None:
             try:
@@ -176,39 +189,44 @@ class HttpTransport(Transport):
                     self._threads.discard(thread)
 
         thread = threading.Thread(target=run, daemon=True, name=f"mcpsync-http-{name}-{self._n}.{next(self._thread_ids)}")
-        # Started under the lock: close() never joins a registered thread that is not running yet.
+        # Started under the lock: close() never joins a registered thread that is not running yet,
+        # and none starts after close() took its list.
         with self._lock:
+            self._check_open()
             self._threads.add(thread)
             thread.start()
         return thread
 
-    def _close_exchanges(self) -> bool:
-        """Mark closed and abort every exchange; whether this was the first close."""
+    def close(self) -> None:
+        """Interrupt every exchange and stream, join the threads (bounded), report the close; idempotent."""
         with self._lock:
             first = not self._closed.is_set()
             self._closed.set()
             exchanges = list(self._exchanges.values())
         for exchange in exchanges:
             exchange.abort()
-        return first
-
-    def _join_and_report(self, budget: float = 2.0) -> None:
-        """Join the transport's threads (one budget for all), close our session, report the close."""
-        current = threading.current_thread()
-        with self._lock:
-            threads = list(self._threads)
-        until = time.monotonic() + budget
-        for thread in threads:
-            if thread is not current:
-                thread.join(timeout=max(0.0, until - time.monotonic()))
-        if self._own_session:
-            self._session.close()
+        self._interrupt_streams()
+        if first:
+            self._before_join()
+            current = threading.current_thread()
+            with self._lock:
+                threads = list(self._threads)
+            budget = Deadline(2.0)  # one for all
+            for thread in threads:
+                if thread is not current:
+                    thread.join(budget.remaining())
+            if self._own_session:
+                self._session.close()
         self._report_close(ClientClosed("transport closed"))
 
+    def _interrupt_streams(self) -> None:
+        """At every :meth:`close`: unblock what no exchange covers (a stream, a waiting caller)."""
+
+    def _before_join(self) -> None:
+        """At the first :meth:`close`, before the threads are joined (a DELETE, say)."""
+
     def _report_close(self, exc: BaseException) -> None:
-        with self._lock:
-            if self._close_reported:
-                return
-            self._close_reported = True
-        if self._on_close is not None:
-            self._on_close(exc)
+        with self._lock:  # once
+            on_close, self._on_close = self._on_close, None
+        if on_close is not None:
+            on_close(exc)

@@ -16,8 +16,9 @@ bomb costs no more memory than the cap.  Any other encoding is a
 
 from __future__ import annotations
 
+import socket
 import zlib
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
 from mcpsync.exceptions import MessageTooLarge, ProtocolError, excerpt
@@ -25,7 +26,9 @@ from mcpsync.exceptions import MessageTooLarge, ProtocolError, excerpt
 if TYPE_CHECKING:  # pragma: no cover
     import requests
 
-__all__ = ["ACCEPT_ENCODING", "encoding", "iter_body", "read_body", "read_error_body", "release"]
+    from mcpsync.rpc.deadline import Deadline
+
+__all__ = ["ACCEPT_ENCODING", "bound_next_read", "encoding", "iter_body", "read_body", "read_error_body", "release"]
 
 #: What the HTTP transports send as ``Accept-Encoding``: what :func:`iter_body` decodes.
 ACCEPT_ENCODING = "gzip, deflate"
@@ -99,10 +102,42 @@ def iter_body(response: requests.Response, chunk: int = _CHUNK) -> Iterator[byte
     yield from _inflate(_raw(response, chunk), wbits, chunk)
 
 
-def read_body(response: requests.Response, limit: int, before_read: Callable[[], None] | None = None) -> bytes:
+#: A read may overrun the call's deadline by this much before its socket timeout is re-armed.
+_REARM_SLACK = 0.05
+
+
+def bound_next_read(response: requests.Response, deadline: Deadline | None, idle: float | None = None) -> None:
+    """Make the next read of *response* wait at most what is left of *deadline* (within ~50 ms) and *idle*.
+
+    Only while *response* still holds its connection: once its body has been read to
+    the end, ``urllib3`` has put the connection back in the pool, and its socket may
+    already be another thread's.  The timeout is re-armed only when the one set earlier
+    (by ``urllib3`` at the request, or here) differs by more than 50 ms, so a reply read
+    at once costs no call (and progress that moved the deadline later is seen).
+
+    :raises TimeoutError: when *deadline* has passed: the read would time out (a server
+        trickling bytes must not keep a call past its end).
+    """
+    if deadline is None or deadline.end is None:
+        return  # the transport's read timeout bounds each read
+    left = deadline.remaining(idle)
+    if not left:
+        raise TimeoutError("the call's deadline passed")
+    sock = getattr(getattr(response.raw, "_connection", None), "sock", None)
+    if not isinstance(sock, socket.socket):
+        return
+    current = sock.gettimeout()
+    if current is None or abs(current - left) > _REARM_SLACK:
+        try:
+            sock.settimeout(left)
+        except OSError:
+            pass  # already closed: the read fails anyway
+
+
+def read_body(response: requests.Response, limit: int, deadline: Deadline | None = None) -> bytes:
     """The whole decoded body; :class:`MessageTooLarge` as soon as it passes *limit* bytes.
 
-    :param before_read: called before each read (a caller bounds it by its deadline there).
+    Each read waits at most what is left of *deadline* (:func:`bound_next_read`).
     """
     length = response.headers.get("Content-Length", "")
     if not encoding(response) and length.isdigit() and int(length) > limit:
@@ -111,8 +146,7 @@ def read_body(response: requests.Response, limit: int, before_read: Callable[[],
     size = 0
     chunks = iter_body(response)
     while True:
-        if before_read is not None:
-            before_read()
+        bound_next_read(response, deadline)
         data = next(chunks, b"")
         if not data:
             return b"".join(parts)
@@ -135,20 +169,12 @@ def read_error_body(response: requests.Response, limit: int = _CHUNK) -> bytes:
     return body[:limit]
 
 
-def release(response: requests.Response, limit: int = _CHUNK) -> None:
+def release(response: requests.Response) -> None:
     """Close *response*, first reading a short body to its end so its connection is reused.
 
     Closing a streamed response whose body was not read closes its connection
-    (one TCP connect per request).  A body longer than *limit* is dropped with
+    (one TCP connect per request).  A body longer than 64 KiB is dropped with
     its connection.
     """
-    try:
-        left = limit
-        for data in _raw(response, _CHUNK):
-            left -= len(data)
-            if left < 0:
-                break
-    except Exception:  # noqa: BLE001 - the body is not wanted; closing is all that matters
-        pass
-    finally:
-        response.close()
+    with response:
+        read_error_body(response)  # never raises

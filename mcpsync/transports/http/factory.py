@@ -17,13 +17,6 @@ from mcpsync.transports.base import Transport
 
 __all__ = ["http_transport_factory"]
 
-_TRANSPORT_OPTIONS = frozenset({
-    "connect_timeout", "read_timeout", "max_message_bytes", "follow_redirects", "reconnect_attempts",
-    "retry_delay", "max_retry_delay", "delete_timeout", "listen", "endpoint_timeout",
-    "allow_cross_origin_endpoint",
-})
-_LEGACY_ONLY = frozenset({"endpoint_timeout", "allow_cross_origin_endpoint"})
-_STREAMABLE_ONLY = frozenset({"reconnect_attempts", "retry_delay", "max_retry_delay", "delete_timeout", "listen"})
 
 
 def http_transport_factory(url: str, *, auth: Any, headers: Mapping[str, str] | None, session: Any, transport: str,
@@ -47,13 +40,13 @@ def http_transport_factory(url: str, *, auth: Any, headers: Mapping[str, str] | 
         return websocket_transport_factory(url, headers=headers, auth=auth, options=options)
 
     from mcpsync.transports.http.streamable import StreamableHTTPTransport
-    from mcpsync.transports.http.auto import AutoHTTPTransport
+    from mcpsync.transports.http.auto import LEGACY_ONLY, STREAMABLE_ONLY, TRANSPORT_OPTIONS, AutoHTTPTransport, without
     from mcpsync.transports.http.legacy import LegacySSETransport
 
     if transport not in ("auto", "streamable-http", "sse"):
         raise ValueError("transport must be 'auto', 'streamable-http', 'sse' or 'websocket'")
-    transport_options = {k: v for k, v in options.items() if k in _TRANSPORT_OPTIONS}
-    client_options = {k: v for k, v in options.items() if k not in _TRANSPORT_OPTIONS}
+    transport_options = {k: v for k, v in options.items() if k in TRANSPORT_OPTIONS}
+    client_options = without(options, TRANSPORT_OPTIONS)
     wire.origin(url)  # validate early
     forked = _Forked()
 
@@ -66,11 +59,9 @@ def http_transport_factory(url: str, *, auth: Any, headers: Mapping[str, str] | 
                     pool.clear()
         base = {"auth": auth, "headers": headers, "session": session}
         if transport == "sse":
-            opts = {k: v for k, v in transport_options.items() if k not in _STREAMABLE_ONLY}
-            return LegacySSETransport(url, **base, **opts)
+            return LegacySSETransport(url, **base, **without(transport_options, STREAMABLE_ONLY))
         if transport == "streamable-http":
-            opts = {k: v for k, v in transport_options.items() if k not in _LEGACY_ONLY}
-            return StreamableHTTPTransport(url, **base, **opts)
+            return StreamableHTTPTransport(url, **base, **without(transport_options, LEGACY_ONLY))
         return AutoHTTPTransport(url, **base, **transport_options)
 
     factory.forked = forked  # type: ignore[attr-defined]  # held as long as the factory is

@@ -14,13 +14,19 @@ environment once per URL (on first use) and then reuses it:
   query ``session.params`` adds and the ``.netrc`` credentials are fixed per
   URL on first use: environment changes made later in the process are not
   seen by an open transport (documented in ``docs/transports.rst``).
+
+What it buys (issue 24: a second path keeps its place only for >= 10 % on a named bench
+row; docs/threading.rst): ``bench/run.py --no-sdk --rounds 5`` with a copy of this tree
+whose ``send`` is the plain ``Session.prepare_request`` + ``merge_environment_settings``
+path as a baseline, interleaved on a loaded 2-CPU machine (load 5.9): "JSON reply" 2,162
+against 1,441 calls/s (p50 424 against 629 µs), "SSE reply" p50 436 against 652 µs,
+"legacy HTTP+SSE" 2,232 against 1,168 calls/s, "8 threads, JSON reply" 2,209 against 1,311.
 """
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from mcpsync.rpc.deadline import REQUEST_ATTRIBUTE, Deadline
 
@@ -37,21 +43,18 @@ _MAX_URLS = 16
 #: endpoint the server named gets that server's token.  Same string as in mcpsync.auth.
 SERVER_ATTRIBUTE = "mcpsync_server"
 
-class _Target:
+class _Target(NamedTuple):
     """What is fixed for one URL: its prepared form, its environment settings, its auth."""
 
-    __slots__ = ("auth", "settings", "url")
-
-    def __init__(self, url: str, settings: dict[str, Any], auth: Any) -> None:
-        self.url = url
-        self.settings = settings
-        self.auth = auth
+    url: str
+    settings: dict[str, Any]
+    auth: Any
 
 
 class Sender:
     """Send requests through *session*, with *auth* (``None``: the session's, then ``.netrc``).
 
-    Thread-safe: the per-URL cache is filled under a lock, requests share nothing else.
+    Thread-safe: requests share nothing but the per-URL cache (a race may fill one entry twice, alike).
     """
 
     def __init__(self, session: requests.Session, auth: Any = None, server_url: str | None = None) -> None:
@@ -59,9 +62,9 @@ class Sender:
         self.auth = auth
         self.server_url = server_url
         self._targets: dict[str, _Target] = {}
-        self._lock = threading.Lock()
 
-    def _target(self, url: str) -> _Target:
+    def target(self, url: str) -> _Target:
+        """What is fixed for *url* (read on first use); its ``settings["proxies"]``: the proxies in effect."""
         target = self._targets.get(url)
         if target is not None:
             return target
@@ -80,18 +83,13 @@ class Sender:
             from_url = get_auth_from_url(template.url or url)
             auth = from_url if any(from_url) else None
         target = _Target(template.url or url, dict(settings), auth)
-        with self._lock:
-            if len(self._targets) < _MAX_URLS:
-                self._targets[url] = target
+        if len(self._targets) < _MAX_URLS:  # about: racing threads may pass it together
+            self._targets[url] = target
         return target
 
-    def proxies(self, url: str) -> Any:
-        """The proxies requests to *url* go through (empty: a direct connection)."""
-        return self._target(url).settings.get("proxies")
-
     def send(self, method: str, url: str, *, headers: Mapping[str, str], timeout: tuple[float, float | None],
-             data: bytes | None = None, stream: bool = True, deadline: Deadline | None = None) -> requests.Response:
-        """One request, no redirects followed; raises ``requests`` exceptions as they come.
+             data: bytes | None = None, deadline: Deadline | None = None) -> requests.Response:
+        """One request, streamed, no redirects followed; raises ``requests`` exceptions as they come.
 
         :param deadline: the request's deadline, handed to its auth handler as the
             ``PreparedRequest`` attribute :data:`~mcpsync.rpc.deadline.REQUEST_ATTRIBUTE`
@@ -103,7 +101,7 @@ class Sender:
         from requests.structures import CaseInsensitiveDict
 
         session = self.session
-        target = self._target(url)
+        target = self.target(url)
         prepared = PreparedRequest()
         prepared.method = method
         prepared.url = target.url
@@ -123,6 +121,4 @@ class Sender:
         if target.auth is not None:
             prepared.prepare_auth(target.auth, target.url)
         prepared.prepare_hooks(session.hooks)
-        kwargs = dict(target.settings)
-        kwargs["stream"] = stream
-        return session.send(prepared, timeout=timeout, allow_redirects=False, **kwargs)
+        return session.send(prepared, timeout=timeout, allow_redirects=False, **{**target.settings, "stream": True})

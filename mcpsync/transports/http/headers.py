@@ -29,7 +29,6 @@ import base64
 import json
 import logging
 import re
-import threading
 from collections.abc import Mapping
 from typing import Any
 
@@ -184,10 +183,13 @@ def _header_text(value: Any) -> str | None:
 
 
 class ToolHeaders:
-    """Which arguments of which tool go into ``Mcp-Param-*`` headers; thread-safe."""
+    """Which arguments of which tool go into ``Mcp-Param-*`` headers.
+
+    Thread-safe without a lock: one ``dict.update`` per page and one ``dict.get`` per call,
+    each atomic, of lists never changed once stored.
+    """
 
     def __init__(self) -> None:
-        self._lock = threading.Lock()
         self._by_tool: dict[str, list[tuple[tuple[str, ...], str]]] = {}
 
     def learn(self, result: Any) -> Any:
@@ -207,16 +209,14 @@ class ToolHeaders:
                 log.warning("ignoring tool %r: invalid x-mcp-header annotation: %s", name, exc)
                 continue
             kept.append(tool)
-        with self._lock:
-            self._by_tool.update(learned)
+        self._by_tool.update(learned)
         if len(kept) == len(result["tools"]):
             return result
         return {**result, "tools": kept}
 
     def headers_for(self, tool: str, arguments: Any) -> dict[str, str]:
         """The ``Mcp-Param-*`` headers for a call of *tool* with *arguments*."""
-        with self._lock:
-            annotations = self._by_tool.get(tool, [])
+        annotations = self._by_tool.get(tool, [])
         headers: dict[str, str] = {}
         for path, name in annotations:
             value: Any = arguments

@@ -26,6 +26,7 @@ Nothing here imports ``requests``/``urllib3`` at import time.
 
 from __future__ import annotations
 
+import functools
 import socket
 import threading
 from typing import TYPE_CHECKING, Any
@@ -33,11 +34,9 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:  # pragma: no cover
     import requests
 
-__all__ = ["Exchange", "begin", "current", "end", "is_tracking", "socket_of", "tracking_session"]
+__all__ = ["Exchange", "begin", "current", "end", "is_tracking", "shutdown", "socket_of", "tracking_session"]
 
 _local = threading.local()
-_classes: dict[str, Any] = {}
-_classes_lock = threading.Lock()
 
 
 class Exchange:
@@ -55,14 +54,14 @@ class Exchange:
         """Called by the connection, in the reading thread, once the request is written."""
         self.sock = sock
         if self.aborted:  # aborted before the socket was known: do it now
-            _shutdown(sock)
+            shutdown(sock)
 
     def abort(self) -> None:
         """Shut the exchange's socket down (from any thread); idempotent."""
         self.aborted = True
-        _shutdown(self.sock)
+        shutdown(self.sock)
         if self.response is not None:
-            _shutdown(socket_of(self.response))
+            shutdown(socket_of(self.response))
 
 
 def socket_of(response: requests.Response) -> socket.socket | None:
@@ -77,7 +76,8 @@ def socket_of(response: requests.Response) -> socket.socket | None:
     return sock if isinstance(sock, socket.socket) else None
 
 
-def _shutdown(sock: socket.socket | None) -> None:
+def shutdown(sock: socket.socket | None) -> None:
+    """Shut *sock* down (from any thread): a thread blocked reading it returns at once."""
     if sock is None:
         return
     try:
@@ -135,81 +135,67 @@ def _connect(conn: Any, exchange: Exchange) -> socket.socket:
     raise error
 
 
-def _pool_classes() -> dict[str, Any]:
-    with _classes_lock:
-        if _classes:
-            return _classes
-        from urllib3.connection import HTTPConnection, HTTPSConnection
-        from urllib3.connectionpool import HTTPConnectionPool, HTTPSConnectionPool
-        from urllib3.exceptions import ConnectTimeoutError, NameResolutionError, NewConnectionError
+@functools.cache  # one set of classes (a race at the first use makes a spare, unused)
+def _adapter_class() -> Any:
+    """A ``requests`` adapter whose pools make connections that publish their sockets."""
+    import requests.adapters
+    from urllib3.connection import HTTPConnection, HTTPSConnection
+    from urllib3.connectionpool import HTTPConnectionPool, HTTPSConnectionPool
+    from urllib3.exceptions import ConnectTimeoutError, NameResolutionError, NewConnectionError
 
-        def request(base: Any) -> Any:
+    class Tracked:
+        """What a tracked connection adds to urllib3's (mixed in before it)."""
+
+        def request(self: Any, *args: Any, **kwargs: Any) -> Any:
             # A reused keep-alive connection never reaches _new_conn: without this, a request
             # aborted before it was written would still be sent (its socket attached only in
             # getresponse).  Attaching here also lets abort() end a write that blocks.
-            def wrapped(self: Any, *args: Any, **kwargs: Any) -> Any:
-                exchange = getattr(_local, "exchange", None)
-                if exchange is not None:
-                    if self.sock is not None:
-                        exchange.attach(self.sock)
-                    if exchange.aborted:  # urllib3 makes it a ProtocolError, requests a ConnectionError
-                        raise ConnectionAbortedError("the request was aborted before it was sent")
-                return base.request(self, *args, **kwargs)
-            return wrapped
-
-        def getresponse(base: Any) -> Any:
-            def wrapped(self: Any, *args: Any, **kwargs: Any) -> Any:
-                exchange = getattr(_local, "exchange", None)
-                if exchange is not None:
+            exchange = getattr(_local, "exchange", None)  # current(), inline: every request
+            if exchange is not None:
+                if self.sock is not None:
                     exchange.attach(self.sock)
-                return base.getresponse(self, *args, **kwargs)
-            return wrapped
+                if exchange.aborted:  # urllib3 makes it a ProtocolError, requests a ConnectionError
+                    raise ConnectionAbortedError("the request was aborted before it was sent")
+            return super().request(*args, **kwargs)  # type: ignore[misc]
 
-        def new_conn(base: Any) -> Any:
-            def wrapped(self: Any) -> socket.socket:
-                exchange = getattr(_local, "exchange", None)
-                if exchange is None or self._tunnel_host is not None:
-                    return base._new_conn(self)  # type: ignore[no-any-return]
-                # As HTTPConnection._new_conn, which does the same around create_connection.
-                try:
-                    return _connect(self, exchange)
-                except socket.gaierror as exc:
-                    raise NameResolutionError(self.host, self, exc) from exc
-                except socket.timeout as exc:
-                    raise ConnectTimeoutError(
-                        self, f"Connection to {self.host} timed out. (connect timeout={self.timeout})") from exc
-                except OSError as exc:
-                    raise NewConnectionError(self, f"Failed to establish a new connection: {exc}") from exc
-            return wrapped
+        def getresponse(self: Any, *args: Any, **kwargs: Any) -> Any:
+            exchange = getattr(_local, "exchange", None)  # current(), inline: every request
+            if exchange is not None:
+                exchange.attach(self.sock)
+            return super().getresponse(*args, **kwargs)  # type: ignore[misc]
 
-        def tracked(base: Any) -> Any:
-            return type(base.__name__, (base,), {"request": request(base), "getresponse": getresponse(base),
-                                                 "_new_conn": new_conn(base)})
+        def _new_conn(self: Any) -> socket.socket:
+            exchange = getattr(_local, "exchange", None)  # current(), inline: every request
+            if exchange is None or self._tunnel_host is not None:
+                return super()._new_conn()  # type: ignore[misc,no-any-return]
+            # As HTTPConnection._new_conn, which does the same around create_connection.
+            try:
+                return _connect(self, exchange)
+            except socket.gaierror as exc:
+                raise NameResolutionError(self.host, self, exc) from exc
+            except socket.timeout as exc:
+                raise ConnectTimeoutError(
+                    self, f"Connection to {self.host} timed out. (connect timeout={self.timeout})") from exc
+            except OSError as exc:
+                raise NewConnectionError(self, f"Failed to establish a new connection: {exc}") from exc
 
-        tracked_http = tracked(HTTPConnection)
-        tracked_https = tracked(HTTPSConnection)
-        _classes["http"] = type("TrackedHTTPConnectionPool", (HTTPConnectionPool,), {"ConnectionCls": tracked_http})
-        _classes["https"] = type("TrackedHTTPSConnectionPool", (HTTPSConnectionPool,), {"ConnectionCls": tracked_https})
-        return _classes
+    pools = {scheme: type(f"Tracked{pool.__name__}", (pool,),
+                          {"ConnectionCls": type(conn.__name__, (Tracked, conn), {})})
+             for scheme, pool, conn in (("http", HTTPConnectionPool, HTTPConnection),
+                                        ("https", HTTPSConnectionPool, HTTPSConnection))}
 
+    def init_poolmanager(self: Any, *args: Any, **kwargs: Any) -> None:
+        requests.adapters.HTTPAdapter.init_poolmanager(self, *args, **kwargs)
+        self.poolmanager.pool_classes_by_scheme = pools
 
-def _adapter_class() -> Any:
-    classes = _pool_classes()
-    with _classes_lock:
-        if "adapter" not in _classes:
-            import requests.adapters
-
-            def init_poolmanager(self: Any, *args: Any, **kwargs: Any) -> None:
-                requests.adapters.HTTPAdapter.init_poolmanager(self, *args, **kwargs)
-                self.poolmanager.pool_classes_by_scheme = {"http": classes["http"], "https": classes["https"]}
-
-            _classes["adapter"] = type("TrackingAdapter", (requests.adapters.HTTPAdapter,),
-                                       {"init_poolmanager": init_poolmanager})
-        return _classes["adapter"]
+    return type("TrackingAdapter", (requests.adapters.HTTPAdapter,), {"init_poolmanager": init_poolmanager})
 
 
-def tracking_session(pool_size: int) -> requests.Session:
-    """A ``requests.Session`` whose direct connections publish their sockets (see above)."""
+def tracking_session(pool_size: int = 32) -> requests.Session:
+    """A ``requests.Session`` whose direct connections publish their sockets (see above).
+
+    Its pools fit many threads plus long-lived streams (*pool_size* connections per host).
+    """
     import requests
 
     session = requests.Session()

@@ -21,7 +21,7 @@ from urllib.parse import urljoin
 from mcpsync.exceptions import ClientClosed, ConnectionClosed, MessageTooLarge, RequestTimeout, ServerStartError
 from mcpsync.rpc.deadline import Deadline
 from mcpsync.transports.base import encode_message
-from mcpsync.transports.http import wire
+from mcpsync.transports.http import interrupt, wire
 from mcpsync.transports.http.base import HttpTransport
 from mcpsync.transports.http.sse_parser import SSEEvent, SSEParser
 from mcpsync.transports.http.streams import pump
@@ -55,7 +55,6 @@ class LegacySSETransport(HttpTransport):
         self.endpoint: str | None = None
         self._endpoint_error: BaseException | None = None
         self._stream: requests.Response | None = None
-        self._reader: threading.Thread | None = None
 
     def describe(self) -> str:
         return f"HTTP+SSE {wire.redact_url(self.url)}"
@@ -70,58 +69,50 @@ class LegacySSETransport(HttpTransport):
         """
         headers = {**self._headers, "Accept": "text/event-stream"}
         what = f"GET {wire.redact_url(self.url)}"
-        key = object()
-        self._begin(key)
         try:
-            response = self._request("GET", self.url, headers=headers, what=what, deadline=deadline)
+            with self._registered(object()):
+                response = self._request("GET", self.url, headers=headers, what=what, deadline=deadline)
         except ConnectionClosed as exc:
             if isinstance(exc, ClientClosed):
                 raise
             raise ServerStartError(str(exc)) from exc.__cause__
-        finally:
-            self._end(key)
         if not 200 <= response.status_code < 300 or not wire.is_event_stream(response):
             error = wire.status_error(response, "the SSE stream was refused")
             response.close()
             if 200 <= response.status_code < 300:
                 raise ServerStartError(f"{self.describe()} did not answer with an event stream")
             raise error
-        with self._lock:
-            if self._closed.is_set():
-                response.close()
-                raise ClientClosed("transport is closed")
-            self._stream = response
-            self._reader = threading.Thread(target=self._read, args=(response,), daemon=True,
-                                            name=f"mcpsync-http-sse-{self._n}")
-            self._reader.start()
+        self._stream = response  # close() shuts it down from here on
+        try:
+            self._spawn(self._read, response, name="sse")  # close() joins it
+        except ClientClosed:
+            response.close()
+            raise
         wait = self._endpoint_timeout
         if not self._endpoint_ready.wait(wait if deadline is None else deadline.remaining(wait)):
             if deadline is not None and deadline.passed():
                 raise RequestTimeout(f"{self.describe()} sent no endpoint event by the call's deadline")
             raise ServerStartError(f"{self.describe()} sent no endpoint event within {self._endpoint_timeout} s")
-        if self._closed.is_set():
-            raise ClientClosed("transport is closed")
+        self._check_open()
         if self._endpoint_error is not None:
             raise ServerStartError(str(self._endpoint_error)) from self._endpoint_error
 
     def _drop_stream(self) -> None:
-        with self._lock:
-            stream, reader = self._stream, self._reader
+        stream = self._stream
         if stream is not None:
-            wire.shutdown_response(stream)
-        if reader is not None and reader is not threading.current_thread():
-            reader.join(2.0)
+            # Not close(): closing a streaming response from another thread can deadlock on the
+            # reader's buffer lock; shut down, the blocked read returns and the reader closes it.
+            interrupt.shutdown(interrupt.socket_of(stream))
 
     def _read(self, response: requests.Response) -> None:
         parser = SSEParser(self._max)
         reason: ConnectionClosed = ConnectionClosed("the server closed the SSE stream", outcome_unknown=True)
         try:
-            pump(response, parser, self._deliver, other=self._endpoint_event)
+            pump(response, parser, self._on_message, other=self._endpoint_event)
         except MessageTooLarge as exc:
             reason = exc
-        except BaseException as exc:
-            if not self._closed.is_set():
-                reason = wire.connection_error(exc, "the SSE stream broke", outcome_unknown=True)
+        except BaseException as exc:  # (once closed, the reason is that)
+            reason = wire.connection_error(exc, "the SSE stream broke", outcome_unknown=True)
         finally:
             response.close()
             self._endpoint_ready.set()
@@ -131,11 +122,9 @@ class LegacySSETransport(HttpTransport):
             self._report_close(reason)
 
     def _endpoint_event(self, event: SSEEvent) -> None:
-        if event.event == "endpoint" and not self._endpoint_ready.is_set():
-            self._set_endpoint(event.data)
-
-    def _set_endpoint(self, data: str) -> None:
-        target = urljoin(self.url, data.strip())
+        if event.event != "endpoint" or self._endpoint_ready.is_set():
+            return
+        target = urljoin(self.url, event.data.strip())
         if wire.origin(target) != wire.origin(self.url) and not self._cross_origin:
             self._endpoint_error = ServerStartError(
                 f"endpoint event names another origin ({wire.redact_url(target)}); refusing to send messages there")
@@ -153,8 +142,7 @@ class LegacySSETransport(HttpTransport):
         :raises ConnectionClosed: when the server cannot be reached.
         """
         body = encode_message(message)
-        if self._closed.is_set():
-            raise ClientClosed("transport is closed")
+        self._check_open()
         if self.endpoint is None:
             with self._open_lock:
                 if self.endpoint is None:
@@ -164,32 +152,7 @@ class LegacySSETransport(HttpTransport):
                         self._drop_stream()  # this send fails; the connection is not open yet
                         raise
         assert self.endpoint is not None
-        method = message.get("method")
-        key = object()
-        self._begin(key)
-        try:
-            response = self._request("POST", self.endpoint, headers={
-                **self._headers, "Content-Type": "application/json"}, what=f"POST {method or 'response'}",
-                deadline=deadline, data=body)
-        finally:
-            self._end(key)
-        if not 200 <= response.status_code < 300:
-            try:
-                raise wire.status_error(response, f"{method or 'response'} was refused")
-            finally:
-                response.close()
-        wire.release(response)
+        self._post(self.endpoint, {**self._headers, "Content-Type": "application/json"},
+                   message.get("method") or "response", deadline, body)
 
-    def close(self) -> None:
-        """Shut the stream and every request in flight down, join their threads; idempotent and bounded."""
-        first = self._close_exchanges()
-        with self._lock:
-            stream, reader = self._stream, self._reader
-        if stream is not None:
-            wire.shutdown_response(stream)
-        if first:
-            # ident is None: created but not started yet (a connect close() interrupted).
-            if reader is not None and reader is not threading.current_thread() and reader.ident is not None:
-                reader.join(2.0)
-            self._join_and_report()
-        self._report_close(ClientClosed("transport closed"))
+    _interrupt_streams = _drop_stream

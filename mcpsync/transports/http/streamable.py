@@ -16,10 +16,13 @@ docs/transports.rst tells the rest.
 
 from __future__ import annotations
 
+import contextlib
+import functools
 import json
+import random
 import logging
 import threading
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from mcpsync.exceptions import (ClientClosed, ConnectionClosed, HTTPStatusError, McpError, MessageTooLarge,
@@ -31,7 +34,7 @@ from mcpsync.transports.http import headers as rules
 from mcpsync.transports.http import interrupt
 from mcpsync.transports.http.base import HttpTransport
 from mcpsync.transports.http.sse_parser import SSEParser
-from mcpsync.transports.http.streams import Dialect, delay, dialect_error, pump
+from mcpsync.transports.http.streams import _Dialect, pump
 
 if TYPE_CHECKING:  # pragma: no cover
     import requests
@@ -44,6 +47,9 @@ _ACCEPT = "application/json, text/event-stream"
 _NO_STREAM = frozenset({400, 404, 405})
 #: Bound on a notification POSTed off the caller's thread (a cancellation).
 _NOTIFY_TIMEOUT = 5.0
+#: Floor under a server's ``retry`` (RELIABILITY C4): ``retry: 0`` and one event per stream
+#: would otherwise reconnect in a tight loop.
+_MIN_RETRY = 0.1
 #: How often a caller waiting on a worker's exchange looks at close and cancel.
 _POLL = 0.1
 
@@ -88,8 +94,6 @@ class StreamableHTTPTransport(HttpTransport):
         self._listener_answered: threading.Event | None = None
         #: Set when a 2026-07-28 probe POST was refused outright (404/405, no JSON-RPC body).
         self._post_refused: HTTPStatusError | None = None
-        #: Reconnections of SSE streams (resumptions and listening stream).
-        self.reconnects = 0
 
     def describe(self) -> str:
         return f"Streamable HTTP {wire.redact_url(self.url)}"
@@ -107,13 +111,11 @@ class StreamableHTTPTransport(HttpTransport):
         :raises ConnectionClosed: when the server cannot be reached or the reply was lost.
         """
         body = encode_message(message)
-        if self._closed.is_set():
-            raise ClientClosed("transport is closed")
+        self._check_open()
         method = message.get("method")
         if method == rules.CANCELLED:
-            cancelled = rules.cancelled_request_id(message)
-            if cancelled is not None:
-                self._abort(cancelled)  # its exchange, if still in flight (2026-07-28: the cancellation)
+            # Its exchange, if still in flight (2026-07-28: that is the cancellation).
+            self._abort(rules.cancelled_request_id(message))
             if not self._modern:  # off the caller's thread: cancel() never waits for the server
                 self._spawn(self._post_quietly, message, body, name="notify")
             return
@@ -126,17 +128,17 @@ class StreamableHTTPTransport(HttpTransport):
         request_id = message.get("id") if method is not None else None
         key = request_id if isinstance(request_id, (int, str)) else object()
         try:
-            if self._may_abort_headers():
+            if self._may_abort_headers:
                 self._exchange(key, message, body, deadline)
             else:
                 self._exchange_on_worker(key, message, body, deadline)
         except RequestTimeout:
-            if request_id is not None and method != rules.INITIALIZE and not self._modern \
-                    and not self._closed.is_set():
+            if request_id is not None and method != rules.INITIALIZE and not self._modern:
                 # The server has the request: tell it we gave up (2026-07-28: the closed stream says it).
                 cancel = {"jsonrpc": "2.0", "method": rules.CANCELLED,
                           "params": {"requestId": request_id, "reason": "timeout"}}
-                self._spawn(self._post_quietly, cancel, encode_message(cancel), name="notify")
+                with contextlib.suppress(ClientClosed):  # closed meanwhile: no one to tell
+                    self._spawn(self._post_quietly, cancel, encode_message(cancel), name="notify")
             raise
         if method == rules.INITIALIZED and self._listen:
             self._ensure_listener(deadline)
@@ -157,13 +159,12 @@ class StreamableHTTPTransport(HttpTransport):
 
         self._spawn(run, name="post")
         while not done.wait(_POLL if deadline is None else deadline.remaining(_POLL)):
-            if self._closed.is_set():
-                raise ClientClosed("transport is closed")
+            self._check_open()
             if exchange and exchange[0].aborted:
                 raise RequestCancelled("request was cancelled")
-            if deadline is not None and deadline.passed():
-                raise deadline.expired(f"POST {message.get('method') or 'response'} got no reply",
-                                       str(message.get("method") or ""))
+            if deadline is not None:
+                deadline.check(f"POST {message.get('method') or 'response'} got no reply",
+                               str(message.get("method") or ""))
         if outcome:
             raise outcome[0]
 
@@ -173,27 +174,25 @@ class StreamableHTTPTransport(HttpTransport):
         method = message.get("method")
         what = f"POST {method or 'response'}"
         sent_session = self.session_id
-        exchange = self._begin(key)
-        if published is not None:
-            published.append(exchange)
-        try:
-            response = self._request("POST", self.url, headers=self._post_headers(message), what=what,
-                                     deadline=deadline, data=body)
-            exchange.response = response
+        with self._registered(key) as exchange:
+            if published is not None:
+                published.append(exchange)
             try:
-                if response.status_code == 404 and sent_session is not None and method != rules.INITIALIZE:
-                    if self.session_id == sent_session:
-                        self.session_id = None  # gone: the re-initialize goes out without it
-                    raise SessionExpired(404, f"session expired ({what} answered 404)")
-                self._handle(response, message, deadline)
-            finally:
-                response.close()
-        except (McpError, Dialect):
-            raise
-        except Exception as exc:  # a read that broke (requests, urllib3, OSError)
-            raise self._failure(exc, f"reading the reply to {what}", deadline) from wire.sanitized(exc)
-        finally:
-            self._end(key)
+                response = self._request("POST", self.url, headers=self._post_headers(message), what=what,
+                                         deadline=deadline, data=body)
+                exchange.response = response
+                try:
+                    if response.status_code == 404 and sent_session is not None and method != rules.INITIALIZE:
+                        if self.session_id == sent_session:
+                            self.session_id = None  # gone: the re-initialize goes out without it
+                        raise SessionExpired(404, f"session expired ({what} answered 404)")
+                    self._handle(response, message, deadline)
+                finally:
+                    response.close()
+            except McpError:
+                raise
+            except Exception as exc:  # a read that broke (requests, urllib3, OSError); seen in the exchange
+                raise self._failure(exc, f"reading the reply to {what}", deadline) from wire.sanitized(exc)
 
     def _session_headers(self, extra: Mapping[str, str] = {}) -> dict[str, str]:  # noqa: B006 - read only
         """Our headers and *extra*, with the handshake era's session id and version."""
@@ -219,7 +218,7 @@ class StreamableHTTPTransport(HttpTransport):
             rpc_body = rules.rpc_error_body(raw)
             reply = rules.modern_error(status, rpc_body, request_id) if rules.is_modern(message) else None
             if reply is not None:
-                self._deliver(reply)
+                self._on_message(reply)
                 return
             error = wire.status_error(response, f"{method or 'response'} was refused", raw=raw)
             if self._fallback and status in _NO_STREAM:
@@ -238,7 +237,7 @@ class StreamableHTTPTransport(HttpTransport):
             if request_id is not None:
                 self._read_reply_stream(response, message, request_id, deadline, learn)
             return
-        raw = self._read_json(response, method, deadline)
+        raw = wire.read_body(response, self._max, deadline)
         if not raw.strip():
             return  # 202 or an empty 200: accepted
         if not wire.is_json(response) and request_id is not None:
@@ -260,67 +259,46 @@ class StreamableHTTPTransport(HttpTransport):
                 version = item["result"].get("protocolVersion")
                 if isinstance(version, str):
                     self.protocol_version = version
-        self._deliver(item)
-
-    def _read_json(self, response: requests.Response, method: Any, deadline: Deadline | None) -> bytes:
-        """The whole body, up to the cap, each read bounded by what is left of the deadline."""
-        if deadline is None or deadline.end is None:
-            return wire.read_body(response, self._max)
-
-        def bound() -> None:
-            left = deadline.remaining()
-            if not left:
-                raise deadline.expired(f"POST {method} got no whole reply", str(method or ""))
-            wire.bound_next_read(response, left)
-
-        return wire.read_body(response, self._max, bound)
+        self._on_message(item)
 
     def _read_reply_stream(self, response: requests.Response, message: Mapping[str, Any], request_id: Any,
                            deadline: Deadline | None, learn: bool) -> None:
-        """Read a POST's reply stream until the reply; resume it (handshake era) if it ends first."""
+        """Read a POST's reply stream until the reply; resume it (handshake era) if it ends first.
+
+        Resuming is a GET with ``Last-Event-ID``, within the call's deadline: at most
+        ``reconnect_attempts`` reconnects in a row that bring no progress (a new event id
+        or a message); progress starts the count again.
+        """
         parser = SSEParser(self._max, typed_without_data=True)
         odd: set[str] = set()
-
-        def deliver(item: Any) -> None:
-            self._deliver_reply(item, request_id, learn)
-
-        try:
-            if pump(response, parser, deliver, wanted=request_id, deadline=deadline, idle=self._timeout[1], odd=odd):
-                wire.finish_if_ready(response)
-                return
-        except MessageTooLarge:
-            raise
-        except Dialect:
-            raise dialect_error(odd) from None
-        except Exception as exc:  # noqa: BLE001 - a broken stream: resumed below where it can be
-            if self._stopped(deadline):
-                raise
-            log.debug("SSE stream broke: %s", wire.redact_text(str(exc)))
-        if odd:
-            raise dialect_error(odd)
-        if not parser.saw_id or not parser.last_event_id or rules.is_modern(message):
-            raise ConnectionClosed(
-                "the server closed the reply stream before the reply"
-                + (" (2026-07-28 streams cannot be resumed: the request is lost)" if rules.is_modern(message)
-                   else " (no event id to resume from)"), outcome_unknown=True)
-        self._resume(parser, request_id, deadline, deliver)
-
-    def _resume(self, parser: SSEParser, request_id: Any, deadline: Deadline | None, deliver: Any) -> None:
-        """Resume a reply stream with GET + Last-Event-ID, within the call's deadline.
-
-        At most ``reconnect_attempts`` reconnects in a row that bring no progress (a new
-        event id or a message); progress starts the count again.
-        """
         failures = 0
-        while failures < self._attempts:
-            failures += 1
-            wait = delay(parser, failures, self._retry_delay, self._max_retry_delay)
-            if self._closed.wait(wait if deadline is None else deadline.remaining(wait)):
-                raise ClientClosed("transport is closed")
-            if deadline is not None and deadline.passed():
-                break
-            self.reconnects += 1
+        deliver = functools.partial(self._deliver_reply, request_id=request_id, learn=learn)
+        post = response  # _handle checked it and _exchange closes it; a resumed stream is checked and closed here
+        while True:
             mark = parser.last_event_id, parser.messages
+            try:
+                if response is not post and not (200 <= response.status_code < 300
+                                                 and wire.is_event_stream(response)):
+                    error = wire.status_error(response, "resuming the reply stream was refused")
+                    raise ConnectionClosed(f"reply stream lost and could not be resumed: {error}", outcome_unknown=True)
+                if self._pump_reply(response, parser, deliver, request_id, deadline, odd):
+                    wire.finish_if_ready(response)
+                    return
+            finally:
+                if response is not post:
+                    response.close()
+            if odd:
+                raise _Dialect(odd)
+            if not parser.saw_id or not parser.last_event_id or rules.is_modern(message):
+                raise ConnectionClosed(
+                    "the server closed the reply stream before the reply"
+                    + (" (2026-07-28 streams cannot be resumed: the request is lost)" if rules.is_modern(message)
+                       else " (no event id to resume from)"), outcome_unknown=True)
+            if (parser.last_event_id, parser.messages) != mark:
+                failures = 0  # progress: the budget counts attempts without it
+            if failures == self._attempts or not self._pause(parser, failures + 1, deadline):
+                break
+            failures += 1
             try:
                 response = self._get(parser.last_event_id, deadline)
             except ConnectionClosed as exc:
@@ -328,46 +306,53 @@ class StreamableHTTPTransport(HttpTransport):
                 # out its timeout (RELIABILITY C4).  Fail now; the outcome is unknown.
                 raise ConnectionClosed(f"reply stream lost and could not be resumed: {exc}",
                                        outcome_unknown=True) from None
-            try:
-                if not 200 <= response.status_code < 300 or not wire.is_event_stream(response):
-                    error = wire.status_error(response, "resuming the reply stream was refused")
-                    raise ConnectionClosed(f"reply stream lost and could not be resumed: {error}", outcome_unknown=True)
-                try:
-                    if pump(response, parser, deliver, wanted=request_id, deadline=deadline, idle=self._timeout[1]):
-                        return
-                except MessageTooLarge:
-                    raise
-                except Exception as exc:  # noqa: BLE001 - this attempt broke; count it
-                    if self._stopped(deadline):
-                        raise
-                    log.debug("resumed SSE stream broke: %s", wire.redact_text(str(exc)))
-            finally:
-                response.close()
-            if (parser.last_event_id, parser.messages) != mark:
-                failures = 0  # progress: the budget counts attempts without it
+        self._check_open()
         if deadline is not None and deadline.passed():
             raise deadline.expired("the reply stream was being resumed and got no reply")
         raise ConnectionClosed(f"reply stream lost; gave up after {self._attempts} reconnects without"
                                " progress", outcome_unknown=True)
 
-    def _stopped(self, deadline: Deadline | None) -> bool:
-        """Whether a broken read is the end of the exchange: closed, cancelled or out of time."""
-        exchange = interrupt.current()
-        return self._closed.is_set() or (exchange is not None and exchange.aborted) or (
-            deadline is not None and deadline.passed())
+    def _pump_reply(self, response: requests.Response, parser: SSEParser, deliver: Callable[[Any], None],
+                    request_id: Any, deadline: Deadline | None, odd: set[str] | None = None) -> bool:
+        """:func:`.pump` a reply stream; whether the reply came (else the stream ended or broke).
+
+        A broken read raises only when it is the end of the exchange: closed, cancelled or
+        out of time; else the stream may be resumed.
+        """
+        try:
+            return pump(response, parser, deliver, wanted=request_id, deadline=deadline, idle=self._timeout[1],
+                        odd=odd)
+        except (MessageTooLarge, _Dialect):
+            raise
+        except Exception as exc:  # noqa: BLE001 - see above
+            exchange = interrupt.current()
+            if self._closed.is_set() or (exchange is not None and exchange.aborted) or (
+                    deadline is not None and deadline.passed()):
+                raise
+            log.debug("SSE stream broke: %s", wire.redact_text(str(exc)))
+            return False
+
+    def _pause(self, parser: SSEParser, failures: int, deadline: Deadline | None = None) -> bool:
+        """Wait before reconnect number *failures* (1: the first since progress); whether to make it.
+
+
+        Not when the transport closed meanwhile or the deadline passed.
+
+        The server's ``retry`` (at least 0.1 s) is the floor and the base of the backoff;
+        without one, ``retry_delay`` is.  Later attempts back off exponentially with full
+        jitter above that floor; nothing waits longer than ``max_retry_delay``.
+        """
+        retry = self._retry_delay if parser.retry is None else max(parser.retry / 1000.0, _MIN_RETRY)
+        floor = min(retry, self._max_retry_delay)
+        wait = max(floor, random.uniform(0, min(self._max_retry_delay, floor * 2 ** (failures - 1))))
+        closed = self._closed.wait(wait if deadline is None else deadline.remaining(wait))
+        return not closed and not (deadline is not None and deadline.passed())
 
     def _post_quietly(self, message: Mapping[str, Any], body: bytes) -> None:
         """Worker thread: POST a notification, bounded; a failure is only logged."""
-        key = object()
         try:
-            self._begin(key)
-            try:
-                response = self._request("POST", self.url, headers=self._post_headers(message),
-                                         what=f"POST {message.get('method')}", data=body,
-                                         deadline=Deadline(min(_NOTIFY_TIMEOUT, self._timeout[1])))
-                wire.release(response)
-            finally:
-                self._end(key)
+            self._post(self.url, self._post_headers(message), str(message.get("method")),
+                       Deadline(min(_NOTIFY_TIMEOUT, self._timeout[1])), body)
         except Exception as exc:  # noqa: BLE001 - best effort, like the notification itself
             log.debug("could not send %s: %s", message.get("method"), type(exc).__name__)
 
@@ -391,11 +376,10 @@ class StreamableHTTPTransport(HttpTransport):
         first requests.  The wait ends by the call's deadline (the GET goes on in its
         thread) and at once when the transport closes.
         """
-        answered = threading.Event()
-        with self._lock:
-            if self._closed.is_set() or (self._listener is not None and self._listener.is_alive()):
-                return
-            self._listener_answered = answered  # close() sets it from now on
+        if self._listener is not None and self._listener.is_alive():
+            return
+        # close() sets it from now on (and once closed, _spawn refuses: no wait at all).
+        answered = self._listener_answered = threading.Event()
         self._listener = self._spawn(self._listen_loop, answered, name="get")
         wait = min(self._timeout[0], 5.0)
         answered.wait(wait if deadline is None else deadline.remaining(wait))
@@ -403,22 +387,14 @@ class StreamableHTTPTransport(HttpTransport):
     def _listen_loop(self, answered: threading.Event) -> None:
         parser = SSEParser(self._max)
         failures = 0
-        key = object()
-        while not self._closed.is_set():
-            seen = parser.last_event_id
+        while True:
+            mark = parser.last_event_id, parser.messages
             try:
-                self._begin(key)
-            except ClientClosed:
-                return
-            try:
-                try:
-                    response: requests.Response | None = self._get(seen or None)
-                except ConnectionClosed as exc:
-                    log.debug("listening stream: %s", exc)
-                    response = None
-                finally:
-                    answered.set()
-                if response is not None:
+                with self._registered(object()):
+                    try:
+                        response = self._get(mark[0] or None)
+                    finally:
+                        answered.set()
                     status = response.status_code
                     # A 2xx that is not a stream is an SPA fallback or a JSON error page:
                     # retrying it is a reconnect loop (awslabs/mcp#3352), so it means "no stream".
@@ -427,42 +403,33 @@ class StreamableHTTPTransport(HttpTransport):
                         log.debug("no listening stream (GET answered %s)", status)
                         response.close()
                         return
-                    messages = parser.messages
-                    try:
+                    with response:
                         if 200 <= status < 300:
-                            pump(response, parser, self._deliver)
-                    except MessageTooLarge as exc:
-                        log.warning("listening stream: %s", exc)
-                    except Exception as exc:  # noqa: BLE001 - a broken stream is reconnected below
-                        log.debug("listening stream broke: %s", wire.redact_text(str(exc)))
-                    finally:
-                        response.close()
-                    if parser.last_event_id != seen or parser.messages != messages:
-                        failures = 0  # progress
-            finally:
-                self._end(key)
+                            pump(response, parser, self._on_message)
+            except ClientClosed:
+                return
+            except MessageTooLarge as exc:
+                log.warning("listening stream: %s", exc)
+            except Exception as exc:  # noqa: BLE001 - a failed GET or a broken stream is reconnected below
+                log.debug("listening stream: %s", wire.redact_text(str(exc)))
+            if (parser.last_event_id, parser.messages) != mark:
+                failures = 0  # progress
             failures += 1
             if failures > self._attempts:
                 log.warning("listening stream lost; gave up after %d reconnects", self._attempts)
                 return
-            if self._closed.wait(delay(parser, failures, self._retry_delay, self._max_retry_delay)):
+            if not self._pause(parser, failures):
                 return
-            self.reconnects += 1
 
     # -- closing ---------------------------------------------------------------------------
 
-    def close(self) -> None:
-        """DELETE the session (bounded), interrupt every exchange and stream, join the threads."""
-        first = self._close_exchanges()
+    def _interrupt_streams(self) -> None:
         answered = self._listener_answered
         if answered is not None:  # a caller waiting for the GET returns at once
             answered.set()
-        if first:
-            self._delete_session()
-            self._join_and_report()
-        self._report_close(ClientClosed("transport closed"))
 
-    def _delete_session(self) -> None:
+    def _before_join(self) -> None:
+        """DELETE the session (bounded)."""
         if self.session_id is None:
             return
         import requests

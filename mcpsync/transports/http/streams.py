@@ -1,4 +1,4 @@
-"""Reading SSE streams: the one path from bytes to delivered messages, and reconnect delays.
+"""Reading SSE streams: the one path from bytes to delivered messages.
 
 :func:`pump` reads a ``text/event-stream`` response and delivers the JSON-RPC
 messages its ``message`` events carry, in order, as each event arrives (never waiting
@@ -17,40 +17,37 @@ from __future__ import annotations
 
 import json
 import logging
-import random
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from mcpsync.exceptions import ProtocolError
 from mcpsync.rpc.deadline import Deadline
-from mcpsync.transports.http.body import iter_body
+from mcpsync.transports.http.body import bound_next_read, iter_body
 from mcpsync.transports.http.sse_parser import SSEEvent, SSEParser
-from mcpsync.transports.http.wire import bound_next_read
 
 if TYPE_CHECKING:  # pragma: no cover
     import requests
 
-__all__ = ["Dialect", "delay", "dialect_error", "pump"]
+__all__ = ["pump"]
 
 log = logging.getLogger(__name__)
 
 #: Event types that end a fragment-dialect stream.
 _DIALECT_END = frozenset({"complete", "error"})
-#: Floor under a server's ``retry`` (RELIABILITY C4): ``retry: 0`` and one event per stream
-#: would otherwise reconnect in a tight loop.
-_MIN_RETRY = 0.1
 
 
-class Dialect(Exception):
-    """Internal: a fragment-dialect end marker arrived before the reply."""
+class _Dialect(ProtocolError):
+    """A reply stream in the fragment dialect: event types *types* (an end marker came before the reply).
 
+    Private (not in the tree of :mod:`mcpsync.exceptions`): callers see a :class:`ProtocolError`.
+    """
 
-def dialect_error(types: set[str]) -> ProtocolError:
-    names = "/".join(f"'{name}'" for name in sorted(types | {"result", "complete"}))
-    return ProtocolError(
-        f"the server streamed the result as non-standard SSE {names} events instead of a JSON-RPC"
-        " response; mcpsync does not reassemble them (see docs/websocket.rst, 'SSE result fragment"
-        " streams')")
+    def __init__(self, types: set[str]) -> None:
+        names = "/".join(f"'{name}'" for name in sorted(types | {"result", "complete"}))
+        super().__init__(
+            f"the server streamed the result as non-standard SSE {names} events instead of a JSON-RPC"
+            " response; mcpsync does not reassemble them (see docs/websocket.rst, 'SSE result fragment"
+            " streams')")
 
 
 def pump(response: requests.Response, parser: SSEParser, deliver: Callable[[Any], None], *,
@@ -64,10 +61,9 @@ def pump(response: requests.Response, parser: SSEParser, deliver: Callable[[Any]
     them raises, as any broken read does.  With *odd*, event types other than
     ``message`` are collected in it (the fragment dialect); *other* gets each of them.
 
-    :raises Dialect: when *odd* is given and a dialect end marker arrives before the reply.
+    :raises _Dialect: when *odd* is given and a dialect end marker arrives before the reply.
     :raises MessageTooLarge: for an event over the parser's cap.
     """
-    bounded = deadline is not None and deadline.end is not None
     got = False
     for chunk in iter_body(response):
         for event in parser.feed(chunk):
@@ -77,7 +73,7 @@ def pump(response: requests.Response, parser: SSEParser, deliver: Callable[[Any]
                 if odd is not None:
                     odd.add(event.event)
                     if event.event in _DIALECT_END and not got:
-                        raise Dialect()
+                        raise _Dialect(odd)
                 continue
             if not event.data.strip():
                 continue  # a priming event
@@ -93,19 +89,5 @@ def pump(response: requests.Response, parser: SSEParser, deliver: Callable[[Any]
                     got = True
         if got:
             return got
-        if bounded:
-            assert deadline is not None
-            bound_next_read(response, min(deadline.remaining() or 0.0, idle))
+        bound_next_read(response, deadline, idle)
     return got
-
-
-def delay(parser: SSEParser, failures: int, retry_delay: float, max_retry_delay: float) -> float:
-    """Seconds before reconnect number *failures* (1 = the first since progress).
-
-    The server's ``retry`` (at least 0.1 s) is the floor and the base of the backoff;
-    without one, *retry_delay* is.  Later attempts back off exponentially with full
-    jitter above that floor; nothing waits longer than *max_retry_delay*.
-    """
-    base = max(parser.retry / 1000.0, _MIN_RETRY) if parser.retry is not None else retry_delay
-    base = min(base, max_retry_delay)
-    return max(base, random.uniform(0, min(max_retry_delay, base * 2 ** (failures - 1))))

@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING
 from urllib.parse import urljoin, urlsplit
 
 from mcpsync.exceptions import ConnectionClosed, HTTPAuthError, HTTPStatusError, excerpt
-from mcpsync.transports.http.body import encoding, iter_body, read_body, read_error_body, release
+from mcpsync.transports.http.body import bound_next_read, encoding, iter_body, read_body, read_error_body, release
 from mcpsync.transports.redact import redact_text, redact_url
 from mcpsync.transports.http.interrupt import socket_of
 from mcpsync.transports.retry_after import parse_retry_after
@@ -35,9 +35,9 @@ if TYPE_CHECKING:  # pragma: no cover - typing only
     from mcpsync.rpc.deadline import Deadline
     from mcpsync.transports.http.fast_send import Sender
 
-__all__ = ["MAX_REDIRECTS", "bound_next_read", "RedactedCause", "connection_error", "encoding", "finish_if_ready",
-           "http_request", "is_event_stream", "is_json", "iter_body", "new_session", "origin", "read_body",
-           "read_error_body", "redact_text", "redact_url", "release", "sanitized", "shutdown_response", "socket_of",
+__all__ = ["MAX_REDIRECTS", "RedactedCause", "connection_error", "encoding", "finish_if_ready",
+           "http_request", "is_event_stream", "is_json", "iter_body", "origin", "read_body",
+           "read_error_body", "redact_text", "redact_url", "release", "sanitized", "socket_of", "bound_next_read",
            "status_error"]
 
 log = logging.getLogger(__name__)
@@ -107,14 +107,13 @@ def _body_excerpt(response: requests.Response, raw: bytes | None = None) -> str:
     return excerpt(redact_text(text), _BODY_EXCERPT)
 
 
-def status_error(response: requests.Response, what: str, cls: type[HTTPStatusError] | None = None, *,
-                 raw: bytes | None = None) -> HTTPStatusError:
+def status_error(response: requests.Response, what: str, *, raw: bytes | None = None) -> HTTPStatusError:
     """An :class:`HTTPStatusError` for a non-success *response* (body excerpt redacted).
 
     A JSON-RPC error in the body is named in the message, so a server's
-    "Unsupported protocol version" is not lost behind the status.  Without
-    *cls*, a 401/403 (one that reaches us was resolved by no auth handler) is
-    an :class:`~mcpsync.exceptions.HTTPAuthError`.
+    "Unsupported protocol version" is not lost behind the status.  A 401/403
+    (one that reaches us was resolved by no auth handler) is an
+    :class:`~mcpsync.exceptions.HTTPAuthError`.
 
     :param raw: the body, when the caller has already read it.
     """
@@ -128,8 +127,7 @@ def status_error(response: requests.Response, what: str, cls: type[HTTPStatusErr
         err = parsed["error"]
         message += f"; server said: [{err.get('code')}] {excerpt(err.get('message'), 150)}"
     retry_after = parse_retry_after(response.headers.get("Retry-After"))
-    if cls is None:
-        cls = HTTPAuthError if response.status_code in (401, 403) else HTTPStatusError
+    cls = HTTPAuthError if response.status_code in (401, 403) else HTTPStatusError
     return cls(response.status_code, message, body_excerpt=body, retry_after=retry_after)
 
 
@@ -203,20 +201,9 @@ def connection_error(exc: BaseException, what: str, *, outcome_unknown: bool = F
     return ConnectionClosed(f"{what}: {type(exc).__name__}: {detail}", outcome_unknown=outcome_unknown)
 
 
-def new_session(pool_size: int = 32) -> requests.Session:
-    """A ``requests.Session`` whose pools fit many threads plus long-lived streams.
-
-    Its connections let another thread interrupt a request still waiting for
-    its headers (:mod:`.interrupt`).
-    """
-    from mcpsync.transports.http.interrupt import tracking_session
-
-    return tracking_session(pool_size)
-
-
 def http_request(sender: Sender, method: str, url: str, *, headers: Mapping[str, str],
-                 timeout: tuple[float, float | None], data: bytes | None = None, stream: bool = True,
-                 follow_redirects: bool = True, deadline: Deadline | None = None) -> requests.Response:
+                 timeout: tuple[float, float | None], data: bytes | None = None, follow_redirects: bool = True,
+                 deadline: Deadline | None = None) -> requests.Response:
     """One HTTP exchange with our redirect policy; raises ``requests`` exceptions as they come.
 
     :param deadline: the call's deadline, for the auth handler (see ``Sender.send``).
@@ -225,8 +212,7 @@ def http_request(sender: Sender, method: str, url: str, *, headers: Mapping[str,
     """
     current = url
     for _ in range(MAX_REDIRECTS + 1):
-        response = sender.send(method, current, headers=headers, timeout=timeout, data=data, stream=stream,
-                               deadline=deadline)
+        response = sender.send(method, current, headers=headers, timeout=timeout, data=data, deadline=deadline)
         status = response.status_code
         if not (300 <= status < 400) or "Location" not in response.headers:
             return response
@@ -261,46 +247,6 @@ def finish_if_ready(response: requests.Response) -> None:
             pass
     except Exception:  # noqa: BLE001 - the reply is in; what follows is not wanted
         pass
-
-
-def shutdown_response(response: requests.Response) -> None:
-    """Unblock a thread reading *response*, from any thread.
-
-    Closing a streaming response from another thread can deadlock on the
-    reader's buffer lock; shutting the socket down makes the blocked ``recv``
-    return at once, and the reader then closes the response itself.
-    """
-    sock = socket_of(response)
-    if sock is None:
-        return
-    try:
-        sock.shutdown(socket.SHUT_RDWR)
-    except OSError:
-        pass  # already closed or never connected
-
-
-#: A read may overrun the call's deadline by this much before its socket timeout is re-armed.
-_REARM_SLACK = 0.05
-
-
-def bound_next_read(response: requests.Response, left: float) -> None:
-    """Make the next read of *response* wait at most *left* seconds (within ~50 ms).
-
-    Only while *response* still holds its connection: once its body has been read to
-    the end, ``urllib3`` has put the connection back in the pool, and its socket may
-    already be another thread's.  The timeout is re-armed only when the one set earlier
-    (by ``urllib3`` at the request, or here) differs from *left* by more than 50 ms, so a
-    reply read at once costs no call (and progress that moved the deadline later is seen).
-    """
-    sock = getattr(getattr(response.raw, "_connection", None), "sock", None)
-    if not isinstance(sock, socket.socket):
-        return
-    current = sock.gettimeout()
-    if current is None or abs(current - left) > _REARM_SLACK:
-        try:
-            sock.settimeout(max(left, 0.001))
-        except OSError:
-            pass  # already closed: the read fails anyway
 
 
 def is_event_stream(response: requests.Response) -> bool:
