@@ -32,6 +32,7 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
+from mcpsync.transports.base import CANCELLED, cancelled_request_id
 
 __all__ = ["CANCELLED", "INITIALIZE", "INITIALIZED", "ToolHeaders", "cancelled_request_id", "header_value", "is_modern",
            "modern_error", "routing_headers", "rpc_error_body", "valid_session_id"]
@@ -51,7 +52,6 @@ NAME_PARAMS = {
 }
 INITIALIZE = "initialize"
 INITIALIZED = "notifications/initialized"
-CANCELLED = "notifications/cancelled"
 _MAX_SESSION_ID = 1024
 #: Errors only a modern server sends (HeaderMismatch, MissingRequiredClientCapability,
 #: UnsupportedProtocolVersion); -32601 counts too when it comes with 404.
@@ -234,10 +234,3 @@ class ToolHeaders:
 def valid_session_id(value: str) -> bool:
     """Whether *value* may be an ``Mcp-Session-Id`` (visible ASCII, bounded)."""
     return 0 < len(value) <= _MAX_SESSION_ID and all(0x21 <= ord(c) <= 0x7E for c in value)
-
-
-def cancelled_request_id(message: Mapping[str, Any]) -> int | str | None:
-    """The id a ``notifications/cancelled`` names, if it names one."""
-    params = message.get("params")
-    request_id = params.get("requestId") if isinstance(params, dict) else None
-    return request_id if isinstance(request_id, (int, str)) else None
