@@ -79,6 +79,7 @@ class StdioTransport(Transport):
         if max_message_bytes < 1:
             raise ValueError("max_message_bytes must be positive")
         self._argv, self._env, self._cwd = argv, dict(env) if env is not None else None, cwd
+        self._name = "stdio:" + os.path.basename(argv[0])  # made once: every send may need it
         self._stderr_opt, self._max, self._write_timeout = stderr, max_message_bytes, write_timeout
         self._close_grace, self._terminate_grace = close_grace, terminate_grace
         self._n = next(_ids)
@@ -127,7 +128,7 @@ class StdioTransport(Transport):
 
     def describe(self) -> str:
         """``stdio:<program name>``; never arguments or environment (they may hold secrets)."""
-        return "stdio:" + os.path.basename(self._argv[0])
+        return self._name
 
     # -- lifecycle ----------------------------------------------------------
 
