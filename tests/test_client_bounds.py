@@ -92,7 +92,16 @@ def test_a_lazy_connect_opens_the_background_stream_by_the_calls_deadline(caplog
     assert "could not open the notification stream" in caplog.text
 
 
+def _join_own_threads(before: set[threading.Thread], matches: Any, within: float = 5.0) -> None:
+    """Join the threads this test started (not in *before*) whose name *matches*, each by *within*."""
+    ours = [t for t in threading.enumerate() if matches(t.name) and t not in before]
+    for thread in ours:
+        thread.join(within)
+    assert not [t for t in ours if t.is_alive()]
+
+
 def test_close_is_not_held_by_a_stuck_detached_send() -> None:
+    before = set(threading.enumerate())
     transport = Wrapped(modern_server(), block="slow/thing")
     client = mcpsync.Client(transport, mode="legacy", timeout=20).connect()
     try:
@@ -103,13 +112,13 @@ def test_close_is_not_held_by_a_stuck_detached_send() -> None:
         assert time.monotonic() - began < 1.5  # the old bound was 2 s for the senders alone
     finally:
         transport.release.set()
-    while any(t.name.startswith("mcpsync-send") for t in threading.enumerate()):
-        time.sleep(0.01)
+    _join_own_threads(before, lambda name: name.startswith("mcpsync-send"))
 
 
 def test_a_later_close_waits_for_a_hung_deferred_close_only_so_long() -> None:
     """A close() started inside a call (a signal handler's) runs on a closer thread; a later
     close() waits for it, but not for ever when the transport's close hangs."""
+    before = set(threading.enumerate())
     transport = Wrapped(modern_server(), hang_close=True)
     client = mcpsync.Client(transport, mode="legacy", timeout=20).connect()
     transport.on_send = client.close  # inside the session's send: the deferred path
@@ -121,8 +130,7 @@ def test_a_later_close_waits_for_a_hung_deferred_close_only_so_long() -> None:
         assert time.monotonic() - began < 8  # the hung close lasts 30 s
     finally:
         transport.release.set()
-    while any(t.name == "mcpsync-close" for t in threading.enumerate()):
-        time.sleep(0.01)
+    _join_own_threads(before, lambda name: name == "mcpsync-close")
 
 
 def test_a_group_of_chosen_servers_reads_its_config_file_once(tmp_path: Path,

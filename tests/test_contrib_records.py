@@ -37,12 +37,13 @@ def test_a_lock_lives_while_it_is_held_and_is_shared_meanwhile() -> None:
 
 @pytest.mark.skipif(not hasattr(os, "fork"), reason="fork() is POSIX-only")
 def test_a_forked_child_gets_fresh_locks_though_a_parent_thread_held_them() -> None:
+    from test_fork import _in_child
+
+    def child() -> bool:  # both must be free at once (SIGALRM ends the child if one is not)
+        signal.alarm(5)
+        return _records_of("bob").thread_lock("db", "k").acquire(timeout=2)
+
     held = _records_of("bob").thread_lock("db", "k")
     with held, _records._guard:  # as a parent thread might, at fork()
-        pid = os.fork()
-        if pid == 0:  # the child: both must be free at once (SIGALRM ends it if one is not)
-            signal.alarm(5)
-            ok = _records_of("bob").thread_lock("db", "k").acquire(timeout=2)
-            os._exit(0 if ok else 1)
-    _, status = os.waitpid(pid, 0)
-    assert os.waitstatus_to_exitcode(status) == 0
+        outcome = _in_child(child)
+    assert outcome == "True"

@@ -281,11 +281,13 @@ def test_a_fast_trickle_does_not_keep_a_call_past_its_deadline() -> None:
 
     with FaultServer(handler) as server:
         c = client(server.url, listen=False)
-        start = time.monotonic()
-        with pytest.raises(mcpsync.RequestTimeout):
-            c.request("ping", timeout=1.0)
-        assert time.monotonic() - start < 4.0
-        c.close()
+        try:
+            start = time.monotonic()
+            with pytest.raises(mcpsync.RequestTimeout):
+                c.request("ping", timeout=1.0)
+            assert time.monotonic() - start < 4.0
+        finally:
+            c.close()
 
 
 # -- F1: redirects ---------------------------------------------------------------------------------

@@ -335,23 +335,29 @@ def test_send_waits_for_a_stuck_writer_only_as_long_as_its_deadline() -> None:
             stuck.append(exc)
 
     writer = threading.Thread(target=write_big)
+    close_took = None
     try:
-        transport.start(lambda message: None, lambda exc: None)
-        writer.start()
-        until = time.monotonic() + 10.0  # encoding and masking 20 MB takes a moment
-        while not transport._write_lock.locked() and time.monotonic() < until:
-            time.sleep(0.01)
-        time.sleep(0.3)  # the writer now holds the write lock, blocked on the full socket
-        assert writer.is_alive() and transport._write_lock.locked()
-        started = time.monotonic()
-        with pytest.raises(mcpsync.RequestTimeout):
-            transport.send({"jsonrpc": "2.0", "method": "notifications/message", "params": {}}, Deadline(0.2))
-        waited = time.monotonic() - started
-        assert waited < 0.7, f"waited {waited:.2f}s for a send with 0.2s left"
+        try:
+            transport.start(lambda message: None, lambda exc: None)
+            writer.start()
+            # The writer takes the write lock only once the frame is encoded (20 MB takes a moment), then
+            # holds it until close() or its 20 s deadline: no peer read ever lets the whole frame out.
+            until = time.monotonic() + 10.0
+            while not transport._write_lock.locked() and time.monotonic() < until:
+                time.sleep(0.01)
+            assert writer.is_alive() and transport._write_lock.locked()
+            started = time.monotonic()
+            with pytest.raises(mcpsync.RequestTimeout):
+                transport.send({"jsonrpc": "2.0", "method": "notifications/message", "params": {}}, Deadline(0.2))
+            waited = time.monotonic() - started
+            assert waited < 0.7, f"waited {waited:.2f}s for a send with 0.2s left"
+        finally:
+            close_started = time.monotonic()
+            transport.close()
+            if writer.ident is not None:
+                writer.join(5.0)
+            close_took = time.monotonic() - close_started
     finally:
-        close_started = time.monotonic()
-        transport.close()
-        writer.join(5.0)
-        assert not writer.is_alive() and time.monotonic() - close_started < 8.0
         server.stop()
+    assert not writer.is_alive() and close_took is not None and close_took < 8.0
     assert isinstance(stuck[0], mcpsync.ConnectionClosed)
