@@ -267,3 +267,24 @@ def test_f7_unresolved_401_or_403_is_an_auth_error_with_status_and_masked_body(s
     assert info.value.status == status
     assert "denied" in info.value.body_excerpt
     assert SECRET not in str(info.value) and SECRET not in info.value.body_excerpt
+
+
+def test_a_redirect_hop_gets_only_what_is_left_of_the_deadline() -> None:
+    # The first hop answers 307 after 0.6 s; the second never answers.  Each hop used to get
+    # the first hop's share of the deadline again (1.0 s read timeout): the call ended at ~1.6 s.
+    def handler(request: Request, conn: Conn) -> None:
+        if handshake(request, conn):
+            return
+        if request.path == "/mcp":
+            time.sleep(0.6)
+            conn.respond(307, b"", ctype="text/plain", headers={"Location": "/held"})
+        else:
+            conn.hold(10)
+
+    with FaultServer(handler) as server, mcpsync.Client.http(
+            server.url + "/mcp", transport="streamable-http", mode="2025-11-25", listen=False) as client:
+        client.connect()
+        start = time.monotonic()
+        with pytest.raises(mcpsync.RequestTimeout):
+            client.ping(timeout=1.0)
+        assert time.monotonic() - start < 1.4
