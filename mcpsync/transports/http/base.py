@@ -127,14 +127,10 @@ class HttpTransport(Transport):
         """
         import requests
 
-        timeout = self._timeout
-        left = None if deadline is None else deadline.remaining()  # asked once: this is every request's path
-        if left is not None:
-            if not left:
-                raise RequestTimeout(f"{what}: the deadline passed before it was sent")
-            timeout = (min(timeout[0], left), min(timeout[1], left))
-        try:
-            return wire.http_request(self._sender, method, url, headers=headers, timeout=timeout, data=data,
+        if deadline is not None and deadline.passed():
+            raise RequestTimeout(f"{what}: the deadline passed before it was sent")
+        try:  # the timeouts are cut to what is left of *deadline* at each redirect hop
+            return wire.http_request(self._sender, method, url, headers=headers, timeout=self._timeout, data=data,
                                        follow_redirects=self._follow, deadline=deadline)
         except requests.RequestException as exc:
             raise self._failure(exc, what, deadline) from wire.sanitized(exc)

@@ -206,12 +206,20 @@ def http_request(sender: Sender, method: str, url: str, *, headers: Mapping[str,
                  deadline: Deadline | None = None) -> requests.Response:
     """One HTTP exchange with our redirect policy; raises ``requests`` exceptions as they come.
 
-    :param deadline: the call's deadline, for the auth handler (see ``Sender.send``).
+    :param deadline: the call's deadline: it bounds each hop's timeouts, and the auth handler
+        gets it (see ``Sender.send``).
 
     :raises HTTPStatusError: for a redirect we do not follow (the 3xx status).
     """
     current = url
-    for _ in range(MAX_REDIRECTS + 1):
+    for hop in range(MAX_REDIRECTS + 1):
+        left = None if deadline is None else deadline.remaining()
+        if left is not None:  # every hop within what is left, not the first hop's share again
+            if hop and not left:
+                import requests
+
+                raise requests.exceptions.Timeout(f"no time left to follow the redirect to {redact_url(current)}")
+            timeout = (min(timeout[0], left), left if timeout[1] is None else min(timeout[1], left))
         response = sender.send(method, current, headers=headers, timeout=timeout, data=data, deadline=deadline)
         status = response.status_code
         if not (300 <= status < 400) or "Location" not in response.headers:
