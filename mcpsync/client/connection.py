@@ -249,7 +249,8 @@ class Connection:
         params: dict[str, Any] = {"notifications": types.to_wire(sub.filter)}
         if meta:
             params["_meta"] = meta
-        # The stream outlives this call: only the write is bounded by the caller's deadline.
+        # The stream outlives this call, so its request has no deadline: it is sent on a session
+        # thread (which close() ends), and this caller waits for the acknowledgement by its own.
         pending = self.session.request("subscriptions/listen", params, Deadline(None), detach=True)
         sub._bind(pending)
         self.router.add(sub)
