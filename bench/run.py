@@ -130,12 +130,31 @@ def plan(smoke: bool, sdk: bool) -> list[tuple[str, str, dict]]:
     return cases
 
 
+def rotated(cases: list[tuple[str, str, dict]], r: int) -> list[tuple[str, str, dict]]:
+    """*cases* with each case's columns in round *r*'s order: rotated by *r*.
+
+    Run in one fixed order, a column always follows the same neighbour, and on a
+    2-CPU machine that alone moved a column by several per cent: an A/A run (this
+    checkout against an identical copy as ``--baseline``) gave the copy 0.95 of
+    the sequential row over 9 rounds, single rounds 0.83 to 1.21.  Rotating gives
+    every column every place in turn.
+    """
+    groups: dict[str, list[tuple[str, str, dict]]] = {}
+    for item in cases:
+        groups.setdefault(item[0], []).append(item)
+    out: list[tuple[str, str, dict]] = []
+    for group in groups.values():
+        k = r % len(group)
+        out += group[k:] + group[:k]
+    return out
+
+
 def measure(rounds: int, smoke: bool, sdk: bool, only: set[str] | None = None) -> dict[str, dict[str, list[dict]]]:
     results: dict[str, dict[str, list[dict]]] = {}
     server = HttpServer()
     try:
         for r in range(rounds):
-            for case, impl, args in plan(smoke, sdk):
+            for case, impl, args in rotated(plan(smoke, sdk), r):
                 if only and case not in only:
                     continue
                 workload = case if case in ("http-threads",) or not case.startswith("http") else "http"
@@ -263,10 +282,52 @@ def table(results: dict, sdk: bool) -> tuple[str, list[tuple[str, float | None, 
         ):
             r = ratio(m(case, "mcpsync", key), m(case, "sdk", key))
             target(f"{name}: mcpsync / SDK (asyncio)", r, ">=" if higher else "<=", 1.0)
+    out += paired(results)
     out += ["", "### Targets (ratios within this run)", "", "| target | mcpsync | goal | met |", "|---|---|---|---|"]
     for name, value, goal, ok in targets:
         out.append(f"| {name} | {fmt(value, 2)} | {goal} | {'–' if ok is None else ('yes' if ok else '**no**')} |")
     return "\n".join(out) + "\n", targets
+
+
+#: Rows compared round by round against each ``--baseline``: (label, case, key).
+PAIRED = [
+    ("stdio sequential calls/s", "seq", "rate"),
+    ("stdio 8 threads calls/s", "threads", "rate"),
+    ("stdio 8 threads, timeout=0.25, calls/s", "deadline", "rate"),
+    ("HTTP JSON reply calls/s", "http-json", "rate"),
+    ("HTTP SSE reply calls/s", "http-sse", "rate"),
+    ("legacy HTTP+SSE calls/s", "http-legacy", "rate"),
+    ("HTTP 8 threads calls/s", "http-threads", "rate"),
+    ("cold start ms (lower is better)", "cold", "ms"),
+    ("RSS holding N clients MB (lower is better)", "rss", "mb"),
+]
+
+
+def paired(results: dict) -> list[str]:
+    """mcpsync ÷ each baseline, round by round: the median ratio, the range, and the rounds ahead.
+
+    The two columns of one round ran minutes apart at most, on the same machine
+    state; the spread of their ratio over rounds shows how large a difference
+    this run can tell from noise.
+    """
+    out: list[str] = []
+    for base in BASELINES:
+        lines = []
+        for label, case, key in PAIRED:
+            ours, theirs = results.get(case, {}).get("mcpsync"), results.get(case, {}).get(base)
+            if not ours or not theirs:
+                continue
+            ratios = sorted(a[key] / b[key] for a, b in zip(ours, theirs) if a.get(key) and b.get(key))
+            if not ratios:
+                continue
+            lower = "lower is better" in label
+            ahead = sum(1 for r in ratios if (r < 1 if lower else r > 1))
+            lines.append(f"| {label} | {statistics.median(ratios):.3f} | {ratios[0]:.2f} – {ratios[-1]:.2f}"
+                         f" | {ahead} of {len(ratios)} |")
+        if lines:
+            out += ["", f"### mcpsync ÷ {IMPLS[base][0]}, round by round", "",
+                    "| row | median ratio | lowest – highest | rounds mcpsync was ahead |", "|---|---|---|---|", *lines]
+    return out
 
 
 def machine() -> str:
@@ -297,7 +358,7 @@ def main() -> int:
     opts = parser.parse_args()
     sdk = not opts.no_sdk
     for index, spec in enumerate(opts.baseline):
-        name, _, path = spec.rpartition("=") if "=" in spec else ("", "", spec)
+        name, _, path = spec.partition("=") if "=" in spec else ("", "", spec)  # a path may hold "="
         key = name or ("baseline" if index == 0 else f"baseline{index + 1}")
         BASELINES[key] = os.path.abspath(path)
         IMPLS[key] = (f"mcpsync @ {name or 'baseline'}", "mcpsync_bench.py", "x")

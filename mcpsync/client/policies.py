@@ -27,11 +27,10 @@ from typing import Any, Protocol
 from mcpsync import types
 from mcpsync.client.interceptors import Interceptor, OutgoingRequest, run_interceptors
 from mcpsync.client.retry import SAFE_METHODS, RetryPolicy, run_with_retries
-from mcpsync.client.tracing import RequestSpan, Tracing
+from mcpsync.client.tracing import Tracing
 from mcpsync.exceptions import HTTPStatusError, ServerError, SessionExpired
 from mcpsync.rpc.deadline import Deadline
 from mcpsync.rpc.session import PendingRequest, ProgressCallback, Session
-from mcpsync.types.modern import PROTOCOL_VERSION_KEY
 
 __all__ = ["Channel", "Policies", "Wait"]
 
@@ -155,7 +154,7 @@ class Policies:
     def _send(self, conn: Channel, method: str, params: dict[str, Any] | None, deadline: Deadline,
               progress: ProgressCallback | None, wait: Wait | None) -> dict[str, Any]:
         session = conn.session
-        span = self.span(conn, method, params)
+        span = None if self.tracing.off else self.tracing.span(method, params, conn)
         if span is None:
             pending = session.request(method, params, deadline, progress=progress)
             return session.wait(pending) if wait is None else wait(pending)
@@ -165,15 +164,6 @@ class Policies:
             raw = session.wait(pending) if wait is None else wait(pending)
             span.result(raw)
             return raw
-
-    def span(self, conn: Channel, method: str, params: dict[str, Any] | None) -> RequestSpan | None:
-        """A tracing span for one request on *conn* (``None``: tracing is off)."""
-        if self.tracing.off:
-            return None
-        # During the probe the version is only in the per-request _meta being tried.
-        version = conn.protocol_version or (conn.session.default_meta or {}).get(PROTOCOL_VERSION_KEY)
-        return self.tracing.span(method, params, version=version if isinstance(version, str) else None,
-                                 transport=conn.transport)
 
     def notify(self, conn: Channel, method: str, params: dict[str, Any] | None,
                deadline: Deadline | None = None) -> None:

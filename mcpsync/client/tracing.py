@@ -31,6 +31,7 @@ from types import TracebackType
 from typing import Any
 
 from mcpsync.exceptions import ServerError
+from mcpsync.types.modern import PROTOCOL_VERSION_KEY
 
 __all__ = ["Tracing", "RequestSpan"]
 
@@ -60,14 +61,13 @@ class Tracing:
         # A provider named in the environment is loaded by opentelemetry on first use.
         self._from_environment = enabled and "OTEL_PYTHON_TRACER_PROVIDER" in os.environ
 
-    def span(self, method: str, params: dict[str, Any] | None, *, version: str | None,
-             transport: object) -> RequestSpan | None:
-        """A span for one request about to be sent, or ``None`` when tracing is off.
+    def span(self, method: str, params: dict[str, Any] | None, conn: Any) -> RequestSpan | None:
+        """A span for one request about to be sent on *conn*, or ``None`` when tracing is off.
 
-        :param version: the protocol version the request goes out with (``None``: not known yet).
-        :param transport: the connection's transport (its URL, session id and kind are recorded).
-
-        The caller checks :attr:`off` first (:meth:`~mcpsync.client.policies.Policies.span`).
+        *conn* (a :class:`~mcpsync.client.policies.Channel`) is read only for a real span:
+        its protocol version and its transport's URL, session id and kind are recorded.
+        The caller checks :attr:`off` first; this runs on every request, so the usual
+        answer (opentelemetry not imported) comes before anything else.
         """
         if not self._looked:
             if "opentelemetry.trace" not in sys.modules and not self._from_environment:
@@ -82,7 +82,10 @@ class Tracing:
         trace = api[0]
         if isinstance(trace.get_tracer_provider(), (trace.ProxyTracerProvider, trace.NoOpTracerProvider)):
             return None  # the API alone, no SDK configured: spans would be no-ops, skip the cost
-        return RequestSpan(api, _attributes(method, params, version, transport), method, params)
+        # During the probe the version is only in the per-request _meta being tried.
+        version = conn.protocol_version or (conn.session.default_meta or {}).get(PROTOCOL_VERSION_KEY)
+        attributes = _attributes(method, params, version if isinstance(version, str) else None, conn.transport)
+        return RequestSpan(api, attributes, method, params)
 
 
 class RequestSpan:

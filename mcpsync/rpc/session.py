@@ -353,7 +353,8 @@ class Session:
         log.warning("ignoring invalid message from server (%s): %s", why, excerpt(message))
 
     def _feed_response(self, message: dict[str, Any]) -> None:
-        request_id = normalize_id(message.get("id"))
+        raw_id = message.get("id")
+        request_id = raw_id if type(raw_id) is int else normalize_id(raw_id)
         pending = self._pop(request_id) if isinstance(request_id, int) else None
         if pending is None:
             if message.get("id") is None and isinstance(message.get("error"), dict):

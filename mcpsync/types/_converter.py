@@ -87,7 +87,14 @@ def _list_structure_factory(tp: Any) -> _Hook:
 
     def structure_list(value: Any, _: Any) -> list[Any]:
         # Without this check a string would be iterated into characters.
-        return [hook(item, elem) for item in _ANY_LIST(value, tp)]
+        if not isinstance(value, list):
+            raise _type_error("an array", value)
+        # A loop, not a comprehension: before 3.12 that is one more frame per list, and every
+        # tools/call result has a list.
+        out = []
+        for item in value:
+            out.append(hook(item, elem))
+        return out
 
     return structure_list
 
@@ -194,13 +201,19 @@ def register_list_or(other: Any, item: Any) -> None:
 
 
 def _configure() -> None:
+    none = type(None)
     for tp, hook in (
         (str, _strict((str,), "a string")),
         (int, _strict((int,), "an integer")),
         (float, _strict((int, float), "a number")),
         (bool, _strict((bool,), "a boolean")),
+        # One check, not cattrs' optional hook looking the inner one up on every value.
+        (str | None, _strict((str, none), "a string")),
+        (int | None, _strict((int, none), "an integer")),
+        (float | None, _strict((int, float, none), "a number")),
+        (bool | None, _strict((bool, none), "a boolean")),
         (str | int, _STR_OR_INT),  # ``RequestId`` and ``ProgressToken``
-        (str | int | None, lambda v, t: None if v is None else _STR_OR_INT(v, t)),
+        (str | int | None, _strict((str, int, none), "a string or an integer")),
     ):
         converter.register_structure_hook(tp, hook)
     # JSON objects we do not model (schemas, arguments, _meta) are kept as is:

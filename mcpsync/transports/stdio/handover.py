@@ -69,7 +69,8 @@ class Handover:
         lock, queue = self.lock, self._queue
         while True:
             try:
-                self._drain()
+                if queue:  # usually empty: one frame, written by its own caller
+                    self._drain()
             finally:
                 lock.release()
             # Closing: _drain writes nothing more, so looking again would spin; the frames left

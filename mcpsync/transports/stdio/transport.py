@@ -305,7 +305,8 @@ class StdioTransport(Transport):
         :raises ~mcpsync.exceptions.ConnectionClosed: if the server is gone.
         :raises ValueError: or :class:`TypeError` if ``message`` is not JSON.
         """
-        self._run.check_not_forked(self.describe())
+        if self._run.forked:  # read on every send: only a child pays for the call
+            self._run.check_not_forked(self._name)
         data = encode_message(message) + b"\n"
         reader = self._reader
         if reader is None:
