@@ -6,10 +6,11 @@ without timing, and the bench (bench/, "8 threads, one client") measures what it
 
 from __future__ import annotations
 
+import json
 import os
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 import pytest
 
@@ -97,3 +98,75 @@ def test_a_reply_is_matched_to_its_wait_as_the_session_matches_it(pipe: tuple[in
     assert own.awaited == {1, 2}
     own.delivered({"jsonrpc": "2.0", "id": "2", "result": {}})
     assert own.awaited == {1}
+
+
+class _Polls:
+    """A ``ready`` that records each timeout asked for; ``slow``: nothing is ready at once."""
+
+    def __init__(self, fd: int, *, slow: bool) -> None:
+        self._real, self.slow = readable_waiter(fd), slow
+        self.timeouts: list[float] = []
+
+    def __call__(self, timeout: float) -> bool:
+        self.timeouts.append(timeout)
+        return False if self.slow and timeout == 0 else self._real(timeout)
+
+
+def _reading_caller(read_fd: int, write_fd: int, polls: _Polls) -> Callable[[int], bool]:
+    """``call(n)``: request *n* answered (the reply already in the pipe), read by its caller;
+    whether that read spun (polled with no timeout)."""
+    own: OwnReply
+
+    def feed(chunk: bytes) -> None:
+        for line in chunk.splitlines():
+            own.delivered(json.loads(line))
+
+    own = OwnReply(read_fd, polls, feed, lambda: False)
+
+    def call(n: int) -> bool:
+        own.sending({"jsonrpc": "2.0", "id": n, "method": "tools/call"})
+        os.write(write_fd, b'{"jsonrpc": "2.0", "id": %d, "result": {}}\n' % n)
+        del polls.timeouts[:]
+        own.read_reply(n, Deadline(5))
+        assert n not in own.awaited  # read, by the caller
+        return 0 in polls.timeouts
+
+    return call
+
+
+@pytest.fixture
+def two_cpus(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(os, "sched_getaffinity", lambda pid: {0, 1}, raising=False)
+
+
+@pytest.mark.usefixtures("two_cpus")
+def test_a_reply_ready_within_the_spin_is_read_without_sleeping(pipe: tuple[int, int]) -> None:
+    polls = _Polls(pipe[0], slow=False)
+    call = _reading_caller(*pipe, polls)
+    for n in range(1, 4):
+        assert call(n)
+        assert polls.timeouts == [0]  # one poll that did not sleep, and no wait with a timeout
+
+
+@pytest.mark.usefixtures("two_cpus")
+def test_a_spin_that_misses_turns_spinning_off_for_more_reads_each_time(pipe: tuple[int, int]) -> None:
+    # A slower server: every spin misses, so spinning would only burn CPU.  After each miss the
+    # next 1, 2, 4, ... reads sleep at once; a hit starts again from one.
+    polls = _Polls(pipe[0], slow=True)
+    call = _reading_caller(*pipe, polls)
+    spun = [call(n) for n in range(1, 16)]
+    assert spun == [True, False, True, False, False, True, False, False, False, False, True,
+                    False, False, False, False]
+    assert polls.timeouts and all(t > 0 for t in polls.timeouts)  # a read that skips the spin sleeps at once
+    polls.slow = False
+    spun = [call(n) for n in range(16, 22)]
+    assert spun == [False, False, False, False, True, True]  # the rest of the skip, then a hit: spin again
+
+
+def test_a_process_on_one_cpu_never_spins(pipe: tuple[int, int], monkeypatch: pytest.MonkeyPatch) -> None:
+    # The server needs the CPU the caller would spin on.
+    monkeypatch.setattr(os, "sched_getaffinity", lambda pid: {0}, raising=False)
+    polls = _Polls(pipe[0], slow=False)
+    call = _reading_caller(*pipe, polls)
+    assert [call(n) for n in range(1, 4)] == [False, False, False]
+    assert all(t > 0 for t in polls.timeouts)
