@@ -170,3 +170,23 @@ def test_a_process_on_one_cpu_never_spins(pipe: tuple[int, int], monkeypatch: py
     call = _reading_caller(*pipe, polls)
     assert [call(n) for n in range(1, 4)] == [False, False, False]
     assert all(t > 0 for t in polls.timeouts)
+
+
+@pytest.mark.usefixtures("two_cpus")
+def test_threads_sharing_the_connection_turn_the_spin_off(pipe: tuple[int, int]) -> None:
+    # A spin holds the GIL between its polls, which threads sharing the connection need
+    # between their calls: a caller that finds another reply awaited turns spinning off.
+    polls = _Polls(pipe[0], slow=False)
+    own = OwnReply(pipe[0], polls, lambda chunk: own.delivered(json.loads(chunk)), lambda: False)
+    own.sending({"jsonrpc": "2.0", "id": 1, "method": "tools/call"})
+    own.sending({"jsonrpc": "2.0", "id": 2, "method": "tools/call"})
+    own.read_reply(2, Deadline(5))  # two awaited: the reader thread reads, and nobody polls
+    assert polls.timeouts == []
+    call = _reading_caller(*pipe, polls)
+    assert call(3)  # another connection's caller still spins
+    own.awaited.clear()
+    own.sending({"jsonrpc": "2.0", "id": 4, "method": "tools/call"})
+    os.write(pipe[1], b'{"jsonrpc": "2.0", "id": 4, "result": {}}\n')
+    del polls.timeouts[:]
+    own.read_reply(4, Deadline(5))
+    assert 0 not in polls.timeouts  # alone again, yet no spin for a while

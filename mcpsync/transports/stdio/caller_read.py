@@ -16,7 +16,9 @@ the wake-up it would otherwise cost is gone; on a 2-vCPU VM that wake-up (the se
 the other CPU) was more than half of a sequential call: sequential calls 10.7k -> 18.7k
 calls/s on the bench's raw server (bench/RESULTS.md).  The spin pays only where it wins:
 a spin that misses (a slower server) turns spinning off for the next 1, 2, 4 ... 256
-reads, and a process allowed on one CPU never spins (the server could not run meanwhile).
+reads, a caller that finds other replies awaited turns it off for 256 reads (threads
+sharing the connection would lose the GIL to the spin), and a process allowed on one CPU
+never spins (the server could not run meanwhile).
 """
 
 from __future__ import annotations
@@ -187,6 +189,10 @@ class OwnReply:
             return  # already read (by the reader thread, or a caller before its own reply)
         if len(awaited) > 1 or not baton.claim():
             baton.kick()  # the reader thread reads for us: it must not linger
+            if self._skip >= 0:
+                # Threads share this connection: a spin would take the GIL from them between
+                # their calls (8 threads lost ~5 %).  Not from the baton's holder: a benign race.
+                self._skip = _MAX_BACKOFF
             return
         try:
             spun = self._spin()
