@@ -170,17 +170,19 @@ def measure(rounds: int, smoke: bool, sdk: bool, only: set[str] | None = None) -
     return results
 
 
+def value(run: dict, key: str) -> float | None:
+    """``run[key]``, where a dotted key reaches into nested results (``"1048576.ms"``)."""
+    found: object = run
+    for part in key.split("."):
+        found = found.get(part) if isinstance(found, dict) else None
+    return found if isinstance(found, (int, float)) else None
+
+
 def med(results: dict, case: str, impl: str, key: str) -> float | None:
     runs = results.get(case, {}).get(impl)
     if not runs:
         return None
-    values = []
-    for run in runs:
-        value = run
-        for part in key.split("."):
-            value = value.get(part) if isinstance(value, dict) else None
-        if value is not None:
-            values.append(value)
+    values = [v for v in (value(run, key) for run in runs) if v is not None]
     return statistics.median(values) if values else None
 
 
@@ -298,6 +300,9 @@ PAIRED = [
     ("HTTP SSE reply calls/s", "http-sse", "rate"),
     ("legacy HTTP+SSE calls/s", "http-legacy", "rate"),
     ("HTTP 8 threads calls/s", "http-threads", "rate"),
+    ("echo 1 MiB ms (lower is better)", "echo", f"{MIB}.ms"),
+    ("echo 10 MiB ms (lower is better)", "echo", f"{10 * MIB}.ms"),
+    ("echo 20 MiB ms (lower is better)", "echo", f"{20 * MIB}.ms"),
     ("cold start ms (lower is better)", "cold", "ms"),
     ("RSS holding N clients MB (lower is better)", "rss", "mb"),
 ]
@@ -317,7 +322,8 @@ def paired(results: dict) -> list[str]:
             ours, theirs = results.get(case, {}).get("mcpsync"), results.get(case, {}).get(base)
             if not ours or not theirs:
                 continue
-            ratios = sorted(a[key] / b[key] for a, b in zip(ours, theirs) if a.get(key) and b.get(key))
+            pairs = [(value(a, key), value(b, key)) for a, b in zip(ours, theirs)]
+            ratios = sorted(x / y for x, y in pairs if x and y)
             if not ratios:
                 continue
             lower = "lower is better" in label
