@@ -69,12 +69,20 @@ class RawServer:
                 pass
 
     def read_some(self, conn: socket.socket) -> None:
-        """Read whatever the client sends until it closes or :meth:`stop` is called."""
+        """Read whatever the client sends until it closes or :meth:`stop` is called.
+
+        Bytes already in the socket are read even once :meth:`stop` is called: a
+        test may call it the moment the client closed, before this thread ran.
+        """
         conn.settimeout(0.1)
-        while not self.stopping.is_set():
+        while True:
+            if self.stopping.is_set():
+                conn.settimeout(0.0)  # from now on, only what is already there
             try:
                 chunk = conn.recv(65536)
-            except TimeoutError:
+            except (TimeoutError, BlockingIOError):
+                if self.stopping.is_set():
+                    return
                 continue
             if not chunk:
                 return
