@@ -13,8 +13,9 @@ docs/threading.rst gives the rules.
 A second saving, on top: before it sleeps in ``poll``, the caller polls without sleeping
 for up to :data:`SPIN` (50 µs).  A fast server's reply then finds the caller awake, and
 the wake-up it would otherwise cost is gone; on a 2-vCPU VM that wake-up (the server on
-the other CPU) was more than half of a sequential call: sequential calls 10.7k -> 18.7k
-calls/s on the bench's raw server (bench/RESULTS.md).  The spin pays only where it wins:
+the other CPU) was more than half of a sequential call: sequential calls 9.3k -> 16.7k
+calls/s on the bench's raw server, 11 interleaved rounds against the tree without the
+spin (docs/threading.rst, bench/RESULTS.md).  The spin pays only where it wins:
 a spin that misses (a slower server) turns spinning off for the next 1, 2, 4 ... 256
 reads, a caller that finds other replies awaited turns it off for 256 reads (threads
 sharing the connection would lose the GIL to the spin), and a process allowed on one CPU
