@@ -76,6 +76,43 @@ def test_subscribe_resource_waits_for_the_listen_ack_by_its_own_timeout() -> Non
         assert time.monotonic() - began < WITHIN
 
 
+def test_a_call_waiting_behind_another_threads_stream_update_ends_by_its_own_timeout() -> None:
+    # Thread A's on() reopens the stream by the client's 20 s default and waits for an ack that
+    # never comes; thread B's subscribe_resource(timeout=0.5) must not wait A's 20 s for its turn.
+    transport = Wrapped(modern_server(), drop="subscriptions/listen")
+    sent = threading.Event()
+    dropping = transport.send
+
+    def send(message: Mapping[str, Any], deadline: Any = None) -> None:
+        dropping(message, deadline)
+        if message.get("method") == "subscriptions/listen":
+            sent.set()
+
+    transport.send = send  # type: ignore[method-assign]
+    ended: list[BaseException] = []
+
+    def first_on() -> None:
+        try:
+            client.on("notifications/tools/list_changed", lambda params: None)
+        except mcpsync.McpError as exc:  # the close below ends its wait
+            ended.append(exc)
+
+    with mcpsync.Client(transport, timeout=20).connect() as client:
+        first = threading.Thread(target=first_on, name="test-first-on")
+        first.start()
+        try:
+            assert sent.wait(WITHIN)  # A holds the stream update now, waiting for the ack
+            began = time.monotonic()
+            with pytest.raises(mcpsync.RequestTimeout):
+                client.subscribe_resource("demo://note", timeout=0.5)
+            assert time.monotonic() - began < WITHIN
+        finally:
+            client.close()  # ends A's wait too
+            first.join(WITHIN)
+        assert not first.is_alive()
+        assert [type(exc) for exc in ended] == [mcpsync.ClientClosed]
+
+
 def test_a_lazy_connect_opens_the_background_stream_by_the_calls_deadline(caplog: pytest.LogCaptureFixture) -> None:
     transport = Wrapped(modern_server(), drop="subscriptions/listen")
     client = mcpsync.Client(transport, timeout=20)

@@ -386,9 +386,16 @@ class Client:
         *deadline* of the call that changed it (``None``: ``on()``, the client's default)."""
         conn = self._life.conn
         if conn is not None and conn.era == "modern" and conn.alive:
-            with self._background_lock:
-                conn.sync_background(self._listeners.methods(), self._resource_subscriptions,
-                                     deadline or self._options.deadline(DEFAULT))
+            deadline = deadline or self._options.deadline(DEFAULT)
+            # Another thread's update may wait for its ack by a longer deadline than ours.
+            left = deadline.remaining()
+            if not self._background_lock.acquire(timeout=-1 if left is None else left):
+                raise deadline.expired("another thread's update of the notification stream did not finish",
+                                       "subscriptions/listen")
+            try:
+                conn.sync_background(self._listeners.methods(), self._resource_subscriptions, deadline)
+            finally:
+                self._background_lock.release()
 
     # -- what the server declared, and the features: functions over core.Core ----
 
