@@ -580,7 +580,11 @@ def test_an_idle_connection_does_not_hold_up_the_real_callback() -> None:
     with login.receiver() as receiver:
         port = int(urlsplit(receiver.redirect_uri).port or 0)
         lingering = socket.create_connection(("127.0.0.1", port), timeout=5)
-        time.sleep(0.1)  # let the receiver accept it
+        # Accepted (not just queued) before the close: a queued one would be reset, not shut.
+        until = time.monotonic() + 5
+        while not receiver._open and time.monotonic() < until:
+            time.sleep(0.01)
+        assert receiver._open
     try:
         assert lingering.recv(1) == b""  # the receiver shut it on close
     finally:

@@ -350,7 +350,7 @@ def test_send_waits_for_a_stuck_writer_only_as_long_as_its_deadline() -> None:
             with pytest.raises(mcpsync.RequestTimeout):
                 transport.send({"jsonrpc": "2.0", "method": "notifications/message", "params": {}}, Deadline(0.2))
             waited = time.monotonic() - started
-            assert waited < 0.7, f"waited {waited:.2f}s for a send with 0.2s left"
+            assert waited < 1.2, f"waited {waited:.2f}s for a send with 0.2s left"
         finally:
             close_started = time.monotonic()
             transport.close()
