@@ -90,7 +90,7 @@ class StdioTransport(Transport):
         self._run = RunState()
         self._proc: subprocess.Popen[bytes] | None = None
         self._stdin = -1
-        self._handover = Handover(-1, self._run.closing.is_set)
+        self._handover = Handover(-1, self._run.closing.is_set, self._handover_failed)
         self._reader: StdoutReader | None = None
         self._drain: StderrDrain | None = None
         self._on_message: MessageHandler | None = None
@@ -145,7 +145,7 @@ class StdioTransport(Transport):
         _procutil.close_at_exit(self)
         assert proc.stdin is not None and proc.stdout is not None and proc.stderr is not None
         self._stdin = proc.stdin.fileno()
-        self._handover = Handover(self._stdin, self._run.closing.is_set)
+        self._handover = Handover(self._stdin, self._run.closing.is_set, self._handover_failed)
         if self._run.closing.is_set():  # close() ran while we were spawning
             self._abandon(proc)
             raise ClientClosed("the transport was closed while starting")
@@ -387,8 +387,16 @@ class StdioTransport(Transport):
             # Interrupted mid-write (Ctrl-C): the pipe may hold half a frame.
             self._cut_short(f"a write to MCP server {self.describe()} was interrupted")
             raise
-        handover.release()  # writes the frames handed over meanwhile
+        handover.release(end)  # writes the frames handed over meanwhile
         return written
+
+    def _handover_failed(self, exc: OSError) -> None:
+        """The hand-over's detached writer could not finish (handover.py): fail the
+        connection as a caller's own write would have."""
+        if isinstance(exc, CutShort):
+            self._cut_short()
+        else:
+            self.fail(self.death_error(f"cannot write to MCP server {self.describe()}", exc))
 
     def _cut_short(self, why: str = "") -> None:
         why = why or (f"MCP server {self.describe()} stopped reading its stdin; a message was cut short,"
