@@ -23,11 +23,12 @@ from mcpsync.client.interceptors import OutgoingRequest  # noqa: E402
 from mcpsync.client.options import DEFAULT  # noqa: E402
 from mcpsync.client.retry import RetryPolicy  # noqa: E402
 from mcpsync.client.subscriptions import Notification, Subscription  # noqa: E402
-from mcpsync.client.client import Client, Handle, PendingCall, TaskHandle  # noqa: E402
+from mcpsync.client.client import Client, Handle, PendingCall  # noqa: E402
 from mcpsync.exceptions import *  # noqa: E402,F401,F403
 from mcpsync.exceptions import __all__ as _exc_all  # noqa: E402
 
 if _typing.TYPE_CHECKING:
+    from mcpsync.client.task_handle import TaskHandle
     from mcpsync.group import ClientGroup, UnknownName
     from mcpsync.llm import ProviderResponseError
 
@@ -38,8 +39,10 @@ __all__ = ["__version__", "Client", "ClientGroup", "Handle", "PendingCall", "Tas
 logging.getLogger(__name__).addHandler(logging.NullHandler())
 
 
-#: Imported on first use: a process with one server should not pay for the group or the LLM bridge.
-_LAZY = {"ClientGroup": "mcpsync.group", "UnknownName": "mcpsync.group", "ProviderResponseError": "mcpsync.llm"}
+#: Imported on first use: a process with one server should not pay for the group, the LLM
+#: bridge or tasks.
+_LAZY = {"ClientGroup": "mcpsync.group", "UnknownName": "mcpsync.group", "ProviderResponseError": "mcpsync.llm",
+         "TaskHandle": "mcpsync.client.task_handle"}
 
 
 def __getattr__(name: str) -> object:

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 from mcpsync import _fork, types
 from mcpsync._version import __version__
-from mcpsync.client import apps, declared, prompts, resources, skills, tasks, tools, utilities
+from mcpsync.client import declared, prompts, resources, tools, utilities
 from mcpsync.client.cache import ResultCache
 from mcpsync.client.connection import Connection
 from mcpsync.client.core import TaskWaiters, require
@@ -28,20 +28,21 @@ from mcpsync.client.input_required import until_complete
 from mcpsync.client.interceptors import Interceptor
 from mcpsync.client.lifecycle import Lifecycle
 from mcpsync.client.listeners import Handle, Listeners
+from mcpsync.client.on_first_use import on_first_use
 from mcpsync.client.options import DEFAULT, ClientOptions, RootsArg, TimeoutArg
 from mcpsync.client.pending_call import PendingCall
 from mcpsync.client.policies import Policies
 from mcpsync.client.retry import RetryArg, resolve_policy
-from mcpsync.client.task_handle import TaskHandle
 from mcpsync.exceptions import McpError
 from mcpsync.rpc.deadline import Deadline
 from mcpsync.rpc.session import ProgressCallback
 from mcpsync.transports.base import Transport
 
 if TYPE_CHECKING:
+    from mcpsync.client import apps, skills, tasks
     from mcpsync.config import ServerConfig
 
-__all__ = ["Client", "Handle", "PendingCall", "TaskHandle"]
+__all__ = ["Client", "Handle", "PendingCall"]
 
 log = logging.getLogger(__name__)
 
@@ -122,7 +123,7 @@ class Client:
             client_info=client_info, timeout=timeout, mode=mode, roots=roots, sampling_handler=sampling_handler,
             elicitation_handler=elicitation_handler, logging_handler=logging_handler,
             exception_handler=exception_handler, capabilities=dict(capabilities) if capabilities else None,
-            extensions=normalize_extensions({**(extensions or {}), **(_APPS if apps else {})}) or None,
+            extensions=normalize_extensions({**(extensions or {}), **(_apps_settings() if apps else {})}) or None,
             serve_tasks=serve_tasks, max_queued_notifications=max_queued_notifications,
             discover_timeout=discover_timeout, prior_discover=_prior(prior_discover),
             prior_era=_prior_era,  # set by the CLI's era cache (mcpsync.client.era_cache)
@@ -422,18 +423,32 @@ class Client:
     ping = utilities.ping
     set_logging_level = utilities.set_logging_level
     notify_roots_changed = utilities.notify_roots_changed
-    start_tool_task = tasks.start_tool_task
-    task = tasks.task
-    list_tasks = tasks.list_tasks
-    list_skills = skills.list_skills
-    get_skill = skills.get_skill
-    load_skill = skills.load_skill
-    read_skill_file = skills.read_skill_file
-    read_app = apps.read_app
+    # Tasks, skills and apps: their modules load on first use (on_first_use.py says why).
+    if TYPE_CHECKING:
+        start_tool_task = tasks.start_tool_task
+        task = tasks.task
+        list_tasks = tasks.list_tasks
+        list_skills = skills.list_skills
+        get_skill = skills.get_skill
+        load_skill = skills.load_skill
+        read_skill_file = skills.read_skill_file
+        read_app = apps.read_app
+    else:
+        start_tool_task = on_first_use("mcpsync.client.tasks", "start_tool_task")
+        task = on_first_use("mcpsync.client.tasks", "task")
+        list_tasks = on_first_use("mcpsync.client.tasks", "list_tasks")
+        list_skills = on_first_use("mcpsync.client.skills", "list_skills")
+        get_skill = on_first_use("mcpsync.client.skills", "get_skill")
+        load_skill = on_first_use("mcpsync.client.skills", "load_skill")
+        read_skill_file = on_first_use("mcpsync.client.skills", "read_skill_file")
+        read_app = on_first_use("mcpsync.client.apps", "read_app")
 
 
-# Client.__init__'s apps= parameter hides the module there.
-_APPS = apps.APPS_SETTINGS
+def _apps_settings() -> dict[str, Any]:
+    """The MCP Apps extension's settings this client advertises (``apps=True``)."""
+    from mcpsync.client.apps import APPS_SETTINGS
+
+    return APPS_SETTINGS
 
 
 def _prior(value: types.DiscoverResult | Mapping[str, Any] | None) -> types.DiscoverResult | None:
