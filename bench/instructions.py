@@ -15,7 +15,7 @@ as the instructions: client and server take turns on the CPUs, and a call whose
 code and data are spread wider finds less of them still cached.  Counts repeat
 to within about 1 % (a reply that is already there skips a wait, which depends
 on timing).  Needs ``valgrind`` (Debian's package); about 30 s per checkout for
-stdio, a few minutes for HTTP (``--http``).
+stdio, a few minutes for HTTP (``--http``, ``--legacy``).
 """
 
 from __future__ import annotations
@@ -41,7 +41,10 @@ import _common as c
 import mcpsync
 assert mcpsync.__file__.startswith({root!r}), mcpsync.__file__
 n, url = int(sys.argv[1]), sys.argv[2]
-client = mcpsync.Client.stdio(c.server_argv()) if url == "stdio" else mcpsync.Client.http(url)
+if url == "stdio":
+    client = mcpsync.Client.stdio(c.server_argv())
+else:
+    client = mcpsync.Client.http(url, transport="sse" if url.endswith("/legacy/sse") else "streamable-http")
 with client:
     client.list_tools()
     for _ in range(n):
@@ -78,6 +81,7 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--baseline", action="append", default=[], metavar="[NAME=]DIR")
     parser.add_argument("--http", action="store_true", help="Streamable HTTP (JSON replies) too: minutes")
+    parser.add_argument("--legacy", action="store_true", help="legacy HTTP+SSE too: minutes")
     opts = parser.parse_args()
     if shutil.which("valgrind") is None:
         print("valgrind is not installed (apt-get install valgrind)", file=sys.stderr)
@@ -91,6 +95,8 @@ def main() -> int:
         rows = [("stdio, sequential tools/call", "stdio")]
         if opts.http:
             rows.append(("Streamable HTTP, JSON reply", f"http://127.0.0.1:{server.port}/json"))
+        if opts.legacy:
+            rows.append(("legacy HTTP+SSE", f"http://127.0.0.1:{server.port}/legacy/sse"))
         print("| per call, client process | " + " | ".join(trees) + " |")
         print("|---" * (len(trees) + 1) + "|")
         for label, url in rows:
