@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import select
 import threading
 import time
 
@@ -73,9 +74,11 @@ class Pipe:
         return time.monotonic() - began
 
     def read_all(self, total: int) -> None:
+        """Read until *total* bytes came, or 5 s passed (a read never blocks past that)."""
         until = time.monotonic() + 5.0
         while len(self.got) < total and time.monotonic() < until:
-            self.got += os.read(self.read_fd, 65536)
+            if select.select([self.read_fd], [], [], max(0.0, until - time.monotonic()))[0]:
+                self.got += os.read(self.read_fd, 65536)
 
     def wait_unlocked(self) -> bool:
         until = time.monotonic() + 5.0

@@ -38,6 +38,7 @@ __all__ = ["Handover"]
 
 #: Frames are handed over (and joined into one write) up to this many bytes (a pipe holds 64 KiB).
 _JOIN_LIMIT = 65536
+_CUT = "frames handed over were cut short: the server stopped reading its stdin"
 
 
 class Handover:
@@ -127,7 +128,7 @@ class Handover:
                 if not detached:
                     self.stuck = False
             if 0 < written < len(data) and not self._closing():
-                raise CutShort("frames handed over were cut short: the server stopped reading its stdin")
+                raise CutShort(_CUT)
         return False
 
     def _detach(self, rest: bytes, end: float | None, *, started: bool) -> bool:
@@ -150,7 +151,7 @@ class Handover:
             finally:
                 self.stuck = False
             if written < len(rest) and (started or written) and not self._closing():
-                raise CutShort("frames handed over were cut short: the server stopped reading its stdin")
+                raise CutShort(_CUT)
         except OSError as exc:  # CutShort too
             self.lock.release()
             self._failed(exc)

@@ -90,7 +90,7 @@ class StdioTransport(Transport):
         self._run = RunState()
         self._proc: subprocess.Popen[bytes] | None = None
         self._stdin = -1
-        self._handover = Handover(-1, self._run.closing.is_set, self._handover_failed)
+        self._handover = Handover(-1, self._run.closing.is_set, self._write_failed)
         self._reader: StdoutReader | None = None
         self._drain: StderrDrain | None = None
         self._on_message: MessageHandler | None = None
@@ -145,7 +145,7 @@ class StdioTransport(Transport):
         _procutil.close_at_exit(self)
         assert proc.stdin is not None and proc.stdout is not None and proc.stderr is not None
         self._stdin = proc.stdin.fileno()
-        self._handover = Handover(self._stdin, self._run.closing.is_set, self._handover_failed)
+        self._handover = Handover(self._stdin, self._run.closing.is_set, self._write_failed)
         if self._run.closing.is_set():  # close() ran while we were spawning
             self._abandon(proc)
             raise ClientClosed("the transport was closed while starting")
@@ -326,13 +326,13 @@ class StdioTransport(Transport):
                     self._wait_for_lock(end, limit, message)
             if not written:
                 written = self._write_holding(data, end)
-        except CutShort:
-            self._cut_short()
+        except CutShort as exc:
+            self._write_failed(exc)
         except McpError:  # before OSError: a RequestTimeout is a TimeoutError
             own.awaited.discard(request_id)
             raise
         except OSError as exc:  # the pipe broke: the server is dying; report it with its exit code
-            self.fail(self.death_error(f"cannot write to MCP server {self.describe()}", exc))
+            self._write_failed(exc)
             raise self._run.closed_error() from exc
         except BaseException:
             own.awaited.discard(request_id)
@@ -390,9 +390,9 @@ class StdioTransport(Transport):
         handover.release(end)  # writes the frames handed over meanwhile
         return written
 
-    def _handover_failed(self, exc: OSError) -> None:
-        """The hand-over's detached writer could not finish (handover.py): fail the
-        connection as a caller's own write would have."""
+    def _write_failed(self, exc: OSError) -> None:
+        """A write failed: frames cut short (:class:`CutShort`), or the pipe broke.  Fails the
+        connection; called by send() and by the hand-over's detached writer (handover.py)."""
         if isinstance(exc, CutShort):
             self._cut_short()
         else:
